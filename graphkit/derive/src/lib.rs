@@ -1,0 +1,313 @@
+//! `#[derive(State)]` for graphkit: generates a state's update type, its builder and the
+//! merge code. Use it through `graphkit::State`; see that trait for the attributes.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as Tokens};
+use quote::{format_ident, quote};
+use syn::{Data, DeriveInput, Fields, Ident, Path, Type, parse_macro_input, spanned::Spanned};
+
+/// Derives `graphkit::State` for a struct with named fields.
+///
+/// Field attributes pick the reducer: none (last value), `#[reducer(append)]`,
+/// `#[reducer(merge_by_key)]`, `#[reducer(add)]`, `#[reducer(with = path)]` (a function
+/// `fn(&mut T, T)`) or `#[reducer(with = path, update = U)]` (a function `fn(&mut T, U)`).
+/// The update type is `<Name>Update` unless `#[state(update = OtherName)]` says otherwise.
+#[proc_macro_derive(State, attributes(reducer, state))]
+pub fn derive_state(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+}
+
+enum Kind {
+    LastValue,
+    Append,
+    MergeByKey,
+    Add,
+    Custom { func: Path, update: Option<Type> },
+}
+
+struct FieldSpec {
+    ident: Ident,
+    ty: Type,
+    kind: Kind,
+}
+
+fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
+    let mut kind = Kind::LastValue;
+    let mut seen = false;
+    for attr in field.attrs.iter().filter(|a| a.path().is_ident("reducer")) {
+        if seen {
+            return Err(syn::Error::new(attr.span(), "a field takes one #[reducer(...)]"));
+        }
+        seen = true;
+        let mut func = None;
+        let mut update = None;
+        attr.parse_nested_meta(|meta| {
+            let name = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+            match name.as_str() {
+                "last_value" => kind = Kind::LastValue,
+                "append" => kind = Kind::Append,
+                "merge_by_key" => kind = Kind::MergeByKey,
+                "add" => kind = Kind::Add,
+                "with" => func = Some(meta.value()?.parse::<Path>()?),
+                "update" => update = Some(meta.value()?.parse::<Type>()?),
+                _ => {
+                    return Err(meta.error(
+                        "unknown reducer; use last_value, append, merge_by_key, add, or with = path",
+                    ));
+                }
+            }
+            Ok(())
+        })?;
+        match (func, update) {
+            (Some(func), update) => kind = Kind::Custom { func, update },
+            (None, Some(_)) => {
+                return Err(syn::Error::new(attr.span(), "`update = Type` needs `with = path`"));
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(kind)
+}
+
+fn update_name(input: &DeriveInput) -> syn::Result<Ident> {
+    let mut name = format_ident!("{}Update", input.ident);
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("state")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("update") {
+                name = meta.value()?.parse::<Ident>()?;
+                Ok(())
+            } else {
+                Err(meta.error("unknown state option; the only one is `update = Name`"))
+            }
+        })?;
+    }
+    Ok(name)
+}
+
+fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
+    if !input.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            input.generics.span(),
+            "#[derive(State)] does not support generic structs yet; use concrete field types",
+        ));
+    }
+    let Data::Struct(data) = &input.data else {
+        return Err(syn::Error::new(input.span(), "#[derive(State)] works on structs only"));
+    };
+    let Fields::Named(named) = &data.fields else {
+        return Err(syn::Error::new(input.span(), "#[derive(State)] needs named fields"));
+    };
+    let fields = named
+        .named
+        .iter()
+        .map(|f| {
+            Ok(FieldSpec {
+                ident: f.ident.clone().ok_or_else(|| syn::Error::new(f.span(), "unnamed field"))?,
+                ty: f.ty.clone(),
+                kind: parse_kind(f)?,
+            })
+        })
+        .collect::<syn::Result<Vec<_>>>()?;
+
+    let gk = quote!(::graphkit);
+    let name = &input.ident;
+    let vis = &input.vis;
+    let update = update_name(input)?;
+
+    let update_ty = |f: &FieldSpec| -> Tokens {
+        let ty = &f.ty;
+        match &f.kind {
+            Kind::LastValue | Kind::Add => quote!(#ty),
+            Kind::Append => quote!(<#gk::Append as #gk::Reducer<#ty>>::Update),
+            Kind::MergeByKey => quote!(<#gk::MergeByKey as #gk::Reducer<#ty>>::Update),
+            Kind::Custom { update: Some(u), .. } => quote!(#u),
+            Kind::Custom { update: None, .. } => quote!(#ty),
+        }
+    };
+
+    let mut update_fields = Vec::new();
+    let mut builders = Vec::new();
+    let mut applies = Vec::new();
+    let mut field_infos = Vec::new();
+    let mut from_state = Vec::new();
+    let mut from_state_possible = true;
+
+    for (index, f) in fields.iter().enumerate() {
+        let ident = &f.ident;
+        let ty = &f.ty;
+        let uty = update_ty(f);
+        let fname = ident.to_string();
+        let field_doc = format!("Update for field `{fname}`; `None` leaves it untouched.");
+        update_fields.push(quote! {
+            #[doc = #field_doc]
+            #[serde(skip_serializing_if = "Option::is_none")]
+            pub #ident: Option<#uty>,
+        });
+        let (kind_tokens, builder, apply) = match &f.kind {
+            Kind::LastValue => (
+                quote!(LastValue),
+                quote! {
+                    #[doc = concat!("Sets `", #fname, "`.")]
+                    #[must_use]
+                    pub fn #ident(mut self, value: impl Into<#ty>) -> Self {
+                        self.#ident = Some(value.into());
+                        self
+                    }
+                },
+                quote! {
+                    if let Some(value) = update.#ident {
+                        writes.claim(#index, #fname)?;
+                        self.#ident = value;
+                    }
+                },
+            ),
+            Kind::Append | Kind::MergeByKey => {
+                let (tag, reducer) = match f.kind {
+                    Kind::Append => (quote!(Append), quote!(#gk::Append)),
+                    _ => (quote!(MergeByKey), quote!(#gk::MergeByKey)),
+                };
+                (
+                    tag,
+                    quote! {
+                        #[doc = concat!("Adds an update of `", #fname, "`; several calls combine in order.")]
+                        #[must_use]
+                        pub fn #ident(mut self, update: impl Into<#uty>) -> Self {
+                            let update = update.into();
+                            self.#ident = Some(match self.#ident.take() {
+                                Some(previous) => previous.then(update),
+                                None => update,
+                            });
+                            self
+                        }
+                    },
+                    quote! {
+                        if let Some(value) = update.#ident {
+                            <#reducer as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
+                        }
+                    },
+                )
+            }
+            Kind::Add => (
+                quote!(Add),
+                quote! {
+                    #[doc = concat!("Adds `delta` to `", #fname, "`; several calls sum.")]
+                    #[must_use]
+                    pub fn #ident(mut self, delta: #ty) -> Self {
+                        self.#ident = Some(match self.#ident.take() {
+                            Some(mut previous) => {
+                                previous += delta;
+                                previous
+                            }
+                            None => delta,
+                        });
+                        self
+                    }
+                },
+                quote! {
+                    if let Some(value) = update.#ident {
+                        <#gk::Add as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
+                    }
+                },
+            ),
+            Kind::Custom { func, update: explicit } => {
+                if explicit.is_some() {
+                    from_state_possible = false;
+                }
+                (
+                    quote!(Custom),
+                    quote! {
+                        #[doc = concat!("Sets the update of `", #fname, "` (merged by its custom reducer).")]
+                        #[must_use]
+                        pub fn #ident(mut self, update: impl Into<#uty>) -> Self {
+                            self.#ident = Some(update.into());
+                            self
+                        }
+                    },
+                    quote! {
+                        if let Some(value) = update.#ident {
+                            #func(&mut self.#ident, value);
+                        }
+                    },
+                )
+            }
+        };
+        field_infos.push(quote! {
+            #gk::Field { name: #fname, reducer: #gk::ReducerKind::#kind_tokens }
+        });
+        builders.push(builder);
+        applies.push(apply);
+        from_state.push(quote!(#ident: Some(state.#ident.into()),));
+    }
+
+    let idents: Vec<&Ident> = fields.iter().map(|f| &f.ident).collect();
+    let names: Vec<String> = idents.iter().map(ToString::to_string).collect();
+    let update_doc = format!(
+        "A partial update of [`{name}`]: every field is optional and merges through its reducer. Generated by `#[derive(State)]`."
+    );
+    let serde_crate = syn::LitStr::new("::graphkit::__private::serde", Span::call_site());
+
+    let from_impl = from_state_possible.then(|| {
+        quote! {
+            impl ::core::convert::From<#name> for #update {
+                fn from(state: #name) -> Self {
+                    Self { #(#from_state)* }
+                }
+            }
+        }
+    });
+
+    Ok(quote! {
+        #[doc = #update_doc]
+        #[derive(Clone, Debug, Default, #gk::__private::serde::Serialize, #gk::__private::serde::Deserialize)]
+        #[serde(crate = #serde_crate, default)]
+        #vis struct #update {
+            #(#update_fields)*
+        }
+
+        impl #update {
+            /// An empty update.
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            #(#builders)*
+        }
+
+        impl #gk::StateUpdate for #update {
+            fn is_empty(&self) -> bool {
+                true #(&& self.#idents.is_none())*
+            }
+
+            fn written_fields(&self) -> ::std::vec::Vec<&'static str> {
+                let mut names = ::std::vec::Vec::new();
+                #(if self.#idents.is_some() { names.push(#names); })*
+                names
+            }
+        }
+
+        impl #gk::State for #name {
+            type Update = #update;
+
+            const FIELDS: &'static [#gk::Field] = &[#(#field_infos),*];
+
+            fn apply(
+                &mut self,
+                update: Self::Update,
+                writes: &mut #gk::StepWrites,
+            ) -> ::core::result::Result<(), #gk::Error> {
+                let _ = &writes;
+                #(#applies)*
+                Ok(())
+            }
+        }
+
+        impl #gk::IntoNodeOutput<#name> for #update {
+            fn into_node_output(self) -> ::core::result::Result<#gk::NodeOutput<#name>, #gk::BoxError> {
+                Ok(#gk::NodeOutput::Update(self))
+            }
+        }
+
+        #from_impl
+    })
+}

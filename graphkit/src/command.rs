@@ -1,0 +1,214 @@
+//! [`Command`] (update and route from a node) and [`Send`] (map-reduce fan-out).
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::state::State;
+
+/// Runs a node once with its own input: the unit of map-reduce fan-out.
+///
+/// A router (or a [`Command`]) returns several `Send`s to run one node many times in the
+/// next super-step, each with a different input. The node reads its input with the
+/// [`Input`](crate::Input) extractor; the sends run in the order given and their updates
+/// are applied in that order.
+///
+/// ```
+/// use graphkit::Send;
+///
+/// let sends: Vec<Send> = ["cats", "dogs"].into_iter().map(|s| Send::new("joke", s.to_string())).collect();
+/// assert_eq!(sends[1].node(), "joke");
+/// ```
+#[derive(Clone)]
+pub struct Send {
+    pub(crate) node: Arc<str>,
+    pub(crate) input: Packet,
+}
+
+impl Send {
+    /// Runs `node` with `input`.
+    pub fn new<T>(node: impl Into<Arc<str>>, input: T) -> Self
+    where
+        T: Serialize + Clone + std::marker::Send + Sync + 'static,
+    {
+        Self { node: node.into(), input: Packet::new(input) }
+    }
+
+    /// The target node.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The input as JSON (for display and checkpoints).
+    pub fn input_json(&self) -> Option<Value> {
+        self.input.to_json()
+    }
+}
+
+impl fmt::Debug for Send {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Send")
+            .field("node", &self.node)
+            .field("input", &self.input.type_name)
+            .finish()
+    }
+}
+
+/// A type-erased Send input that can still be turned into JSON.
+#[derive(Clone)]
+pub(crate) struct Packet {
+    pub(crate) value: Arc<dyn Any + std::marker::Send + Sync>,
+    pub(crate) type_name: &'static str,
+    to_json: fn(&(dyn Any + std::marker::Send + Sync)) -> Option<Value>,
+}
+
+impl Packet {
+    pub(crate) fn new<T: Serialize + std::marker::Send + Sync + 'static>(value: T) -> Self {
+        fn to_json<T: Serialize + 'static>(v: &(dyn Any + std::marker::Send + Sync)) -> Option<Value> {
+            v.downcast_ref::<T>().and_then(|v| serde_json::to_value(v).ok())
+        }
+        Self { value: Arc::new(value), type_name: std::any::type_name::<T>(), to_json: to_json::<T> }
+    }
+
+    pub(crate) fn to_json(&self) -> Option<Value> {
+        (self.to_json)(&*self.value)
+    }
+}
+
+/// Where a [`Command`] routes.
+#[derive(Debug, Clone)]
+pub enum Goto {
+    /// Run this node in the next super-step.
+    Node(Arc<str>),
+    /// Run a node with its own input.
+    Send(Send),
+}
+
+impl From<&str> for Goto {
+    fn from(node: &str) -> Self {
+        Self::Node(node.into())
+    }
+}
+
+impl From<String> for Goto {
+    fn from(node: String) -> Self {
+        Self::Node(node.into())
+    }
+}
+
+impl From<Send> for Goto {
+    fn from(send: Send) -> Self {
+        Self::Send(send)
+    }
+}
+
+/// Which graph a [`Command`] addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommandGraph {
+    /// The graph the node runs in.
+    #[default]
+    Current,
+    /// The graph that runs this graph as a subgraph node (same state type only).
+    Parent,
+}
+
+/// A node's result that updates the state and chooses where to go next.
+///
+/// Static edges out of the node still fire; `goto` adds targets to them, as in LangGraph.
+///
+/// ```
+/// use graphkit::{Command, END, State};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Review { verdict: String }
+///
+/// let command: Command<Review> = Command::new()
+///     .update(ReviewUpdate::new().verdict("approved"))
+///     .goto(END);
+/// assert_eq!(command.targets().count(), 1);
+/// ```
+pub struct Command<S: State> {
+    pub(crate) update: Option<S::Update>,
+    pub(crate) goto: Vec<Goto>,
+    pub(crate) graph: CommandGraph,
+}
+
+impl<S: State> Default for Command<S> {
+    fn default() -> Self {
+        Self { update: None, goto: Vec::new(), graph: CommandGraph::Current }
+    }
+}
+
+impl<S: State> fmt::Debug for Command<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Command")
+            .field("update", &self.update)
+            .field("goto", &self.goto)
+            .field("graph", &self.graph)
+            .finish()
+    }
+}
+
+impl<S: State> Clone for Command<S> {
+    fn clone(&self) -> Self {
+        Self { update: self.update.clone(), goto: self.goto.clone(), graph: self.graph }
+    }
+}
+
+impl<S: State> Command<S> {
+    /// An empty command (no update, no extra route).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Routes to `target` (a node name, `END`, or a [`Send`]).
+    pub fn goto_only(target: impl Into<Goto>) -> Self {
+        Self::new().goto(target)
+    }
+
+    /// Sets the state update.
+    #[must_use]
+    pub fn update(mut self, update: S::Update) -> Self {
+        self.update = Some(update);
+        self
+    }
+
+    /// Adds a route target (a node name, `END`, or a [`Send`]).
+    #[must_use]
+    pub fn goto(mut self, target: impl Into<Goto>) -> Self {
+        self.goto.push(target.into());
+        self
+    }
+
+    /// Adds several route targets.
+    #[must_use]
+    pub fn goto_all<G: Into<Goto>>(mut self, targets: impl IntoIterator<Item = G>) -> Self {
+        self.goto.extend(targets.into_iter().map(Into::into));
+        self
+    }
+
+    /// Addresses the parent graph: the update and the route apply there, as if the
+    /// subgraph node itself had returned them. Only for subgraphs with the parent's state type.
+    #[must_use]
+    pub fn to_parent(mut self) -> Self {
+        self.graph = CommandGraph::Parent;
+        self
+    }
+
+    /// The route targets, as node names (Sends report their node).
+    pub fn targets(&self) -> impl Iterator<Item = &str> {
+        self.goto.iter().map(|g| match g {
+            Goto::Node(n) => &**n,
+            Goto::Send(s) => &*s.node,
+        })
+    }
+
+    /// The update, if any.
+    pub fn update_ref(&self) -> Option<&S::Update> {
+        self.update.as_ref()
+    }
+}

@@ -1,0 +1,186 @@
+//! The crate's error type.
+
+use std::time::Duration;
+
+/// A boxed error from user code (a node, a router, a tool).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when building or running a graph.
+///
+/// Messages name the node or field involved and say what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A node name was used twice.
+    #[error("node `{0}` is added twice; give each node a unique name")]
+    DuplicateNode(String),
+
+    /// A node used a reserved name.
+    #[error("`{0}` is a reserved name (START and END are built in); rename the node")]
+    ReservedName(String),
+
+    /// A node name is empty or contains characters that break drawings and namespaces.
+    #[error("node name `{0}` is invalid: use a non-empty name without `:`, `|` or newlines")]
+    InvalidName(String),
+
+    /// An edge, router or option names a node that was never added.
+    #[error("{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name")]
+    UnknownNode {
+        /// Where the name was used (for example "edge from `plan`").
+        context: String,
+        /// The missing node.
+        node: String,
+    },
+
+    /// Nothing starts at START.
+    #[error("the graph has no entry point; add `add_edge(START, \"first_node\")` or a conditional edge from START")]
+    NoEntry,
+
+    /// A node cannot be reached from START.
+    #[error("node `{0}` cannot be reached from START; add an edge into it, declare it as a router target, or remove it")]
+    Unreachable(String),
+
+    /// A loop of static edges that can never end.
+    #[error("nodes {0} form a loop of static edges that never reaches END; make one of those edges conditional")]
+    EndlessLoop(String),
+
+    /// A node can never reach END.
+    #[error("node `{0}` has no path to END; add an edge (or a declared router target) that leads to END")]
+    NoPathToEnd(String),
+
+    /// An edge that cannot exist (out of END, into START, a join without sources).
+    #[error("invalid edge: {0}")]
+    InvalidEdge(String),
+
+    /// Two tasks of one super-step wrote the same last-value field.
+    #[error("nodes `{first}` and `{second}` both wrote field `{field}` in the same super-step; give the field a reducer (for example #[reducer(append)]) or let only one of them write it")]
+    InvalidConcurrentUpdate {
+        /// The field.
+        field: &'static str,
+        /// The task that wrote it first.
+        first: String,
+        /// The task that wrote it again.
+        second: String,
+    },
+
+    /// The run took more super-steps than allowed.
+    #[error("recursion limit of {limit} super-steps reached without finishing; if the graph is meant to run longer, raise it with `RunConfig::recursion_limit`, otherwise check the loop's exit condition")]
+    RecursionLimit {
+        /// The limit in force.
+        limit: usize,
+    },
+
+    /// A node returned an error (after its retries, if any).
+    #[error("node `{node}` failed after {attempts} attempt(s): {source}")]
+    NodeFailed {
+        /// The node.
+        node: String,
+        /// How many times it ran.
+        attempts: u32,
+        /// The node's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A node ran longer than its timeout.
+    #[error("node `{node}` timed out after {timeout:?}; raise its timeout or make it faster")]
+    NodeTimeout {
+        /// The node.
+        node: String,
+        /// The timeout in force.
+        timeout: Duration,
+    },
+
+    /// A node panicked.
+    #[error("node `{node}` panicked: {message}")]
+    NodePanicked {
+        /// The node.
+        node: String,
+        /// The panic message.
+        message: String,
+    },
+
+    /// A router (conditional edge) failed or panicked.
+    #[error("the router after node `{node}` failed: {message}")]
+    RouterFailed {
+        /// The node whose conditional edge failed.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// A router or `Command` sent the run to a node that does not exist.
+    #[error("`{from}` routed to `{target}`, which is not a node of this graph; return one of its nodes or END")]
+    UnknownTarget {
+        /// The node whose router or command chose the target.
+        from: String,
+        /// The unknown target.
+        target: String,
+    },
+
+    /// A router chose a target outside the targets it declared.
+    #[error("the router after `{from}` returned `{target}`, which is not among its declared targets {declared:?}; add it to the declared targets")]
+    UndeclaredTarget {
+        /// The node whose router chose the target.
+        from: String,
+        /// The target.
+        target: String,
+        /// The declared targets.
+        declared: Vec<String>,
+    },
+
+    /// A `Send` task's input was not of the type its node extracts.
+    #[error("node `{node}` expected a Send input of type `{expected}`; send it that type")]
+    InputType {
+        /// The node.
+        node: String,
+        /// The expected type.
+        expected: &'static str,
+    },
+
+    /// A `Command::to_parent()` reached a graph that is not running as a subgraph, or a
+    /// subgraph whose parent has another state type.
+    #[error("node `{node}` returned Command::to_parent(), but {reason}")]
+    NoParentGraph {
+        /// The node.
+        node: String,
+        /// Why the command cannot be delivered.
+        reason: &'static str,
+    },
+
+    /// Internal: a parent command travelling up from a subgraph.
+    #[doc(hidden)]
+    #[error("a Command::to_parent() escaped its subgraph node `{node}`")]
+    ParentCommand {
+        /// The subgraph node that produced it.
+        node: String,
+        /// The command (a `Command<S>` of the parent's state type).
+        command: ParentCommand,
+    },
+
+    /// The run was cancelled.
+    #[error("the run was cancelled")]
+    Cancelled,
+
+    /// A state value could not be serialized or deserialized.
+    #[error("could not (de)serialize {what}: {source}")]
+    Serde {
+        /// What was being converted.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A `Command` for the parent graph, type-erased while it travels up.
+pub struct ParentCommand(pub(crate) Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for ParentCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ParentCommand(..)")
+    }
+}

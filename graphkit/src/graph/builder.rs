@@ -1,0 +1,306 @@
+//! [`StateGraph`]: collects nodes and edges; `compile()` validates them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::command::Goto;
+use crate::error::{BoxError, Error};
+use crate::graph::compiled::CompiledGraph;
+use crate::graph::draw::Shape;
+use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
+use crate::graph::node::{BoxedNode, IntoNode, NodeRunner};
+use crate::graph::subgraph::{MappedSubgraph, SameStateSubgraph};
+use crate::graph::{END, START};
+use crate::run::config::RetryPolicy;
+use crate::state::State;
+
+/// Options of one node: retry policy, timeout, and the targets its `Command`s may name.
+///
+/// ```
+/// use std::time::Duration;
+/// use graphkit::{NodeOptions, RetryPolicy};
+///
+/// let options = NodeOptions::new()
+///     .retry(RetryPolicy::new(3))
+///     .timeout(Duration::from_secs(30))
+///     .destinations(["review", "publish"]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct NodeOptions {
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) destinations: Option<Vec<Arc<str>>>,
+}
+
+impl NodeOptions {
+    /// No retry, no timeout, destinations unknown.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Retries the node when it fails.
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Fails an attempt that runs longer than `timeout` (async nodes only).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Declares where the node's `Command`s may route, for validation and drawing.
+    #[must_use]
+    pub fn destinations<I, T>(mut self, targets: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<Arc<str>>,
+    {
+        self.destinations = Some(targets.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+pub(crate) struct NodeDecl<S: State> {
+    pub(crate) name: Arc<str>,
+    pub(crate) runner: NodeRunner<S>,
+    pub(crate) options: NodeOptions,
+    pub(crate) may_route: bool,
+    pub(crate) subgraph: Option<Arc<Shape>>,
+}
+
+pub(crate) struct BranchDecl<S: State> {
+    pub(crate) source: Arc<str>,
+    pub(crate) router: RouterFn<S>,
+    pub(crate) targets: Option<Vec<Arc<str>>>,
+}
+
+/// A graph under construction: nodes, edges and routers over state `S`.
+///
+/// Methods return `&mut Self` so calls chain; mistakes (an unknown node, a duplicate
+/// name) are collected and reported by [`compile`](Self::compile), which also checks the
+/// structure as a whole.
+///
+/// ```
+/// use std::sync::Arc;
+/// use graphkit::{END, START, State, StateGraph};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Count { n: u32 }
+///
+/// async fn bump(state: Arc<Count>) -> CountUpdate {
+///     CountUpdate::new().n(state.n + 1)
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut graph = StateGraph::<Count>::new();
+/// graph
+///     .add_node("bump", bump)
+///     .add_edge(START, "bump")
+///     .add_conditional_edges("bump", |s: &Count| if s.n < 3 { "bump" } else { END }, ["bump", END]);
+/// let graph = graph.compile()?;
+/// assert_eq!(graph.invoke(CountUpdate::new()).await?.n, 3);
+/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// ```
+pub struct StateGraph<S: State> {
+    pub(crate) nodes: Vec<NodeDecl<S>>,
+    pub(crate) edges: Vec<(Arc<str>, Arc<str>)>,
+    pub(crate) joins: Vec<(Vec<Arc<str>>, Arc<str>)>,
+    pub(crate) branches: Vec<BranchDecl<S>>,
+    pub(crate) errors: Vec<Error>,
+}
+
+impl<S: State> Default for StateGraph<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: State> StateGraph<S> {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            joins: Vec::new(),
+            branches: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Adds a node: an `async fn` or closure taking [`FromContext`](crate::FromContext)
+    /// arguments (usually `Arc<S>`) and returning an update, a `Command` or a `Result`
+    /// of those; or a [`SyncNode`](crate::SyncNode).
+    pub fn add_node<Args>(&mut self, name: &str, node: impl IntoNode<S, Args>) -> &mut Self {
+        self.add_node_with(name, node, NodeOptions::default())
+    }
+
+    /// Adds a node with options (retry, timeout, declared `Command` destinations).
+    pub fn add_node_with<Args, N: IntoNode<S, Args>>(
+        &mut self,
+        name: &str,
+        node: N,
+        options: NodeOptions,
+    ) -> &mut Self {
+        let may_route = N::MAY_ROUTE;
+        self.push_node(name, node.into_runner().0, options, may_route, None)
+    }
+
+    pub(crate) fn push_node(
+        &mut self,
+        name: &str,
+        runner: NodeRunner<S>,
+        options: NodeOptions,
+        may_route: bool,
+        subgraph: Option<Arc<Shape>>,
+    ) -> &mut Self {
+        if name == START || name == END {
+            self.errors.push(Error::ReservedName(name.to_owned()));
+        } else if name.is_empty() || name.contains([':', '|', '\n']) {
+            self.errors.push(Error::InvalidName(name.to_owned()));
+        } else if self.nodes.iter().any(|n| &*n.name == name) {
+            self.errors.push(Error::DuplicateNode(name.to_owned()));
+        } else {
+            self.nodes.push(NodeDecl { name: name.into(), runner, options, may_route, subgraph });
+        }
+        self
+    }
+
+    /// Adds nodes and chains them with edges, in order.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::{BoxedNode, START, END, State, StateGraph};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Doc { #[reducer(append)] log: Vec<String> }
+    /// async fn fetch(_: Arc<Doc>) -> DocUpdate { DocUpdate::new().log(vec!["fetch".into()]) }
+    /// async fn parse(_: Arc<Doc>) -> DocUpdate { DocUpdate::new().log(vec!["parse".into()]) }
+    ///
+    /// let mut graph = StateGraph::<Doc>::new();
+    /// graph
+    ///     .add_sequence([("fetch", BoxedNode::new(fetch)), ("parse", BoxedNode::new(parse))])
+    ///     .add_edge(START, "fetch")
+    ///     .add_edge("parse", END);
+    /// assert!(graph.compile().is_ok());
+    /// ```
+    pub fn add_sequence<'a>(
+        &mut self,
+        nodes: impl IntoIterator<Item = (&'a str, BoxedNode<S>)>,
+    ) -> &mut Self {
+        let mut previous: Option<&str> = None;
+        for (name, node) in nodes {
+            self.add_node(name, node);
+            if let Some(prev) = previous {
+                self.add_edge(prev, name);
+            }
+            previous = Some(name);
+        }
+        self
+    }
+
+    /// Adds an edge. With one source (`"a"`) the target runs in the step after the source;
+    /// with several (`["a", "b"]`) it is a join: the target runs once, after all of them
+    /// have finished (in the same or different steps).
+    pub fn add_edge(&mut self, from: impl EdgeSources, to: &str) -> &mut Self {
+        let mut sources = from.into_sources();
+        if sources.is_empty() {
+            self.errors.push(Error::InvalidEdge(format!("an edge into `{to}` has no source")));
+        } else if sources.len() == 1 {
+            let source = sources.remove(0);
+            self.edges.push((source, to.into()));
+        } else {
+            self.joins.push((sources, to.into()));
+        }
+        self
+    }
+
+    /// Adds a conditional edge: after `from` runs, `router` looks at the post-step state and
+    /// returns the next node(s), `END`, or `Send`s. `targets` declares every value it may
+    /// return (include `END` if it can end); `compile()` checks them and a router that
+    /// returns anything else fails the run with a clear error.
+    pub fn add_conditional_edges<R, I, T>(
+        &mut self,
+        from: &str,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        targets: I,
+    ) -> &mut Self
+    where
+        R: IntoRoute,
+        I: IntoIterator<Item = T>,
+        T: Into<Arc<str>>,
+    {
+        let targets = targets.into_iter().map(Into::into).collect();
+        self.push_branch(from, router, Some(targets))
+    }
+
+    /// Adds a conditional edge whose targets are not declared: any node is allowed, and
+    /// drawings show an edge to every node.
+    pub fn add_dynamic_conditional_edges<R: IntoRoute>(
+        &mut self,
+        from: &str,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+    ) -> &mut Self {
+        self.push_branch(from, router, None)
+    }
+
+    fn push_branch<R: IntoRoute>(
+        &mut self,
+        from: &str,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        targets: Option<Vec<Arc<str>>>,
+    ) -> &mut Self {
+        let router: RouterFn<S> = Arc::new(move |state: &S| -> Result<Vec<Goto>, BoxError> {
+            router(state).into_route()
+        });
+        self.branches.push(BranchDecl { source: from.into(), router, targets });
+        self
+    }
+
+    /// Same as `add_edge(START, node)`.
+    pub fn set_entry_point(&mut self, node: &str) -> &mut Self {
+        self.add_edge(START, node)
+    }
+
+    /// Same as `add_edge(node, END)`.
+    pub fn set_finish_point(&mut self, node: &str) -> &mut Self {
+        self.add_edge(node, END)
+    }
+
+    /// Adds a compiled graph with the same state type as a node. It starts from the
+    /// parent's state, and its updates become the node's writes in the parent.
+    pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
+        let shape = graph.shape();
+        let runner = NodeRunner::Async(Arc::new(SameStateSubgraph::new(graph)));
+        self.push_node(name, runner, NodeOptions::default(), true, Some(shape))
+    }
+
+    /// Adds a compiled graph with another state type `C` as a node: `into_child` builds
+    /// its input from the parent's state, and `from_child` turns its final state into the
+    /// parent's update.
+    pub fn add_subgraph_mapped<C: State>(
+        &mut self,
+        name: &str,
+        graph: CompiledGraph<C>,
+        into_child: impl Fn(&S) -> C::Update + std::marker::Send + Sync + 'static,
+        from_child: impl Fn(&C) -> S::Update + std::marker::Send + Sync + 'static,
+    ) -> &mut Self {
+        let shape = graph.shape();
+        let runner = NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
+        self.push_node(name, runner, NodeOptions::default(), false, Some(shape))
+    }
+
+    /// Validates the graph and returns a runnable [`CompiledGraph`].
+    ///
+    /// # Errors
+    /// The first problem found: a duplicate or reserved name, an edge or router target
+    /// that names no node, no entry point, a node unreachable from START, a loop of static
+    /// edges that can never end, or a node with no path to END.
+    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
+        crate::graph::compile::compile(self)
+    }
+}

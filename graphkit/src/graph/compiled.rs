@@ -1,0 +1,136 @@
+//! [`CompiledGraph`]: a validated graph, ready to run many times concurrently.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::graph::draw::Shape;
+use crate::graph::edge::RouterFn;
+use crate::graph::node::NodeRunner;
+use crate::run::config::{RetryPolicy, RunConfig};
+use crate::run::stream::StreamModes;
+use crate::run::{Emitter, RunStream, Runner};
+use crate::state::State;
+
+pub(crate) type NodeId = usize;
+
+/// Where an edge leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dest {
+    Node(NodeId),
+    End,
+}
+
+pub(crate) struct Branch<S: State> {
+    pub(crate) router: RouterFn<S>,
+    pub(crate) declared: Option<Vec<Arc<str>>>,
+}
+
+pub(crate) struct NodeSpec<S: State> {
+    pub(crate) name: Arc<str>,
+    pub(crate) runner: NodeRunner<S>,
+    pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) timeout: Option<Duration>,
+    /// Where its `Command`s may route, if declared.
+    pub(crate) destinations: Option<Vec<Arc<str>>>,
+    /// Position of the name in byte order: the apply order of edge-triggered tasks.
+    pub(crate) rank: usize,
+    pub(crate) edges: Vec<Dest>,
+    pub(crate) branches: Vec<Branch<S>>,
+    /// (join index, this node's position among the join's sources)
+    pub(crate) joins: Vec<(usize, usize)>,
+}
+
+pub(crate) struct JoinSpec {
+    pub(crate) sources: usize,
+    pub(crate) target: Dest,
+}
+
+pub(crate) struct GraphCore<S: State> {
+    pub(crate) nodes: Vec<NodeSpec<S>>,
+    pub(crate) by_name: HashMap<Arc<str>, NodeId>,
+    pub(crate) start_edges: Vec<Dest>,
+    pub(crate) start_branches: Vec<Branch<S>>,
+    pub(crate) joins: Vec<JoinSpec>,
+    pub(crate) shape: Arc<Shape>,
+}
+
+/// A validated graph. Cheap to clone (an `Arc`), safe to share across threads, and able
+/// to serve many runs at once.
+pub struct CompiledGraph<S: State> {
+    pub(crate) core: Arc<GraphCore<S>>,
+}
+
+impl<S: State> Clone for CompiledGraph<S> {
+    fn clone(&self) -> Self {
+        Self { core: Arc::clone(&self.core) }
+    }
+}
+
+impl<S: State> std::fmt::Debug for CompiledGraph<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledGraph")
+            .field("nodes", &self.core.nodes.iter().map(|n| &*n.name).collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl<S: State> CompiledGraph<S> {
+    /// Runs the graph to the end and returns the final state.
+    ///
+    /// The input is applied to the default state as an update (through the reducers).
+    /// Accepts the update type or a whole `S`.
+    pub async fn invoke(&self, input: impl Into<S::Update>) -> Result<S, Error> {
+        self.invoke_with(input, RunConfig::default()).await
+    }
+
+    /// [`invoke`](Self::invoke) with a [`RunConfig`].
+    pub async fn invoke_with(&self, input: impl Into<S::Update>, config: RunConfig) -> Result<S, Error> {
+        let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
+        runner.run(Some(input.into())).await.map(|done| done.state)
+    }
+
+    /// Runs the graph and streams events of the given modes as they happen.
+    ///
+    /// The run makes progress only while the stream is polled; dropping the stream cancels
+    /// the run. A failed run yields its error as the last item.
+    pub fn stream(&self, input: impl Into<S::Update>, modes: impl Into<StreamModes>) -> RunStream<S> {
+        self.stream_with(input, RunConfig::default(), modes)
+    }
+
+    /// [`stream`](Self::stream) with a [`RunConfig`].
+    pub fn stream_with(
+        &self,
+        input: impl Into<S::Update>,
+        config: RunConfig,
+        modes: impl Into<StreamModes>,
+    ) -> RunStream<S> {
+        RunStream::start(self.clone(), input.into(), config, modes.into())
+    }
+
+    /// The names of the graph's nodes, in the order they were added.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.core.nodes.iter().map(|n| &*n.name)
+    }
+
+    pub(crate) fn shape(&self) -> Arc<Shape> {
+        Arc::clone(&self.core.shape)
+    }
+
+    /// The graph as Mermaid flowchart text (conditional edges dashed, subgraphs as
+    /// nested blocks).
+    pub fn draw_mermaid(&self) -> String {
+        self.core.shape.mermaid()
+    }
+
+    /// The graph in Graphviz DOT (conditional edges dashed, subgraphs as clusters).
+    pub fn draw_dot(&self) -> String {
+        self.core.shape.dot()
+    }
+
+    /// A plain-text outline of nodes and their edges.
+    pub fn draw_ascii(&self) -> String {
+        self.core.shape.ascii()
+    }
+}

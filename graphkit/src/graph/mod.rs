@@ -1,0 +1,11 @@
+//! Building graphs: nodes, edges, routers, validation and drawing.
+
+pub(crate) mod builder;
+pub(crate) mod compile;
+pub(crate) mod compiled;
+pub(crate) mod draw;
+pub(crate) mod edge;
+pub(crate) mod node;
+pub(crate) mod subgraph;
+
+pub use edge::{END, START};

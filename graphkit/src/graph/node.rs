@@ -1,0 +1,318 @@
+//! Nodes: what a node returns, what it can ask for, and how functions become nodes.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::command::Command;
+use crate::error::BoxError;
+use crate::run::config::RunConfig;
+use crate::run::context::NodeContext;
+use crate::run::stream::StreamWriter;
+use crate::state::State;
+
+/// What a node produced: an update, several (from a subgraph), or a [`Command`].
+#[derive(Debug)]
+pub enum NodeOutput<S: State> {
+    /// One partial update.
+    Update(S::Update),
+    /// Several updates applied in order, as one task's writes.
+    Updates(Vec<S::Update>),
+    /// An update with routing.
+    Command(Command<S>),
+}
+
+/// Types a node may return: the state's update type, `Command<S>`, `()` (no update),
+/// `Option` of those, and `Result` of those with any error convertible to [`BoxError`].
+pub trait IntoNodeOutput<S: State> {
+    /// Converts into a node output, or the node's error.
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError>;
+
+    /// `true` if values of this type can route dynamically (a `Command`), which
+    /// `compile()` takes into account when it checks reachability.
+    const MAY_ROUTE: bool = false;
+}
+
+impl<S: State> IntoNodeOutput<S> for NodeOutput<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
+        Ok(self)
+    }
+    const MAY_ROUTE: bool = true;
+}
+
+impl<S: State> IntoNodeOutput<S> for Command<S> {
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
+        Ok(NodeOutput::Command(self))
+    }
+    const MAY_ROUTE: bool = true;
+}
+
+impl<S: State> IntoNodeOutput<S> for () {
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
+        Ok(NodeOutput::Update(S::Update::default()))
+    }
+}
+
+impl<S: State, T: IntoNodeOutput<S>> IntoNodeOutput<S> for Option<T> {
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
+        match self {
+            Some(inner) => inner.into_node_output(),
+            None => Ok(NodeOutput::Update(S::Update::default())),
+        }
+    }
+    const MAY_ROUTE: bool = T::MAY_ROUTE;
+}
+
+impl<S, T, E> IntoNodeOutput<S> for Result<T, E>
+where
+    S: State,
+    T: IntoNodeOutput<S>,
+    E: Into<BoxError>,
+{
+    fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
+        self.map_err(Into::into)?.into_node_output()
+    }
+    const MAY_ROUTE: bool = T::MAY_ROUTE;
+}
+
+/// A value a node can take as an argument, taken from the task (like an axum extractor).
+///
+/// Implemented for `Arc<S>` (the state snapshot), [`NodeContext`], [`StreamWriter`],
+/// [`RunConfig`] and [`Input<T>`].
+pub trait FromContext<S: State>: Sized + Send + 'static {
+    /// Takes the value from the snapshot and the context.
+    fn from_context(state: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError>;
+}
+
+impl<S: State> FromContext<S> for Arc<S> {
+    fn from_context(state: &Arc<S>, _: &NodeContext) -> Result<Self, BoxError> {
+        Ok(Arc::clone(state))
+    }
+}
+
+impl<S: State> FromContext<S> for NodeContext {
+    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
+        Ok(ctx.clone())
+    }
+}
+
+impl<S: State> FromContext<S> for StreamWriter {
+    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
+        Ok(ctx.writer.clone())
+    }
+}
+
+impl<S: State> FromContext<S> for RunConfig {
+    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
+        Ok((*ctx.config).clone())
+    }
+}
+
+/// The input of a `Send` task, as sent with [`Send::new`](crate::Send::new).
+///
+/// ```
+/// use std::sync::Arc;
+/// use graphkit::{Input, State};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Jokes { #[reducer(append)] jokes: Vec<String> }
+///
+/// async fn write_joke(Input(subject): Input<String>) -> JokesUpdate {
+///     JokesUpdate::new().jokes(vec![format!("a joke about {subject}")])
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input<T>(pub T);
+
+impl<S: State, T: Clone + std::marker::Send + Sync + 'static> FromContext<S> for Input<T> {
+    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
+        Ok(Input(ctx.require_input::<T>()?))
+    }
+}
+
+/// A node as the scheduler sees it.
+pub(crate) enum NodeRunner<S: State> {
+    /// Runs as a future.
+    Async(Arc<dyn ErasedAsyncNode<S>>),
+    /// Runs inline on the scheduler's task.
+    Sync(Arc<dyn Fn(&S, &NodeContext) -> Result<NodeOutput<S>, BoxError> + std::marker::Send + Sync>),
+}
+
+impl<S: State> Clone for NodeRunner<S> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Async(f) => Self::Async(Arc::clone(f)),
+            Self::Sync(f) => Self::Sync(Arc::clone(f)),
+        }
+    }
+}
+
+pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>>;
+}
+
+/// Something that can be added as a node: an async function (or closure) whose arguments
+/// are [`FromContext`] values and whose output is [`IntoNodeOutput`], or a [`SyncNode`].
+///
+/// `Args` is a marker that keeps the implementations apart; you never name it.
+pub trait IntoNode<S: State, Args>: std::marker::Send + Sync + 'static {
+    /// Whether the node can route with a `Command`.
+    const MAY_ROUTE: bool;
+
+    #[doc(hidden)]
+    fn into_runner(self) -> BoxedNode<S>;
+}
+
+/// A node of any kind, boxed; made with [`BoxedNode::new`].
+pub struct BoxedNode<S: State>(pub(crate) NodeRunner<S>);
+
+struct AsyncFnNode<F, Args> {
+    f: F,
+    _args: std::marker::PhantomData<fn() -> Args>,
+}
+
+macro_rules! impl_into_node {
+    ($($arg:ident),*) => {
+        impl<S, F, Fut, R, $($arg,)*> ErasedAsyncNode<S> for AsyncFnNode<F, ($($arg,)*)>
+        where
+            S: State,
+            F: Fn($($arg),*) -> Fut + std::marker::Send + Sync + 'static,
+            Fut: Future<Output = R> + std::marker::Send + 'static,
+            R: IntoNodeOutput<S>,
+            $($arg: FromContext<S>,)*
+        {
+            #[allow(non_snake_case, unused_variables)]
+            fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+                $(
+                    let $arg = match $arg::from_context(&state, &ctx) {
+                        Ok(value) => value,
+                        Err(err) => return Box::pin(std::future::ready(Err(err))),
+                    };
+                )*
+                drop(state);
+                let future = (self.f)($($arg),*);
+                Box::pin(async move { future.await.into_node_output() })
+            }
+        }
+
+        impl<S, F, Fut, R, $($arg,)*> IntoNode<S, (R, $($arg,)*)> for F
+        where
+            S: State,
+            F: Fn($($arg),*) -> Fut + std::marker::Send + Sync + 'static,
+            Fut: Future<Output = R> + std::marker::Send + 'static,
+            R: IntoNodeOutput<S> + 'static,
+            $($arg: FromContext<S>,)*
+        {
+            const MAY_ROUTE: bool = R::MAY_ROUTE;
+
+            fn into_runner(self) -> BoxedNode<S> {
+                BoxedNode(NodeRunner::Async(Arc::new(AsyncFnNode::<F, ($($arg,)*)> {
+                    f: self,
+                    _args: std::marker::PhantomData,
+                })))
+            }
+        }
+    };
+}
+
+impl_into_node!();
+impl_into_node!(A1);
+impl_into_node!(A1, A2);
+impl_into_node!(A1, A2, A3);
+impl_into_node!(A1, A2, A3, A4);
+
+/// A plain (non-async) node function of the state, run inline by the scheduler.
+///
+/// Cheapest for quick, CPU-light nodes: no future, no task. Make long or blocking work an
+/// async node instead (it can use `tokio::task::spawn_blocking`); per-node timeouts do not
+/// apply to sync nodes, which cannot be interrupted.
+///
+/// ```
+/// use graphkit::{END, START, State, StateGraph, SyncNode};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Counter { #[reducer(add)] n: u64 }
+///
+/// let mut graph = StateGraph::<Counter>::new();
+/// graph.add_node("inc", SyncNode::new(|_: &Counter| CounterUpdate::new().n(1)));
+/// graph.add_edge(START, "inc").add_edge("inc", END);
+/// let graph = graph.compile().unwrap();
+/// ```
+pub struct SyncNode<F>(F);
+
+impl<F> SyncNode<F> {
+    /// Wraps a function `Fn(&S) -> impl IntoNodeOutput<S>`.
+    pub fn new(f: F) -> Self {
+        Self(f)
+    }
+}
+
+/// A plain node function that also takes the [`NodeContext`].
+pub struct SyncNodeWithContext<F>(F);
+
+impl<F> SyncNodeWithContext<F> {
+    /// Wraps a function `Fn(&S, &NodeContext) -> impl IntoNodeOutput<S>`.
+    pub fn new(f: F) -> Self {
+        Self(f)
+    }
+}
+
+#[doc(hidden)]
+pub struct SyncMarker<R>(std::marker::PhantomData<R>);
+
+impl<S, F, R> IntoNode<S, SyncMarker<R>> for SyncNode<F>
+where
+    S: State,
+    F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
+    R: IntoNodeOutput<S> + 'static,
+{
+    const MAY_ROUTE: bool = R::MAY_ROUTE;
+
+    fn into_runner(self) -> BoxedNode<S> {
+        let f = self.0;
+        BoxedNode(NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| {
+            f(state).into_node_output()
+        })))
+    }
+}
+
+#[doc(hidden)]
+pub struct SyncCtxMarker<R>(std::marker::PhantomData<R>);
+
+impl<S, F, R> IntoNode<S, SyncCtxMarker<R>> for SyncNodeWithContext<F>
+where
+    S: State,
+    F: Fn(&S, &NodeContext) -> R + std::marker::Send + Sync + 'static,
+    R: IntoNodeOutput<S> + 'static,
+{
+    const MAY_ROUTE: bool = R::MAY_ROUTE;
+
+    fn into_runner(self) -> BoxedNode<S> {
+        let f = self.0;
+        BoxedNode(NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| {
+            f(state, ctx).into_node_output()
+        })))
+    }
+}
+
+impl<S: State> BoxedNode<S> {
+    /// Boxes any node function, so nodes of different types fit in one list
+    /// (see [`StateGraph::add_sequence`](crate::StateGraph::add_sequence)).
+    pub fn new<Args>(node: impl IntoNode<S, Args>) -> Self {
+        node.into_runner()
+    }
+}
+
+#[doc(hidden)]
+pub struct BoxedMarker;
+
+impl<S: State> IntoNode<S, BoxedMarker> for BoxedNode<S> {
+    const MAY_ROUTE: bool = true;
+
+    fn into_runner(self) -> BoxedNode<S> {
+        self
+    }
+}

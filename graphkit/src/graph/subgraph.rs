@@ -1,0 +1,92 @@
+//! Compiled graphs as nodes of another graph.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::command::{Command, CommandGraph};
+use crate::error::{BoxError, Error};
+use crate::graph::compiled::CompiledGraph;
+use crate::graph::node::{ErasedAsyncNode, NodeOutput};
+use crate::run::context::NodeContext;
+use crate::run::{Emitter, Runner};
+use crate::state::State;
+
+/// A subgraph over the parent's state type: it starts from the parent's snapshot and its
+/// applied updates become the node's writes.
+pub(crate) struct SameStateSubgraph<S: State> {
+    graph: CompiledGraph<S>,
+}
+
+impl<S: State> SameStateSubgraph<S> {
+    pub(crate) fn new(graph: CompiledGraph<S>) -> Self {
+        Self { graph }
+    }
+}
+
+impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+        let graph = self.graph.clone();
+        Box::pin(async move {
+            // The child mutates its own copy; the parent's snapshot stays shared by siblings.
+            let initial = S::clone(&state);
+            drop(state);
+            let runner = Runner::new(&graph, initial, Arc::clone(&ctx.config), Emitter::child_of(&ctx)).collecting();
+            match runner.run(None).await {
+                Ok(done) => Ok(NodeOutput::Updates(done.updates)),
+                Err(Error::ParentCommand { node, command }) => match command.0.downcast::<Command<S>>() {
+                    Ok(command) => {
+                        let mut command = *command;
+                        command.graph = CommandGraph::Current;
+                        Ok(NodeOutput::Command(command))
+                    }
+                    Err(_) => Err(Box::new(Error::NoParentGraph {
+                        node,
+                        reason: "the parent graph has a different state type",
+                    }) as BoxError),
+                },
+                Err(error) => Err(Box::new(error) as BoxError),
+            }
+        })
+    }
+}
+
+type IntoChild<S, C> = Arc<dyn Fn(&S) -> <C as State>::Update + Send + Sync>;
+type FromChild<S, C> = Arc<dyn Fn(&C) -> <S as State>::Update + Send + Sync>;
+
+/// A subgraph with its own state type, connected by two mapping functions.
+pub(crate) struct MappedSubgraph<S: State, C: State> {
+    graph: CompiledGraph<C>,
+    into_child: IntoChild<S, C>,
+    from_child: FromChild<S, C>,
+}
+
+impl<S: State, C: State> MappedSubgraph<S, C> {
+    pub(crate) fn new(
+        graph: CompiledGraph<C>,
+        into_child: impl Fn(&S) -> C::Update + Send + Sync + 'static,
+        from_child: impl Fn(&C) -> S::Update + Send + Sync + 'static,
+    ) -> Self {
+        Self { graph, into_child: Arc::new(into_child), from_child: Arc::new(from_child) }
+    }
+}
+
+impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
+    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+        let graph = self.graph.clone();
+        let input = (self.into_child)(&state);
+        drop(state);
+        let from_child = Arc::clone(&self.from_child);
+        Box::pin(async move {
+            let runner = Runner::new(&graph, C::default(), Arc::clone(&ctx.config), Emitter::child_of(&ctx));
+            match runner.run(Some(input)).await {
+                Ok(done) => Ok(NodeOutput::Update(from_child(&done.state))),
+                Err(Error::ParentCommand { node, .. }) => Err(Box::new(Error::NoParentGraph {
+                    node,
+                    reason: "a mapped subgraph's parent has a different state type",
+                }) as BoxError),
+                Err(error) => Err(Box::new(error) as BoxError),
+            }
+        })
+    }
+}

@@ -1,0 +1,76 @@
+//! # graphkit
+//!
+//! Stateful agent graphs in Rust, in the spirit of LangGraph: a typed state whose fields
+//! merge through reducers, nodes that run in parallel super-steps, static, join and
+//! conditional edges, `Send` map-reduce, `Command` routing, streaming, and subgraphs.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use graphkit::{END, START, State, StateGraph};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+//! struct Chat {
+//!     #[reducer(append)]
+//!     log: Vec<String>,
+//!     turns: u32,
+//! }
+//!
+//! async fn speak(state: Arc<Chat>) -> ChatUpdate {
+//!     ChatUpdate::new().log(vec![format!("turn {}", state.turns)]).turns(state.turns + 1)
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let mut graph = StateGraph::<Chat>::new();
+//! graph
+//!     .add_node("speak", speak)
+//!     .add_edge(START, "speak")
+//!     .add_conditional_edges("speak", |s: &Chat| if s.turns < 3 { "speak" } else { END }, ["speak", END]);
+//! let graph = graph.compile()?;
+//!
+//! let done = graph.invoke(ChatUpdate::new()).await?;
+//! assert_eq!(done.log, ["turn 0", "turn 1", "turn 2"]);
+//! # Ok::<(), graphkit::Error>(()) }).unwrap();
+//! ```
+//!
+//! The guide in `docs/` explains the concepts (state, reducers, super-steps, edges, `Send`,
+//! `Command`) and has how-tos for map-reduce, loops, subgraphs and streaming.
+
+// The derive emits `::graphkit::...` paths; this lets them resolve inside the crate too.
+extern crate self as graphkit;
+
+mod command;
+mod error;
+mod graph;
+mod run;
+mod state;
+
+pub use command::{Command, CommandGraph, Goto, Send};
+pub use error::{BoxError, Error, ParentCommand, Result};
+pub use graph::builder::{NodeOptions, StateGraph};
+pub use graph::compiled::CompiledGraph;
+pub use graph::edge::{EdgeSources, IntoRoute};
+pub use graph::node::{
+    BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode, SyncNodeWithContext,
+};
+pub use graph::{END, START};
+pub use run::RunStream;
+pub use run::config::{DEFAULT_RECURSION_LIMIT, RetryPolicy, RetryPredicate, RunConfig};
+pub use run::context::NodeContext;
+pub use run::stream::{
+    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter, TaskEvent,
+    TaskEventKind,
+};
+pub use state::{
+    Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, LastValue, ListOp, MergeByKey, Reducer,
+    ReducerKind, State, StateUpdate, StepWrites,
+};
+
+/// `#[derive(State)]`: see [`State`](trait@State).
+pub use graphkit_derive::State;
+
+/// Re-exports used by generated code. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+}

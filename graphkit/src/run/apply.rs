@@ -1,0 +1,62 @@
+//! Applying a step's writes: every task's output through the reducers, in task order.
+
+use crate::command::{CommandGraph, Goto};
+use crate::error::{Error, ParentCommand};
+use crate::graph::compiled::GraphCore;
+use crate::graph::node::NodeOutput;
+use crate::run::Emitter;
+use crate::run::plan::Task;
+use crate::state::{State, StepWrites};
+
+/// Applies `outputs` (one per task, in task order) to `state`. Returns each task's
+/// `Command` targets. `collected` receives a copy of every applied update (used by
+/// same-state subgraphs to hand their writes to the parent).
+pub(crate) fn apply_writes<S: State>(
+    core: &GraphCore<S>,
+    state: &mut S,
+    tasks: &[Task],
+    outputs: Vec<NodeOutput<S>>,
+    emitter: &Emitter<S>,
+    collected: &mut Option<Vec<S::Update>>,
+) -> Result<Vec<Vec<Goto>>, Error> {
+    let mut writes = StepWrites::default();
+    let mut gotos = Vec::with_capacity(tasks.len());
+    for (index, (task, output)) in tasks.iter().zip(outputs).enumerate() {
+        let node = &core.nodes[task.node].name;
+        writes.begin_task(index, node);
+        let mut apply = |update: S::Update| -> Result<(), Error> {
+            emitter.update(node, &update);
+            if let Some(collected) = collected.as_mut() {
+                collected.push(update.clone());
+            }
+            state.apply(update, &mut writes)
+        };
+        match output {
+            NodeOutput::Update(update) => {
+                apply(update)?;
+                gotos.push(Vec::new());
+            }
+            NodeOutput::Updates(updates) => {
+                for update in updates {
+                    apply(update)?;
+                }
+                gotos.push(Vec::new());
+            }
+            NodeOutput::Command(command) if command.graph == CommandGraph::Parent => {
+                return Err(Error::ParentCommand {
+                    node: node.to_string(),
+                    command: ParentCommand(Box::new(command)),
+                });
+            }
+            NodeOutput::Command(command) => {
+                if let Some(update) = command.update {
+                    apply(update)?;
+                } else {
+                    emitter.update(node, &S::Update::default());
+                }
+                gotos.push(command.goto);
+            }
+        }
+    }
+    Ok(gotos)
+}

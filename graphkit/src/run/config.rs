@@ -1,0 +1,269 @@
+//! Per-run configuration and per-node retry policies.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::BoxError;
+
+/// The default bound on super-steps per run (LangGraph's current default).
+pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
+
+/// Options for one run: limits, cancellation, thread, and user values.
+///
+/// ```
+/// use graphkit::RunConfig;
+///
+/// let config = RunConfig::new()
+///     .recursion_limit(50)
+///     .max_concurrency(4)
+///     .with_value("user", "ada");
+/// assert_eq!(config.get_recursion_limit(), 50);
+/// assert_eq!(config.value("user").and_then(|v| v.as_str()), Some("ada"));
+/// ```
+#[derive(Clone)]
+pub struct RunConfig {
+    pub(crate) recursion_limit: usize,
+    pub(crate) max_concurrency: Option<usize>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) thread_id: Option<String>,
+    pub(crate) checkpoint_id: Option<String>,
+    pub(crate) subgraphs: bool,
+    pub(crate) values: Map<String, Value>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            recursion_limit: DEFAULT_RECURSION_LIMIT,
+            max_concurrency: None,
+            cancel: CancellationToken::new(),
+            thread_id: None,
+            checkpoint_id: None,
+            subgraphs: false,
+            values: Map::new(),
+        }
+    }
+}
+
+impl fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("recursion_limit", &self.recursion_limit)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("thread_id", &self.thread_id)
+            .field("checkpoint_id", &self.checkpoint_id)
+            .field("subgraphs", &self.subgraphs)
+            .field("values", &self.values)
+            .finish()
+    }
+}
+
+impl RunConfig {
+    /// The defaults: recursion limit [`DEFAULT_RECURSION_LIMIT`], unbounded concurrency.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bounds the number of super-steps (must be at least 1).
+    #[must_use]
+    pub fn recursion_limit(mut self, limit: usize) -> Self {
+        self.recursion_limit = limit.max(1);
+        self
+    }
+
+    /// Runs at most `n` tasks of a super-step at once (at least 1).
+    #[must_use]
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Cancels the run when `token` is cancelled.
+    #[must_use]
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// The conversation thread this run belongs to (needed with a checkpointer).
+    #[must_use]
+    pub fn thread_id(mut self, id: impl Into<String>) -> Self {
+        self.thread_id = Some(id.into());
+        self
+    }
+
+    /// Runs from this checkpoint of the thread instead of the latest (a fork).
+    #[must_use]
+    pub fn checkpoint_id(mut self, id: impl Into<String>) -> Self {
+        self.checkpoint_id = Some(id.into());
+        self
+    }
+
+    /// Also streams the events of subgraphs (with their namespace).
+    #[must_use]
+    pub fn subgraphs(mut self, on: bool) -> Self {
+        self.subgraphs = on;
+        self
+    }
+
+    /// Adds a user value that nodes can read with [`RunConfig::value`].
+    #[must_use]
+    pub fn with_value(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.values.insert(key.into(), value.into());
+        self
+    }
+
+    /// The recursion limit in force.
+    pub fn get_recursion_limit(&self) -> usize {
+        self.recursion_limit
+    }
+
+    /// The concurrency bound, if any.
+    pub fn get_max_concurrency(&self) -> Option<usize> {
+        self.max_concurrency
+    }
+
+    /// The thread id, if any.
+    pub fn get_thread_id(&self) -> Option<&str> {
+        self.thread_id.as_deref()
+    }
+
+    /// The checkpoint to start from, if any.
+    pub fn get_checkpoint_id(&self) -> Option<&str> {
+        self.checkpoint_id.as_deref()
+    }
+
+    /// A user value.
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// The run's cancellation token.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+}
+
+/// Decides whether a failed attempt is retried.
+pub type RetryPredicate = Arc<dyn Fn(&BoxError) -> bool + Send + Sync>;
+
+/// How a node is retried when it fails: attempts, exponential backoff, jitter, and which
+/// errors count.
+///
+/// ```
+/// use std::time::Duration;
+/// use graphkit::RetryPolicy;
+///
+/// let policy = RetryPolicy::new(3).initial_interval(Duration::from_millis(10)).jitter(false);
+/// assert_eq!(policy.delay_before(2), Duration::from_millis(10));
+/// assert_eq!(policy.delay_before(3), Duration::from_millis(20));
+/// ```
+#[derive(Clone)]
+pub struct RetryPolicy {
+    pub(crate) max_attempts: u32,
+    initial_interval: Duration,
+    backoff_factor: f64,
+    max_interval: Duration,
+    jitter: bool,
+    retry_on: Option<RetryPredicate>,
+}
+
+impl fmt::Debug for RetryPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPolicy")
+            .field("max_attempts", &self.max_attempts)
+            .field("initial_interval", &self.initial_interval)
+            .field("backoff_factor", &self.backoff_factor)
+            .field("max_interval", &self.max_interval)
+            .field("jitter", &self.jitter)
+            .field("retry_on", &self.retry_on.as_ref().map(|_| "custom"))
+            .finish()
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self::new(3)
+    }
+}
+
+impl RetryPolicy {
+    /// Up to `max_attempts` runs in all (at least 1), starting 0.5 s apart and doubling up
+    /// to 128 s, with jitter, retrying every error.
+    pub fn new(max_attempts: u32) -> Self {
+        Self {
+            max_attempts: max_attempts.max(1),
+            initial_interval: Duration::from_millis(500),
+            backoff_factor: 2.0,
+            max_interval: Duration::from_secs(128),
+            jitter: true,
+            retry_on: None,
+        }
+    }
+
+    /// The wait before the second attempt.
+    #[must_use]
+    pub fn initial_interval(mut self, interval: Duration) -> Self {
+        self.initial_interval = interval;
+        self
+    }
+
+    /// The factor by which the wait grows after each attempt.
+    #[must_use]
+    pub fn backoff_factor(mut self, factor: f64) -> Self {
+        self.backoff_factor = factor.max(1.0);
+        self
+    }
+
+    /// The longest wait.
+    #[must_use]
+    pub fn max_interval(mut self, interval: Duration) -> Self {
+        self.max_interval = interval;
+        self
+    }
+
+    /// Adds up to 100% random extra wait, so retries from many tasks spread out.
+    #[must_use]
+    pub fn jitter(mut self, on: bool) -> Self {
+        self.jitter = on;
+        self
+    }
+
+    /// Retries only errors for which `predicate` is true.
+    #[must_use]
+    pub fn retry_on(mut self, predicate: impl Fn(&BoxError) -> bool + Send + Sync + 'static) -> Self {
+        self.retry_on = Some(Arc::new(predicate));
+        self
+    }
+
+    /// How many attempts in all.
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// `true` if `error` may be retried.
+    pub fn should_retry(&self, error: &BoxError) -> bool {
+        self.retry_on.as_ref().is_none_or(|p| p(error))
+    }
+
+    /// The wait before attempt number `attempt` (2 for the first retry), without jitter.
+    pub fn delay_before(&self, attempt: u32) -> Duration {
+        let exponent = attempt.saturating_sub(2).min(64) as i32;
+        let secs = self.initial_interval.as_secs_f64() * self.backoff_factor.powi(exponent);
+        Duration::from_secs_f64(secs.min(self.max_interval.as_secs_f64()))
+    }
+
+    pub(crate) fn jittered_delay(&self, attempt: u32) -> Duration {
+        let base = self.delay_before(attempt);
+        if self.jitter {
+            base.mul_f64(1.0 + rand::random::<f64>())
+        } else {
+            base
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Executing a super-step: every task on the same snapshot, concurrently, with retries,
+//! timeouts, a concurrency bound, and task events.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use tokio::task::JoinSet;
+
+use crate::error::{BoxError, Error};
+use crate::graph::compiled::GraphCore;
+use crate::graph::node::{NodeOutput, NodeRunner};
+use crate::run::config::{RetryPolicy, RunConfig};
+use crate::run::context::{NodeContext, PacketDebug};
+use crate::run::plan::{Task, panic_message};
+use crate::run::stream::{Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind};
+use crate::state::State;
+
+/// What every task of one step shares.
+pub(crate) struct StepScope {
+    pub(crate) step: usize,
+    pub(crate) config: Arc<RunConfig>,
+    pub(crate) target: Option<StreamTarget>,
+    pub(crate) namespace: Namespace,
+}
+
+/// Everything one task needs, owned, so it can run on another tokio task.
+struct TaskRun<S: State> {
+    runner: NodeRunner<S>,
+    retry: Option<RetryPolicy>,
+    timeout: Option<Duration>,
+    ctx: NodeContext,
+    index: usize,
+    events: Option<StreamTarget>,
+}
+
+pub(crate) type TaskResult<S> = Result<NodeOutput<S>, Error>;
+
+/// Runs `tasks` on `snapshot`; results come back in task order.
+pub(crate) async fn run_step<S: State>(
+    core: &GraphCore<S>,
+    tasks: &[Task],
+    snapshot: &Arc<S>,
+    scope: &StepScope,
+) -> Vec<TaskResult<S>> {
+    let mut results: Vec<Option<TaskResult<S>>> = (0..tasks.len()).map(|_| None).collect();
+    let runs: Vec<TaskRun<S>> = tasks.iter().enumerate().map(|(i, t)| prepare(core, t, i, scope)).collect();
+
+    let async_count = runs.iter().filter(|r| matches!(r.runner, NodeRunner::Async(_))).count();
+    let mut spawned: JoinSet<(usize, TaskResult<S>)> = JoinSet::new();
+    let mut waiting = Vec::new();
+    let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
+
+    for run in runs {
+        match run.runner {
+            NodeRunner::Async(_) if async_count > 1 => waiting.push(run),
+            _ => {
+                let index = run.index;
+                results[index] = Some(run.execute(Arc::clone(snapshot)).await);
+            }
+        }
+    }
+    // Spawn in apply order, keeping at most `limit` tasks in flight.
+    let mut waiting = waiting.into_iter();
+    loop {
+        while spawned.len() < limit {
+            let Some(run) = waiting.next() else { break };
+            let snapshot = Arc::clone(snapshot);
+            spawned.spawn(async move {
+                let index = run.index;
+                (index, run.execute(snapshot).await)
+            });
+        }
+        match spawned.join_next().await {
+            Some(Ok((index, result))) => results[index] = Some(result),
+            Some(Err(join_error)) => {
+                // Tasks catch their own panics; a join error means the runtime aborted it.
+                tracing::error!(%join_error, "a graph task was aborted");
+            }
+            None => break,
+        }
+    }
+    results
+        .into_iter()
+        .zip(tasks)
+        .map(|(result, task)| {
+            result.unwrap_or_else(|| {
+                Err(Error::NodePanicked {
+                    node: core.nodes[task.node].name.to_string(),
+                    message: "the task was aborted by the runtime".into(),
+                })
+            })
+        })
+        .collect()
+}
+
+fn prepare<S: State>(core: &GraphCore<S>, task: &Task, index: usize, scope: &StepScope) -> TaskRun<S> {
+    let spec = &core.nodes[task.node];
+    let writer = match &scope.target {
+        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
+        None => StreamWriter::disabled(),
+    };
+    let events = scope.target.as_ref().filter(|t| t.modes.contains(StreamMode::Tasks)).cloned();
+    TaskRun {
+        runner: spec.runner.clone(),
+        retry: spec.retry.clone(),
+        timeout: spec.timeout,
+        ctx: NodeContext {
+            node: Arc::clone(&spec.name),
+            step: scope.step,
+            attempt: 1,
+            config: Arc::clone(&scope.config),
+            writer,
+            input: task.input.clone().map(PacketDebug),
+            namespace: Arc::clone(&scope.namespace),
+        },
+        index,
+        events,
+    }
+}
+
+/// How one attempt ended.
+enum Attempt<S: State> {
+    Done(NodeOutput<S>),
+    Failed(BoxError),
+    TimedOut(Duration),
+    Panicked(String),
+}
+
+impl<S: State> TaskRun<S> {
+    fn emit(&self, kind: TaskEventKind) {
+        if let Some(target) = &self.events {
+            target.emit(RawPayload::Task(TaskEvent {
+                step: self.ctx.step,
+                node: Arc::clone(&self.ctx.node),
+                index: self.index,
+                kind,
+            }));
+        }
+    }
+
+    async fn attempt(&self, snapshot: &Arc<S>) -> Attempt<S> {
+        match &self.runner {
+            NodeRunner::Sync(f) => {
+                let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
+                let outcome = self.ctx.writer.clone().sync_scope(call);
+                match outcome {
+                    Ok(Ok(output)) => Attempt::Done(output),
+                    Ok(Err(err)) => Attempt::Failed(err),
+                    Err(panic) => Attempt::Panicked(panic_message(&*panic)),
+                }
+            }
+            NodeRunner::Async(f) => {
+                let future = AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
+                let future = self.ctx.writer.clone().scope(future);
+                let outcome = match self.timeout {
+                    Some(limit) => match tokio::time::timeout(limit, future).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => return Attempt::TimedOut(limit),
+                    },
+                    None => future.await,
+                };
+                match outcome {
+                    Ok(Ok(output)) => Attempt::Done(output),
+                    Ok(Err(err)) => Attempt::Failed(err),
+                    Err(panic) => Attempt::Panicked(panic_message(&*panic)),
+                }
+            }
+        }
+    }
+
+    async fn execute(mut self, snapshot: Arc<S>) -> TaskResult<S> {
+        let started = self.events.as_ref().map(|_| Instant::now());
+        let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
+        self.emit(TaskEventKind::Start);
+        let max_attempts = self.retry.as_ref().map_or(1, RetryPolicy::max_attempts);
+        loop {
+            let attempt = self.ctx.attempt;
+            let error: BoxError = match self.attempt(&snapshot).await {
+                Attempt::Done(output) => {
+                    self.emit(TaskEventKind::End { duration: elapsed() });
+                    return Ok(output);
+                }
+                Attempt::Panicked(message) => {
+                    self.emit(TaskEventKind::Error { duration: elapsed(), error: message.clone() });
+                    return Err(Error::NodePanicked { node: self.ctx.node.to_string(), message });
+                }
+                Attempt::TimedOut(timeout) => {
+                    Box::new(Error::NodeTimeout { node: self.ctx.node.to_string(), timeout })
+                }
+                Attempt::Failed(error) => error,
+            };
+            let retry = self
+                .retry
+                .as_ref()
+                .filter(|policy| attempt < max_attempts && !is_control_flow(&error) && policy.should_retry(&error));
+            if let Some(policy) = retry {
+                let delay = policy.jittered_delay(attempt + 1);
+                self.emit(TaskEventKind::Retry { attempt, error: error.to_string(), delay });
+                tracing::debug!(node = %self.ctx.node, attempt, ?delay, %error, "retrying node");
+                tokio::time::sleep(delay).await;
+                self.ctx.attempt += 1;
+                continue;
+            }
+            self.emit(TaskEventKind::Error { duration: elapsed(), error: error.to_string() });
+            return Err(into_task_error(&self.ctx.node, attempt, error));
+        }
+    }
+}
+
+/// Errors that steer the run rather than report a failure; never retried or wrapped.
+fn is_control_flow(error: &BoxError) -> bool {
+    matches!(
+        error.downcast_ref::<Error>(),
+        Some(Error::ParentCommand { .. } | Error::Cancelled)
+    )
+}
+
+fn into_task_error(node: &Arc<str>, attempts: u32, error: BoxError) -> Error {
+    match error.downcast::<Error>() {
+        Ok(error) => match *error {
+            own @ (Error::ParentCommand { .. } | Error::Cancelled | Error::NodeTimeout { .. }) => own,
+            Error::InputType { node, expected } => Error::InputType { node, expected },
+            other => Error::NodeFailed { node: node.to_string(), attempts, source: Box::new(other) },
+        },
+        Err(source) => Error::NodeFailed { node: node.to_string(), attempts, source },
+    }
+}

@@ -1,0 +1,173 @@
+//! Planning: which tasks the next super-step runs, from edges, routers, commands and sends.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use crate::command::{Goto, Packet};
+use crate::error::Error;
+use crate::graph::END;
+use crate::graph::compiled::{Branch, Dest, GraphCore, NodeId};
+use crate::state::State;
+
+/// One task of a super-step: a node, and its own input if a `Send` created it.
+#[derive(Clone)]
+pub(crate) struct Task {
+    pub(crate) node: NodeId,
+    pub(crate) input: Option<Packet>,
+}
+
+/// Join progress of a run: which sources of each join have finished since it last fired.
+pub(crate) struct JoinProgress(Vec<Vec<bool>>);
+
+impl JoinProgress {
+    pub(crate) fn new<S: State>(core: &GraphCore<S>) -> Self {
+        Self(core.joins.iter().map(|j| vec![false; j.sources]).collect())
+    }
+}
+
+/// Collects triggers for the next step and orders them: edge-triggered nodes by name
+/// (byte order), then sends in the order they were made.
+struct Planner<'a, S: State> {
+    core: &'a GraphCore<S>,
+    triggered: Vec<bool>,
+    any: bool,
+    sends: Vec<Task>,
+}
+
+impl<'a, S: State> Planner<'a, S> {
+    fn new(core: &'a GraphCore<S>) -> Self {
+        Self { core, triggered: vec![false; core.nodes.len()], any: false, sends: Vec::new() }
+    }
+
+    fn trigger(&mut self, dest: Dest) {
+        if let Dest::Node(id) = dest {
+            self.triggered[id] = true;
+            self.any = true;
+        }
+    }
+
+    fn goto(&mut self, from: &str, goto: Goto, declared: Option<&[Arc<str>]>) -> Result<(), Error> {
+        let target: &str = match &goto {
+            Goto::Node(name) => name,
+            Goto::Send(send) => &send.node,
+        };
+        if let Some(declared) = declared {
+            if !declared.iter().any(|d| &**d == target) {
+                return Err(Error::UndeclaredTarget {
+                    from: from.to_owned(),
+                    target: target.to_owned(),
+                    declared: declared.iter().map(|d| d.to_string()).collect(),
+                });
+            }
+        }
+        let lookup = |name: &str| {
+            self.core.by_name.get(name).copied().ok_or_else(|| Error::UnknownTarget {
+                from: from.to_owned(),
+                target: name.to_owned(),
+            })
+        };
+        match goto {
+            Goto::Node(name) if &*name == END => {}
+            Goto::Node(name) => {
+                let id = lookup(&name)?;
+                self.trigger(Dest::Node(id));
+            }
+            Goto::Send(send) => {
+                let id = lookup(&send.node)?;
+                self.sends.push(Task { node: id, input: Some(send.input) });
+            }
+        }
+        Ok(())
+    }
+
+    fn route(&mut self, from: &str, branch: &Branch<S>, state: &S) -> Result<(), Error> {
+        let routed = catch_unwind(AssertUnwindSafe(|| (branch.router)(state)));
+        let gotos = match routed {
+            Ok(Ok(gotos)) => gotos,
+            Ok(Err(err)) => {
+                return Err(Error::RouterFailed { node: from.to_owned(), message: err.to_string() });
+            }
+            Err(panic) => {
+                return Err(Error::RouterFailed {
+                    node: from.to_owned(),
+                    message: format!("panicked: {}", panic_message(&*panic)),
+                });
+            }
+        };
+        for goto in gotos {
+            self.goto(from, goto, branch.declared.as_deref())?;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Vec<Task> {
+        let mut tasks: Vec<Task> = Vec::with_capacity(self.sends.len() + 1);
+        if self.any {
+            tasks.extend(
+                self.triggered
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| **t)
+                    .map(|(node, _)| Task { node, input: None }),
+            );
+            tasks.sort_by_key(|t| self.core.nodes[t.node].rank);
+        }
+        tasks.extend(self.sends);
+        tasks
+    }
+}
+
+/// The first step's tasks: edges and routers out of START, on the state after the input.
+pub(crate) fn start_tasks<S: State>(core: &GraphCore<S>, state: &S) -> Result<Vec<Task>, Error> {
+    let mut planner = Planner::new(core);
+    for &dest in &core.start_edges {
+        planner.trigger(dest);
+    }
+    for branch in &core.start_branches {
+        planner.route(crate::graph::START, branch, state)?;
+    }
+    Ok(planner.finish())
+}
+
+/// The next step's tasks, after the tasks `done` ran (in apply order) and their writes were
+/// applied to `state`. `gotos[i]` are the `Command` targets of `done[i]`.
+pub(crate) fn next_tasks<S: State>(
+    core: &GraphCore<S>,
+    done: &[Task],
+    gotos: Vec<Vec<Goto>>,
+    state: &S,
+    joins: &mut JoinProgress,
+) -> Result<Vec<Task>, Error> {
+    let mut planner = Planner::new(core);
+    for (task, gotos) in done.iter().zip(gotos) {
+        let node = &core.nodes[task.node];
+        for &dest in &node.edges {
+            planner.trigger(dest);
+        }
+        for &(join, position) in &node.joins {
+            let seen = &mut joins.0[join];
+            seen[position] = true;
+            if seen.iter().all(|s| *s) {
+                seen.iter_mut().for_each(|s| *s = false);
+                planner.trigger(core.joins[join].target);
+            }
+        }
+        for goto in gotos {
+            planner.goto(&node.name, goto, node.destinations.as_deref())?;
+        }
+        for branch in &node.branches {
+            planner.route(&node.name, branch, state)?;
+        }
+    }
+    Ok(planner.finish())
+}
+
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + std::marker::Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_owned()
+    }
+}

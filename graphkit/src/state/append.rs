@@ -1,0 +1,132 @@
+//! The append reducer and its update type with a typed clear sentinel.
+
+use serde::{Deserialize, Serialize};
+
+use super::reducer::Reducer;
+
+/// Append to a list (`#[reducer(append)]`), LangGraph's `Annotated[list, operator.add]`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Append;
+
+/// One operation on an appended list: push an item, or the clear sentinel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ListOp<T> {
+    /// Append this item.
+    Push(T),
+    /// Drop everything the list holds so far; later pushes still apply.
+    Clear,
+}
+
+/// An update to an appended list: optionally clear it, then append items.
+///
+/// The clear sentinel is a typed flag, not a magic value. A `Vec<T>` converts into a
+/// plain append, so most nodes write `.notes(vec![note])`.
+///
+/// ```
+/// use graphkit::AppendUpdate;
+///
+/// let mut list = vec![1, 2];
+/// AppendUpdate::items([3]).apply_to(&mut list);
+/// assert_eq!(list, [1, 2, 3]);
+/// AppendUpdate::replace([9]).apply_to(&mut list);
+/// assert_eq!(list, [9]);
+/// AppendUpdate::clear().apply_to(&mut list);
+/// assert!(list.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppendUpdate<T> {
+    /// Clear the list before appending.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub clear: bool,
+    /// Items to append, in order.
+    #[serde(default = "Vec::new")]
+    pub items: Vec<T>,
+}
+
+impl<T> Default for AppendUpdate<T> {
+    fn default() -> Self {
+        Self { clear: false, items: Vec::new() }
+    }
+}
+
+impl<T> AppendUpdate<T> {
+    /// Append these items.
+    pub fn items(items: impl IntoIterator<Item = T>) -> Self {
+        Self { clear: false, items: items.into_iter().collect() }
+    }
+
+    /// Append one item.
+    pub fn item(item: T) -> Self {
+        Self { clear: false, items: vec![item] }
+    }
+
+    /// The clear sentinel: empty the list.
+    pub fn clear() -> Self {
+        Self { clear: true, items: Vec::new() }
+    }
+
+    /// Replace the whole list with these items.
+    pub fn replace(items: impl IntoIterator<Item = T>) -> Self {
+        Self { clear: true, items: items.into_iter().collect() }
+    }
+
+    /// Builds an update from a sequence of operations; only pushes after the last
+    /// [`ListOp::Clear`] survive, and the list is cleared if there was one.
+    pub fn from_ops(ops: impl IntoIterator<Item = ListOp<T>>) -> Self {
+        let mut update = Self::default();
+        for op in ops {
+            match op {
+                ListOp::Push(item) => update.items.push(item),
+                ListOp::Clear => update = Self::clear(),
+            }
+        }
+        update
+    }
+
+    /// This update followed by `next`, as one update.
+    #[must_use]
+    pub fn then(mut self, next: Self) -> Self {
+        if next.clear {
+            return next;
+        }
+        self.items.extend(next.items);
+        self
+    }
+
+    /// Applies the update to a list.
+    pub fn apply_to(self, list: &mut Vec<T>) {
+        if self.clear {
+            list.clear();
+        }
+        if list.is_empty() {
+            *list = self.items;
+        } else {
+            list.extend(self.items);
+        }
+    }
+
+    /// `true` when applying it changes nothing.
+    pub fn is_noop(&self) -> bool {
+        !self.clear && self.items.is_empty()
+    }
+}
+
+impl<T> From<Vec<T>> for AppendUpdate<T> {
+    fn from(items: Vec<T>) -> Self {
+        Self::items(items)
+    }
+}
+
+impl<T, const N: usize> From<[T; N]> for AppendUpdate<T> {
+    fn from(items: [T; N]) -> Self {
+        Self::items(items)
+    }
+}
+
+impl<T> Reducer<Vec<T>> for Append {
+    type Update = AppendUpdate<T>;
+
+    fn reduce(current: &mut Vec<T>, update: AppendUpdate<T>) {
+        update.apply_to(current);
+    }
+}

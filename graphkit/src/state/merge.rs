@@ -1,0 +1,251 @@
+//! The merge-by-key reducer: upsert in place, append new keys, remove by key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
+
+use serde::{Deserialize, Serialize};
+
+use super::keyed::Keyed;
+use super::reducer::Reducer;
+
+/// Merge items by key (`#[reducer(merge_by_key)]`).
+///
+/// On a `Vec<T>` with `T: Keyed`: an item whose key is present replaces the old one in
+/// place, a new key appends, and removals drop items by key. On a `HashMap` or `BTreeMap`
+/// it is a right-biased union with removals. This is LangGraph's `add_messages` when the
+/// items are chat messages keyed by id.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeByKey;
+
+/// One operation of a [`KeyedUpdate`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "T: Serialize, T::Key: Serialize",
+    deserialize = "T: Deserialize<'de>, T::Key: Deserialize<'de>"
+))]
+pub enum KeyedOp<T: Keyed> {
+    /// Replace the item with this key in place, or append it if the key is new.
+    Upsert(T),
+    /// Remove the item with this key (no-op when absent).
+    Remove(T::Key),
+    /// The clear sentinel: remove every item.
+    RemoveAll,
+}
+
+/// An update to a merge-by-key field: operations applied in order.
+///
+/// ```
+/// use graphkit::{Keyed, KeyedUpdate, MergeByKey, Reducer};
+///
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Doc { id: u32, text: &'static str }
+/// impl Keyed for Doc {
+///     type Key = u32;
+///     fn key(&self) -> &u32 { &self.id }
+/// }
+///
+/// let mut docs = vec![Doc { id: 1, text: "a" }, Doc { id: 2, text: "b" }];
+/// let update = KeyedUpdate::upsert([Doc { id: 1, text: "A" }, Doc { id: 3, text: "c" }]);
+/// MergeByKey::reduce(&mut docs, update);
+/// let texts: Vec<_> = docs.iter().map(|d| d.text).collect();
+/// assert_eq!(texts, ["A", "b", "c"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    transparent,
+    bound(
+        serialize = "T: Serialize, T::Key: Serialize",
+        deserialize = "T: Deserialize<'de>, T::Key: Deserialize<'de>"
+    )
+)]
+pub struct KeyedUpdate<T: Keyed> {
+    /// The operations, applied in order.
+    pub ops: Vec<KeyedOp<T>>,
+}
+
+impl<T: Keyed> Default for KeyedUpdate<T> {
+    fn default() -> Self {
+        Self { ops: Vec::new() }
+    }
+}
+
+impl<T: Keyed> KeyedUpdate<T> {
+    /// Upsert these items.
+    pub fn upsert(items: impl IntoIterator<Item = T>) -> Self {
+        Self { ops: items.into_iter().map(KeyedOp::Upsert).collect() }
+    }
+
+    /// Remove the items with these keys.
+    pub fn remove(keys: impl IntoIterator<Item = T::Key>) -> Self {
+        Self { ops: keys.into_iter().map(KeyedOp::Remove).collect() }
+    }
+
+    /// Remove every item.
+    pub fn remove_all() -> Self {
+        Self { ops: vec![KeyedOp::RemoveAll] }
+    }
+
+    /// Replace the whole collection with these items.
+    pub fn replace(items: impl IntoIterator<Item = T>) -> Self {
+        Self::remove_all().then(Self::upsert(items))
+    }
+
+    /// This update followed by `next`, as one update.
+    #[must_use]
+    pub fn then(mut self, next: Self) -> Self {
+        self.ops.extend(next.ops);
+        self
+    }
+
+    /// Adds an upsert.
+    #[must_use]
+    pub fn and_upsert(mut self, item: T) -> Self {
+        self.ops.push(KeyedOp::Upsert(item));
+        self
+    }
+
+    /// Adds a removal.
+    #[must_use]
+    pub fn and_remove(mut self, key: T::Key) -> Self {
+        self.ops.push(KeyedOp::Remove(key));
+        self
+    }
+
+    /// `true` when there are no operations.
+    pub fn is_noop(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+impl<T: Keyed> From<Vec<T>> for KeyedUpdate<T> {
+    fn from(items: Vec<T>) -> Self {
+        Self::upsert(items)
+    }
+}
+
+impl<T: Keyed, const N: usize> From<[T; N]> for KeyedUpdate<T> {
+    fn from(items: [T; N]) -> Self {
+        Self::upsert(items)
+    }
+}
+
+/// Below this many `len × ops`, a linear scan beats building a hash index.
+const LINEAR_SCAN_LIMIT: usize = 256;
+
+impl<T: Keyed> Reducer<Vec<T>> for MergeByKey {
+    type Update = KeyedUpdate<T>;
+
+    fn reduce(list: &mut Vec<T>, update: KeyedUpdate<T>) {
+        if list.len().saturating_mul(update.ops.len()) <= LINEAR_SCAN_LIMIT {
+            merge_linear(list, update.ops);
+        } else {
+            merge_indexed(list, update.ops);
+        }
+    }
+}
+
+fn merge_linear<T: Keyed>(list: &mut Vec<T>, ops: Vec<KeyedOp<T>>) {
+    for op in ops {
+        match op {
+            KeyedOp::Upsert(item) => match list.iter().position(|x| x.key() == item.key()) {
+                Some(i) => list[i] = item,
+                None => list.push(item),
+            },
+            KeyedOp::Remove(key) => list.retain(|x| x.key() != &key),
+            KeyedOp::RemoveAll => list.clear(),
+        }
+    }
+}
+
+/// Same result as [`merge_linear`], in O(len + ops): removals are marked and compacted
+/// once at the end, so positions stay valid while ops are applied.
+fn merge_indexed<T: Keyed>(list: &mut Vec<T>, ops: Vec<KeyedOp<T>>) {
+    let mut slots: Vec<Option<T>> = std::mem::take(list).into_iter().map(Some).collect();
+    let mut index: HashMap<T::Key, usize> = HashMap::with_capacity(slots.len() + ops.len());
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some(item) = slot {
+            index.insert(item.key().clone(), i);
+        }
+    }
+    for op in ops {
+        match op {
+            KeyedOp::Upsert(item) => match index.get(item.key()) {
+                Some(&i) => slots[i] = Some(item),
+                None => {
+                    index.insert(item.key().clone(), slots.len());
+                    slots.push(Some(item));
+                }
+            },
+            KeyedOp::Remove(key) => {
+                if let Some(i) = index.remove(&key) {
+                    slots[i] = None;
+                }
+            }
+            KeyedOp::RemoveAll => {
+                slots.clear();
+                index.clear();
+            }
+        }
+    }
+    *list = slots.into_iter().flatten().collect();
+}
+
+impl<K, V> Reducer<HashMap<K, V>> for MergeByKey
+where
+    K: Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    type Update = KeyedUpdate<(K, V)>;
+
+    fn reduce(map: &mut HashMap<K, V>, update: KeyedUpdate<(K, V)>) {
+        for op in update.ops {
+            match op {
+                KeyedOp::Upsert((k, v)) => {
+                    map.insert(k, v);
+                }
+                KeyedOp::Remove(k) => {
+                    map.remove(&k);
+                }
+                KeyedOp::RemoveAll => map.clear(),
+            }
+        }
+    }
+}
+
+impl<K, V> Reducer<BTreeMap<K, V>> for MergeByKey
+where
+    K: Ord + Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    type Update = KeyedUpdate<(K, V)>;
+
+    fn reduce(map: &mut BTreeMap<K, V>, update: KeyedUpdate<(K, V)>) {
+        for op in update.ops {
+            match op {
+                KeyedOp::Upsert((k, v)) => {
+                    map.insert(k, v);
+                }
+                KeyedOp::Remove(k) => {
+                    map.remove(&k);
+                }
+                KeyedOp::RemoveAll => map.clear(),
+            }
+        }
+    }
+}
+
+impl<K, V> From<HashMap<K, V>> for KeyedUpdate<(K, V)>
+where
+    K: Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn from(map: HashMap<K, V>) -> Self {
+        Self::upsert(map)
+    }
+}
+
+impl<K, V> From<BTreeMap<K, V>> for KeyedUpdate<(K, V)>
+where
+    K: Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
+    fn from(map: BTreeMap<K, V>) -> Self {
+        Self::upsert(map)
+    }
+}

@@ -1,0 +1,136 @@
+//! Typed state, its update type, and the reducers that merge updates into it.
+//!
+//! A graph's state is a struct with `#[derive(State)]`. Each field has a reducer (last
+//! value by default) and the derive generates a companion update type whose fields are
+//! all optional, with one builder method per field. Nodes return such partial updates.
+
+mod append;
+mod keyed;
+mod merge;
+mod reducer;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use append::{Append, AppendUpdate, ListOp};
+pub use keyed::Keyed;
+pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
+pub use reducer::{Add, LastValue, Reducer};
+
+use crate::error::Error;
+
+/// A graph's state: a struct whose fields merge updates through reducers.
+///
+/// Implement it with `#[derive(State)]`; the derive writes [`State::Update`] (named
+/// `<Struct>Update`), the merge code and the field table.
+///
+/// ```
+/// use graphkit::State;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Research {
+///     topic: String,                // last value
+///     #[reducer(append)]
+///     notes: Vec<String>,           // appended
+///     #[reducer(add)]
+///     searches: u32,                // summed
+/// }
+///
+/// let update = ResearchUpdate::default().topic("rust").notes(vec!["a".into()]).searches(2);
+/// let mut state = Research::default();
+/// state.apply_update(update).unwrap();
+/// assert_eq!((state.topic.as_str(), state.notes.len(), state.searches), ("rust", 1, 2));
+/// ```
+pub trait State:
+    Clone + Default + Debug + Send + Sync + Serialize + DeserializeOwned + 'static
+{
+    /// The partial update nodes return: one optional entry per field.
+    type Update: StateUpdate;
+
+    /// The fields, in declaration order.
+    const FIELDS: &'static [Field];
+
+    /// Merges `update` into the state through each field's reducer, recording last-value
+    /// writes in `writes` so two tasks of one super-step cannot both write one.
+    fn apply(&mut self, update: Self::Update, writes: &mut StepWrites) -> Result<(), Error>;
+
+    /// Applies one update on its own (outside a super-step).
+    fn apply_update(&mut self, update: Self::Update) -> Result<(), Error> {
+        self.apply(update, &mut StepWrites::default())
+    }
+}
+
+/// The update type generated for a [`State`].
+pub trait StateUpdate:
+    Default + Clone + Debug + Send + Sync + Serialize + DeserializeOwned + 'static
+{
+    /// `true` when the update names no field.
+    fn is_empty(&self) -> bool;
+
+    /// Names of the fields this update writes, in declaration order.
+    fn written_fields(&self) -> Vec<&'static str>;
+}
+
+/// A state field as declared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The field's name.
+    pub name: &'static str,
+    /// Which reducer merges its updates.
+    pub reducer: ReducerKind,
+}
+
+/// The reducer of a field, as declared with `#[reducer(...)]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReducerKind {
+    /// Overwrite; at most one writer per super-step.
+    LastValue,
+    /// Append to a list.
+    Append,
+    /// Upsert and remove by key.
+    MergeByKey,
+    /// Sum deltas.
+    Add,
+    /// A user function.
+    Custom,
+}
+
+/// Who wrote which last-value field during one super-step.
+///
+/// The scheduler calls [`StepWrites::begin_task`] before applying each task's update;
+/// derived [`State::apply`] code calls [`StepWrites::claim`] for every last-value field
+/// it writes, which fails when a different task of the same step wrote it first.
+#[derive(Debug, Default)]
+pub struct StepWrites {
+    task: usize,
+    task_name: Option<Arc<str>>,
+    claims: Vec<(usize, usize, Option<Arc<str>>)>,
+}
+
+impl StepWrites {
+    /// Starts recording the writes of task number `task` (named `name`).
+    pub fn begin_task(&mut self, task: usize, name: &Arc<str>) {
+        self.task = task;
+        self.task_name = Some(Arc::clone(name));
+    }
+
+    /// Records a write to last-value field `field` (its index in [`State::FIELDS`]).
+    pub fn claim(&mut self, field: usize, field_name: &'static str) -> Result<(), Error> {
+        match self.claims.iter().find(|(f, _, _)| *f == field) {
+            Some((_, task, first)) if *task != self.task => Err(Error::InvalidConcurrentUpdate {
+                field: field_name,
+                first: first.as_deref().unwrap_or("input").to_owned(),
+                second: self.task_name.as_deref().unwrap_or("input").to_owned(),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.claims.push((field, self.task, self.task_name.clone()));
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The [`Reducer`] trait and the built-in reducers for plain values.
+
+use std::ops::AddAssign;
+
+/// How updates to one state field merge into its current value.
+///
+/// A reducer is a type-level tag: `#[reducer(append)]` on a field selects [`Append`],
+/// and the derived update type carries `Option<<Append as Reducer<Vec<T>>>::Update>` for
+/// that field. Reducers are pure: the same updates in the same order give the same value.
+pub trait Reducer<T> {
+    /// What an update to the field carries.
+    type Update;
+
+    /// Merges `update` into `current`.
+    fn reduce(current: &mut T, update: Self::Update);
+}
+
+/// Overwrite with the new value (the default reducer).
+///
+/// Two tasks of one super-step writing the same last-value field is an error
+/// ([`StateError::InvalidConcurrentUpdate`](crate::StateError::InvalidConcurrentUpdate)).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LastValue;
+
+impl<T> Reducer<T> for LastValue {
+    type Update = T;
+
+    fn reduce(current: &mut T, update: T) {
+        *current = update;
+    }
+}
+
+/// Sum deltas into a number (`#[reducer(add)]`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Add;
+
+impl<T: AddAssign> Reducer<T> for Add {
+    type Update = T;
+
+    fn reduce(current: &mut T, delta: T) {
+        *current += delta;
+    }
+}
