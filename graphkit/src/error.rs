@@ -158,6 +158,64 @@ pub enum Error {
         command: ParentCommand,
     },
 
+    /// A run needs a checkpointer for this (interrupts, `get_state`, resuming).
+    #[error("{0} needs a checkpointer; compile the graph with `compile_with(CompileOptions::new().checkpointer(...))`")]
+    NoCheckpointer(&'static str),
+
+    /// A run with a checkpointer was started without a thread id.
+    #[error("this graph has a checkpointer, so every run needs a thread: pass `RunConfig::new().thread_id(\"...\")`")]
+    MissingThreadId,
+
+    /// The thread or checkpoint asked for does not exist.
+    #[error("thread `{thread_id}` has no checkpoint {}", checkpoint_id.as_deref().map_or_else(|| "yet".to_owned(), |id| format!("`{id}`")))]
+    CheckpointNotFound {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint, if one was named.
+        checkpoint_id: Option<String>,
+    },
+
+    /// A stored checkpoint could not be read (corrupt, truncated, or the state type changed).
+    #[error("checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be read: {message}; fork from an earlier checkpoint or delete the thread")]
+    CorruptCheckpoint {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A checkpoint was written by a newer graphkit.
+    #[error("checkpoint `{checkpoint_id}` of thread `{thread_id}` has format version {found}, but this build reads up to {supported}; upgrade graphkit to read it")]
+    CheckpointVersion {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// The version found.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+
+    /// Another run holds the thread.
+    #[error("thread `{0}` is busy: another run is using it; wait for it to finish or use another thread id")]
+    ThreadBusy(String),
+
+    /// The checkpoint or store backend failed (database unreachable, disk full, ...).
+    #[error("{backend} failed: {message}")]
+    Backend {
+        /// Which backend ("sqlite checkpointer", "postgres store", ...).
+        backend: &'static str,
+        /// The backend's error.
+        message: String,
+    },
+
+    /// A store namespace part or key is invalid.
+    #[error("invalid store {0}: namespace parts and keys must be non-empty and free of control characters")]
+    InvalidStoreKey(String),
+
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,

@@ -39,11 +39,13 @@
 // The derive emits `::graphkit::...` paths; this lets them resolve inside the crate too.
 extern crate self as graphkit;
 
+pub mod checkpoint;
 mod command;
 mod error;
 mod graph;
 mod run;
 mod state;
+pub mod store;
 
 pub use command::{Command, CommandGraph, Goto, Send};
 pub use error::{BoxError, Error, ParentCommand, Result};
