@@ -216,6 +216,14 @@ pub enum Error {
     #[error("invalid store {0}: namespace parts and keys must be non-empty and free of control characters")]
     InvalidStoreKey(String),
 
+    /// A blocking entry point was called from inside an async runtime.
+    #[error("a blocking graphkit call (invoke_blocking) ran inside an async runtime, where it would stall it; use the async method (invoke) instead")]
+    BlockingInAsync,
+
+    /// The runtime for a blocking call could not be built.
+    #[error("could not start a tokio runtime for a blocking call: {0}")]
+    Runtime(String),
+
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,

@@ -91,6 +91,16 @@ impl<S: State> CompiledGraph<S> {
         runner.run(Some(input.into())).await.map(|done| done.state)
     }
 
+    /// [`invoke_with`](Self::invoke_with) from synchronous code: runs the graph on a
+    /// current-thread tokio runtime kept per calling thread.
+    ///
+    /// # Errors
+    /// Besides the run's own errors, [`Error::BlockingInAsync`] when called from inside an
+    /// async runtime (use `invoke` there).
+    pub fn invoke_blocking(&self, input: impl Into<S::Update>, config: RunConfig) -> Result<S, Error> {
+        crate::run::block_on(self.invoke_with(input, config))
+    }
+
     /// Runs the graph and streams events of the given modes as they happen.
     ///
     /// The run makes progress only while the stream is polled; dropping the stream cancels

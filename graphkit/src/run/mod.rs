@@ -105,6 +105,27 @@ impl<S: State> Emitter<S> {
     }
 }
 
+thread_local! {
+    static BLOCKING_RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// Runs `future` to completion on this thread's current-thread runtime.
+pub(crate) fn block_on<T>(future: impl Future<Output = Result<T, Error>>) -> Result<T, Error> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::BlockingInAsync);
+    }
+    BLOCKING_RUNTIME.with(|cell| {
+        let runtime = cell.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
+        });
+        match runtime {
+            Ok(runtime) => runtime.block_on(future),
+            Err(message) => Err(Error::Runtime(message.clone())),
+        }
+    })
+}
+
 /// A finished run.
 pub(crate) struct Done<S: State> {
     pub(crate) state: S,
