@@ -130,12 +130,14 @@ pub enum Error {
     },
 
     /// A `Send` task's input was not of the type its node extracts.
-    #[error("node `{node}` expected a Send input of type `{expected}`; send it that type")]
+    #[error("node `{node}` takes a Send input of type `{expected}` but got {found}; send it that type (integer literals default to i32: write `5u32`)")]
     InputType {
         /// The node.
         node: String,
         /// The expected type.
         expected: &'static str,
+        /// What it got: a type name, or "no Send input".
+        found: String,
     },
 
     /// A `Command::to_parent()` reached a graph that is not running as a subgraph, or a

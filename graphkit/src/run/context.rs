@@ -82,6 +82,10 @@ impl NodeContext {
         self.input::<T>().cloned().ok_or_else(|| Error::InputType {
             node: self.node.to_string(),
             expected: std::any::type_name::<T>(),
+            found: self
+                .input
+                .as_ref()
+                .map_or_else(|| "no Send input (the node was triggered by an edge)".to_owned(), |p| format!("`{}`", p.0.type_name)),
         })
     }
 }

@@ -221,7 +221,7 @@ fn into_task_error(node: &Arc<str>, attempts: u32, error: BoxError) -> Error {
     match error.downcast::<Error>() {
         Ok(error) => match *error {
             own @ (Error::ParentCommand { .. } | Error::Cancelled | Error::NodeTimeout { .. }) => own,
-            Error::InputType { node, expected } => Error::InputType { node, expected },
+            input @ Error::InputType { .. } => input,
             other => Error::NodeFailed { node: node.to_string(), attempts, source: Box::new(other) },
         },
         Err(source) => Error::NodeFailed { node: node.to_string(), attempts, source },

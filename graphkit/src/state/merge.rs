@@ -160,13 +160,15 @@ fn merge_linear<T: Keyed>(list: &mut Vec<T>, ops: Vec<KeyedOp<T>>) {
 /// Same result as [`merge_linear`], in O(len + ops): removals are marked and compacted
 /// once at the end, so positions stay valid while ops are applied.
 fn merge_indexed<T: Keyed>(list: &mut Vec<T>, ops: Vec<KeyedOp<T>>) {
-    let mut slots: Vec<Option<T>> = std::mem::take(list).into_iter().map(Some).collect();
-    let mut index: HashMap<T::Key, usize> = HashMap::with_capacity(slots.len() + ops.len());
-    for (i, slot) in slots.iter().enumerate() {
-        if let Some(item) = slot {
-            index.insert(item.key().clone(), i);
+    let mut index: HashMap<T::Key, usize> = HashMap::with_capacity(list.len() + ops.len());
+    for (i, item) in list.iter().enumerate() {
+        if index.insert(item.key().clone(), i).is_some() {
+            // A list built outside the reducer may repeat a key; the linear merge defines
+            // what happens then (upserts hit the first, removals drop all).
+            return merge_linear(list, ops);
         }
     }
+    let mut slots: Vec<Option<T>> = std::mem::take(list).into_iter().map(Some).collect();
     for op in ops {
         match op {
             KeyedOp::Upsert(item) => match index.get(item.key()) {

@@ -1,0 +1,376 @@
+//! Super-step execution semantics.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use graphkit::{
+    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, Send, State, StateGraph,
+    SyncNode,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Log {
+    #[reducer(append)]
+    seen: Vec<String>,
+    #[reducer(add)]
+    count: u32,
+    last: String,
+}
+
+fn mark(name: &'static str) -> impl Fn(Arc<Log>) -> std::future::Ready<LogUpdate> + Clone {
+    move |_| std::future::ready(LogUpdate::new().seen(vec![name.to_string()]))
+}
+
+#[tokio::test]
+async fn parallel_tasks_see_the_same_snapshot_and_apply_in_name_order() {
+    // Each branch records how many entries it saw: both must see the pre-step state.
+    fn observe(name: &'static str) -> impl Fn(Arc<Log>) -> std::future::Ready<LogUpdate> {
+        move |s| std::future::ready(LogUpdate::new().seen(vec![format!("{name}:{}", s.seen.len())]))
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("start", mark("start"))
+        .add_node("zeta", observe("zeta"))
+        .add_node("alpha", observe("alpha"))
+        .add_node("mid", observe("mid"))
+        .add_edge(START, "start")
+        .add_edge("start", "zeta")
+        .add_edge("start", "alpha")
+        .add_edge("start", "mid");
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["start", "alpha:1", "mid:1", "zeta:1"]);
+}
+
+#[tokio::test]
+async fn routers_see_the_post_step_state() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_node("b", mark("b"))
+        .add_node("yes", mark("yes"))
+        .add_edge(START, "a")
+        .add_edge(START, "b")
+        // The router after `a` sees b's write too: both ran in the same step.
+        .add_conditional_edges("a", |s: &Log| if s.seen.len() == 2 { "yes" } else { END }, ["yes", END]);
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["a", "b", "yes"]);
+}
+
+#[tokio::test]
+async fn join_edge_fires_once_after_all_sources() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_node("b1", mark("b1"))
+        .add_node("b2", mark("b2"))
+        .add_node("join", mark("join"))
+        .add_edge(START, "a")
+        .add_edge(START, "b1")
+        .add_edge("b1", "b2")
+        .add_edge(["a", "b2"], "join")
+        .add_edge("join", END);
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    // `a` finishes in step 1, `b2` in step 2: the join waits for both and runs once.
+    assert_eq!(out.seen, ["a", "b1", "b2", "join"]);
+}
+
+#[tokio::test]
+async fn send_runs_a_node_once_per_input_in_send_order() {
+    async fn work(Input(i): Input<u32>) -> LogUpdate {
+        // Later sends finish first; the apply order must not change.
+        tokio::time::sleep(Duration::from_millis(u64::from(10 - i))).await;
+        LogUpdate::new().seen(vec![format!("w{i}")]).count(i)
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("work", work)
+        .add_node("reduce", mark("reduce"))
+        .add_conditional_edges(START, |_: &Log| (0..5u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(), ["work"])
+        .add_edge("work", "reduce")
+        .add_edge("reduce", END);
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["w0", "w1", "w2", "w3", "w4", "reduce"]);
+    assert_eq!(out.count, 10);
+}
+
+#[tokio::test]
+async fn a_send_with_the_wrong_input_type_names_the_node() {
+    async fn work(Input(_): Input<u32>) -> LogUpdate {
+        LogUpdate::new()
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("work", work).add_conditional_edges(START, |_: &Log| Send::new("work", "text".to_string()), ["work"]);
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::InputType { node, found, .. } if node == "work" && found.contains("String")), "{err}");
+}
+
+#[tokio::test]
+async fn command_updates_and_routes_while_static_edges_still_fire() {
+    async fn decide(_: Arc<Log>) -> Command<Log> {
+        Command::new().update(LogUpdate::new().seen(vec!["decide".into()])).goto("extra")
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("decide", decide)
+        .add_node("extra", mark("extra"))
+        .add_node("always", mark("always"))
+        .add_edge(START, "decide")
+        .add_edge("decide", "always");
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["decide", "always", "extra"]);
+}
+
+#[tokio::test]
+async fn a_command_to_an_unknown_node_is_an_error() {
+    async fn lost(_: Arc<Log>) -> Command<Log> {
+        Command::goto_only("nowhere")
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("lost", lost).add_edge(START, "lost");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::UnknownTarget { from, target } if from == "lost" && target == "nowhere"), "{err}");
+}
+
+#[tokio::test]
+async fn a_router_returning_an_undeclared_target_is_an_error() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_node("b", mark("b"))
+        .add_node("c", mark("c"))
+        .add_edge(START, "a")
+        .add_conditional_edges("a", |_: &Log| "c", ["b", END])
+        .add_edge("c", END);
+    // `c` is reachable only through the router's (wrong) choice, so declare it elsewhere.
+    g.add_edge(START, "c");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::UndeclaredTarget { target, .. } if target == "c"), "{err}");
+}
+
+#[tokio::test]
+async fn a_dynamic_router_to_an_unknown_node_is_an_error_not_a_silent_end() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a")).add_edge(START, "a").add_dynamic_conditional_edges("a", |_: &Log| "ghost".to_string());
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::UnknownTarget { target, .. } if target == "ghost"), "{err}");
+}
+
+#[tokio::test]
+async fn a_router_that_panics_or_errors_is_reported_with_its_node() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a")).add_edge(START, "a").add_conditional_edges(
+        "a",
+        |_: &Log| -> &'static str { panic!("router bug") },
+        [END],
+    );
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::RouterFailed { node, message } if node == "a" && message.contains("router bug")), "{err}");
+
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a")).add_edge(START, "a").add_conditional_edges(
+        "a",
+        |_: &Log| -> Result<&'static str, String> { Err("no route".into()) },
+        [END],
+    );
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::RouterFailed { message, .. } if message == "no route"), "{err}");
+}
+
+#[tokio::test]
+async fn two_writers_of_a_last_value_field_in_one_step_fail_the_run() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", |_: Arc<Log>| async { LogUpdate::new().last("a") })
+        .add_node("b", |_: Arc<Log>| async { LogUpdate::new().last("b") })
+        .add_edge(START, "a")
+        .add_edge(START, "b");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidConcurrentUpdate { field: "last", first, second } if first == "a" && second == "b"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_recursion_limit_stops_an_endless_conditional_loop() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("spin", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
+        .add_edge(START, "spin")
+        .add_conditional_edges("spin", |_: &Log| "spin", ["spin", END]);
+    let err = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7)).await.unwrap_err();
+    assert!(matches!(err, Error::RecursionLimit { limit: 7 }));
+    assert!(err.to_string().contains("recursion_limit"));
+}
+
+#[tokio::test]
+async fn a_loop_may_use_exactly_the_recursion_limit() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("spin", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
+        .add_edge(START, "spin")
+        .add_conditional_edges("spin", |s: &Log| if s.count < 7 { "spin" } else { END }, ["spin", END]);
+    let out = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7)).await.unwrap();
+    assert_eq!(out.count, 7);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_node_is_retried_by_its_policy() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let flaky = move |ctx: NodeContext| {
+        let counter = Arc::clone(&counter);
+        async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let outcome: Outcome = if ctx.attempt() < 3 {
+                Err("transient".into())
+            } else {
+                Ok(LogUpdate::new().last(format!("attempt {}", ctx.attempt())))
+            };
+            outcome
+        }
+    };
+    let mut g = StateGraph::<Log>::new();
+    g.add_node_with("flaky", flaky, NodeOptions::new().retry(RetryPolicy::new(3).initial_interval(Duration::from_millis(5))))
+        .add_edge(START, "flaky");
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.last, "attempt 3");
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+type Outcome = Result<LogUpdate, Box<dyn std::error::Error + std::marker::Send + Sync>>;
+
+#[tokio::test(start_paused = true)]
+async fn retries_stop_at_max_attempts_and_report_them() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node_with(
+        "broken",
+        |_: Arc<Log>| async { Outcome::Err("always".into()) },
+        NodeOptions::new().retry(RetryPolicy::new(2).initial_interval(Duration::from_millis(1))),
+    )
+    .add_edge(START, "broken");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::NodeFailed { node, attempts: 2, .. } if node == "broken"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_on_limits_which_errors_are_retried() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let mut g = StateGraph::<Log>::new();
+    g.add_node_with(
+        "fatal",
+        move |_: Arc<Log>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { Outcome::Err("fatal: bad key".into()) }
+        },
+        NodeOptions::new().retry(RetryPolicy::new(5).retry_on(|e| !e.to_string().starts_with("fatal"))),
+    )
+    .add_edge(START, "fatal");
+    assert!(g.compile().unwrap().invoke(LogUpdate::new()).await.is_err());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_that_runs_past_its_timeout_fails() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node_with(
+        "slow",
+        |_: Arc<Log>| async {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            LogUpdate::new()
+        },
+        NodeOptions::new().timeout(Duration::from_millis(50)),
+    )
+    .add_edge(START, "slow");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::NodeTimeout { node, .. } if node == "slow"), "{err}");
+}
+
+#[tokio::test]
+async fn a_panicking_node_fails_the_run_with_its_message() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("boom", |_: Arc<Log>| async {
+        if true {
+            panic!("kaboom");
+        }
+        LogUpdate::new()
+    })
+        .add_node("fine", mark("fine"))
+        .add_edge(START, "boom")
+        .add_edge(START, "fine");
+    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    assert!(matches!(&err, Error::NodePanicked { node, message } if node == "boom" && message == "kaboom"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_concurrency_bounds_tasks_in_flight() {
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (Arc::clone(&running), Arc::clone(&peak));
+    let work = move |Input(i): Input<u64>| {
+        let (r, p) = (Arc::clone(&r), Arc::clone(&p));
+        async move {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(10 + i)).await;
+            r.fetch_sub(1, Ordering::SeqCst);
+            LogUpdate::new().count(1)
+        }
+    };
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("work", work).add_conditional_edges(
+        START,
+        |_: &Log| (0..10u64).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        ["work"],
+    );
+    let out = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(3)).await.unwrap();
+    assert_eq!(out.count, 10);
+    assert_eq!(peak.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_token_stops_the_run() {
+    let token = tokio_util::sync::CancellationToken::new();
+    let inner = token.clone();
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("stuck", move |_: Arc<Log>| {
+        let inner = inner.clone();
+        async move {
+            inner.cancel();
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            LogUpdate::new()
+        }
+    })
+    .add_edge(START, "stuck");
+    let err = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().cancellation(token)).await.unwrap_err();
+    assert!(matches!(err, Error::Cancelled));
+}
+
+#[tokio::test]
+async fn an_empty_update_still_fires_static_edges() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("quiet", |_: Arc<Log>| async {}).add_node("next", mark("next")).add_edge(START, "quiet").add_edge("quiet", "next");
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["next"]);
+}
+
+#[test]
+fn invoke_blocking_runs_from_sync_code_and_refuses_inside_a_runtime() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a")).add_edge(START, "a");
+    let g = g.compile().unwrap();
+    assert_eq!(g.invoke_blocking(LogUpdate::new(), RunConfig::new()).unwrap().seen, ["a"]);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let err = rt.block_on(async { g.invoke_blocking(LogUpdate::new(), RunConfig::new()) }).unwrap_err();
+    assert!(matches!(err, Error::BlockingInAsync));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compiled_graph_serves_concurrent_runs() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("inc", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
+        .add_edge(START, "inc")
+        .add_conditional_edges("inc", |s: &Log| if s.count < 5 { "inc" } else { END }, ["inc", END]);
+    let g = g.compile().unwrap();
+    let runs = (0..50).map(|_| {
+        let g = g.clone();
+        tokio::spawn(async move { g.invoke(LogUpdate::new()).await })
+    });
+    for run in futures::future::join_all(runs).await {
+        assert_eq!(run.unwrap().unwrap().count, 5);
+    }
+}

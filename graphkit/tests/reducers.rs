@@ -1,0 +1,253 @@
+//! Reducer semantics and their laws (property tests).
+
+use std::collections::HashMap;
+
+use graphkit::{
+    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, ListOp, MergeByKey, Reducer, State, StateUpdate,
+    StepWrites,
+};
+use proptest::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Doc {
+    id: u8,
+    body: u16,
+}
+
+impl Keyed for Doc {
+    type Key = u8;
+    fn key(&self) -> &u8 {
+        &self.id
+    }
+}
+
+fn concat<T: Clone>(a: &[T], b: &[T]) -> Vec<T> {
+    a.iter().chain(b).cloned().collect()
+}
+
+fn docs() -> impl Strategy<Value = Vec<Doc>> {
+    prop::collection::vec((0u8..20, any::<u16>()).prop_map(|(id, body)| Doc { id, body }), 0..40)
+}
+
+proptest! {
+    #[test]
+    fn appending_a_then_b_equals_appending_a_concat_b(
+        start in prop::collection::vec(any::<i32>(), 0..20),
+        a in prop::collection::vec(any::<i32>(), 0..20),
+        b in prop::collection::vec(any::<i32>(), 0..20),
+    ) {
+        let mut stepwise = start.clone();
+        Append::reduce(&mut stepwise, AppendUpdate::items(a.clone()));
+        Append::reduce(&mut stepwise, AppendUpdate::items(b.clone()));
+        let mut at_once = start.clone();
+        Append::reduce(&mut at_once, AppendUpdate::items(concat(&a, &b)));
+        prop_assert_eq!(&stepwise, &at_once);
+        prop_assert_eq!(stepwise, concat(&start, &concat(&a, &b)));
+    }
+
+    #[test]
+    fn combining_append_updates_with_then_is_applying_them_in_order(
+        start in prop::collection::vec(any::<i8>(), 0..10),
+        ops in prop::collection::vec(prop_oneof![any::<i8>().prop_map(Some), Just(None)], 0..30),
+    ) {
+        let updates: Vec<AppendUpdate<i8>> = ops
+            .iter()
+            .map(|op| op.map_or_else(AppendUpdate::clear, AppendUpdate::item))
+            .collect();
+        let mut stepwise = start.clone();
+        for u in updates.clone() {
+            Append::reduce(&mut stepwise, u);
+        }
+        let combined = updates.into_iter().fold(AppendUpdate::default(), AppendUpdate::then);
+        let mut at_once = start;
+        Append::reduce(&mut at_once, combined);
+        prop_assert_eq!(stepwise, at_once);
+    }
+
+    #[test]
+    fn the_clear_sentinel_leaves_only_what_follows_it(
+        start in prop::collection::vec(any::<i32>(), 0..20),
+        before in prop::collection::vec(any::<i32>(), 0..20),
+        after in prop::collection::vec(any::<i32>(), 0..20),
+    ) {
+        let ops = before.iter().copied().map(ListOp::Push)
+            .chain(std::iter::once(ListOp::Clear))
+            .chain(after.iter().copied().map(ListOp::Push));
+        let mut list = start;
+        Append::reduce(&mut list, AppendUpdate::from_ops(ops));
+        prop_assert_eq!(list, after);
+    }
+
+    #[test]
+    fn merge_by_key_is_idempotent_for_repeated_items(start in docs(), items in docs()) {
+        let mut once = Vec::new();
+        MergeByKey::reduce(&mut once, KeyedUpdate::upsert(start));
+        MergeByKey::reduce(&mut once, KeyedUpdate::upsert(items.clone()));
+        let mut twice = once.clone();
+        MergeByKey::reduce(&mut twice, KeyedUpdate::upsert(items));
+        prop_assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn merge_by_key_keeps_keys_unique_and_last_write_wins(start in docs(), items in docs()) {
+        // Start from a list without duplicate keys, as the reducer itself produces.
+        let mut list = Vec::new();
+        MergeByKey::reduce(&mut list, KeyedUpdate::upsert(start));
+        MergeByKey::reduce(&mut list, KeyedUpdate::upsert(items.clone()));
+        let mut keys: Vec<u8> = list.iter().map(|d| d.id).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        prop_assert_eq!(keys.len(), list.len());
+        for item in &items {
+            let last = items.iter().rev().find(|d| d.id == item.id);
+            prop_assert_eq!(list.iter().find(|d| d.id == item.id), last);
+        }
+    }
+
+    #[test]
+    fn indexed_and_linear_merges_agree(
+        start in prop::collection::vec((0u8..60, any::<u16>()).prop_map(|(id, body)| Doc { id, body }), 0..60),
+        ops in prop::collection::vec(
+            prop_oneof![
+                (0u8..60, any::<u16>()).prop_map(|(id, body)| KeyedOp::Upsert(Doc { id, body })),
+                (0u8..60).prop_map(KeyedOp::Remove),
+                Just(KeyedOp::RemoveAll).prop_map(|o: KeyedOp<Doc>| o),
+            ],
+            0..60,
+        ),
+    ) {
+        // Lists may repeat keys when built by hand; both paths must still agree.
+        let base = start;
+        // One op at a time keeps every merge below the indexing threshold (linear scan)...
+        let mut linear = base.clone();
+        for op in ops.clone() {
+            MergeByKey::reduce(&mut linear, KeyedUpdate { ops: vec![op] });
+        }
+        // ...while all ops at once on a long list take the indexed path.
+        let mut indexed = base;
+        MergeByKey::reduce(&mut indexed, KeyedUpdate { ops });
+        prop_assert_eq!(linear, indexed);
+    }
+}
+
+#[test]
+fn merge_by_key_replaces_in_place_appends_new_and_removes() {
+    let mut docs = vec![Doc { id: 1, body: 10 }, Doc { id: 2, body: 20 }, Doc { id: 3, body: 30 }];
+    let update = KeyedUpdate::upsert([Doc { id: 2, body: 21 }, Doc { id: 4, body: 40 }]).and_remove(1);
+    MergeByKey::reduce(&mut docs, update);
+    assert_eq!(docs, [Doc { id: 2, body: 21 }, Doc { id: 3, body: 30 }, Doc { id: 4, body: 40 }]);
+    MergeByKey::reduce(&mut docs, KeyedUpdate::remove_all());
+    assert!(docs.is_empty());
+    MergeByKey::reduce(&mut docs, KeyedUpdate::replace([Doc { id: 9, body: 1 }]));
+    assert_eq!(docs, [Doc { id: 9, body: 1 }]);
+}
+
+#[test]
+fn merge_by_key_on_a_map_is_a_right_biased_union() {
+    let mut map: HashMap<String, u32> = HashMap::from([("a".into(), 1), ("b".into(), 2)]);
+    let update = KeyedUpdate::from(HashMap::from([("b".to_string(), 20), ("c".to_string(), 30)]));
+    MergeByKey::reduce(&mut map, update);
+    assert_eq!(map, HashMap::from([("a".into(), 1), ("b".into(), 20), ("c".into(), 30)]));
+    MergeByKey::reduce(&mut map, KeyedUpdate::remove(["a".to_string()]));
+    assert_eq!(map.len(), 2);
+}
+
+fn keep_longest(current: &mut String, update: String) {
+    if update.len() > current.len() {
+        *current = update;
+    }
+}
+
+fn bump(current: &mut u32, by: u8) {
+    *current += u32::from(by) * 10;
+}
+
+#[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Everything {
+    title: String,
+    #[reducer(append)]
+    notes: Vec<String>,
+    #[reducer(merge_by_key)]
+    docs: Vec<Doc>,
+    #[reducer(add)]
+    count: i64,
+    #[reducer(with = keep_longest)]
+    longest: String,
+    #[reducer(with = bump, update = u8)]
+    scaled: u32,
+}
+
+#[test]
+fn derived_update_applies_every_reducer() {
+    let mut state = Everything::default();
+    let update = EverythingUpdate::new()
+        .title("t")
+        .notes(vec!["a".to_string()])
+        .notes(AppendUpdate::items(["b".to_string()]))
+        .docs(vec![Doc { id: 1, body: 1 }])
+        .count(2)
+        .count(3)
+        .longest("abc".to_string())
+        .scaled(2u8);
+    assert_eq!(update.written_fields(), ["title", "notes", "docs", "count", "longest", "scaled"]);
+    state.apply_update(update).unwrap();
+    state.apply_update(EverythingUpdate::new().longest("z".to_string()).count(-1)).unwrap();
+    assert_eq!(state.title, "t");
+    assert_eq!(state.notes, ["a", "b"]);
+    assert_eq!(state.docs, [Doc { id: 1, body: 1 }]);
+    assert_eq!(state.count, 4);
+    assert_eq!(state.longest, "abc");
+    assert_eq!(state.scaled, 20);
+}
+
+#[test]
+fn update_serde_round_trip_skips_untouched_fields() {
+    let update = EverythingUpdate::new().title("x").notes(AppendUpdate::replace(["n".to_string()]));
+    let json = serde_json::to_value(&update).unwrap();
+    assert_eq!(json, serde_json::json!({"title": "x", "notes": {"clear": true, "items": ["n"]}}));
+    let back: EverythingUpdate = serde_json::from_value(json).unwrap();
+    assert_eq!(back.written_fields(), ["title", "notes"]);
+    assert!(EverythingUpdate::new().is_empty());
+}
+
+#[test]
+fn two_tasks_writing_one_last_value_field_in_a_step_is_an_error() {
+    let mut state = Everything::default();
+    let mut writes = StepWrites::default();
+    writes.begin_task(0, &"alpha".into());
+    state.apply(EverythingUpdate::new().title("a").notes(vec!["x".into()]), &mut writes).unwrap();
+    // The same task writing again is fine.
+    state.apply(EverythingUpdate::new().title("a2"), &mut writes).unwrap();
+    writes.begin_task(1, &"beta".into());
+    // Reducer fields may be written by every task.
+    state.apply(EverythingUpdate::new().notes(vec!["y".into()]).count(1), &mut writes).unwrap();
+    let err = state.apply(EverythingUpdate::new().title("b"), &mut writes).unwrap_err();
+    match err {
+        Error::InvalidConcurrentUpdate { field, first, second } => {
+            assert_eq!((field, first.as_str(), second.as_str()), ("title", "alpha", "beta"));
+        }
+        other => panic!("unexpected error {other}"),
+    }
+}
+
+#[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Plain {
+    title: String,
+    #[reducer(append)]
+    notes: Vec<String>,
+    #[reducer(add)]
+    count: i64,
+    #[reducer(with = keep_longest)]
+    longest: String,
+}
+
+#[test]
+fn a_whole_state_converts_into_an_update() {
+    let state = Plain { title: "t".into(), notes: vec!["n".into()], count: 5, longest: "l".into() };
+    let mut fresh = Plain::default();
+    fresh.apply_update(state.clone().into()).unwrap();
+    assert_eq!(fresh.title, "t");
+    assert_eq!(fresh.notes, ["n"]);
+    assert_eq!(fresh, state);
+}
