@@ -9,7 +9,9 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum LlmError {
     /// A provider needs an API key and the environment variable holding it is not set.
-    #[error("{provider} needs an API key: set the environment variable {var} (or pass a key explicitly)")]
+    #[error(
+        "{provider} needs an API key: set the environment variable {var} (or pass a key explicitly)"
+    )]
     MissingApiKey {
         /// The provider, e.g. `openai`.
         provider: &'static str,
@@ -47,7 +49,9 @@ pub enum LlmError {
     },
 
     /// The server could not be reached, or the connection broke.
-    #[error("could not reach {provider} at {url}: {source}; check the base URL and that the server is running")]
+    #[error(
+        "could not reach {provider} at {url}: {source}; check the base URL and that the server is running"
+    )]
     Connection {
         /// The provider.
         provider: &'static str,
@@ -59,7 +63,9 @@ pub enum LlmError {
     },
 
     /// The request took longer than the configured timeout.
-    #[error("{provider} did not answer within {timeout:?}; raise the timeout with `ClientOptions::timeout` if the model is slow")]
+    #[error(
+        "{provider} did not answer within {timeout:?}; raise the timeout with `ClientOptions::timeout` if the model is slow"
+    )]
     Timeout {
         /// The provider.
         provider: &'static str,
@@ -79,7 +85,9 @@ pub enum LlmError {
     },
 
     /// A streamed reply ended before the provider's end-of-stream marker.
-    #[error("{provider} stream ended before it was complete (no {expected}); the connection was probably cut, retry the call")]
+    #[error(
+        "{provider} stream ended before it was complete (no {expected}); the connection was probably cut, retry the call"
+    )]
     StreamTruncated {
         /// The provider.
         provider: &'static str,
@@ -88,7 +96,9 @@ pub enum LlmError {
     },
 
     /// A tool call's arguments are not valid JSON.
-    #[error("the model called tool {name:?} with arguments that are not valid JSON ({error}): {raw}")]
+    #[error(
+        "the model called tool {name:?} with arguments that are not valid JSON ({error}): {raw}"
+    )]
     ToolArguments {
         /// The tool's name.
         name: String,
@@ -100,7 +110,9 @@ pub enum LlmError {
 
     /// The model's structured output did not parse into the requested type, even after one
     /// retry that showed the model the error.
-    #[error("the model's reply does not match the schema of {type_name} ({error}); raw reply: {raw}")]
+    #[error(
+        "the model's reply does not match the schema of {type_name} ({error}); raw reply: {raw}"
+    )]
     StructuredOutput {
         /// The Rust type that was requested.
         type_name: &'static str,
@@ -111,7 +123,9 @@ pub enum LlmError {
     },
 
     /// A [`ScriptedModel`](crate::ScriptedModel) was called more times than it has replies.
-    #[error("ScriptedModel has no reply left (it was given {given}); add more replies to the script")]
+    #[error(
+        "ScriptedModel has no reply left (it was given {given}); add more replies to the script"
+    )]
     ScriptExhausted {
         /// How many replies the script had.
         given: usize,

@@ -22,7 +22,10 @@ pub struct ChatRequest {
 impl ChatRequest {
     /// A request with these messages and nothing else.
     pub fn new(messages: impl Into<Vec<Message>>) -> Self {
-        Self { messages: messages.into(), ..Self::default() }
+        Self {
+            messages: messages.into(),
+            ..Self::default()
+        }
     }
 
     /// Adds tools.
@@ -100,7 +103,11 @@ impl CallOptions {
         Self {
             temperature: self.temperature.or(defaults.temperature),
             max_tokens: self.max_tokens.or(defaults.max_tokens),
-            stop: if self.stop.is_empty() { defaults.stop.clone() } else { self.stop },
+            stop: if self.stop.is_empty() {
+                defaults.stop.clone()
+            } else {
+                self.stop
+            },
             tool_choice: self.tool_choice.or_else(|| defaults.tool_choice.clone()),
         }
     }
@@ -133,7 +140,11 @@ pub struct ToolSpec {
 impl ToolSpec {
     /// A tool from a hand-written schema.
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
-        Self { name: name.into(), description: description.into(), parameters }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
     }
 
     /// A tool whose arguments are the typed struct `A`; the schema comes from schemars.
@@ -152,7 +163,10 @@ impl ToolSpec {
     /// assert_eq!(tool.parameters["type"], "object");
     /// assert_eq!(tool.parameters["required"][0], "query");
     /// ```
-    pub fn from_args<A: JsonSchema>(name: impl Into<String>, description: impl Into<String>) -> Self {
+    pub fn from_args<A: JsonSchema>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
         Self::new(name, description, schema_for::<A>())
     }
 }
@@ -174,17 +188,35 @@ impl ResponseFormat {
         let schema = schema_for::<T>();
         let name: String = T::schema_name()
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(64)
             .collect();
-        let description = schema.get("description").and_then(Value::as_str).map(str::to_owned);
-        Self { name: if name.is_empty() { "output".into() } else { name }, description, schema }
+        let description = schema
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Self {
+            name: if name.is_empty() {
+                "output".into()
+            } else {
+                name
+            },
+            description,
+            schema,
+        }
     }
 }
 
 /// The JSON Schema of `T`, without the `$schema` and `title` keys (providers ignore or reject them).
 pub fn schema_for<T: JsonSchema>() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| Value::Object(Default::default()));
+    let mut schema = serde_json::to_value(schemars::schema_for!(T))
+        .unwrap_or_else(|_| Value::Object(Default::default()));
     if let Some(map) = schema.as_object_mut() {
         map.remove("$schema");
         map.remove("title");

@@ -40,7 +40,10 @@ pub struct ChatChunk {
 impl ChatChunk {
     /// A chunk with text only.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), ..Self::default() }
+        Self {
+            content: content.into(),
+            ..Self::default()
+        }
     }
 }
 
@@ -82,7 +85,13 @@ impl MessageAssembler {
     pub fn push(&mut self, chunk: &ChatChunk) {
         self.content.push_str(&chunk.content);
         for piece in &chunk.tool_calls {
-            let call = self.calls.entry(piece.index).or_insert_with(|| ToolCallChunk { index: piece.index, ..Default::default() });
+            let call = self
+                .calls
+                .entry(piece.index)
+                .or_insert_with(|| ToolCallChunk {
+                    index: piece.index,
+                    ..Default::default()
+                });
             if let Some(id) = &piece.id {
                 call.id.get_or_insert_with(|| id.clone());
             }
@@ -122,7 +131,11 @@ impl MessageAssembler {
                 let name = call.name.unwrap_or_default();
                 let arguments = parse_arguments(&name, &call.arguments)?;
                 let id = call.id.unwrap_or_else(|| ToolCall::new("", Value::Null).id);
-                Ok(ToolCall { id, name, arguments })
+                Ok(ToolCall {
+                    id,
+                    name,
+                    arguments,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(AssistantMessage {
@@ -149,7 +162,7 @@ pub(crate) fn parse_arguments(name: &str, raw: &str) -> Result<Value> {
     })
 }
 
-type FinishHook = Box<dyn FnOnce(&Result<Option<Usage>>, Instant) + Send>;
+type FinishHook = Box<dyn FnOnce(std::result::Result<Option<Usage>, &LlmError>, Instant) + Send>;
 
 /// A streamed reply: a [`Stream`] of [`ChatChunk`]s that also assembles them, so
 /// [`final_message`](Self::final_message) gives the whole reply at the end.
@@ -181,7 +194,9 @@ pub struct ChatStream {
 
 impl std::fmt::Debug for ChatStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatStream").field("message_id", &self.message_id).finish_non_exhaustive()
+        f.debug_struct("ChatStream")
+            .field("message_id", &self.message_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -203,8 +218,11 @@ impl ChatStream {
     /// A stream that replays a whole message as chunks: its text word by word, then each
     /// tool call, then usage and finish reason. For models that cannot stream.
     pub fn from_message(message: AssistantMessage) -> Self {
-        let mut chunks: Vec<ChatChunk> =
-            message.content.split_inclusive(' ').map(ChatChunk::text).collect();
+        let mut chunks: Vec<ChatChunk> = message
+            .content
+            .split_inclusive(' ')
+            .map(ChatChunk::text)
+            .collect();
         for (index, call) in message.tool_calls.iter().enumerate() {
             chunks.push(ChatChunk {
                 tool_calls: vec![ToolCallChunk {
@@ -244,7 +262,10 @@ impl ChatStream {
     }
 
     /// Calls `hook` once when the stream ends (with the usage seen, or the error).
-    pub(crate) fn on_finish(mut self, hook: impl FnOnce(&Result<Option<Usage>>, Instant) + Send + 'static) -> Self {
+    pub(crate) fn on_finish(
+        mut self,
+        hook: impl FnOnce(std::result::Result<Option<Usage>, &LlmError>, Instant) + Send + 'static,
+    ) -> Self {
         self.hooks.push(Box::new(hook));
         self
     }
@@ -254,10 +275,10 @@ impl ChatStream {
         self
     }
 
-    fn finish_with(&mut self, outcome: Result<Option<Usage>>) {
+    fn finish_with(&mut self, outcome: std::result::Result<Option<Usage>, &LlmError>) {
         self.finished = true;
         for hook in self.hooks.drain(..) {
-            hook(&outcome, self.started);
+            hook(outcome, self.started);
         }
     }
 }
@@ -279,8 +300,7 @@ impl Stream for ChatStream {
                 Poll::Ready(Some(Ok(chunk)))
             }
             Poll::Ready(Some(Err(err))) => {
-                let summary = Err(LlmError::InvalidRequest(err.to_string()));
-                self.finish_with(summary);
+                self.finish_with(Err(&err));
                 Poll::Ready(Some(Err(err)))
             }
             Poll::Ready(None) => {

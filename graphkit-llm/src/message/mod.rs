@@ -141,12 +141,18 @@ impl std::ops::AddAssign for Usage {
 impl Message {
     /// A system message with a fresh id.
     pub fn system(content: impl Into<String>) -> Self {
-        Self::System(SystemMessage { id: new_message_id(), content: content.into() })
+        Self::System(SystemMessage {
+            id: new_message_id(),
+            content: content.into(),
+        })
     }
 
     /// A user message with a fresh id.
     pub fn user(content: impl Into<String>) -> Self {
-        Self::User(UserMessage { id: new_message_id(), content: content.into() })
+        Self::User(UserMessage {
+            id: new_message_id(),
+            content: content.into(),
+        })
     }
 
     /// An assistant message with text only and a fresh id.
@@ -168,7 +174,10 @@ impl Message {
     /// A failed tool result: `content` tells the model what went wrong.
     pub fn tool_error(tool_call_id: impl Into<String>, content: impl Into<String>) -> Self {
         match Self::tool_result(tool_call_id, content) {
-            Self::Tool(t) => Self::Tool(ToolMessage { is_error: true, ..t }),
+            Self::Tool(t) => Self::Tool(ToolMessage {
+                is_error: true,
+                ..t
+            }),
             other => other,
         }
     }
@@ -233,19 +242,30 @@ impl Message {
 impl AssistantMessage {
     /// An assistant message with text only and a fresh id.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { id: new_message_id(), content: content.into(), ..Self::default() }
+        Self {
+            id: new_message_id(),
+            content: content.into(),
+            ..Self::default()
+        }
     }
 
     /// An assistant message that calls tools, with a fresh id.
     pub fn with_tool_calls(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        Self { tool_calls, ..Self::text(content) }
+        Self {
+            tool_calls,
+            ..Self::text(content)
+        }
     }
 }
 
 impl ToolCall {
     /// A tool call with a fresh id (`call_…`).
     pub fn new(name: impl Into<String>, arguments: Value) -> Self {
-        Self { id: format!("call_{:024x}", rand::random::<u128>() >> 32), name: name.into(), arguments }
+        Self {
+            id: format!("call_{:024x}", rand::random::<u128>() >> 32),
+            name: name.into(),
+            arguments,
+        }
     }
 
     /// The same call with a given id.
@@ -304,7 +324,10 @@ mod tests {
     fn every_role_round_trips_through_serde() {
         let call = ToolCall::new("search", json!({"q": "rust"}));
         let mut assistant = AssistantMessage::with_tool_calls("looking", vec![call.clone()]);
-        assistant.usage = Some(Usage { input_tokens: 10, output_tokens: 3 });
+        assistant.usage = Some(Usage {
+            input_tokens: 10,
+            output_tokens: 3,
+        });
         assistant.finish_reason = Some("tool_calls".into());
         let history = vec![
             Message::system("sys"),
@@ -319,8 +342,14 @@ mod tests {
         let value = serde_json::to_value(&history[3]).expect("value");
         assert_eq!(value["role"], "tool");
         assert_eq!(value["tool_call_id"], call.id.as_str());
-        assert!(value.get("is_error").is_none(), "false error flag is omitted");
-        assert_eq!(serde_json::to_value(&history[4]).expect("value")["is_error"], true);
+        assert!(
+            value.get("is_error").is_none(),
+            "false error flag is omitted"
+        );
+        assert_eq!(
+            serde_json::to_value(&history[4]).expect("value")["is_error"],
+            true
+        );
     }
 
     #[test]

@@ -113,9 +113,13 @@ mod tests {
     fn approximate_count_grows_with_text_and_tool_calls() {
         let short = Message::user("abcd");
         assert_eq!(approximate_tokens(&short), 1 + PER_MESSAGE_OVERHEAD);
-        let call = AssistantMessage::with_tool_calls("", vec![ToolCall::new("search", json!({"q": "x"}))]);
+        let call =
+            AssistantMessage::with_tool_calls("", vec![ToolCall::new("search", json!({"q": "x"}))]);
         assert!(approximate_tokens(&call.into()) > PER_MESSAGE_OVERHEAD);
-        assert_eq!(count_tokens(&[short.clone(), short]), 2 * (1 + PER_MESSAGE_OVERHEAD));
+        assert_eq!(
+            count_tokens(&[short.clone(), short]),
+            2 * (1 + PER_MESSAGE_OVERHEAD)
+        );
     }
 
     #[test]

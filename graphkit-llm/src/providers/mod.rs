@@ -1,0 +1,158 @@
+//! Providers: thin adapters from [`ChatRequest`](crate::ChatRequest) to each wire protocol
+//! and back. They share the transport (reliability) and the stream framing here.
+
+pub mod anthropic;
+pub mod ollama;
+pub mod openai;
+
+use eventsource_stream::Eventsource;
+use futures::stream::{BoxStream, StreamExt};
+
+use crate::error::{LlmError, Result, shorten};
+use crate::stream::ChatChunk;
+use crate::transport::Admitted;
+
+/// How a streamed body is cut into payloads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Framing {
+    /// Server-sent events: each event's `data`.
+    Sse,
+    /// Newline-delimited JSON: each non-empty line.
+    Lines,
+}
+
+/// What one payload of a stream means.
+pub(crate) enum Step {
+    /// A piece of the reply.
+    Chunk(ChatChunk),
+    /// Nothing to report (pings, bookkeeping events).
+    Skip,
+    /// The provider's end-of-stream marker, possibly with a last piece.
+    Done(Option<ChatChunk>),
+}
+
+/// The payloads of a streamed response body.
+fn payloads(
+    admitted: Admitted,
+    provider: &'static str,
+    framing: Framing,
+) -> BoxStream<'static, Result<String>> {
+    let Admitted { response, slot } = admitted;
+    let bytes = response.bytes_stream();
+    let transport_error = move |detail: String| LlmError::MalformedResponse {
+        provider,
+        detail: format!("the stream broke: {detail}"),
+        raw: String::new(),
+    };
+    let stream = match framing {
+        Framing::Sse => bytes
+            .eventsource()
+            .map(move |event| {
+                event
+                    .map(|e| e.data)
+                    .map_err(|e| transport_error(e.to_string()))
+            })
+            .boxed(),
+        Framing::Lines => {
+            let lines = futures::stream::unfold(
+                (bytes, Vec::<u8>::new(), false),
+                move |(mut bytes, mut buffer, ended)| async move {
+                    loop {
+                        if let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                            let line: Vec<u8> = buffer.drain(..=end).collect();
+                            return Some((Ok(line), (bytes, buffer, ended)));
+                        }
+                        if ended {
+                            if buffer.is_empty() {
+                                return None;
+                            }
+                            let rest = std::mem::take(&mut buffer);
+                            return Some((Ok(rest), (bytes, buffer, true)));
+                        }
+                        match bytes.next().await {
+                            Some(Ok(piece)) => buffer.extend_from_slice(&piece),
+                            Some(Err(e)) => return Some((Err(e), (bytes, buffer, true))),
+                            None => {
+                                return (!buffer.is_empty()).then(|| {
+                                    (Ok(std::mem::take(&mut buffer)), (bytes, Vec::new(), true))
+                                });
+                            }
+                        }
+                    }
+                },
+            );
+            lines
+                .filter_map(move |line| async move {
+                    match line {
+                        Ok(line) => {
+                            let text = String::from_utf8_lossy(&line).trim().to_owned();
+                            (!text.is_empty()).then_some(Ok(text))
+                        }
+                        Err(e) => Some(Err(transport_error(e.to_string()))),
+                    }
+                })
+                .boxed()
+        }
+    };
+    // The concurrency slot lives as long as the body is being read.
+    stream
+        .map(move |item| {
+            let _slot = &slot;
+            item
+        })
+        .boxed()
+}
+
+/// Turns a streamed response into chunks with `parse`, failing with
+/// [`LlmError::StreamTruncated`] if the body ends before `parse` reported the end marker.
+pub(crate) fn chunk_stream(
+    admitted: Admitted,
+    provider: &'static str,
+    framing: Framing,
+    end_marker: &'static str,
+    parse: impl FnMut(&str) -> Result<Step> + Send + 'static,
+) -> BoxStream<'static, Result<ChatChunk>> {
+    let payloads = payloads(admitted, provider, framing);
+    futures::stream::unfold(Some((payloads, parse)), move |state| async move {
+        let (mut payloads, mut parse) = state?;
+        loop {
+            let Some(payload) = payloads.next().await else {
+                return Some((
+                    Err(LlmError::StreamTruncated {
+                        provider,
+                        expected: end_marker,
+                    }),
+                    None,
+                ));
+            };
+            let step = payload.and_then(|p| parse(&p));
+            match step {
+                Ok(Step::Chunk(chunk)) => return Some((Ok(chunk), Some((payloads, parse)))),
+                Ok(Step::Skip) => continue,
+                Ok(Step::Done(Some(chunk))) => return Some((Ok(chunk), None)),
+                Ok(Step::Done(None)) => return None,
+                Err(e) => return Some((Err(e), None)),
+            }
+        }
+    })
+    .boxed()
+}
+
+/// A JSON payload of a stream, or a clear error naming the provider.
+pub(crate) fn parse_payload(provider: &'static str, payload: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(payload).map_err(|e| LlmError::MalformedResponse {
+        provider,
+        detail: format!("a streamed piece is not JSON ({e})"),
+        raw: shorten(payload),
+    })
+}
+
+/// An environment variable, treating empty as unset.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `url` without trailing slashes.
+pub(crate) fn trim_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
