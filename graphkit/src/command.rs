@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::interrupt::Resume;
 use crate::state::State;
 
 /// Runs a node once with its own input: the unit of map-reduce fan-out.
@@ -58,8 +59,9 @@ impl fmt::Debug for Send {
 }
 
 /// A type-erased Send input that can still be turned into JSON.
+#[doc(hidden)]
 #[derive(Clone)]
-pub(crate) struct Packet {
+pub struct Packet {
     pub(crate) value: Arc<dyn Any + std::marker::Send + Sync>,
     pub(crate) type_name: &'static str,
     to_json: fn(&(dyn Any + std::marker::Send + Sync)) -> Option<Value>,
@@ -135,11 +137,12 @@ pub struct Command<S: State> {
     pub(crate) update: Option<S::Update>,
     pub(crate) goto: Vec<Goto>,
     pub(crate) graph: CommandGraph,
+    pub(crate) resume: Option<Resume>,
 }
 
 impl<S: State> Default for Command<S> {
     fn default() -> Self {
-        Self { update: None, goto: Vec::new(), graph: CommandGraph::Current }
+        Self { update: None, goto: Vec::new(), graph: CommandGraph::Current, resume: None }
     }
 }
 
@@ -149,13 +152,14 @@ impl<S: State> fmt::Debug for Command<S> {
             .field("update", &self.update)
             .field("goto", &self.goto)
             .field("graph", &self.graph)
+            .field("resume", &self.resume)
             .finish()
     }
 }
 
 impl<S: State> Clone for Command<S> {
     fn clone(&self) -> Self {
-        Self { update: self.update.clone(), goto: self.goto.clone(), graph: self.graph }
+        Self { update: self.update.clone(), goto: self.goto.clone(), graph: self.graph, resume: self.resume.clone() }
     }
 }
 
@@ -168,6 +172,25 @@ impl<S: State> Command<S> {
     /// Routes to `target` (a node name, `END`, or a [`Send`]).
     pub fn goto_only(target: impl Into<Goto>) -> Self {
         Self::new().goto(target)
+    }
+
+    /// A command that resumes a paused thread: run it as the input of `invoke_with` on the
+    /// same thread. A plain value answers the single pending interrupt; use
+    /// [`Resume::by_id`] for several.
+    ///
+    /// ```
+    /// # use graphkit::{Command, State};
+    /// # #[derive(State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+    /// # struct S { ok: bool }
+    /// let resume: Command<S> = Command::resume("yes");
+    /// ```
+    pub fn resume(value: impl Into<Value>) -> Self {
+        Self::resume_with(Resume::Value(value.into()))
+    }
+
+    /// A command that resumes a paused thread with [`Resume::by_id`] (or any [`Resume`]).
+    pub fn resume_with(resume: Resume) -> Self {
+        Self { resume: Some(resume), ..Self::default() }
     }
 
     /// Sets the state update.
@@ -210,5 +233,32 @@ impl<S: State> Command<S> {
     /// The update, if any.
     pub fn update_ref(&self) -> Option<&S::Update> {
         self.update.as_ref()
+    }
+}
+
+
+/// What a run starts from: a new input, a resume of a paused thread, or a plain
+/// continuation of the thread's last checkpoint.
+///
+/// The update type, the state itself and [`Command`] convert into it, so `invoke` takes
+/// any of them.
+#[derive(Debug)]
+pub enum RunInput<S: State> {
+    /// Apply this update to the thread's state and start from START.
+    Update(S::Update),
+    /// Answer pending interrupts and continue where the thread paused.
+    Resume(Resume),
+    /// Continue the thread's pending step without new input (after a static interrupt,
+    /// a failure, or a crash).
+    Continue,
+}
+
+impl<S: State> From<Command<S>> for RunInput<S> {
+    fn from(command: Command<S>) -> Self {
+        match (command.resume, command.update) {
+            (Some(resume), _) => Self::Resume(resume),
+            (None, Some(update)) => Self::Update(update),
+            (None, None) => Self::Continue,
+        }
     }
 }

@@ -226,6 +226,28 @@ pub enum Error {
     #[error("could not start a tokio runtime for a blocking call: {0}")]
     Runtime(String),
 
+    /// The run paused on interrupts; answer them with `Command::resume` on the same thread.
+    #[error("the run on thread `{thread_id}` paused on {} interrupt(s) ({}); resume it with `Command::resume(...)` on the same thread", interrupts.len(), interrupts.iter().map(|i| format!("`{}` in `{}`", i.id, i.node)).collect::<Vec<_>>().join(", "))]
+    Interrupted {
+        /// The thread.
+        thread_id: String,
+        /// The pending interrupts.
+        interrupts: Vec<crate::interrupt::Interrupt>,
+    },
+
+    /// Internal: a node pausing on `interrupt(...)`. Pass it on with `?`.
+    #[error("node paused on interrupt #{} (pass this error on with `?`; the run needs a checkpointer to pause)", .0.index)]
+    Interrupt(crate::interrupt::InterruptSignal),
+
+    /// A resume did not match the pending interrupts.
+    #[error("cannot resume thread `{thread_id}`: {message}")]
+    BadResume {
+        /// The thread.
+        thread_id: String,
+        /// What does not match.
+        message: String,
+    },
+
     /// The run was cancelled.
     #[error("the run was cancelled")]
     Cancelled,

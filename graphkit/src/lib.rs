@@ -43,20 +43,23 @@ pub mod checkpoint;
 mod command;
 mod error;
 mod graph;
+mod interrupt;
 mod run;
 mod state;
 pub mod store;
 
-pub use command::{Command, CommandGraph, Goto, Send};
+pub use command::{Command, CommandGraph, Goto, RunInput, Send};
 pub use error::{BoxError, Error, ParentCommand, Result};
-pub use graph::builder::{NodeOptions, StateGraph};
+pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
 pub use graph::edge::{EdgeSources, IntoRoute};
 pub use graph::node::{
     BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode, SyncNodeWithContext,
 };
 pub use graph::{END, START};
+pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
+pub use run::thread::StateSnapshot;
 pub use run::config::{DEFAULT_RECURSION_LIMIT, RetryPolicy, RetryPredicate, RunConfig};
 pub use run::context::NodeContext;
 pub use run::stream::{

@@ -70,6 +70,10 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
     Ok(kind)
 }
 
+fn is_string(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "String" && s.arguments.is_empty()))
+}
+
 fn update_name(input: &DeriveInput) -> syn::Result<Ident> {
     let mut name = format_ident!("{}Update", input.ident);
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("state")) {
@@ -147,12 +151,25 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         let (kind_tokens, builder, apply) = match &f.kind {
             Kind::LastValue => (
                 quote!(LastValue),
-                quote! {
-                    #[doc = concat!("Sets `", #fname, "`.")]
-                    #[must_use]
-                    pub fn #ident(mut self, value: impl Into<#ty>) -> Self {
-                        self.#ident = Some(value.into());
-                        self
+                // `String` fields take `&str` too; other types are taken as they are, so
+                // integer literals infer the field's type.
+                if is_string(ty) {
+                    quote! {
+                        #[doc = concat!("Sets `", #fname, "`.")]
+                        #[must_use]
+                        pub fn #ident(mut self, value: impl Into<#ty>) -> Self {
+                            self.#ident = Some(value.into());
+                            self
+                        }
+                    }
+                } else {
+                    quote! {
+                        #[doc = concat!("Sets `", #fname, "`.")]
+                        #[must_use]
+                        pub fn #ident(mut self, value: #ty) -> Self {
+                            self.#ident = Some(value);
+                            self
+                        }
                     }
                 },
                 quote! {
@@ -254,6 +271,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     Self { #(#from_state)* }
                 }
             }
+
+            impl ::core::convert::From<#name> for #gk::RunInput<#name> {
+                fn from(state: #name) -> Self {
+                    #gk::RunInput::Update(state.into())
+                }
+            }
         }
     });
 
@@ -299,6 +322,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 let _ = &writes;
                 #(#applies)*
                 Ok(())
+            }
+        }
+
+        impl ::core::convert::From<#update> for #gk::RunInput<#name> {
+            fn from(update: #update) -> Self {
+                #gk::RunInput::Update(update)
             }
         }
 

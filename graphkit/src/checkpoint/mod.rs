@@ -8,6 +8,7 @@
 //! deltas, which the engine does. This is what keeps write cost proportional to the size of
 //! each step's update rather than the size of the state.
 
+pub(crate) mod format;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;

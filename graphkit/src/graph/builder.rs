@@ -8,10 +8,12 @@ use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
 use crate::graph::draw::Shape;
 use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
-use crate::graph::node::{BoxedNode, IntoNode, NodeRunner};
+use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
 use crate::graph::subgraph::{MappedSubgraph, SameStateSubgraph};
 use crate::graph::{END, START};
+use crate::checkpoint::Checkpointer;
 use crate::run::config::RetryPolicy;
+use crate::store::Store;
 use crate::state::State;
 
 /// Options of one node: retry policy, timeout, and the targets its `Command`s may name.
@@ -64,12 +66,69 @@ impl NodeOptions {
     }
 }
 
+/// What a compiled graph runs with besides its nodes: a checkpointer (needed for threads,
+/// interrupts and resuming), a store, and nodes to pause before or after.
+#[derive(Clone, Default)]
+pub struct CompileOptions {
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    pub(crate) store: Option<Arc<dyn Store>>,
+    pub(crate) interrupt_before: Vec<Arc<str>>,
+    pub(crate) interrupt_after: Vec<Arc<str>>,
+}
+
+impl std::fmt::Debug for CompileOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompileOptions")
+            .field("checkpointer", &self.checkpointer)
+            .field("store", &self.store)
+            .field("interrupt_before", &self.interrupt_before)
+            .field("interrupt_after", &self.interrupt_after)
+            .finish()
+    }
+}
+
+impl CompileOptions {
+    /// No checkpointer, no store, no static interrupts.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Saves a checkpoint after every super-step; runs then need a thread id.
+    #[must_use]
+    pub fn checkpointer(mut self, saver: Arc<dyn Checkpointer>) -> Self {
+        self.checkpointer = Some(saver);
+        self
+    }
+
+    /// Gives nodes a cross-thread [`Store`].
+    #[must_use]
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Pauses every run before these nodes run.
+    #[must_use]
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
+        self.interrupt_before.extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Pauses every run after these nodes have run.
+    #[must_use]
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
+        self.interrupt_after.extend(nodes.into_iter().map(Into::into));
+        self
+    }
+}
+
 pub(crate) struct NodeDecl<S: State> {
     pub(crate) name: Arc<str>,
     pub(crate) runner: NodeRunner<S>,
     pub(crate) options: NodeOptions,
     pub(crate) may_route: bool,
     pub(crate) subgraph: Option<Arc<Shape>>,
+    pub(crate) decoder: Option<InputDecoder>,
 }
 
 pub(crate) struct BranchDecl<S: State> {
@@ -147,7 +206,12 @@ impl<S: State> StateGraph<S> {
         options: NodeOptions,
     ) -> &mut Self {
         let may_route = N::MAY_ROUTE;
-        self.push_node(name, node.into_runner().0, options, may_route, None)
+        let boxed = node.into_runner();
+        self.push_node(name, boxed.runner, options, may_route, None);
+        if let Some(decl) = self.nodes.last_mut().filter(|d| &*d.name == name) {
+            decl.decoder = boxed.decoder;
+        }
+        self
     }
 
     pub(crate) fn push_node(
@@ -165,7 +229,7 @@ impl<S: State> StateGraph<S> {
         } else if self.nodes.iter().any(|n| &*n.name == name) {
             self.errors.push(Error::DuplicateNode(name.to_owned()));
         } else {
-            self.nodes.push(NodeDecl { name: name.into(), runner, options, may_route, subgraph });
+            self.nodes.push(NodeDecl { name: name.into(), runner, options, may_route, subgraph, decoder: None });
         }
         self
     }
@@ -301,6 +365,29 @@ impl<S: State> StateGraph<S> {
     /// that names no node, no entry point, a node unreachable from START, a loop of static
     /// edges that can never end, or a node with no path to END.
     pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
-        crate::graph::compile::compile(self)
+        crate::graph::compile::compile(self, CompileOptions::default())
+    }
+
+    /// [`compile`](Self::compile) with a checkpointer, a store, or static interrupts.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::checkpoint::InMemorySaver;
+    /// use graphkit::{CompileOptions, END, START, State, StateGraph, SyncNode};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct S { n: u32 }
+    ///
+    /// let mut graph = StateGraph::<S>::new();
+    /// graph.add_node("draft", SyncNode::new(|_: &S| SUpdate::new().n(1)))
+    ///     .add_node("publish", SyncNode::new(|_: &S| SUpdate::new().n(2)))
+    ///     .add_edge(START, "draft").add_edge("draft", "publish").add_edge("publish", END);
+    /// let graph = graph.compile_with(
+    ///     CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_before(["publish"]),
+    /// )?;
+    /// # Ok::<(), graphkit::Error>(())
+    /// ```
+    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+        crate::graph::compile::compile(self, options)
     }
 }

@@ -8,13 +8,13 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, Reversed};
 
 use crate::error::Error;
-use crate::graph::builder::StateGraph;
+use crate::graph::builder::{CompileOptions, StateGraph};
 use crate::graph::compiled::{Branch, CompiledGraph, Dest, GraphCore, JoinSpec, NodeId, NodeSpec};
 use crate::graph::draw::{Shape, ShapeEdge, ShapeNode};
 use crate::graph::{END, START};
 use crate::state::State;
 
-pub(crate) fn compile<S: State>(mut graph: StateGraph<S>) -> Result<CompiledGraph<S>, Error> {
+pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
     if !graph.errors.is_empty() {
         return Err(graph.errors.swap_remove(0));
     }
@@ -97,6 +97,21 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>) -> Result<CompiledGrap
         return Err(Error::NoEntry);
     }
 
+    let interrupt_flags = |names: &[Arc<str>], what: &str| -> Result<Vec<bool>, Error> {
+        let mut flags = vec![false; graph.nodes.len()];
+        for name in names {
+            match by_name.get(name) {
+                Some(&id) => flags[id] = true,
+                None => {
+                    return Err(Error::UnknownNode { context: format!("`{what}`"), node: name.to_string() });
+                }
+            }
+        }
+        Ok(flags)
+    };
+    let interrupt_before = interrupt_flags(&options.interrupt_before, "interrupt_before")?;
+    let interrupt_after = interrupt_flags(&options.interrupt_after, "interrupt_after")?;
+
     let shape = build_shape(&graph, &start_branches, &branches_out);
     validate_structure(&graph, &by_name, &shape)?;
 
@@ -120,6 +135,9 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>) -> Result<CompiledGrap
             retry: decl.options.retry,
             timeout: decl.options.timeout,
             destinations: decl.options.destinations,
+            decoder: decl.decoder,
+            interrupt_before: interrupt_before[id],
+            interrupt_after: interrupt_after[id],
             rank: ranks[id],
             edges,
             branches,
@@ -135,6 +153,8 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>) -> Result<CompiledGrap
             start_branches,
             joins,
             shape: Arc::new(shape),
+            checkpointer: options.checkpointer,
+            store: options.store,
         }),
     })
 }

@@ -4,10 +4,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::command::RunInput;
 use crate::error::Error;
 use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
-use crate::graph::node::NodeRunner;
+use crate::checkpoint::Checkpointer;
+use crate::graph::node::{InputDecoder, NodeRunner};
+use crate::store::Store;
 use crate::run::config::{RetryPolicy, RunConfig};
 use crate::run::stream::StreamModes;
 use crate::run::{Emitter, RunStream, Runner};
@@ -34,6 +37,10 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) timeout: Option<Duration>,
     /// Where its `Command`s may route, if declared.
     pub(crate) destinations: Option<Vec<Arc<str>>>,
+    /// Rebuilds a stored Send input with the type the node extracts.
+    pub(crate) decoder: Option<InputDecoder>,
+    pub(crate) interrupt_before: bool,
+    pub(crate) interrupt_after: bool,
     /// Position of the name in byte order: the apply order of edge-triggered tasks.
     pub(crate) rank: usize,
     pub(crate) edges: Vec<Dest>,
@@ -54,6 +61,8 @@ pub(crate) struct GraphCore<S: State> {
     pub(crate) start_branches: Vec<Branch<S>>,
     pub(crate) joins: Vec<JoinSpec>,
     pub(crate) shape: Arc<Shape>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    pub(crate) store: Option<Arc<dyn Store>>,
 }
 
 /// A validated graph. Cheap to clone (an `Arc`), safe to share across threads, and able
@@ -79,16 +88,21 @@ impl<S: State> std::fmt::Debug for CompiledGraph<S> {
 impl<S: State> CompiledGraph<S> {
     /// Runs the graph to the end and returns the final state.
     ///
-    /// The input is applied to the default state as an update (through the reducers).
-    /// Accepts the update type or a whole `S`.
-    pub async fn invoke(&self, input: impl Into<S::Update>) -> Result<S, Error> {
+    /// The input is applied to the state as an update (through the reducers): to the
+    /// default state, or with a checkpointer to the thread's state. Accepts the update
+    /// type, a whole `S`, a [`Command::resume`](crate::Command::resume), or a
+    /// [`RunInput`](crate::RunInput).
+    ///
+    /// # Errors
+    /// Any failure of the run; [`Error::Interrupted`] when it paused for a human.
+    pub async fn invoke(&self, input: impl Into<RunInput<S>>) -> Result<S, Error> {
         self.invoke_with(input, RunConfig::default()).await
     }
 
-    /// [`invoke`](Self::invoke) with a [`RunConfig`].
-    pub async fn invoke_with(&self, input: impl Into<S::Update>, config: RunConfig) -> Result<S, Error> {
+    /// [`invoke`](Self::invoke) with a [`RunConfig`] (thread id, limits, cancellation).
+    pub async fn invoke_with(&self, input: impl Into<RunInput<S>>, config: RunConfig) -> Result<S, Error> {
         let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
-        runner.run(Some(input.into())).await.map(|done| done.state)
+        runner.run(input.into()).await.map(|done| done.state)
     }
 
     /// [`invoke_with`](Self::invoke_with) from synchronous code: runs the graph on a
@@ -97,7 +111,7 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// Besides the run's own errors, [`Error::BlockingInAsync`] when called from inside an
     /// async runtime (use `invoke` there).
-    pub fn invoke_blocking(&self, input: impl Into<S::Update>, config: RunConfig) -> Result<S, Error> {
+    pub fn invoke_blocking(&self, input: impl Into<RunInput<S>>, config: RunConfig) -> Result<S, Error> {
         crate::run::block_on(self.invoke_with(input, config))
     }
 
@@ -105,14 +119,14 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// The run makes progress only while the stream is polled; dropping the stream cancels
     /// the run. A failed run yields its error as the last item.
-    pub fn stream(&self, input: impl Into<S::Update>, modes: impl Into<StreamModes>) -> RunStream<S> {
+    pub fn stream(&self, input: impl Into<RunInput<S>>, modes: impl Into<StreamModes>) -> RunStream<S> {
         self.stream_with(input, RunConfig::default(), modes)
     }
 
     /// [`stream`](Self::stream) with a [`RunConfig`].
     pub fn stream_with(
         &self,
-        input: impl Into<S::Update>,
+        input: impl Into<RunInput<S>>,
         config: RunConfig,
         modes: impl Into<StreamModes>,
     ) -> RunStream<S> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::command::Command;
+use crate::command::{Command, Packet};
 use crate::error::BoxError;
 use crate::run::config::RunConfig;
 use crate::run::context::NodeContext;
@@ -21,6 +21,9 @@ pub enum NodeOutput<S: State> {
     Updates(Vec<S::Update>),
     /// An update with routing.
     Command(Command<S>),
+    /// Writes restored from a checkpoint (a task that finished before a crash or pause).
+    #[doc(hidden)]
+    Restored(Vec<S::Update>, Vec<crate::command::Goto>),
 }
 
 /// Types a node may return: the state's update type, `Command<S>`, `()` (no update),
@@ -83,6 +86,23 @@ where
 pub trait FromContext<S: State>: Sized + Send + 'static {
     /// Takes the value from the snapshot and the context.
     fn from_context(state: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError>;
+
+    /// For [`Input<T>`]: how to rebuild a stored Send input (a checkpoint holds it as JSON).
+    #[doc(hidden)]
+    fn input_decoder() -> Option<InputDecoder> {
+        None
+    }
+}
+
+/// Rebuilds a typed Send input from its stored JSON.
+#[doc(hidden)]
+pub type InputDecoder = fn(serde_json::Value) -> Result<Packet, String>;
+
+fn decode_input<T>(value: serde_json::Value) -> Result<Packet, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + std::marker::Send + Sync + 'static,
+{
+    serde_json::from_value::<T>(value).map(Packet::new).map_err(|e| e.to_string())
 }
 
 impl<S: State> FromContext<S> for Arc<S> {
@@ -126,9 +146,17 @@ impl<S: State> FromContext<S> for RunConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input<T>(pub T);
 
-impl<S: State, T: Clone + std::marker::Send + Sync + 'static> FromContext<S> for Input<T> {
+impl<S, T> FromContext<S> for Input<T>
+where
+    S: State,
+    T: Clone + serde::Serialize + serde::de::DeserializeOwned + std::marker::Send + Sync + 'static,
+{
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok(Input(ctx.require_input::<T>()?))
+    }
+
+    fn input_decoder() -> Option<InputDecoder> {
+        Some(decode_input::<T>)
     }
 }
 
@@ -166,7 +194,10 @@ pub trait IntoNode<S: State, Args>: std::marker::Send + Sync + 'static {
 }
 
 /// A node of any kind, boxed; made with [`BoxedNode::new`].
-pub struct BoxedNode<S: State>(pub(crate) NodeRunner<S>);
+pub struct BoxedNode<S: State> {
+    pub(crate) runner: NodeRunner<S>,
+    pub(crate) decoder: Option<InputDecoder>,
+}
 
 struct AsyncFnNode<F, Args> {
     f: F,
@@ -208,10 +239,14 @@ macro_rules! impl_into_node {
             const MAY_ROUTE: bool = R::MAY_ROUTE;
 
             fn into_runner(self) -> BoxedNode<S> {
-                BoxedNode(NodeRunner::Async(Arc::new(AsyncFnNode::<F, ($($arg,)*)> {
-                    f: self,
-                    _args: std::marker::PhantomData,
-                })))
+                let decoder: Option<InputDecoder> = None $(.or(<$arg as FromContext<S>>::input_decoder()))*;
+                BoxedNode {
+                    runner: NodeRunner::Async(Arc::new(AsyncFnNode::<F, ($($arg,)*)> {
+                        f: self,
+                        _args: std::marker::PhantomData,
+                    })),
+                    decoder,
+                }
             }
         }
     };
@@ -273,9 +308,10 @@ where
 
     fn into_runner(self) -> BoxedNode<S> {
         let f = self.0;
-        BoxedNode(NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| {
-            f(state).into_node_output()
-        })))
+        BoxedNode {
+            runner: NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| f(state).into_node_output())),
+            decoder: None,
+        }
     }
 }
 
@@ -292,9 +328,10 @@ where
 
     fn into_runner(self) -> BoxedNode<S> {
         let f = self.0;
-        BoxedNode(NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| {
-            f(state, ctx).into_node_output()
-        })))
+        BoxedNode {
+            runner: NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| f(state, ctx).into_node_output())),
+            decoder: None,
+        }
     }
 }
 

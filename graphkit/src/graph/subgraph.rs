@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::command::{Command, CommandGraph};
+use crate::command::{Command, CommandGraph, RunInput};
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
 use crate::graph::node::{ErasedAsyncNode, NodeOutput};
 use crate::run::context::NodeContext;
-use crate::run::{Emitter, Runner};
+use crate::run::Runner;
 use crate::state::State;
 
 /// A subgraph over the parent's state type: it starts from the parent's snapshot and its
@@ -31,8 +31,8 @@ impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
             // The child mutates its own copy; the parent's snapshot stays shared by siblings.
             let initial = S::clone(&state);
             drop(state);
-            let runner = Runner::new(&graph, initial, Arc::clone(&ctx.config), Emitter::child_of(&ctx)).collecting();
-            match runner.run(None).await {
+            let runner = Runner::child_of(&graph, initial, &ctx).collecting();
+            match runner.run(RunInput::Update(S::Update::default())).await {
                 Ok(done) => Ok(NodeOutput::Updates(done.updates)),
                 Err(Error::ParentCommand { node, command }) => match command.0.downcast::<Command<S>>() {
                     Ok(command) => {
@@ -78,8 +78,8 @@ impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
         drop(state);
         let from_child = Arc::clone(&self.from_child);
         Box::pin(async move {
-            let runner = Runner::new(&graph, C::default(), Arc::clone(&ctx.config), Emitter::child_of(&ctx));
-            match runner.run(Some(input)).await {
+            let runner = Runner::child_of(&graph, C::default(), &ctx);
+            match runner.run(RunInput::Update(input)).await {
                 Ok(done) => Ok(NodeOutput::Update(from_child(&done.state))),
                 Err(Error::ParentCommand { node, .. }) => Err(Box::new(Error::NoParentGraph {
                     node,

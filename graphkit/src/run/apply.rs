@@ -1,5 +1,7 @@
 //! Applying a step's writes: every task's output through the reducers, in task order.
 
+use std::sync::Arc;
+
 use crate::command::{CommandGraph, Goto};
 use crate::error::{Error, ParentCommand};
 use crate::graph::compiled::GraphCore;
@@ -8,9 +10,16 @@ use crate::run::Emitter;
 use crate::run::plan::Task;
 use crate::state::{State, StepWrites};
 
+/// A task's writes as applied, kept for the step's checkpoint.
+pub(crate) struct RecordedWrite<S: State> {
+    pub(crate) node: Arc<str>,
+    pub(crate) updates: Vec<S::Update>,
+}
+
 /// Applies `outputs` (one per task, in task order) to `state`. Returns each task's
 /// `Command` targets. `collected` receives a copy of every applied update (used by
-/// same-state subgraphs to hand their writes to the parent).
+/// same-state subgraphs to hand their writes to the parent); `recorded` receives them per
+/// task (for the checkpoint's delta).
 pub(crate) fn apply_writes<S: State>(
     core: &GraphCore<S>,
     state: &mut S,
@@ -18,16 +27,24 @@ pub(crate) fn apply_writes<S: State>(
     outputs: Vec<NodeOutput<S>>,
     emitter: &Emitter<S>,
     collected: &mut Option<Vec<S::Update>>,
+    mut recorded: Option<&mut Vec<RecordedWrite<S>>>,
 ) -> Result<Vec<Vec<Goto>>, Error> {
     let mut writes = StepWrites::default();
     let mut gotos = Vec::with_capacity(tasks.len());
     for (index, (task, output)) in tasks.iter().zip(outputs).enumerate() {
         let node = &core.nodes[task.node].name;
         writes.begin_task(index, node);
+        let mut record = recorded.as_deref_mut().map(|r| {
+            r.push(RecordedWrite { node: Arc::clone(node), updates: Vec::new() });
+            r.len() - 1
+        });
         let mut apply = |update: S::Update| -> Result<(), Error> {
             emitter.update(node, &update);
             if let Some(collected) = collected.as_mut() {
                 collected.push(update.clone());
+            }
+            if let (Some(i), Some(r)) = (record.as_mut(), recorded.as_deref_mut()) {
+                r[*i].updates.push(update.clone());
             }
             state.apply(update, &mut writes)
         };
@@ -41,6 +58,12 @@ pub(crate) fn apply_writes<S: State>(
                     apply(update)?;
                 }
                 gotos.push(Vec::new());
+            }
+            NodeOutput::Restored(updates, targets) => {
+                for update in updates {
+                    apply(update)?;
+                }
+                gotos.push(targets);
             }
             NodeOutput::Command(command) if command.graph == CommandGraph::Parent => {
                 return Err(Error::ParentCommand {

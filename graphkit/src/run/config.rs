@@ -33,6 +33,8 @@ pub struct RunConfig {
     pub(crate) checkpoint_id: Option<String>,
     pub(crate) subgraphs: bool,
     pub(crate) values: Map<String, Value>,
+    pub(crate) interrupt_before: Vec<Arc<str>>,
+    pub(crate) interrupt_after: Vec<Arc<str>>,
 }
 
 impl Default for RunConfig {
@@ -45,6 +47,8 @@ impl Default for RunConfig {
             checkpoint_id: None,
             subgraphs: false,
             values: Map::new(),
+            interrupt_before: Vec::new(),
+            interrupt_after: Vec::new(),
         }
     }
 }
@@ -59,6 +63,8 @@ impl fmt::Debug for RunConfig {
             .field("checkpoint_id", &self.checkpoint_id)
             .field("subgraphs", &self.subgraphs)
             .field("values", &self.values)
+            .field("interrupt_before", &self.interrupt_before)
+            .field("interrupt_after", &self.interrupt_after)
             .finish()
     }
 }
@@ -108,6 +114,20 @@ impl RunConfig {
     #[must_use]
     pub fn subgraphs(mut self, on: bool) -> Self {
         self.subgraphs = on;
+        self
+    }
+
+    /// Pauses this run before these nodes (in addition to the graph's own list).
+    #[must_use]
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
+        self.interrupt_before.extend(nodes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Pauses this run after these nodes (in addition to the graph's own list).
+    #[must_use]
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
+        self.interrupt_after.extend(nodes.into_iter().map(Into::into));
         self
     }
 

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Packet;
+use crate::interrupt::Scratchpad;
+use crate::store::Store;
 use crate::error::Error;
 use crate::run::config::RunConfig;
 use crate::run::stream::StreamWriter;
@@ -23,6 +25,8 @@ pub struct NodeContext {
     pub(crate) writer: StreamWriter,
     pub(crate) input: Option<PacketDebug>,
     pub(crate) namespace: crate::run::stream::Namespace,
+    pub(crate) scratchpad: Option<Arc<Scratchpad>>,
+    pub(crate) store: Option<Arc<dyn Store>>,
 }
 
 /// A packet with a `Debug` that shows its type.
@@ -64,6 +68,46 @@ impl NodeContext {
     /// The run's cancellation token: long nodes can stop early when it fires.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.config.cancel
+    }
+
+    /// Pauses the run and asks for a value (human in the loop).
+    ///
+    /// The first time, this returns an error that the node must pass on with `?`: the run
+    /// stops and `invoke` returns [`Error::Interrupted`] with `payload`. When the thread
+    /// is resumed with [`Command::resume`](crate::Command::resume), the node runs again
+    /// from the top and this call returns the resume value. Several calls in one node are
+    /// matched with resume values by order. Needs a checkpointer.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use graphkit::{NodeContext, State};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Draft { text: String, approved: bool }
+    /// async fn review(state: Arc<Draft>, ctx: NodeContext) -> Result<DraftUpdate, graphkit::Error> {
+    ///     let answer = ctx.interrupt(serde_json::json!({ "question": "approve?", "draft": state.text }))?;
+    ///     Ok(DraftUpdate::new().approved(answer == "yes"))
+    /// }
+    /// ```
+    pub fn interrupt(&self, payload: impl serde::Serialize) -> Result<serde_json::Value, Error> {
+        let Some(scratchpad) = &self.scratchpad else {
+            return Err(Error::NoCheckpointer("interrupt()"));
+        };
+        let payload = serde_json::to_value(payload)
+            .map_err(|source| Error::Serde { what: format!("the interrupt payload of `{}`", self.node), source })?;
+        scratchpad.interrupt(payload)
+    }
+
+    /// [`interrupt`](Self::interrupt), with the resume value decoded as `T`.
+    pub fn interrupt_as<T: serde::de::DeserializeOwned>(&self, payload: impl serde::Serialize) -> Result<T, Error> {
+        let value = self.interrupt(payload)?;
+        serde_json::from_value(value)
+            .map_err(|source| Error::Serde { what: format!("the resume value for `{}`", self.node), source })
+    }
+
+    /// The graph's cross-thread store, if it was compiled with one.
+    pub fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.store.as_ref()
     }
 
     /// Where this task runs: empty in the root graph, one `"node:step"` entry per

@@ -11,7 +11,10 @@ use tokio::task::JoinSet;
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::{NodeOutput, NodeRunner};
+use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
+use crate::run::persist::TaskSaver;
+use crate::store::Store;
 use crate::run::context::{NodeContext, PacketDebug};
 use crate::run::plan::{Task, panic_message};
 use crate::run::stream::{Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind};
@@ -23,6 +26,16 @@ pub(crate) struct StepScope {
     pub(crate) config: Arc<RunConfig>,
     pub(crate) target: Option<StreamTarget>,
     pub(crate) namespace: Namespace,
+    pub(crate) store: Option<Arc<dyn Store>>,
+}
+
+/// What differs per task besides its node: restored output, persistence, interrupts.
+pub(crate) struct TaskExtras<S: State> {
+    /// Output restored from a checkpoint: the task is not run again.
+    pub(crate) prefilled: Option<NodeOutput<S>>,
+    /// Saves the task's output or interrupt as soon as it finishes.
+    pub(crate) saver: Option<TaskSaver>,
+    pub(crate) scratchpad: Option<Arc<Scratchpad>>,
 }
 
 /// Everything one task needs, owned, so it can run on another tokio task.
@@ -33,6 +46,7 @@ struct TaskRun<S: State> {
     ctx: NodeContext,
     index: usize,
     events: Option<StreamTarget>,
+    saver: Option<TaskSaver>,
 }
 
 pub(crate) type TaskResult<S> = Result<NodeOutput<S>, Error>;
@@ -43,9 +57,16 @@ pub(crate) async fn run_step<S: State>(
     tasks: &[Task],
     snapshot: &Arc<S>,
     scope: &StepScope,
+    extras: Vec<TaskExtras<S>>,
 ) -> Vec<TaskResult<S>> {
     let mut results: Vec<Option<TaskResult<S>>> = (0..tasks.len()).map(|_| None).collect();
-    let runs: Vec<TaskRun<S>> = tasks.iter().enumerate().map(|(i, t)| prepare(core, t, i, scope)).collect();
+    let mut runs: Vec<TaskRun<S>> = Vec::with_capacity(tasks.len());
+    for ((index, task), extra) in tasks.iter().enumerate().zip(extras) {
+        match extra.prefilled {
+            Some(output) => results[index] = Some(Ok(output)),
+            None => runs.push(prepare(core, task, index, scope, extra.saver, extra.scratchpad)),
+        }
+    }
 
     let async_count = runs.iter().filter(|r| matches!(r.runner, NodeRunner::Async(_))).count();
     let mut spawned: JoinSet<(usize, TaskResult<S>)> = JoinSet::new();
@@ -95,7 +116,14 @@ pub(crate) async fn run_step<S: State>(
         .collect()
 }
 
-fn prepare<S: State>(core: &GraphCore<S>, task: &Task, index: usize, scope: &StepScope) -> TaskRun<S> {
+fn prepare<S: State>(
+    core: &GraphCore<S>,
+    task: &Task,
+    index: usize,
+    scope: &StepScope,
+    saver: Option<TaskSaver>,
+    scratchpad: Option<Arc<Scratchpad>>,
+) -> TaskRun<S> {
     let spec = &core.nodes[task.node];
     let writer = match &scope.target {
         Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
@@ -114,9 +142,12 @@ fn prepare<S: State>(core: &GraphCore<S>, task: &Task, index: usize, scope: &Ste
             writer,
             input: task.input.clone().map(PacketDebug),
             namespace: Arc::clone(&scope.namespace),
+            scratchpad,
+            store: scope.store.clone(),
         },
         index,
         events,
+        saver,
     }
 }
 
@@ -170,7 +201,24 @@ impl<S: State> TaskRun<S> {
         }
     }
 
+    /// Runs the task, then saves its output or interrupt if it has a saver.
     async fn execute(mut self, snapshot: Arc<S>) -> TaskResult<S> {
+        let saver = self.saver.take();
+        let node = Arc::clone(&self.ctx.node);
+        let result = self.run_attempts(snapshot).await;
+        let Some(saver) = saver else { return result };
+        let saved = match &result {
+            Ok(NodeOutput::Update(update)) => saver.output::<S>(&node, std::slice::from_ref(update), &[]).await,
+            Ok(NodeOutput::Updates(updates)) => saver.output::<S>(&node, updates, &[]).await,
+            Ok(NodeOutput::Command(command)) => saver.output::<S>(&node, command.update.as_slice(), &command.goto).await,
+            Ok(NodeOutput::Restored(..)) => Ok(()),
+            Err(Error::Interrupt(signal)) => saver.interrupt::<S>(&node, signal.index, &signal.payload).await,
+            Err(_) => Ok(()),
+        };
+        saved.and(result)
+    }
+
+    async fn run_attempts(mut self, snapshot: Arc<S>) -> TaskResult<S> {
         let started = self.events.as_ref().map(|_| Instant::now());
         let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
         self.emit(TaskEventKind::Start);
@@ -213,14 +261,18 @@ impl<S: State> TaskRun<S> {
 fn is_control_flow(error: &BoxError) -> bool {
     matches!(
         error.downcast_ref::<Error>(),
-        Some(Error::ParentCommand { .. } | Error::Cancelled)
+        Some(Error::ParentCommand { .. } | Error::Cancelled | Error::Interrupt(_))
     )
 }
 
 fn into_task_error(node: &Arc<str>, attempts: u32, error: BoxError) -> Error {
     match error.downcast::<Error>() {
         Ok(error) => match *error {
-            own @ (Error::ParentCommand { .. } | Error::Cancelled | Error::NodeTimeout { .. }) => own,
+            own @ (Error::ParentCommand { .. }
+            | Error::Cancelled
+            | Error::NodeTimeout { .. }
+            | Error::Interrupt(_)
+            | Error::NoCheckpointer(_)) => own,
             input @ Error::InputType { .. } => input,
             other => Error::NodeFailed { node: node.to_string(), attempts, source: Box::new(other) },
         },

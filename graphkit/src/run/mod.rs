@@ -8,8 +8,10 @@ pub(crate) mod apply;
 pub(crate) mod config;
 pub(crate) mod context;
 pub(crate) mod execute;
+pub(crate) mod persist;
 pub(crate) mod plan;
 pub(crate) mod stream;
+pub(crate) mod thread;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,8 +21,15 @@ use futures::Stream;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::checkpoint::{CheckpointRecord, CheckpointSource};
+use crate::command::RunInput;
 use crate::error::Error;
-use crate::graph::compiled::CompiledGraph;
+use crate::graph::compiled::{CompiledGraph, GraphCore};
+use crate::graph::node::NodeOutput;
+use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume, Scratchpad};
+use crate::run::execute::TaskExtras;
+use crate::run::persist::{PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_records};
+use crate::run::plan::Task;
 use crate::run::config::RunConfig;
 use crate::run::execute::StepScope;
 use crate::run::plan::JoinProgress;
@@ -92,6 +101,17 @@ impl<S: State> Emitter<S> {
         }
     }
 
+    pub(crate) fn checkpoint(&self, record: &CheckpointRecord, core: &GraphCore<S>, next: &[Task]) {
+        if self.wants(StreamMode::Checkpoints) {
+            self.raw(RawPayload::Checkpoint(stream::CheckpointEvent {
+                thread_id: record.thread_id.clone(),
+                checkpoint_id: record.checkpoint_id.clone(),
+                step: record.step,
+                next: next.iter().map(|t| Arc::clone(&core.nodes[t.node].name)).collect(),
+            }));
+        }
+    }
+
     pub(crate) fn update(&self, node: &Arc<str>, update: &S::Update) {
         if !self.wants(StreamMode::Updates) {
             return;
@@ -141,12 +161,38 @@ pub(crate) struct Runner<S: State> {
     step: usize,
     namespace: Namespace,
     collected: Option<Vec<S::Update>>,
+    /// Root runs save checkpoints (when the graph has a checkpointer); subgraph runs don't.
+    persistent: bool,
+    /// A subgraph run shares the interrupt bookkeeping of the parent task it runs in.
+    inherited_scratchpad: Option<Arc<Scratchpad>>,
 }
+
+/// The pseudo-node that writes a run's input.
+const INPUT_NODE: &str = "__input__";
 
 impl<S: State> Runner<S> {
     pub(crate) fn new(graph: &CompiledGraph<S>, state: S, config: Arc<RunConfig>, emitter: Emitter<S>) -> Self {
         let namespace = emitter.target.as_ref().map_or_else(|| Arc::from(Vec::new()), |t| Arc::clone(&t.namespace));
-        Self { graph: graph.clone(), config, emitter, state, step: 0, namespace, collected: None }
+        Self {
+            graph: graph.clone(),
+            config,
+            emitter,
+            state,
+            step: 0,
+            namespace,
+            collected: None,
+            persistent: true,
+            inherited_scratchpad: None,
+        }
+    }
+
+    /// A subgraph run inside the task of `ctx`: no checkpoints of its own, the parent
+    /// task's interrupt bookkeeping.
+    pub(crate) fn child_of(graph: &CompiledGraph<S>, state: S, ctx: &context::NodeContext) -> Self {
+        let mut runner = Self::new(graph, state, Arc::clone(&ctx.config), Emitter::child_of(ctx));
+        runner.persistent = false;
+        runner.inherited_scratchpad = ctx.scratchpad.clone();
+        runner
     }
 
     /// Keeps a copy of every applied update (for a same-state subgraph's parent).
@@ -155,7 +201,7 @@ impl<S: State> Runner<S> {
         self
     }
 
-    pub(crate) async fn run(self, input: Option<S::Update>) -> Result<Done<S>, Error> {
+    pub(crate) async fn run(self, input: RunInput<S>) -> Result<Done<S>, Error> {
         let cancel = self.config.cancel.clone();
         if cancel.is_cancelled() {
             return Err(Error::Cancelled);
@@ -163,45 +209,271 @@ impl<S: State> Runner<S> {
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(Error::Cancelled),
-            done = self.run_steps(input) => done,
+            done = self.run_with_thread(input) => done,
         }
     }
 
-    async fn run_steps(mut self, input: Option<S::Update>) -> Result<Done<S>, Error> {
+    async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
         let core = Arc::clone(&self.graph.core);
-        if let Some(input) = input {
-            if let Some(collected) = self.collected.as_mut() {
-                collected.push(input.clone());
+        let mut persist = match (&core.checkpointer, self.persistent) {
+            (Some(saver), true) => {
+                let thread = self.config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
+                Some(Persist::open(Arc::clone(saver), thread).await?)
             }
-            self.state.apply(input, &mut StepWrites::default())?;
+            _ => None,
+        };
+        let outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        if let Some(persist) = persist {
+            persist.release().await;
         }
+        outcome.map(|()| Done { state: self.state, updates: self.collected.unwrap_or_default() })
+    }
+
+    /// Establishes the starting point (new input, or a resumed checkpoint), then runs
+    /// super-steps until no task is triggered.
+    async fn run_steps(
+        &mut self,
+        core: &Arc<GraphCore<S>>,
+        input: RunInput<S>,
+        mut persist: Option<&mut Persist>,
+    ) -> Result<(), Error> {
+        let mut joins = JoinProgress::new(core);
+        let mut pending = PendingStep::<S>::default();
+        let mut skip_static_before = false;
+        let mut tasks = match input {
+            RunInput::Update(update) => {
+                if let Some(p) = persist.as_deref_mut() {
+                    if let Some((loaded, _)) = p.load::<S>(self.config.checkpoint_id.as_deref()).await? {
+                        self.state = loaded.state;
+                    }
+                }
+                let recorded = persist.is_some().then(|| update.clone());
+                if let Some(collected) = self.collected.as_mut() {
+                    collected.push(update.clone());
+                }
+                self.state.apply(update, &mut StepWrites::default())?;
+                let tasks = plan::start_tasks(core, &self.state)?;
+                if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
+                    let writes = [TaskWriteRef::<S> { node: INPUT_NODE, updates: std::slice::from_ref(&recorded), gotos: Vec::new() }];
+                    let record = p
+                        .save(CheckpointSource::Input, &self.state, &writes, &task_records(core, &tasks), &joins.0, &[])
+                        .await?;
+                    self.emitter.checkpoint(&record, core, &tasks);
+                }
+                tasks
+            }
+            RunInput::Continue | RunInput::Resume(_) => {
+                let Some(p) = persist.as_deref_mut() else {
+                    return Err(Error::NoCheckpointer("resuming a run"));
+                };
+                let Some((loaded, writes)) = p.load::<S>(self.config.checkpoint_id.as_deref()).await? else {
+                    return Err(Error::CheckpointNotFound { thread_id: p.thread_id.clone(), checkpoint_id: None });
+                };
+                pending = pending_step(core, &loaded.record, &writes)?;
+                let tasks = restore_tasks(core, &loaded.record, loaded.body.next)?;
+                joins = JoinProgress::restore(core, loaded.body.joins);
+                self.state = loaded.state;
+                if let RunInput::Resume(resume) = input {
+                    apply_resume(core, p, &tasks, &mut pending, resume).await?;
+                }
+                skip_static_before = true;
+                tasks
+            }
+        };
         self.emitter.values(&self.state);
-        let mut tasks = plan::start_tasks(&core, &self.state)?;
-        let mut joins = JoinProgress::new(&core);
+
         while !tasks.is_empty() {
+            if !skip_static_before {
+                self.static_interrupt(core, &tasks, InterruptKind::Before, persist.as_deref_mut()).await?;
+            }
+            skip_static_before = false;
             if self.step >= self.config.recursion_limit {
                 return Err(Error::RecursionLimit { limit: self.config.recursion_limit });
             }
             self.step += 1;
+
+            let parallel = tasks.len() > 1;
+            let extras: Vec<TaskExtras<S>> = (0..tasks.len())
+                .map(|i| TaskExtras {
+                    prefilled: pending.outputs.remove(&i).map(|(updates, gotos)| NodeOutput::Restored(updates, gotos)),
+                    saver: persist.as_deref().and_then(|p| p.task_saver(i, parallel)),
+                    scratchpad: match persist {
+                        Some(_) => Some(Scratchpad::new(pending.resume.remove(&i).unwrap_or_default())),
+                        None => self.inherited_scratchpad.clone(),
+                    },
+                })
+                .collect();
+            pending = PendingStep::default();
             let scope = StepScope {
                 step: self.step,
                 config: Arc::clone(&self.config),
                 target: self.emitter.target.clone(),
                 namespace: Arc::clone(&self.namespace),
+                store: core.store.clone(),
             };
             // The snapshot takes the state by move; it is cloned back only if a task kept
             // a reference past the step.
             let snapshot = Arc::new(std::mem::take(&mut self.state));
-            let results = execute::run_step(&core, &tasks, &snapshot, &scope).await;
+            let results = execute::run_step(core, &tasks, &snapshot, &scope, extras).await;
             self.state = Arc::try_unwrap(snapshot).unwrap_or_else(|shared| (*shared).clone());
-            let outputs = results.into_iter().collect::<Result<Vec<_>, Error>>()?;
-            let gotos =
-                apply::apply_writes(&core, &mut self.state, &tasks, outputs, &self.emitter, &mut self.collected)?;
+
+            let mut outputs = Vec::with_capacity(results.len());
+            let mut interrupts = Vec::new();
+            for (index, result) in results.into_iter().enumerate() {
+                match result {
+                    Ok(output) => outputs.push(output),
+                    Err(Error::Interrupt(signal)) => interrupts.push((index, signal)),
+                    Err(error) => return Err(error),
+                }
+            }
+            if !interrupts.is_empty() {
+                return Err(self.paused(core, &tasks, interrupts, persist.as_deref()));
+            }
+
+            let mut recorded = persist.is_some().then(Vec::new);
+            let gotos = apply::apply_writes(
+                core,
+                &mut self.state,
+                &tasks,
+                outputs,
+                &self.emitter,
+                &mut self.collected,
+                recorded.as_mut(),
+            )?;
             self.emitter.values(&self.state);
-            tasks = plan::next_tasks(&core, &tasks, gotos, &self.state, &mut joins)?;
+            let next = plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins)?;
+            if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
+                let writes: Vec<TaskWriteRef<'_, S>> = recorded
+                    .iter()
+                    .map(|w| TaskWriteRef { node: &w.node, updates: &w.updates, gotos: Vec::new() })
+                    .collect();
+                let ran: Vec<&str> = tasks.iter().map(|t| &*core.nodes[t.node].name).collect();
+                let record = p
+                    .save(CheckpointSource::Loop, &self.state, &writes, &task_records(core, &next), &joins.0, &ran)
+                    .await?;
+                self.emitter.checkpoint(&record, core, &next);
+            }
+            if !next.is_empty() {
+                self.static_interrupt(core, &tasks, InterruptKind::After, persist.as_deref_mut()).await?;
+            }
+            tasks = next;
         }
-        Ok(Done { state: self.state, updates: self.collected.unwrap_or_default() })
+        Ok(())
     }
+
+    /// Stops the run if one of `tasks` is marked to interrupt before (or after) it.
+    async fn static_interrupt(
+        &self,
+        core: &GraphCore<S>,
+        tasks: &[Task],
+        kind: InterruptKind,
+        persist: Option<&mut Persist>,
+    ) -> Result<(), Error> {
+        let per_run = match kind {
+            InterruptKind::After => &self.config.interrupt_after,
+            _ => &self.config.interrupt_before,
+        };
+        let mut hits: Vec<&Arc<str>> = tasks
+            .iter()
+            .map(|t| &core.nodes[t.node])
+            .filter(|n| {
+                let compiled = if kind == InterruptKind::After { n.interrupt_after } else { n.interrupt_before };
+                compiled || per_run.iter().any(|p| *p == n.name)
+            })
+            .map(|n| &n.name)
+            .collect();
+        hits.dedup();
+        if hits.is_empty() || !self.persistent {
+            return Ok(());
+        }
+        let Some(p) = persist else {
+            return Err(Error::NoCheckpointer("interrupt_before / interrupt_after"));
+        };
+        let label = if kind == InterruptKind::After { "after" } else { "before" };
+        let mut interrupts = Vec::with_capacity(hits.len());
+        for node in hits {
+            let id = format!("{label}:{node}");
+            p.save_pending::<S>(id.clone(), node, &PendingRef::Interrupt { id: &id, index: 0, payload: &serde_json::Value::Null })
+                .await?;
+            interrupts.push(Interrupt { id, node: node.to_string(), payload: serde_json::Value::Null, kind });
+        }
+        Err(Error::Interrupted { thread_id: p.thread_id.clone(), interrupts })
+    }
+
+    /// The error that ends a run paused on dynamic interrupts.
+    fn paused(
+        &self,
+        core: &GraphCore<S>,
+        tasks: &[Task],
+        interrupts: Vec<(usize, InterruptSignal)>,
+        persist: Option<&Persist>,
+    ) -> Error {
+        let Some(p) = persist else {
+            // A subgraph run: the parent task pauses with the first signal.
+            let mut interrupts = interrupts;
+            return Error::Interrupt(interrupts.swap_remove(0).1);
+        };
+        let checkpoint = p.current.clone().unwrap_or_default();
+        Error::Interrupted {
+            thread_id: p.thread_id.clone(),
+            interrupts: interrupts
+                .into_iter()
+                .map(|(index, signal)| Interrupt {
+                    id: interrupt_id(&checkpoint, index),
+                    node: core.nodes[tasks[index].node].name.to_string(),
+                    payload: signal.payload,
+                    kind: InterruptKind::Dynamic,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Hands resume values to the interrupted tasks, and records them.
+async fn apply_resume<S: State>(
+    core: &GraphCore<S>,
+    persist: &mut Persist,
+    tasks: &[Task],
+    pending: &mut PendingStep<S>,
+    resume: Resume,
+) -> Result<(), Error> {
+    let bad = |message: String| Error::BadResume { thread_id: persist.thread_id.clone(), message };
+    let mut answers: Vec<(usize, serde_json::Value)> = Vec::new();
+    match resume {
+        Resume::Value(value) => {
+            let open: Vec<usize> = pending.interrupts.keys().copied().collect();
+            match open.as_slice() {
+                [index] => answers.push((*index, value)),
+                [] => {
+                    return Err(bad("no interrupt is waiting for a value; continue with `RunInput::Continue`".into()));
+                }
+                _ => {
+                    let ids: Vec<&str> = pending.interrupts.values().map(|i| i.id.as_str()).collect();
+                    return Err(bad(format!("{} interrupts are pending ({ids:?}); answer them by id with `Resume::by_id`", open.len())));
+                }
+            }
+        }
+        Resume::ById(values) => {
+            for (id, value) in values {
+                let index = pending
+                    .interrupts
+                    .iter()
+                    .find(|(_, i)| i.id == id)
+                    .map(|(index, _)| *index)
+                    .ok_or_else(|| bad(format!("no pending interrupt has id `{id}`")))?;
+                answers.push((index, value));
+            }
+        }
+    }
+    answers.sort_by_key(|(index, _)| *index);
+    for (index, value) in answers {
+        let values = pending.resume.entry(index).or_default();
+        values.push(value);
+        let node = tasks.get(index).map_or("", |t| &*core.nodes[t.node].name);
+        persist.save_pending::<S>(format!("resume:{index}"), node, &PendingRef::Resume(values)).await?;
+        pending.interrupts.remove(&index);
+    }
+    Ok(())
 }
 
 /// The stream of a run's events; see [`CompiledGraph::stream`].
@@ -216,11 +488,11 @@ pub struct RunStream<S: State> {
 }
 
 impl<S: State> RunStream<S> {
-    pub(crate) fn start(graph: CompiledGraph<S>, input: S::Update, config: RunConfig, modes: StreamModes) -> Self {
+    pub(crate) fn start(graph: CompiledGraph<S>, input: RunInput<S>, config: RunConfig, modes: StreamModes) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let emitter = Emitter::root(tx, modes);
         let runner = Runner::new(&graph, S::default(), Arc::new(config), emitter);
-        Self { events: rx, run: Some(Box::pin(runner.run(Some(input)))), error: None, final_state: None }
+        Self { events: rx, run: Some(Box::pin(runner.run(input))), error: None, final_state: None }
     }
 
     /// The final state, once the stream has ended without error.

@@ -17,11 +17,17 @@ pub(crate) struct Task {
 }
 
 /// Join progress of a run: which sources of each join have finished since it last fired.
-pub(crate) struct JoinProgress(Vec<Vec<bool>>);
+pub(crate) struct JoinProgress(pub(crate) Vec<Vec<bool>>);
 
 impl JoinProgress {
     pub(crate) fn new<S: State>(core: &GraphCore<S>) -> Self {
         Self(core.joins.iter().map(|j| vec![false; j.sources]).collect())
+    }
+
+    /// Progress as stored in a checkpoint; reset if the graph's joins changed since.
+    pub(crate) fn restore<S: State>(core: &GraphCore<S>, stored: Vec<Vec<bool>>) -> Self {
+        let fits = stored.len() == core.joins.len() && stored.iter().zip(&core.joins).all(|(s, j)| s.len() == j.sources);
+        if fits { Self(stored) } else { Self::new(core) }
     }
 }
 

@@ -1,0 +1,154 @@
+//! The payload graphkit writes into a [`CheckpointRecord`]: a full state or a delta, the
+//! next tasks, join progress; and the payload of a [`PendingWrite`].
+//!
+//! Encoded as JSON. A delta holds the updates the step applied, in apply order; since
+//! reducers are pure, replaying deltas on the nearest earlier snapshot rebuilds the state.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CheckpointRecord, Checkpointer, FORMAT_VERSION};
+use crate::error::Error;
+use crate::state::State;
+
+/// A planned task as stored: its node, and its Send input as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TaskRecord {
+    pub(crate) node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input: Option<Value>,
+}
+
+/// Where a stored `Command` routed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum GotoRecord {
+    Node(String),
+    Send { node: String, input: Value },
+}
+
+/// One task's writes.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub(crate) struct TaskWrite<S: State> {
+    pub(crate) node: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) updates: Vec<S::Update>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) gotos: Vec<GotoRecord>,
+}
+
+/// The body of a checkpoint.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub(crate) struct Body<S: State> {
+    /// The full state (snapshots only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<S>,
+    /// The writes applied since the parent checkpoint, in order (deltas only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) writes: Vec<TaskWrite<S>>,
+    /// The tasks of the next super-step.
+    #[serde(default)]
+    pub(crate) next: Vec<TaskRecord>,
+    /// Join progress.
+    #[serde(default)]
+    pub(crate) joins: Vec<Vec<bool>>,
+}
+
+/// What a pending write holds.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub(crate) enum Pending<S: State> {
+    /// A task finished with these writes.
+    Output(TaskWrite<S>),
+    /// A task paused on `interrupt(payload)`, its `index`-th interrupt call.
+    Interrupt { id: String, index: usize, payload: Value },
+    /// Resume values given to a task so far, in interrupt order.
+    Resume(Vec<Value>),
+}
+
+pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(value).map_err(|source| Error::Serde { what: what.to_owned(), source })
+}
+
+fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> Error {
+    Error::CorruptCheckpoint {
+        thread_id: record.thread_id.clone(),
+        checkpoint_id: record.checkpoint_id.clone(),
+        message: message.into(),
+    }
+}
+
+/// Decodes a record's body, checking its format version.
+pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>, Error> {
+    if record.format_version > FORMAT_VERSION {
+        return Err(Error::CheckpointVersion {
+            thread_id: record.thread_id.clone(),
+            checkpoint_id: record.checkpoint_id.clone(),
+            found: record.format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let body: Body<S> = serde_json::from_slice(&record.payload)
+        .map_err(|e| corrupt(record, format!("the stored state does not decode as `{}` ({e})", std::any::type_name::<S>())))?;
+    if record.is_snapshot && body.state.is_none() {
+        return Err(corrupt(record, "a snapshot without a state"));
+    }
+    Ok(body)
+}
+
+pub(crate) fn decode_pending<S: State>(record: &CheckpointRecord, payload: &[u8]) -> Result<Pending<S>, Error> {
+    serde_json::from_slice(payload).map_err(|e| corrupt(record, format!("a pending write does not decode ({e})")))
+}
+
+/// A checkpoint with its state rebuilt.
+pub(crate) struct Loaded<S: State> {
+    pub(crate) record: CheckpointRecord,
+    pub(crate) state: S,
+    pub(crate) body: Body<S>,
+    /// Deltas since the nearest snapshot (including this one, if it is a delta).
+    pub(crate) chain_len: usize,
+    pub(crate) delta_bytes: usize,
+    pub(crate) snapshot_bytes: usize,
+}
+
+/// Rebuilds the state of `record`: walks back to the nearest snapshot and replays deltas.
+pub(crate) async fn load<S: State>(saver: &dyn Checkpointer, record: CheckpointRecord) -> Result<Loaded<S>, Error> {
+    let mut chain = vec![record];
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(last) = chain.last().filter(|r| !r.is_snapshot) {
+        let Some(parent) = last.parent_id.clone() else {
+            return Err(corrupt(last, "a delta checkpoint without a parent"));
+        };
+        if !seen.insert(parent.clone()) {
+            return Err(corrupt(last, "its parent chain loops"));
+        }
+        let found = saver.get(&last.thread_id, &last.checkpoint_ns, Some(&parent)).await?;
+        match found {
+            Some(tuple) => chain.push(tuple.record),
+            None => return Err(corrupt(last, format!("its parent checkpoint `{parent}` is missing"))),
+        }
+    }
+    let Some(base) = chain.pop() else {
+        return Err(Error::Backend { backend: "checkpoint loader", message: "empty chain".into() });
+    };
+    let snapshot_bytes = base.payload.len();
+    let mut delta_bytes = 0;
+    let chain_len = chain.len();
+    let base_body = decode_body::<S>(&base)?;
+    let mut state = base_body.state.unwrap_or_default();
+    let mut top = (base, Body { state: None, writes: Vec::new(), next: base_body.next, joins: base_body.joins });
+    while let Some(record) = chain.pop() {
+        delta_bytes += record.payload.len();
+        let mut body = decode_body::<S>(&record)?;
+        for write in std::mem::take(&mut body.writes) {
+            for update in write.updates {
+                state.apply_update(update).map_err(|e| corrupt(&record, format!("replaying its writes failed: {e}")))?;
+            }
+        }
+        top = (record, body);
+    }
+    Ok(Loaded { record: top.0, state, body: top.1, chain_len, delta_bytes, snapshot_bytes })
+}

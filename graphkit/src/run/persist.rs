@@ -1,0 +1,365 @@
+//! A run's link to its checkpointer: the thread lock, loading the starting checkpoint,
+//! saving one checkpoint per super-step and the pending writes of tasks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::checkpoint::format::{self, GotoRecord, Loaded, Pending, TaskRecord};
+use crate::checkpoint::{CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, PendingWrite, new_checkpoint_id, now_ms};
+use crate::command::{Goto, Packet};
+use crate::error::Error;
+use crate::graph::compiled::GraphCore;
+use crate::interrupt::{Interrupt, InterruptKind};
+use crate::run::plan::Task;
+use crate::state::State;
+
+/// Take a full snapshot once the deltas since the last one outweigh it (and at least this
+/// many bytes), so total bytes written stay proportional to the data, and loading replays
+/// at most about one state's worth of deltas.
+const MIN_SNAPSHOT_INTERVAL_BYTES: usize = 16 * 1024;
+/// Never chain more deltas than this before a snapshot.
+const MAX_CHAIN: usize = 1000;
+
+/// One task's writes, borrowed for encoding (same JSON shape as `format::TaskWrite`).
+#[derive(Serialize)]
+#[serde(bound = "")]
+pub(crate) struct TaskWriteRef<'a, S: State> {
+    pub(crate) node: &'a str,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(crate) updates: &'a [S::Update],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) gotos: Vec<GotoRecord>,
+}
+
+#[derive(Serialize)]
+#[serde(bound = "")]
+struct BodyRef<'a, S: State> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a S>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    writes: &'a [TaskWriteRef<'a, S>],
+    next: &'a [TaskRecord],
+    joins: &'a [Vec<bool>],
+}
+
+/// A pending write's payload, borrowed for encoding (same JSON shape as `format::Pending`).
+#[derive(Serialize)]
+#[serde(bound = "")]
+pub(crate) enum PendingRef<'a, S: State> {
+    Output(TaskWriteRef<'a, S>),
+    Interrupt { id: &'a str, index: usize, payload: &'a Value },
+    Resume(&'a [Value]),
+}
+
+pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
+    gotos
+        .iter()
+        .map(|g| match g {
+            Goto::Node(n) => GotoRecord::Node(n.to_string()),
+            Goto::Send(s) => GotoRecord::Send { node: s.node.to_string(), input: s.input.to_json().unwrap_or(Value::Null) },
+        })
+        .collect()
+}
+
+pub(crate) fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec<TaskRecord> {
+    tasks
+        .iter()
+        .map(|t| TaskRecord {
+            node: core.nodes[t.node].name.to_string(),
+            input: t.input.as_ref().map(|p| p.to_json().unwrap_or(Value::Null)),
+        })
+        .collect()
+}
+
+fn decode_packet<S: State>(core: &GraphCore<S>, node: usize, input: Value) -> Result<Packet, String> {
+    match core.nodes[node].decoder {
+        Some(decode) => decode(input),
+        None => Ok(Packet::new(input)),
+    }
+}
+
+/// Stable id of the interrupt raised by task `task` of the step after `checkpoint_id`.
+pub(crate) fn interrupt_id(checkpoint_id: &str, task: usize) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in checkpoint_id.bytes().chain(b":".iter().copied()).chain(task.to_string().bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// What a loaded checkpoint says about the step it was waiting to run.
+#[derive(Default)]
+pub(crate) struct PendingStep<S: State> {
+    /// Outputs of tasks that already finished, by task index.
+    pub(crate) outputs: HashMap<usize, (Vec<S::Update>, Vec<Goto>)>,
+    /// Unanswered dynamic interrupts, by task index.
+    pub(crate) interrupts: HashMap<usize, Interrupt>,
+    /// Resume values given so far, by task index.
+    pub(crate) resume: HashMap<usize, Vec<Value>>,
+    /// Static interrupts recorded on the checkpoint.
+    pub(crate) static_interrupts: Vec<Interrupt>,
+}
+
+impl<S: State> PendingStep<S> {
+    /// All unanswered interrupts, dynamic ones in task order.
+    pub(crate) fn all_interrupts(&self) -> Vec<Interrupt> {
+        let mut dynamic: Vec<(&usize, &Interrupt)> = self.interrupts.iter().collect();
+        dynamic.sort_by_key(|(i, _)| **i);
+        dynamic.into_iter().map(|(_, i)| i.clone()).chain(self.static_interrupts.iter().cloned()).collect()
+    }
+}
+
+/// Decodes the pending writes of a checkpoint.
+pub(crate) fn pending_step<S: State>(
+    core: &GraphCore<S>,
+    record: &CheckpointRecord,
+    writes: &[PendingWrite],
+) -> Result<PendingStep<S>, Error> {
+    let corrupt = |message: String| Error::CorruptCheckpoint {
+        thread_id: record.thread_id.clone(),
+        checkpoint_id: record.checkpoint_id.clone(),
+        message,
+    };
+    let mut step = PendingStep::default();
+    for write in writes {
+        let pending = format::decode_pending::<S>(record, &write.payload)?;
+        let (is_resume, index) = match write.task_id.strip_prefix("resume:") {
+            Some(rest) => (true, rest.parse::<usize>().ok()),
+            None => (false, write.task_id.parse::<usize>().ok()),
+        };
+        match (pending, index) {
+            (Pending::Output(output), Some(index)) if !is_resume => {
+                let mut gotos = Vec::with_capacity(output.gotos.len());
+                for goto in output.gotos {
+                    gotos.push(match goto {
+                        GotoRecord::Node(n) => Goto::Node(n.into()),
+                        GotoRecord::Send { node, input } => {
+                            let id = *core.by_name.get(node.as_str()).ok_or_else(|| {
+                                corrupt(format!("a pending Send targets node `{node}`, which this graph does not have"))
+                            })?;
+                            let packet = decode_packet(core, id, input).map_err(|e| corrupt(format!("a pending Send input for `{node}` does not decode: {e}")))?;
+                            Goto::Send(crate::command::Send { node: node.into(), input: packet })
+                        }
+                    });
+                }
+                step.interrupts.remove(&index);
+                step.outputs.insert(index, (output.updates, gotos));
+            }
+            (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
+                if !step.outputs.contains_key(&index) {
+                    step.interrupts.insert(index, Interrupt { id, node: write.node.clone(), payload, kind: InterruptKind::Dynamic });
+                }
+            }
+            (Pending::Interrupt { id, payload, .. }, None) => {
+                let kind = if write.task_id.starts_with("after:") { InterruptKind::After } else { InterruptKind::Before };
+                step.static_interrupts.push(Interrupt { id, node: write.node.clone(), payload, kind });
+            }
+            (Pending::Resume(values), Some(index)) if is_resume => {
+                step.resume.insert(index, values);
+            }
+            (_, _) => return Err(corrupt(format!("pending write `{}` does not fit its task id", write.task_id))),
+        }
+    }
+    Ok(step)
+}
+
+/// The run's persistence state.
+pub(crate) struct Persist {
+    pub(crate) saver: Arc<dyn Checkpointer>,
+    pub(crate) thread_id: String,
+    pub(crate) ns: String,
+    run_id: String,
+    locked: bool,
+    /// The newest checkpoint of this run's branch (pending writes attach to it).
+    pub(crate) current: Option<String>,
+    pub(crate) step: i64,
+    chain_len: usize,
+    delta_bytes: usize,
+    snapshot_bytes: usize,
+}
+
+impl Persist {
+    /// Takes the thread for this run.
+    pub(crate) async fn open(saver: Arc<dyn Checkpointer>, thread_id: &str) -> Result<Self, Error> {
+        let run_id = format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id());
+        if !saver.try_lock_thread(thread_id, &run_id).await? {
+            return Err(Error::ThreadBusy(thread_id.to_owned()));
+        }
+        Ok(Self {
+            saver,
+            thread_id: thread_id.to_owned(),
+            ns: String::new(),
+            run_id,
+            locked: true,
+            current: None,
+            step: -1,
+            chain_len: 0,
+            delta_bytes: 0,
+            snapshot_bytes: 0,
+        })
+    }
+
+    /// Releases the thread.
+    pub(crate) async fn release(mut self) {
+        self.locked = false;
+        if let Err(err) = self.saver.unlock_thread(&self.thread_id, &self.run_id).await {
+            tracing::warn!(thread = %self.thread_id, %err, "could not release the thread lock");
+        }
+    }
+
+    /// Loads the checkpoint to start from: `checkpoint_id`, or the thread's newest.
+    pub(crate) async fn load<S: State>(&mut self, checkpoint_id: Option<&str>) -> Result<Option<(Loaded<S>, Vec<PendingWrite>)>, Error> {
+        let Some(tuple) = self.saver.get(&self.thread_id, &self.ns, checkpoint_id).await? else {
+            return match checkpoint_id {
+                Some(id) => Err(Error::CheckpointNotFound { thread_id: self.thread_id.clone(), checkpoint_id: Some(id.to_owned()) }),
+                None => Ok(None),
+            };
+        };
+        let loaded = format::load::<S>(&*self.saver, tuple.record).await?;
+        self.current = Some(loaded.record.checkpoint_id.clone());
+        self.step = loaded.record.step;
+        self.chain_len = loaded.chain_len;
+        self.delta_bytes = loaded.delta_bytes;
+        self.snapshot_bytes = loaded.snapshot_bytes;
+        Ok(Some((loaded, tuple.pending_writes)))
+    }
+
+    /// Saves a checkpoint after `writes` were applied to `state`; returns its id.
+    pub(crate) async fn save<S: State>(
+        &mut self,
+        source: CheckpointSource,
+        state: &S,
+        writes: &[TaskWriteRef<'_, S>],
+        next: &[TaskRecord],
+        joins: &[Vec<bool>],
+        ran: &[&str],
+    ) -> Result<CheckpointRecord, Error> {
+        let delta = format::encode(&BodyRef::<S> { state: None, writes, next, joins }, "checkpoint delta")?;
+        let take_snapshot = self.current.is_none()
+            || self.chain_len >= MAX_CHAIN
+            || self.delta_bytes + delta.len() > self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
+        let payload = if take_snapshot {
+            let full = format::encode(&BodyRef::<S> { state: Some(state), writes: &[], next, joins }, "checkpoint state")?;
+            self.chain_len = 0;
+            self.delta_bytes = 0;
+            self.snapshot_bytes = full.len();
+            full
+        } else {
+            self.chain_len += 1;
+            self.delta_bytes += delta.len();
+            delta
+        };
+        self.step += 1;
+        let record = CheckpointRecord {
+            thread_id: self.thread_id.clone(),
+            checkpoint_ns: self.ns.clone(),
+            checkpoint_id: new_checkpoint_id(self.current.as_deref()),
+            parent_id: self.current.clone(),
+            format_version: FORMAT_VERSION,
+            step: self.step,
+            source,
+            created_at_ms: now_ms(),
+            metadata: json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran }),
+            is_snapshot: take_snapshot,
+            payload,
+        };
+        self.saver.put(record.clone()).await?;
+        self.current = Some(record.checkpoint_id.clone());
+        Ok(record)
+    }
+
+    /// What a task needs to save its own pending write.
+    pub(crate) fn task_saver(&self, index: usize, save_output: bool) -> Option<TaskSaver> {
+        let checkpoint_id = self.current.clone()?;
+        Some(TaskSaver {
+            saver: Arc::clone(&self.saver),
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            checkpoint_id,
+            index,
+            save_output,
+        })
+    }
+
+    /// Saves a pending write against the current checkpoint.
+    pub(crate) async fn save_pending<S: State>(&self, task_id: String, node: &str, pending: &PendingRef<'_, S>) -> Result<(), Error> {
+        let Some(checkpoint_id) = &self.current else { return Ok(()) };
+        let payload = format::encode(pending, "pending write")?;
+        let write = PendingWrite { task_id, node: node.to_owned(), payload };
+        self.saver.put_writes(&self.thread_id, &self.ns, checkpoint_id, vec![write]).await
+    }
+}
+
+impl Drop for Persist {
+    fn drop(&mut self) {
+        if !self.locked {
+            return;
+        }
+        // The run was dropped (cancelled) before it released the thread: release it on
+        // the runtime, if there still is one.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let saver = Arc::clone(&self.saver);
+            let (thread, run) = (self.thread_id.clone(), self.run_id.clone());
+            handle.spawn(async move {
+                let _ = saver.unlock_thread(&thread, &run).await;
+            });
+        }
+    }
+}
+
+/// Lets a task save its output (or its interrupt) the moment it finishes.
+pub(crate) struct TaskSaver {
+    saver: Arc<dyn Checkpointer>,
+    thread_id: String,
+    ns: String,
+    pub(crate) checkpoint_id: String,
+    pub(crate) index: usize,
+    save_output: bool,
+}
+
+impl TaskSaver {
+    pub(crate) async fn output<S: State>(&self, node: &str, updates: &[S::Update], gotos: &[Goto]) -> Result<(), Error> {
+        if !self.save_output {
+            return Ok(());
+        }
+        let pending: PendingRef<'_, S> = PendingRef::Output(TaskWriteRef { node, updates, gotos: goto_records(gotos) });
+        self.put(node, self.index.to_string(), format::encode(&pending, "pending write")?).await
+    }
+
+    pub(crate) async fn interrupt<S: State>(&self, node: &str, index: usize, payload: &Value) -> Result<(), Error> {
+        let id = interrupt_id(&self.checkpoint_id, self.index);
+        let pending: PendingRef<'_, S> = PendingRef::Interrupt { id: &id, index, payload };
+        self.put(node, self.index.to_string(), format::encode(&pending, "pending write")?).await
+    }
+
+    async fn put(&self, node: &str, task_id: String, payload: Vec<u8>) -> Result<(), Error> {
+        let write = PendingWrite { task_id, node: node.to_owned(), payload };
+        self.saver.put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write]).await
+    }
+}
+
+/// Rebuilds the tasks a checkpoint planned.
+pub(crate) fn restore_tasks<S: State>(core: &GraphCore<S>, record: &CheckpointRecord, next: Vec<TaskRecord>) -> Result<Vec<Task>, Error> {
+    next.into_iter()
+        .map(|t| {
+            let corrupt = |message: String| Error::CorruptCheckpoint {
+                thread_id: record.thread_id.clone(),
+                checkpoint_id: record.checkpoint_id.clone(),
+                message,
+            };
+            let node = *core
+                .by_name
+                .get(t.node.as_str())
+                .ok_or_else(|| corrupt(format!("it plans node `{}`, which this graph does not have", t.node)))?;
+            let input = match t.input {
+                Some(value) => Some(decode_packet(core, node, value).map_err(|e| corrupt(format!("a Send input for `{}` does not decode: {e}", t.node)))?),
+                None => None,
+            };
+            Ok(Task { node, input })
+        })
+        .collect()
+}
