@@ -74,6 +74,11 @@ pub use state::{
 /// `#[derive(State)]`: see [`State`](trait@State).
 pub use graphkit_derive::State;
 
+/// The README's quickstart, compiled and run as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
+
 /// Re-exports used by generated code. Not public API.
 #[doc(hidden)]
 pub mod __private {
