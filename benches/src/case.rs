@@ -171,6 +171,19 @@ pub struct Sample {
     pub checksum: Checksum,
 }
 
+/// W7's `checkpoint_stats`: what the last invocation persisted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointStats {
+    /// Checkpoints written by one invocation.
+    pub checkpoints: u64,
+    /// Pending-write rows written by one invocation.
+    pub write_rows: u64,
+    /// Size of the database file after one invocation (0 for in-memory savers).
+    pub db_bytes: u64,
+    /// Serialised bytes of the checkpoint and write payloads of one invocation.
+    pub payload_bytes: u64,
+}
+
 /// A case whose graph is built: each call to [`run`](Prepared::run) builds the input
 /// (untimed), times one invocation, and checksums the result (untimed).
 pub trait Prepared {
@@ -179,6 +192,11 @@ pub trait Prepared {
 
     /// One timed invocation.
     fn run(&mut self) -> Result<Sample, BenchError>;
+
+    /// What the last invocation persisted (checkpointed cases only), measured untimed.
+    fn checkpoint_stats(&mut self) -> Result<Option<CheckpointStats>, BenchError> {
+        Ok(None)
+    }
 }
 
 /// The run config of every case: the recursion limit raised to 10^6 (WORKLOADS.md §0).
@@ -237,7 +255,9 @@ impl<S: State> Prepared for GraphRun<S> {
             None => {
                 let cpu_start = process_cpu_time();
                 let start = Instant::now();
-                let state = self.graph.invoke_blocking(input, config);
+                let state = self
+                    .graph
+                    .invoke_blocking(graphkit::RunInput::Update(input), config);
                 let wall = start.elapsed();
                 (wall, process_cpu_time().saturating_sub(cpu_start), state)
             }
@@ -246,7 +266,9 @@ impl<S: State> Prepared for GraphRun<S> {
                 choice.run(runtime, async move {
                     let cpu_start = process_cpu_time();
                     let start = Instant::now();
-                    let state = graph.invoke_with(input, config).await;
+                    let state = graph
+                        .invoke_with(graphkit::RunInput::Update(input), config)
+                        .await;
                     let wall = start.elapsed();
                     (wall, process_cpu_time().saturating_sub(cpu_start), state)
                 })?

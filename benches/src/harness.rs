@@ -6,7 +6,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::{AsyncRuntime, BenchError, Case, RUNTIME_ENV};
+use crate::case::{AsyncRuntime, BenchError, Case, CheckpointStats, RUNTIME_ENV};
 use crate::checksum::{Checksum, OrderedObject};
 use crate::measure;
 
@@ -42,6 +42,9 @@ pub struct ChildReport {
     pub runtime: RuntimeReport,
     /// The 1-minute load average when the process started.
     pub loadavg_1m: f64,
+    /// W7: what the last invocation persisted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_stats: Option<CheckpointStats>,
 }
 
 /// Runs one case in this process: build (untimed), warm-ups, timed runs, checksums.
@@ -66,6 +69,7 @@ pub fn run_child(case: &Case) -> Result<ChildReport, BenchError> {
         last = sample.checksum;
     }
     let info = prepared.runtime();
+    let checkpoint_stats = prepared.checkpoint_stats()?;
     Ok(ChildReport {
         name: case.name.clone(),
         wall_s,
@@ -80,6 +84,7 @@ pub fn run_child(case: &Case) -> Result<ChildReport, BenchError> {
             entry: info.entry.to_owned(),
         },
         loadavg_1m,
+        checkpoint_stats,
     })
 }
 
@@ -149,17 +154,6 @@ pub struct Env {
     pub profile: &'static str,
     /// The OS.
     pub os: &'static str,
-}
-
-/// W7's `checkpoint_stats`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckpointStats {
-    /// Checkpoints written per invocation.
-    pub checkpoints: u64,
-    /// Pending-write rows per invocation.
-    pub write_rows: u64,
-    /// Database size after one invocation.
-    pub db_bytes: u64,
 }
 
 /// One result line (WORKLOADS.md §11).
@@ -273,7 +267,7 @@ pub fn summarise(case: &Case, reports: &[ChildReport]) -> Option<ResultLine> {
         per_item_us: per(case.items),
         throughput_per_s: (case.item_unit == "invocation" && median_s > 0.0)
             .then(|| case.items as f64 / median_s),
-        checkpoint_stats: None,
+        checkpoint_stats: last.checkpoint_stats.clone(),
         rss_base_mb: median(&reports.iter().map(|r| r.rss_base_mb).collect::<Vec<_>>()),
         rss_peak_mb: reports.iter().map(|r| r.rss_peak_mb).fold(0.0, f64::max),
         checksum: last.checksum.clone(),

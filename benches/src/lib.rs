@@ -85,6 +85,11 @@ mod tests {
     }
 
     #[test]
+    fn checkpointed_runs_reach_the_same_final_states() {
+        assert_workload("checkpoint");
+    }
+
+    #[test]
     fn concurrent_invocations_stay_independent() {
         assert_workload("concurrent");
     }

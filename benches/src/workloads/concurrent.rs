@@ -47,9 +47,10 @@ fn c(s: &Small) -> SmallUpdate {
 
 /// `START → a → b → c → END`: sync nodes for `sync`, async nodes (sleeping first for
 /// [`Work::Io5ms`]) for `async`.
-pub fn graph(mode: Mode, work: Work) -> Result<CompiledGraph<Small>, graphkit::Error> {
+pub fn builder(mode: Mode, work: Work) -> StateGraph<Small> {
     let mut graph = StateGraph::<Small>::new();
-    let nodes: [(&str, fn(&Small) -> SmallUpdate); 3] = [("a", a), ("b", b), ("c", c)];
+    type NodeFn = fn(&Small) -> SmallUpdate;
+    let nodes: [(&str, NodeFn); 3] = [("a", a), ("b", b), ("c", c)];
     for (name, f) in nodes {
         match (mode, work) {
             (Mode::Sync, _) => graph.add_node(name, SyncNode::new(f)),
@@ -67,7 +68,12 @@ pub fn graph(mode: Mode, work: Work) -> Result<CompiledGraph<Small>, graphkit::E
         .add_edge("a", "b")
         .add_edge("b", "c")
         .add_edge("c", END);
-    graph.compile()
+    graph
+}
+
+/// [`builder`], compiled.
+pub fn graph(mode: Mode, work: Work) -> Result<CompiledGraph<Small>, graphkit::Error> {
+    builder(mode, work).compile()
 }
 
 /// `{"invocations", "sum_x", "total_trace", "fnv_x", "all_traces_abc"}` in invocation order.
@@ -180,21 +186,31 @@ impl Prepared for Serial {
     }
 }
 
-/// `concurrent_{count}_{cpu|io5ms}`.
-pub fn concurrent_case(count: usize, work: Work) -> Case {
-    let suffix = match work {
-        Work::Cpu => "cpu",
-        Work::Io5ms => "io5ms",
+/// `concurrent_{count}_{cpu|io5ms}`, or with `memory` `concurrent_{count}_cpu_memory`
+/// (an in-memory checkpointer, one thread per invocation).
+pub fn concurrent_case(count: usize, work: Work, memory: bool) -> Case {
+    let suffix = match (work, memory) {
+        (Work::Cpu, false) => "cpu",
+        (Work::Cpu, true) => "cpu_memory",
+        (Work::Io5ms, _) => "io5ms",
     };
-    Case::new(
+    let case = Case::new(
         format!("concurrent_{count}_{suffix}"),
         "concurrent",
         Mode::Async,
         move || {
             let choice = AsyncRuntime::from_env();
             let (runtime, info) = choice.build()?;
+            let builder = builder(Mode::Async, work);
+            let graph = if memory {
+                let saver: Arc<dyn graphkit::checkpoint::Checkpointer> =
+                    Arc::new(graphkit::checkpoint::InMemorySaver::new());
+                builder.compile_with(graphkit::CompileOptions::new().checkpointer(saver))?
+            } else {
+                builder.compile()?
+            };
             Ok(Box::new(Concurrent {
-                graph: graph(Mode::Async, work)?,
+                graph,
                 count,
                 runs: 0,
                 runtime,
@@ -206,7 +222,12 @@ pub fn concurrent_case(count: usize, work: Work) -> Case {
     .param("C", count as i64)
     .steps(3)
     .items(count as u64, "invocation")
-    .slow()
+    .slow();
+    if memory {
+        case.checkpointer("memory", Some("sync"))
+    } else {
+        case
+    }
 }
 
 /// `serial_{count}_sync`.

@@ -141,7 +141,7 @@ fn route(state: &Chat) -> &'static str {
 }
 
 /// `START → agent →? (tools | END)`, `tools → agent`.
-pub fn graph(rounds: usize, mode: Mode) -> Result<CompiledGraph<Chat>, graphkit::Error> {
+pub fn builder(rounds: usize, mode: Mode) -> StateGraph<Chat> {
     let mut graph = StateGraph::<Chat>::new();
     match mode {
         Mode::Sync => graph
@@ -160,7 +160,12 @@ pub fn graph(rounds: usize, mode: Mode) -> Result<CompiledGraph<Chat>, graphkit:
         .add_edge(START, "agent")
         .add_conditional_edges("agent", route, ["tools", END])
         .add_edge("tools", "agent");
-    graph.compile()
+    graph
+}
+
+/// [`builder`], compiled.
+pub fn graph(rounds: usize, mode: Mode) -> Result<CompiledGraph<Chat>, graphkit::Error> {
+    builder(rounds, mode).compile()
 }
 
 /// `{messages: [{type: human, id: "h0", content: "hi?"}]}`.

@@ -25,7 +25,7 @@ fn bump(state: &Counter) -> CounterUpdate {
 }
 
 /// `START → node_0000 → … → node_{n-1} → END`; sync nodes for `sync`, async for `async`.
-pub fn graph(n: usize, mode: Mode) -> Result<CompiledGraph<Counter>, graphkit::Error> {
+pub fn builder(n: usize, mode: Mode) -> StateGraph<Counter> {
     let mut graph = StateGraph::<Counter>::new();
     for i in 0..n {
         let name = node_name(i);
@@ -40,7 +40,12 @@ pub fn graph(n: usize, mode: Mode) -> Result<CompiledGraph<Counter>, graphkit::E
     graph
         .add_edge(START, &node_name(0))
         .add_edge(node_name(n - 1).as_str(), END);
-    graph.compile()
+    graph
+}
+
+/// [`builder`], compiled.
+pub fn graph(n: usize, mode: Mode) -> Result<CompiledGraph<Counter>, graphkit::Error> {
+    builder(n, mode).compile()
 }
 
 /// `{counter: 0}`.

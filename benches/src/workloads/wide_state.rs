@@ -107,7 +107,7 @@ fn node(state: &Wide, k: usize) -> WideUpdate {
 }
 
 /// `START → n0 → … → n9 →? (step < steps ? n0 : END)`.
-pub fn graph(steps: i64, mode: Mode) -> Result<CompiledGraph<Wide>, graphkit::Error> {
+pub fn builder(steps: i64, mode: Mode) -> StateGraph<Wide> {
     let mut graph = StateGraph::<Wide>::new();
     for k in 0..NODES {
         let name = format!("n{k}");
@@ -128,7 +128,12 @@ pub fn graph(steps: i64, mode: Mode) -> Result<CompiledGraph<Wide>, graphkit::Er
         move |state: &Wide| if state.step < steps { "n0" } else { END },
         ["n0", END],
     );
-    graph.compile()
+    graph
+}
+
+/// [`builder`], compiled.
+pub fn graph(steps: i64, mode: Mode) -> Result<CompiledGraph<Wide>, graphkit::Error> {
+    builder(steps, mode).compile()
 }
 
 /// Every field given explicitly.
