@@ -1,0 +1,202 @@
+//! Crash recovery: a run killed with SIGKILL mid-step resumes in a new process with the
+//! same final state as an uninterrupted run, and no completed node runs twice. Also: a
+//! second process is refused while the first holds the thread.
+//!
+//! Each test re-executes its own test binary as the child process (selected by an
+//! environment variable), so parent and children share one graph definition.
+
+#![cfg(any(feature = "sqlite", feature = "postgres"))]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use graphkit::checkpoint::Checkpointer;
+use graphkit::{CompileOptions, END, Error, NodeContext, RunConfig, RunInput, START, State, StateGraph};
+use serde::{Deserialize, Serialize};
+
+#[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Work {
+    #[reducer(append)]
+    done: Vec<String>,
+    #[reducer(add)]
+    total: u64,
+}
+
+const ROLE: &str = "GRAPHKIT_CRASH_ROLE";
+const BACKEND: &str = "GRAPHKIT_CRASH_BACKEND";
+const LOG: &str = "GRAPHKIT_CRASH_LOG";
+const THREAD: &str = "GRAPHKIT_CRASH_THREAD";
+
+/// Appends `line` to the completion log (one line per finished node).
+fn log_line(path: &Path, line: &str) {
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(file, "{line}");
+        let _ = file.sync_all();
+    }
+}
+
+fn read_log(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+}
+
+/// a → {b, slow} → join → c. `slow` hangs when `block` is set, so the run can be killed
+/// while `b` has finished and `slow` has not.
+fn graph(saver: Option<Arc<dyn Checkpointer>>, log: PathBuf, block: bool) -> graphkit::CompiledGraph<Work> {
+    let node = |name: &'static str, amount: u64, log: PathBuf, hang: bool| {
+        move |_: Arc<Work>, _: NodeContext| {
+            let log = log.clone();
+            async move {
+                if hang {
+                    log_line(&log, &format!("{name}-started"));
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+                log_line(&log, name);
+                WorkUpdate::new().done(vec![name.to_string()]).total(amount)
+            }
+        }
+    };
+    let mut g = StateGraph::<Work>::new();
+    g.add_node("a", node("a", 1, log.clone(), false))
+        .add_node("b", node("b", 10, log.clone(), false))
+        .add_node("slow", node("slow", 100, log.clone(), block))
+        .add_node("c", node("c", 1000, log, false))
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("a", "slow")
+        .add_edge(["b", "slow"], "c")
+        .add_edge("c", END);
+    let options = match saver {
+        Some(saver) => CompileOptions::new().checkpointer(saver),
+        None => CompileOptions::new(),
+    };
+    g.compile_with(options).expect("valid graph")
+}
+
+async fn open_saver(backend: &str) -> Arc<dyn Checkpointer> {
+    if let Some(path) = backend.strip_prefix("sqlite:") {
+        #[cfg(feature = "sqlite")]
+        return Arc::new(graphkit::checkpoint::SqliteSaver::open(path).await.expect("open sqlite"));
+        #[cfg(not(feature = "sqlite"))]
+        panic!("sqlite feature off: {path}");
+    }
+    if let Some(url) = backend.strip_prefix("postgres:") {
+        #[cfg(feature = "postgres")]
+        return Arc::new(graphkit::checkpoint::PostgresSaver::connect(url).await.expect("connect postgres"));
+        #[cfg(not(feature = "postgres"))]
+        panic!("postgres feature off: {url}");
+    }
+    panic!("unknown backend {backend}")
+}
+
+/// The child process: `run` starts the thread and hangs in `slow`; `resume` continues it
+/// and prints the final state as JSON.
+async fn child(role: &str) {
+    let backend = std::env::var(BACKEND).expect("backend");
+    let log = PathBuf::from(std::env::var(LOG).expect("log"));
+    let thread = RunConfig::new().thread_id(std::env::var(THREAD).expect("thread"));
+    let saver = open_saver(&backend).await;
+    match role {
+        "run" => {
+            let result = graph(Some(saver), log, true).invoke_with(WorkUpdate::new(), thread).await;
+            panic!("the run should have been killed, but it ended with {result:?}");
+        }
+        "resume" => {
+            let done = graph(Some(saver), log, false).invoke_with(RunInput::Continue, thread).await.expect("resume");
+            println!("FINAL {}", serde_json::to_string(&done).expect("json"));
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn spawn_child(test: &str, role: &str, backend: &str, log: &Path, thread: &str) -> std::process::Child {
+    Process::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(BACKEND, backend)
+        .env(LOG, log)
+        .env(THREAD, thread)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn child")
+}
+
+/// Waits (bounded) until `ready` holds; this is synchronisation with the child, not timing.
+async fn wait_until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !ready().await {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
+    let thread = format!("crash-{}-{}", std::process::id(), rand_suffix());
+    let expected = graph(None, dir.join("reference.log"), false).invoke(WorkUpdate::new()).await.expect("reference run");
+
+    let log = dir.join("completions.log");
+    let mut first = spawn_child(test, "run", backend, &log, &thread);
+    let saver = open_saver(backend).await;
+    // Kill only once `b` finished (its write is saved) and `slow` is hanging.
+    wait_until("b's pending write and slow's start", async || {
+        let b_saved = match saver.get(&thread, "", None).await {
+            Ok(Some(tuple)) => tuple.pending_writes.iter().any(|w| w.node == "b"),
+            _ => false,
+        };
+        b_saved && read_log(&log).iter().any(|l| l == "slow-started")
+    })
+    .await;
+
+    // While the first process holds the thread, a second run on it is refused.
+    let busy = graph(Some(Arc::clone(&saver)), dir.join("busy.log"), false)
+        .invoke_with(RunInput::Continue, RunConfig::new().thread_id(&thread))
+        .await;
+    assert!(matches!(&busy, Err(Error::ThreadBusy(t)) if *t == thread), "expected ThreadBusy, got {busy:?}");
+
+    first.kill().expect("SIGKILL the child");
+    let _ = first.wait();
+
+    let resumed = spawn_child(test, "resume", backend, &log, &thread).wait_with_output().expect("resume child");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "resume failed: {stdout}\n{}", String::from_utf8_lossy(&resumed.stderr));
+    let json = stdout.lines().find_map(|l| l.split_once("FINAL ").map(|(_, json)| json)).unwrap_or_else(|| panic!("no final state line in: {stdout}"));
+    let state: Work = serde_json::from_str(json).expect("state");
+    assert_eq!(state, expected, "the resumed run must end where an uninterrupted run does");
+
+    let completions: Vec<String> = read_log(&log).into_iter().filter(|l| !l.ends_with("-started")).collect();
+    for node in ["a", "b", "slow", "c"] {
+        assert_eq!(completions.iter().filter(|l| *l == node).count(), 1, "node {node} completed {completions:?}");
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_run_killed_mid_step_resumes_in_a_new_process() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = format!("sqlite:{}", dir.path().join("threads.sqlite").display());
+    crash_and_resume("sqlite_run_killed_mid_step_resumes_in_a_new_process", &backend, dir.path()).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_run_killed_mid_step_resumes_in_a_new_process() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
+        println!("skipping the PostgreSQL crash test: GRAPHKIT_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    crash_and_resume("postgres_run_killed_mid_step_resumes_in_a_new_process", &format!("postgres:{url}"), dir.path()).await;
+}
