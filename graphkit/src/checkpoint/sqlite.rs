@@ -1,0 +1,594 @@
+//! [`SqliteSaver`]: checkpoints in an SQLite file, the embedded default for durable runs.
+//!
+//! The schema is created and migrated on open (see [`MIGRATIONS`]); the file is put in WAL
+//! mode with a busy timeout, so several processes may share it. Thread locks are rows that
+//! name the holding process; a lock whose process is gone (killed, crashed) is taken over.
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::TryStreamExt;
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+
+use super::{
+    CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, FORMAT_VERSION, ListOptions,
+    PendingWrite, now_ms,
+};
+use crate::error::Error;
+
+const BACKEND: &str = "sqlite checkpointer";
+
+/// How long a statement waits for another connection's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One step of a schema's history: (version, description, SQL). Versions count 1, 2, 3, ...;
+/// the statements run in one transaction. Once released, a migration is never edited: a
+/// change is a new migration with the next version.
+pub(crate) type Migration = (i64, &'static str, &'static str);
+
+/// The checkpointer's schema history.
+const MIGRATIONS: &[Migration] = &[(
+    1,
+    "checkpoints, pending writes, thread locks",
+    "
+        CREATE TABLE graphkit_checkpoints (
+            thread_id      TEXT    NOT NULL,
+            checkpoint_ns  TEXT    NOT NULL,
+            checkpoint_id  TEXT    NOT NULL,
+            parent_id      TEXT,
+            format_version INTEGER NOT NULL,
+            step           INTEGER NOT NULL,
+            source         TEXT    NOT NULL,
+            created_at_ms  INTEGER NOT NULL,
+            metadata       TEXT    NOT NULL,
+            is_snapshot    INTEGER NOT NULL,
+            payload        BLOB    NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+        );
+        CREATE TABLE graphkit_checkpoint_writes (
+            seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+            thread_id     TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL,
+            checkpoint_id TEXT NOT NULL,
+            task_id       TEXT NOT NULL,
+            node          TEXT NOT NULL,
+            payload       BLOB NOT NULL,
+            UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id)
+        );
+        CREATE TABLE graphkit_thread_locks (
+            thread_id      TEXT PRIMARY KEY,
+            run_id         TEXT    NOT NULL,
+            pid            INTEGER NOT NULL,
+            pid_start      INTEGER,
+            acquired_at_ms INTEGER NOT NULL
+        );
+    ",
+)];
+
+/// Saves checkpoints in an SQLite database.
+///
+/// Use it for anything that must survive a restart of the process. Opening the file creates
+/// it and its tables if needed; a file written by an older graphkit is migrated in place.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use graphkit::checkpoint::SqliteSaver;
+///
+/// # async fn open() -> Result<(), graphkit::Error> {
+/// let saver = Arc::new(SqliteSaver::open("checkpoints.db").await?);
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteSaver {
+    pool: SqlitePool,
+}
+
+impl SqliteSaver {
+    /// Opens (creating if needed) the database file at `path`, in WAL mode with a busy
+    /// timeout, and migrates its schema.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+        Self::from_pool(Self::open_pool(path.as_ref(), BACKEND).await?).await
+    }
+
+    /// A private database in memory, lost when the saver is dropped (for tests).
+    pub async fn in_memory() -> Result<Self, Error> {
+        Self::from_pool(Self::in_memory_pool(BACKEND).await?).await
+    }
+
+    /// Uses an existing pool (for example one shared with a [`SqliteStore`](crate::store::SqliteStore)),
+    /// migrating its schema first.
+    pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
+        Self::migrate(&pool, BACKEND, "checkpoint", MIGRATIONS).await?;
+        Ok(Self { pool })
+    }
+
+    /// The connection pool, to share it with a store or to inspect the tables.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The pool [`open`](Self::open) uses: WAL, synchronous FULL (a committed checkpoint
+    /// survives a power loss too), a busy timeout, foreign keys on.
+    pub(crate) async fn open_pool(path: &Path, backend: &'static str) -> Result<SqlitePool, Error> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true);
+        SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|e| backend_error(backend, &format!("cannot open {}", path.display()), e))
+    }
+
+    /// One connection to a private in-memory database, kept open as long as the pool lives
+    /// (each connection to `:memory:` would otherwise see its own empty database).
+    pub(crate) async fn in_memory_pool(backend: &'static str) -> Result<SqlitePool, Error> {
+        let options = SqliteConnectOptions::new().in_memory(true);
+        SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(|e| backend_error(backend, "cannot open an in-memory database", e))
+    }
+
+    /// Applies the migrations of `component` that the database has not seen, in order, in one
+    /// `BEGIN IMMEDIATE` transaction (so two processes opening the file at once do not race).
+    pub(crate) async fn migrate(
+        pool: &SqlitePool,
+        backend: &'static str,
+        component: &str,
+        migrations: &[Migration],
+    ) -> Result<(), Error> {
+        let err = |e| backend_error(backend, "schema migration failed", e);
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS graphkit_migrations (
+                component     TEXT    NOT NULL,
+                version       INTEGER NOT NULL,
+                description   TEXT    NOT NULL,
+                applied_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (component, version)
+            )",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        let applied: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(version), 0) FROM graphkit_migrations WHERE component = ?1",
+        )
+        .bind(component)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(err)?;
+        let known = migrations.last().map_or(0, |m| m.0);
+        if applied > known {
+            return Err(Error::Backend {
+                backend,
+                message: format!(
+                    "the database's {component} schema is at version {applied}, newer than this build knows ({known}); upgrade graphkit"
+                ),
+            });
+        }
+        for &(version, description, sql) in migrations.iter().filter(|m| m.0 > applied) {
+            sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(err)?;
+            sqlx::query(
+                "INSERT INTO graphkit_migrations (component, version, description, applied_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .bind(component)
+            .bind(version)
+            .bind(description)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+}
+
+/// An [`Error::Backend`] saying what was being done.
+fn backend_error(backend: &'static str, doing: &str, error: sqlx::Error) -> Error {
+    Error::Backend {
+        backend,
+        message: format!("{doing}: {error}"),
+    }
+}
+
+/// A query of checkpoint rows, in the column order [`decode_record`] reads.
+macro_rules! select_checkpoints {
+    ($where:literal) => {
+        concat!(
+            "SELECT checkpoint_id, parent_id, format_version, step, source, created_at_ms, metadata, is_snapshot, \
+             payload FROM graphkit_checkpoints ",
+            $where
+        )
+    };
+}
+
+/// Reads one checkpoint row; anything that does not decode is a [`Error::CorruptCheckpoint`]
+/// for that row.
+fn decode_record(
+    row: &SqliteRow,
+    thread_id: &str,
+    checkpoint_ns: &str,
+) -> Result<CheckpointRecord, Error> {
+    let checkpoint_id: String =
+        row.try_get("checkpoint_id")
+            .map_err(|e| Error::CorruptCheckpoint {
+                thread_id: thread_id.to_owned(),
+                checkpoint_id: "<unreadable id>".to_owned(),
+                message: format!("column checkpoint_id: {e}"),
+            })?;
+    let corrupt = |message: String| Error::CorruptCheckpoint {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: checkpoint_id.clone(),
+        message,
+    };
+    let column = |name: &str, e: sqlx::Error| corrupt(format!("column {name}: {e}"));
+
+    let format_version: i64 = row
+        .try_get("format_version")
+        .map_err(|e| column("format_version", e))?;
+    let format_version = u32::try_from(format_version)
+        .map_err(|_| corrupt(format!("format_version {format_version} is not a version")))?;
+    if format_version > FORMAT_VERSION {
+        return Err(Error::CheckpointVersion {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id,
+            found: format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let source: String = row.try_get("source").map_err(|e| column("source", e))?;
+    let source = CheckpointSource::parse(&source)
+        .ok_or_else(|| corrupt(format!("unknown source {source:?}")))?;
+    let metadata: String = row.try_get("metadata").map_err(|e| column("metadata", e))?;
+    let metadata = serde_json::from_str(&metadata)
+        .map_err(|e| corrupt(format!("metadata is not JSON: {e}")))?;
+    Ok(CheckpointRecord {
+        thread_id: thread_id.to_owned(),
+        checkpoint_ns: checkpoint_ns.to_owned(),
+        parent_id: row
+            .try_get("parent_id")
+            .map_err(|e| column("parent_id", e))?,
+        format_version,
+        step: row.try_get("step").map_err(|e| column("step", e))?,
+        source,
+        created_at_ms: row
+            .try_get("created_at_ms")
+            .map_err(|e| column("created_at_ms", e))?,
+        metadata,
+        is_snapshot: row
+            .try_get("is_snapshot")
+            .map_err(|e| column("is_snapshot", e))?,
+        payload: row.try_get("payload").map_err(|e| column("payload", e))?,
+        checkpoint_id,
+    })
+}
+
+fn decode_write(
+    row: &SqliteRow,
+    thread_id: &str,
+    checkpoint_id: &str,
+) -> Result<PendingWrite, Error> {
+    let column = |name: &str, e: sqlx::Error| Error::CorruptCheckpoint {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: checkpoint_id.to_owned(),
+        message: format!("pending write column {name}: {e}"),
+    };
+    Ok(PendingWrite {
+        task_id: row.try_get("task_id").map_err(|e| column("task_id", e))?,
+        node: row.try_get("node").map_err(|e| column("node", e))?,
+        payload: row.try_get("payload").map_err(|e| column("payload", e))?,
+    })
+}
+
+#[async_trait]
+impl Checkpointer for SqliteSaver {
+    async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
+        let metadata = serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
+            what: "checkpoint metadata".to_owned(),
+            source,
+        })?;
+        sqlx::query(
+            "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
+             step, source, created_at_ms, metadata, is_snapshot, payload) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+             ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
+             parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
+             source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
+             is_snapshot = excluded.is_snapshot, payload = excluded.payload",
+        )
+        .bind(&record.thread_id)
+        .bind(&record.checkpoint_ns)
+        .bind(&record.checkpoint_id)
+        .bind(&record.parent_id)
+        .bind(i64::from(record.format_version))
+        .bind(record.step)
+        .bind(record.source.as_str())
+        .bind(record.created_at_ms)
+        .bind(metadata)
+        .bind(record.is_snapshot)
+        .bind(&record.payload)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
+        Ok(())
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: &str,
+        writes: Vec<PendingWrite>,
+    ) -> Result<(), Error> {
+        let err = |e| backend_error(BACKEND, "saving pending writes", e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for write in writes {
+            // On a task id already saved, the row (and so its place in the order) stays.
+            sqlx::query(
+                "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
+                 node = excluded.node, payload = excluded.payload",
+            )
+            .bind(thread_id)
+            .bind(checkpoint_ns)
+            .bind(checkpoint_id)
+            .bind(&write.task_id)
+            .bind(&write.node)
+            .bind(&write.payload)
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn get(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<CheckpointTuple>, Error> {
+        let err = |e| backend_error(BACKEND, "reading a checkpoint", e);
+        let row = match checkpoint_id {
+            Some(id) => sqlx::query(select_checkpoints!(
+                "WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
+            ))
+            .bind(thread_id)
+            .bind(checkpoint_ns)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(err)?,
+            None => sqlx::query(select_checkpoints!(
+                "WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1"
+            ))
+            .bind(thread_id)
+            .bind(checkpoint_ns)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(err)?,
+        };
+        let Some(row) = row else { return Ok(None) };
+        let record = decode_record(&row, thread_id, checkpoint_ns)?;
+        let pending_writes = sqlx::query(
+            "SELECT task_id, node, payload FROM graphkit_checkpoint_writes \
+             WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 ORDER BY seq",
+        )
+        .bind(thread_id)
+        .bind(checkpoint_ns)
+        .bind(&record.checkpoint_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err)?
+        .iter()
+        .map(|row| decode_write(row, thread_id, &record.checkpoint_id))
+        .collect::<Result<_, _>>()?;
+        Ok(Some(CheckpointTuple {
+            record,
+            pending_writes,
+        }))
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<CheckpointRecord>, Error> {
+        let err = |e| backend_error(BACKEND, "listing checkpoints", e);
+        let limit = options.limit.unwrap_or(usize::MAX);
+        // With a metadata filter the limit applies after filtering, which happens here.
+        let sql_limit = match (&options.metadata, options.limit) {
+            (None, Some(limit)) => i64::try_from(limit).unwrap_or(i64::MAX),
+            _ => -1,
+        };
+        let mut rows = sqlx::query(select_checkpoints!(
+            "WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND (?3 IS NULL OR checkpoint_id < ?3) \
+             ORDER BY checkpoint_id DESC LIMIT ?4"
+        ))
+        .bind(thread_id)
+        .bind(checkpoint_ns)
+        .bind(options.before.as_deref())
+        .bind(sql_limit)
+        .fetch(&self.pool);
+        let mut records = Vec::new();
+        while records.len() < limit {
+            let Some(row) = rows.try_next().await.map_err(err)? else {
+                break;
+            };
+            let record = decode_record(&row, thread_id, checkpoint_ns)?;
+            if options
+                .metadata
+                .as_ref()
+                .is_none_or(|filter| crate::store::matches_filter(&record.metadata, filter))
+            {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
+        let err = |e| backend_error(BACKEND, "deleting a thread", e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for sql in [
+            "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1",
+            "DELETE FROM graphkit_checkpoints WHERE thread_id = ?1",
+        ] {
+            sqlx::query(sql)
+                .bind(thread_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
+        let err = |e| backend_error(BACKEND, "locking a thread", e);
+        let me = Holder::current();
+        // Each pass either takes a free lock, or sees a holder and replaces it only if it is
+        // unchanged and dead (compare-and-swap); a race lost to a live run means busy.
+        for _ in 0..3 {
+            let taken = sqlx::query(
+                "INSERT INTO graphkit_thread_locks (thread_id, run_id, pid, pid_start, acquired_at_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (thread_id) DO NOTHING",
+            )
+            .bind(thread_id)
+            .bind(run_id)
+            .bind(me.pid)
+            .bind(me.start)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(err)?;
+            if taken.rows_affected() == 1 {
+                return Ok(true);
+            }
+            let Some(row) = sqlx::query(
+                "SELECT run_id, pid, pid_start FROM graphkit_thread_locks WHERE thread_id = ?1",
+            )
+            .bind(thread_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(err)?
+            else {
+                continue; // released in between: try again
+            };
+            let holder_run: String = row.try_get("run_id").map_err(err)?;
+            if holder_run == run_id {
+                return Ok(true);
+            }
+            let holder = Holder {
+                pid: row.try_get("pid").map_err(err)?,
+                start: row.try_get("pid_start").map_err(err)?,
+            };
+            if holder.is_alive() {
+                return Ok(false);
+            }
+            let replaced = sqlx::query(
+                "UPDATE graphkit_thread_locks SET run_id = ?1, pid = ?2, pid_start = ?3, acquired_at_ms = ?4 \
+                 WHERE thread_id = ?5 AND run_id = ?6 AND pid = ?7",
+            )
+            .bind(run_id)
+            .bind(me.pid)
+            .bind(me.start)
+            .bind(now_ms())
+            .bind(thread_id)
+            .bind(&holder_run)
+            .bind(holder.pid)
+            .execute(&self.pool)
+            .await
+            .map_err(err)?;
+            if replaced.rows_affected() == 1 {
+                tracing::warn!(thread_id, dead_run = %holder_run, pid = holder.pid, "took over the lock of a run whose process is gone");
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+        sqlx::query("DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2")
+            .bind(thread_id)
+            .bind(run_id)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| backend_error(BACKEND, "unlocking a thread", e))?;
+        Ok(())
+    }
+}
+
+/// The process holding a thread lock: its pid, and its start time (in clock ticks since
+/// boot, from `/proc/<pid>/stat`) so a recycled pid is not mistaken for the holder.
+#[derive(Debug, Clone, Copy)]
+struct Holder {
+    pid: i64,
+    start: Option<i64>,
+}
+
+impl Holder {
+    fn current() -> Self {
+        let pid = i64::from(std::process::id());
+        Self {
+            pid,
+            start: process_start(pid),
+        }
+    }
+
+    /// `false` only when the process is known to be gone. Where `/proc` does not exist
+    /// (not Linux), liveness cannot be told, so every holder counts as alive.
+    fn is_alive(&self) -> bool {
+        if !Path::new("/proc/self").exists() {
+            return true;
+        }
+        let Some(stat) = ProcStat::read(self.pid) else {
+            return false; // no such process
+        };
+        // A killed process that its parent has not reaped yet is a zombie: gone all the same.
+        !stat.zombie
+            && self
+                .start
+                .is_none_or(|recorded| stat.start == Some(recorded))
+    }
+}
+
+/// What `/proc/<pid>/stat` says about a process.
+struct ProcStat {
+    zombie: bool,
+    /// Field 22, `starttime`.
+    start: Option<i64>,
+}
+
+impl ProcStat {
+    fn read(pid: i64) -> Option<Self> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The command name (field 2) may hold spaces and parentheses: count from the last `)`.
+        let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+        let state = fields.next()?;
+        Some(Self {
+            zombie: state == "Z" || state == "X",
+            start: fields.nth(18).and_then(|s| s.parse().ok()),
+        })
+    }
+}
+
+fn process_start(pid: i64) -> Option<i64> {
+    ProcStat::read(pid)?.start
+}
