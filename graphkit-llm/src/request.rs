@@ -54,7 +54,7 @@ impl ChatRequest {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallOptions {
     /// Sampling temperature.
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
     /// The most tokens to generate.
     pub max_tokens: Option<u32>,
     /// Sequences that end generation.
@@ -71,7 +71,7 @@ impl CallOptions {
 
     /// Sets the temperature.
     #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
+    pub fn temperature(mut self, temperature: f64) -> Self {
         self.temperature = Some(temperature);
         self
     }
