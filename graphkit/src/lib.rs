@@ -84,3 +84,28 @@ pub struct ReadmeDoctests;
 pub mod __private {
     pub use serde;
 }
+
+/// docs/concepts.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/concepts.md")]
+pub struct ConceptsDoctests;
+
+/// docs/howto-map-reduce.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-map-reduce.md")]
+pub struct HowtoMapReduceDoctests;
+
+/// docs/howto-loops.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-loops.md")]
+pub struct HowtoLoopsDoctests;
+
+/// docs/howto-subgraphs.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-subgraphs.md")]
+pub struct HowtoSubgraphsDoctests;
+
+/// docs/howto-streaming.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-streaming.md")]
+pub struct HowtoStreamingDoctests;
