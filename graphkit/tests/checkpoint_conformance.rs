@@ -539,6 +539,62 @@ async fn a_locked_thread_refuses_other_runs_until_unlocked(saver: &dyn Checkpoin
         .expect("unlocking twice is fine");
 }
 
+async fn concurrent_lock_attempts_let_exactly_one_run_in(saver: &dyn Checkpointer) {
+    let thread = unique("lock-race");
+    let attempts = (0..8).map(|i| {
+        let thread = &thread;
+        async move {
+            saver
+                .try_lock_thread(thread, &format!("run-{i}"))
+                .await
+                .expect("lock")
+        }
+    });
+    let won = futures::future::join_all(attempts).await;
+    assert_eq!(won.iter().filter(|won| **won).count(), 1, "{won:?}");
+}
+
+async fn concurrent_writers_all_succeed(saver: &dyn Checkpointer) {
+    let thread = unique("writers");
+    let records = plain_chain(&thread, "", 12);
+    let puts = records.iter().map(|record| saver.put(record.clone()));
+    for result in futures::future::join_all(puts).await {
+        result.expect("put");
+    }
+    let id = &records[0].checkpoint_id;
+    let writes = (0..12).map(|i| {
+        let (thread, task) = (&thread, format!("task-{i:02}"));
+        async move {
+            saver
+                .put_writes(thread, "", id, vec![write(&task, "n", &[i])])
+                .await
+        }
+    });
+    for result in futures::future::join_all(writes).await {
+        result.expect("put writes");
+    }
+    let all = saver
+        .list(&thread, "", &ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(all.len(), 12);
+    let first = saver
+        .get(&thread, "", Some(id))
+        .await
+        .expect("get")
+        .expect("present");
+    let mut tasks: Vec<String> = first
+        .pending_writes
+        .into_iter()
+        .map(|w| w.task_id)
+        .collect();
+    tasks.sort();
+    assert_eq!(
+        tasks,
+        (0..12).map(|i| format!("task-{i:02}")).collect::<Vec<_>>()
+    );
+}
+
 // Behaviours only a database saver has (it checks versions and decodes rows).
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -721,6 +777,8 @@ for_each_saver!(
     delete_thread_removes_everything_of_that_thread_only,
     namespaces_are_separate,
     a_locked_thread_refuses_other_runs_until_unlocked,
+    concurrent_lock_attempts_let_exactly_one_run_in,
+    concurrent_writers_all_succeed,
 );
 
 #[test]
