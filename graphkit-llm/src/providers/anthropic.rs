@@ -4,7 +4,9 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::{Framing, Step, chunk_stream, env_var, parse_payload, trim_url};
+use super::{
+    Framing, Step, chunk_stream, env_var, parse_payload, stream_error, string_of, trim_url,
+};
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
@@ -211,10 +213,6 @@ fn usage_of(usage: Option<&Value>) -> Option<Usage> {
     })
 }
 
-fn string_of(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
-}
-
 fn parse_reply(body: &Value, structured: Option<&str>) -> Result<AssistantMessage> {
     let malformed = |detail: &str| LlmError::MalformedResponse {
         provider: PROVIDER,
@@ -321,12 +319,7 @@ fn parse_stream_payload(payload: &str) -> Result<Step> {
                 .pointer("/error/message")
                 .and_then(Value::as_str)
                 .unwrap_or("unknown error");
-            return Err(LlmError::Http {
-                provider: PROVIDER,
-                status: 200,
-                message: format!("error inside the stream: {message}"),
-                retry_after: None,
-            });
+            return Err(stream_error(PROVIDER, message));
         }
         _ => return Ok(Step::Skip),
     };

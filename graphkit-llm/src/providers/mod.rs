@@ -147,6 +147,24 @@ pub(crate) fn parse_payload(provider: &'static str, payload: &str) -> Result<ser
     })
 }
 
+/// The string at `key` in a JSON object.
+pub(crate) fn string_of(value: &serde_json::Value, key: &str) -> Option<String> {
+    value
+        .get(key)
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned)
+}
+
+/// An error the server reported inside a stream that had started with a success status.
+pub(crate) fn stream_error(provider: &'static str, message: &str) -> LlmError {
+    LlmError::Http {
+        provider,
+        status: 200,
+        message: format!("error inside the stream: {message}"),
+        retry_after: None,
+    }
+}
+
 /// An environment variable, treating empty as unset.
 pub(crate) fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())

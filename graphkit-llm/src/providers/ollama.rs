@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use super::{Framing, Step, chunk_stream, env_var, parse_payload, trim_url};
+use super::openai::function_tools;
+use super::{Framing, Step, chunk_stream, env_var, parse_payload, string_of, trim_url};
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
@@ -67,16 +68,7 @@ impl OllamaModel {
             request.messages.iter().map(wire_message).collect(),
         );
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(&request.tools));
         }
         if let Some(format) = &request.response_format {
             body.insert("format".into(), format.schema.clone());
@@ -143,10 +135,6 @@ fn usage_of(value: &Value) -> Option<Usage> {
         input_tokens: input.unwrap_or(0),
         output_tokens: output.unwrap_or(0),
     })
-}
-
-fn string_of(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 fn tool_calls_of(message: &Value) -> Result<Vec<ToolCall>> {

@@ -5,11 +5,13 @@ use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::{Framing, Step, chunk_stream, env_var, parse_payload, trim_url};
+use super::{
+    Framing, Step, chunk_stream, env_var, parse_payload, stream_error, string_of, trim_url,
+};
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
-use crate::request::{ChatRequest, ToolChoice};
+use crate::request::{ChatRequest, ToolChoice, ToolSpec};
 use crate::stream::{ChatChunk, ChatStream, ToolCallChunk, parse_arguments};
 use crate::transport::{ClientOptions, Transport};
 
@@ -127,16 +129,7 @@ impl OpenAiModel {
             Value::Array(request.messages.iter().map(wire_message).collect()),
         );
         if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
+            body.insert("tools".into(), function_tools(&request.tools));
         }
         let options = &request.options;
         if let Some(choice) = &options.tool_choice {
@@ -182,6 +175,18 @@ impl OpenAiModel {
     }
 }
 
+/// Tools in the `{"type": "function", "function": {...}}` shape (also used by Ollama).
+pub(crate) fn function_tools(tools: &[ToolSpec]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters,
+            }})
+        })
+        .collect()
+}
+
 fn wire_message(message: &Message) -> Value {
     match message {
         Message::System(m) => json!({"role": "system", "content": m.content}),
@@ -222,10 +227,6 @@ fn usage_of(value: &Value) -> Option<Usage> {
             .and_then(Value::as_u64)
             .unwrap_or(0),
     })
-}
-
-fn string_of(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 fn parse_reply(provider: &'static str, body: &Value) -> Result<AssistantMessage> {
@@ -286,12 +287,7 @@ fn parse_stream_payload(provider: &'static str, payload: &str) -> Result<Step> {
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| error.to_string(), str::to_owned);
-        return Err(LlmError::Http {
-            provider,
-            status: 200,
-            message: format!("error inside the stream: {message}"),
-            retry_after: None,
-        });
+        return Err(stream_error(provider, &message));
     }
     let mut chunk = ChatChunk {
         usage: usage_of(&value),
