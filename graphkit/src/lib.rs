@@ -54,21 +54,22 @@ pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
 pub use graph::edge::{EdgeSources, IntoRoute};
 pub use graph::node::{
-    BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode, SyncNodeWithContext,
+    BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode,
+    SyncNodeWithContext,
 };
 pub use graph::{END, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
-pub use run::thread::StateSnapshot;
 pub use run::config::{DEFAULT_RECURSION_LIMIT, RetryPolicy, RetryPredicate, RunConfig};
 pub use run::context::NodeContext;
 pub use run::stream::{
-    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter, TaskEvent,
-    TaskEventKind,
+    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
+    TaskEvent, TaskEventKind,
 };
+pub use run::thread::StateSnapshot;
 pub use state::{
-    Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, LastValue, ListOp, MergeByKey, Reducer,
-    ReducerKind, State, StateUpdate, StepWrites,
+    Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, LastValue, ListOp, MergeByKey,
+    Reducer, ReducerKind, State, StateUpdate, StepWrites,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).
@@ -109,3 +110,33 @@ pub struct HowtoSubgraphsDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-streaming.md")]
 pub struct HowtoStreamingDoctests;
+
+/// docs/persistence.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/persistence.md")]
+pub struct PersistenceDoctests;
+
+/// docs/human-in-the-loop.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/human-in-the-loop.md")]
+pub struct HumanInTheLoopDoctests;
+
+/// docs/time-travel.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/time-travel.md")]
+pub struct TimeTravelDoctests;
+
+/// docs/architecture.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/architecture.md")]
+pub struct ArchitectureDoctests;
+
+/// docs/index.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/index.md")]
+pub struct IndexDoctests;
+
+/// graphkit/README.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct CrateReadmeDoctests;
