@@ -39,7 +39,11 @@ fn main() -> Result<(), graphkit::Error> {
         .add_edge("plan", "search_papers")
         .add_edge(["search_web", "search_papers"], "synthesize")
         .add_edge("synthesize", "review")
-        .add_conditional_edges("review", |s: &Research| if s.approved { END } else { "plan" }, ["plan", END]);
+        .add_conditional_edges(
+            "review",
+            |s: &Research| if s.approved { END } else { "plan" },
+            ["plan", END],
+        );
     let graph = graph.compile()?;
 
     if std::env::args().any(|a| a == "--dot") {

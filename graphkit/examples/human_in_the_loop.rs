@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use graphkit::checkpoint::InMemorySaver;
-use graphkit::{Command, CompileOptions, END, Error, NodeContext, RunConfig, START, State, StateGraph};
+use graphkit::{
+    Command, CompileOptions, END, Error, NodeContext, RunConfig, START, State, StateGraph,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
@@ -17,7 +19,9 @@ struct Publication {
 }
 
 async fn write_draft(_: Arc<Publication>) -> PublicationUpdate {
-    PublicationUpdate::new().draft("Graphs are a good fit for agents.").log(vec!["drafted".into()])
+    PublicationUpdate::new()
+        .draft("Graphs are a good fit for agents.")
+        .log(vec!["drafted".into()])
 }
 
 /// Asks a human to review the draft; the run pauses here until it is resumed.
@@ -26,7 +30,9 @@ async fn review(state: Arc<Publication>, ctx: NodeContext) -> Result<Publication
         "question": "Publish this draft? (approve / reject)",
         "draft": state.draft,
     }))?;
-    Ok(PublicationUpdate::new().verdict(verdict.clone()).log(vec![format!("reviewed: {verdict}")]))
+    Ok(PublicationUpdate::new()
+        .verdict(verdict.clone())
+        .log(vec![format!("reviewed: {verdict}")]))
 }
 
 async fn publish(_: Arc<Publication>) -> PublicationUpdate {
@@ -44,25 +50,43 @@ async fn main() -> Result<(), Error> {
         .add_edge("write_draft", "review")
         .add_conditional_edges(
             "review",
-            |s: &Publication| if s.verdict == "approve" { "publish" } else { END },
+            |s: &Publication| {
+                if s.verdict == "approve" {
+                    "publish"
+                } else {
+                    END
+                }
+            },
             ["publish", END],
         )
         .add_edge("publish", END);
-    let graph = graph.compile_with(CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())))?;
+    let graph =
+        graph.compile_with(CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())))?;
     let thread = RunConfig::new().thread_id("review-1");
 
-    match graph.invoke_with(PublicationUpdate::new(), thread.clone()).await {
+    match graph
+        .invoke_with(PublicationUpdate::new(), thread.clone())
+        .await
+    {
         Err(Error::Interrupted { interrupts, .. }) => {
             for interrupt in &interrupts {
-                println!("paused in `{}` (interrupt {}):", interrupt.node, interrupt.id);
-                println!("{}", serde_json::to_string_pretty(&interrupt.payload).unwrap_or_default());
+                println!(
+                    "paused in `{}` (interrupt {}):",
+                    interrupt.node, interrupt.id
+                );
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&interrupt.payload).unwrap_or_default()
+                );
             }
         }
         other => println!("expected a pause, got {other:?}"),
     }
 
     println!("\nresuming with \"approve\"\n");
-    let done = graph.invoke_with(Command::resume("approve"), thread).await?;
+    let done = graph
+        .invoke_with(Command::resume("approve"), thread)
+        .await?;
     println!("{done:#?}");
     Ok(())
 }

@@ -35,7 +35,10 @@ impl Send {
     where
         T: Serialize + Clone + std::marker::Send + Sync + 'static,
     {
-        Self { node: node.into(), input: Packet::new(input) }
+        Self {
+            node: node.into(),
+            input: Packet::new(input),
+        }
     }
 
     /// The target node.
@@ -69,10 +72,17 @@ pub struct Packet {
 
 impl Packet {
     pub(crate) fn new<T: Serialize + std::marker::Send + Sync + 'static>(value: T) -> Self {
-        fn to_json<T: Serialize + 'static>(v: &(dyn Any + std::marker::Send + Sync)) -> Option<Value> {
-            v.downcast_ref::<T>().and_then(|v| serde_json::to_value(v).ok())
+        fn to_json<T: Serialize + 'static>(
+            v: &(dyn Any + std::marker::Send + Sync),
+        ) -> Option<Value> {
+            v.downcast_ref::<T>()
+                .and_then(|v| serde_json::to_value(v).ok())
         }
-        Self { value: Arc::new(value), type_name: std::any::type_name::<T>(), to_json: to_json::<T> }
+        Self {
+            value: Arc::new(value),
+            type_name: std::any::type_name::<T>(),
+            to_json: to_json::<T>,
+        }
     }
 
     pub(crate) fn to_json(&self) -> Option<Value> {
@@ -142,7 +152,12 @@ pub struct Command<S: State> {
 
 impl<S: State> Default for Command<S> {
     fn default() -> Self {
-        Self { update: None, goto: Vec::new(), graph: CommandGraph::Current, resume: None }
+        Self {
+            update: None,
+            goto: Vec::new(),
+            graph: CommandGraph::Current,
+            resume: None,
+        }
     }
 }
 
@@ -159,7 +174,12 @@ impl<S: State> fmt::Debug for Command<S> {
 
 impl<S: State> Clone for Command<S> {
     fn clone(&self) -> Self {
-        Self { update: self.update.clone(), goto: self.goto.clone(), graph: self.graph, resume: self.resume.clone() }
+        Self {
+            update: self.update.clone(),
+            goto: self.goto.clone(),
+            graph: self.graph,
+            resume: self.resume.clone(),
+        }
     }
 }
 
@@ -190,7 +210,10 @@ impl<S: State> Command<S> {
 
     /// A command that resumes a paused thread with [`Resume::by_id`] (or any [`Resume`]).
     pub fn resume_with(resume: Resume) -> Self {
-        Self { resume: Some(resume), ..Self::default() }
+        Self {
+            resume: Some(resume),
+            ..Self::default()
+        }
     }
 
     /// Sets the state update.
@@ -235,7 +258,6 @@ impl<S: State> Command<S> {
         self.update.as_ref()
     }
 }
-
 
 /// What a run starts from: a new input, a resume of a paused thread, or a plain
 /// continuation of the thread's last checkpoint.

@@ -24,7 +24,9 @@ pub enum Error {
     InvalidName(String),
 
     /// An edge, router or option names a node that was never added.
-    #[error("{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name")]
+    #[error(
+        "{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name"
+    )]
     UnknownNode {
         /// Where the name was used (for example "edge from `plan`").
         context: String,
@@ -33,19 +35,27 @@ pub enum Error {
     },
 
     /// Nothing starts at START.
-    #[error("the graph has no entry point; add `add_edge(START, \"first_node\")` or a conditional edge from START")]
+    #[error(
+        "the graph has no entry point; add `add_edge(START, \"first_node\")` or a conditional edge from START"
+    )]
     NoEntry,
 
     /// A node cannot be reached from START.
-    #[error("node `{0}` cannot be reached from START; add an edge into it, declare it as a router target, or remove it")]
+    #[error(
+        "node `{0}` cannot be reached from START; add an edge into it, declare it as a router target, or remove it"
+    )]
     Unreachable(String),
 
     /// A loop of static edges that can never end.
-    #[error("nodes {0} form a loop of static edges that never reaches END; make one of those edges conditional")]
+    #[error(
+        "nodes {0} form a loop of static edges that never reaches END; make one of those edges conditional"
+    )]
     EndlessLoop(String),
 
     /// A node can never reach END.
-    #[error("node `{0}` has no path to END; add an edge (or a declared router target) that leads to END")]
+    #[error(
+        "node `{0}` has no path to END; add an edge (or a declared router target) that leads to END"
+    )]
     NoPathToEnd(String),
 
     /// An edge that cannot exist (out of END, into START, a join without sources).
@@ -53,7 +63,9 @@ pub enum Error {
     InvalidEdge(String),
 
     /// Two tasks of one super-step wrote the same last-value field.
-    #[error("nodes `{first}` and `{second}` both wrote field `{field}` in the same super-step; give the field a reducer (for example #[reducer(append)]) or let only one of them write it")]
+    #[error(
+        "nodes `{first}` and `{second}` both wrote field `{field}` in the same super-step; give the field a reducer (for example #[reducer(append)]) or let only one of them write it"
+    )]
     InvalidConcurrentUpdate {
         /// The field.
         field: &'static str,
@@ -64,7 +76,9 @@ pub enum Error {
     },
 
     /// The run took more super-steps than allowed.
-    #[error("recursion limit of {limit} super-steps reached without finishing; if the graph is meant to run longer, raise it with `RunConfig::recursion_limit`, otherwise check the loop's exit condition")]
+    #[error(
+        "recursion limit of {limit} super-steps reached without finishing; if the graph is meant to run longer, raise it with `RunConfig::recursion_limit`, otherwise check the loop's exit condition"
+    )]
     RecursionLimit {
         /// The limit in force.
         limit: usize,
@@ -110,7 +124,9 @@ pub enum Error {
     },
 
     /// A router or `Command` sent the run to a node that does not exist.
-    #[error("`{from}` routed to `{target}`, which is not a node of this graph; return one of its nodes or END")]
+    #[error(
+        "`{from}` routed to `{target}`, which is not a node of this graph; return one of its nodes or END"
+    )]
     UnknownTarget {
         /// The node whose router or command chose the target.
         from: String,
@@ -119,7 +135,9 @@ pub enum Error {
     },
 
     /// A router chose a target outside the targets it declared.
-    #[error("the router after `{from}` returned `{target}`, which is not among its declared targets {declared:?}; add it to the declared targets")]
+    #[error(
+        "the router after `{from}` returned `{target}`, which is not among its declared targets {declared:?}; add it to the declared targets"
+    )]
     UndeclaredTarget {
         /// The node whose router chose the target.
         from: String,
@@ -130,7 +148,9 @@ pub enum Error {
     },
 
     /// A `Send` task's input was not of the type its node extracts.
-    #[error("node `{node}` takes a Send input of type `{expected}` but got {found}; send it that type (integer literals default to i32: write `5u32`)")]
+    #[error(
+        "node `{node}` takes a Send input of type `{expected}` but got {found}; send it that type (integer literals default to i32: write `5u32`)"
+    )]
     InputType {
         /// The node.
         node: String,
@@ -161,11 +181,15 @@ pub enum Error {
     },
 
     /// A run needs a checkpointer for this (interrupts, `get_state`, resuming).
-    #[error("{0} needs a checkpointer; compile the graph with `compile_with(CompileOptions::new().checkpointer(...))`")]
+    #[error(
+        "{0} needs a checkpointer; compile the graph with `compile_with(CompileOptions::new().checkpointer(...))`"
+    )]
     NoCheckpointer(&'static str),
 
     /// A run with a checkpointer was started without a thread id.
-    #[error("this graph has a checkpointer, so every run needs a thread: pass `RunConfig::new().thread_id(\"...\")`")]
+    #[error(
+        "this graph has a checkpointer, so every run needs a thread: pass `RunConfig::new().thread_id(\"...\")`"
+    )]
     MissingThreadId,
 
     /// The thread or checkpoint asked for does not exist.
@@ -178,7 +202,9 @@ pub enum Error {
     },
 
     /// A stored checkpoint could not be read (corrupt, truncated, or the state type changed).
-    #[error("checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be read: {message}; fork from an earlier checkpoint or delete the thread")]
+    #[error(
+        "checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be read: {message}; fork from an earlier checkpoint or delete the thread"
+    )]
     CorruptCheckpoint {
         /// The thread.
         thread_id: String,
@@ -189,7 +215,9 @@ pub enum Error {
     },
 
     /// A checkpoint was written by a newer graphkit.
-    #[error("checkpoint `{checkpoint_id}` of thread `{thread_id}` has format version {found}, but this build reads up to {supported}; upgrade graphkit to read it")]
+    #[error(
+        "checkpoint `{checkpoint_id}` of thread `{thread_id}` has format version {found}, but this build reads up to {supported}; upgrade graphkit to read it"
+    )]
     CheckpointVersion {
         /// The thread.
         thread_id: String,
@@ -202,7 +230,9 @@ pub enum Error {
     },
 
     /// Another run holds the thread.
-    #[error("thread `{0}` is busy: another run is using it; wait for it to finish or use another thread id")]
+    #[error(
+        "thread `{0}` is busy: another run is using it; wait for it to finish or use another thread id"
+    )]
     ThreadBusy(String),
 
     /// The checkpoint or store backend failed (database unreachable, disk full, ...).
@@ -215,11 +245,15 @@ pub enum Error {
     },
 
     /// A store namespace part or key is invalid.
-    #[error("invalid store {0}: namespace parts and keys must be non-empty and free of control characters")]
+    #[error(
+        "invalid store {0}: namespace parts and keys must be non-empty and free of control characters"
+    )]
     InvalidStoreKey(String),
 
     /// A blocking entry point was called from inside an async runtime.
-    #[error("a blocking graphkit call (invoke_blocking) ran inside an async runtime, where it would stall it; use the async method (invoke) instead")]
+    #[error(
+        "a blocking graphkit call (invoke_blocking) ran inside an async runtime, where it would stall it; use the async method (invoke) instead"
+    )]
     BlockingInAsync,
 
     /// The runtime for a blocking call could not be built.

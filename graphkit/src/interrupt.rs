@@ -57,8 +57,15 @@ impl Resume {
     }
 
     /// Answers interrupts by id.
-    pub fn by_id<K: Into<String>, V: Into<Value>>(values: impl IntoIterator<Item = (K, V)>) -> Self {
-        Self::ById(values.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    pub fn by_id<K: Into<String>, V: Into<Value>>(
+        values: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Self::ById(
+            values
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 
@@ -78,7 +85,10 @@ pub(crate) struct Scratchpad {
 
 impl Scratchpad {
     pub(crate) fn new(resume: Vec<Value>) -> Arc<Self> {
-        Arc::new(Self { resume, calls: AtomicUsize::new(0) })
+        Arc::new(Self {
+            resume,
+            calls: AtomicUsize::new(0),
+        })
     }
 
     /// The `interrupt` call: the resume value for this call, or the pause signal.

@@ -1,5 +1,7 @@
 //! `compile()` validation: every error names the node and the fix.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 
 use graphkit::{Command, END, Error, NodeOptions, START, State, StateGraph, SyncNode};
@@ -21,7 +23,11 @@ fn graph() -> StateGraph<S> {
 #[test]
 fn a_valid_graph_compiles() {
     let mut g = graph();
-    g.add_node("a", noop).add_node("b", noop).add_edge(START, "a").add_edge("a", "b").add_edge("b", END);
+    g.add_node("a", noop)
+        .add_node("b", noop)
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", END);
     let compiled = g.compile().unwrap();
     assert_eq!(compiled.node_names().collect::<Vec<_>>(), ["a", "b"]);
 }
@@ -29,23 +35,32 @@ fn a_valid_graph_compiles() {
 #[test]
 fn an_edge_to_an_unknown_node_names_it() {
     let mut g = graph();
-    g.add_node("a", noop).add_edge(START, "a").add_edge("a", "typo");
+    g.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_edge("a", "typo");
     let err = g.compile().unwrap_err();
-    assert!(matches!(&err, Error::UnknownNode { node, .. } if node == "typo"), "{err}");
+    assert!(
+        matches!(&err, Error::UnknownNode { node, .. } if node == "typo"),
+        "{err}"
+    );
     assert!(err.to_string().contains("add_node(\"typo\""), "{err}");
 }
 
 #[test]
 fn an_unknown_router_target_is_caught_at_compile_time() {
     let mut g = graph();
-    g.add_node("a", noop).add_edge(START, "a").add_conditional_edges("a", |_: &S| END, ["b", END]);
+    g.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_conditional_edges("a", |_: &S| END, ["b", END]);
     assert!(matches!(g.compile(), Err(Error::UnknownNode { node, .. }) if node == "b"));
 }
 
 #[test]
 fn duplicate_and_reserved_names_are_refused() {
     let mut g = graph();
-    g.add_node("a", noop).add_node("a", noop).add_edge(START, "a");
+    g.add_node("a", noop)
+        .add_node("a", noop)
+        .add_edge(START, "a");
     assert!(matches!(g.compile(), Err(Error::DuplicateNode(n)) if n == "a"));
 
     let mut g = graph();
@@ -67,7 +82,11 @@ fn a_graph_without_entry_is_refused() {
 #[test]
 fn an_unreachable_node_is_named() {
     let mut g = graph();
-    g.add_node("a", noop).add_node("orphan", noop).add_edge(START, "a").add_edge("a", END).add_edge("orphan", END);
+    g.add_node("a", noop)
+        .add_node("orphan", noop)
+        .add_edge(START, "a")
+        .add_edge("a", END)
+        .add_edge("orphan", END);
     assert!(matches!(g.compile(), Err(Error::Unreachable(n)) if n == "orphan"));
 }
 
@@ -77,7 +96,9 @@ fn a_node_reached_only_by_a_command_is_reachable_when_the_node_may_route() {
         Command::goto_only("b")
     }
     let mut g = graph();
-    g.add_node("a", router).add_node("b", noop).add_edge(START, "a");
+    g.add_node("a", router)
+        .add_node("b", noop)
+        .add_edge(START, "a");
     assert!(g.compile().is_ok());
 
     // With declared destinations, only those count.
@@ -99,7 +120,10 @@ fn a_loop_of_static_edges_is_refused() {
         .add_edge("b", "a")
         .add_edge("b", END);
     let err = g.compile().unwrap_err();
-    assert!(matches!(&err, Error::EndlessLoop(names) if names.contains("`a`") && names.contains("`b`")), "{err}");
+    assert!(
+        matches!(&err, Error::EndlessLoop(names) if names.contains("`a`") && names.contains("`b`")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -125,10 +149,14 @@ fn a_conditional_loop_with_an_exit_compiles() {
 #[test]
 fn edges_out_of_end_or_into_start_are_refused() {
     let mut g = graph();
-    g.add_node("a", noop).add_edge(START, "a").add_edge(END, "a");
+    g.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_edge(END, "a");
     assert!(matches!(g.compile(), Err(Error::InvalidEdge(_))));
     let mut g = graph();
-    g.add_node("a", noop).add_edge(START, "a").add_edge("a", START);
+    g.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_edge("a", START);
     assert!(matches!(g.compile(), Err(Error::InvalidEdge(_))));
 }
 

@@ -1,5 +1,7 @@
 //! Mermaid, DOT and ASCII output.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 
 use graphkit::{END, START, State, StateGraph};
@@ -16,7 +18,10 @@ async fn noop(_: Arc<S>) -> SUpdate {
 
 fn sample() -> graphkit::CompiledGraph<S> {
     let mut inner = StateGraph::<S>::new();
-    inner.add_node("step", noop).add_edge(START, "step").add_edge("step", END);
+    inner
+        .add_node("step", noop)
+        .add_edge(START, "step")
+        .add_edge("step", END);
     let mut g = StateGraph::<S>::new();
     g.add_node("a", noop)
         .add_node("b", noop)

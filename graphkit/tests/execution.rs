@@ -1,12 +1,14 @@
 //! Super-step execution semantics.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use graphkit::{
-    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, Send, State, StateGraph,
-    SyncNode,
+    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, Send,
+    State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -51,7 +53,11 @@ async fn routers_see_the_post_step_state() {
         .add_edge(START, "a")
         .add_edge(START, "b")
         // The router after `a` sees b's write too: both ran in the same step.
-        .add_conditional_edges("a", |s: &Log| if s.seen.len() == 2 { "yes" } else { END }, ["yes", END]);
+        .add_conditional_edges(
+            "a",
+            |s: &Log| if s.seen.len() == 2 { "yes" } else { END },
+            ["yes", END],
+        );
     let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
     assert_eq!(out.seen, ["a", "b", "yes"]);
 }
@@ -83,7 +89,11 @@ async fn send_runs_a_node_once_per_input_in_send_order() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("work", work)
         .add_node("reduce", mark("reduce"))
-        .add_conditional_edges(START, |_: &Log| (0..5u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(), ["work"])
+        .add_conditional_edges(
+            START,
+            |_: &Log| (0..5u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+            ["work"],
+        )
         .add_edge("work", "reduce")
         .add_edge("reduce", END);
     let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
@@ -97,15 +107,29 @@ async fn a_send_with_the_wrong_input_type_names_the_node() {
         LogUpdate::new()
     }
     let mut g = StateGraph::<Log>::new();
-    g.add_node("work", work).add_conditional_edges(START, |_: &Log| Send::new("work", "text".to_string()), ["work"]);
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::InputType { node, found, .. } if node == "work" && found.contains("String")), "{err}");
+    g.add_node("work", work).add_conditional_edges(
+        START,
+        |_: &Log| Send::new("work", "text".to_string()),
+        ["work"],
+    );
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InputType { node, found, .. } if node == "work" && found.contains("String")),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn command_updates_and_routes_while_static_edges_still_fire() {
     async fn decide(_: Arc<Log>) -> Command<Log> {
-        Command::new().update(LogUpdate::new().seen(vec!["decide".into()])).goto("extra")
+        Command::new()
+            .update(LogUpdate::new().seen(vec!["decide".into()]))
+            .goto("extra")
     }
     let mut g = StateGraph::<Log>::new();
     g.add_node("decide", decide)
@@ -124,8 +148,16 @@ async fn a_command_to_an_unknown_node_is_an_error() {
     }
     let mut g = StateGraph::<Log>::new();
     g.add_node("lost", lost).add_edge(START, "lost");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::UnknownTarget { from, target } if from == "lost" && target == "nowhere"), "{err}");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownTarget { from, target } if from == "lost" && target == "nowhere"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -139,37 +171,75 @@ async fn a_router_returning_an_undeclared_target_is_an_error() {
         .add_edge("c", END);
     // `c` is reachable only through the router's (wrong) choice, so declare it elsewhere.
     g.add_edge(START, "c");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::UndeclaredTarget { target, .. } if target == "c"), "{err}");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UndeclaredTarget { target, .. } if target == "c"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn a_dynamic_router_to_an_unknown_node_is_an_error_not_a_silent_end() {
     let mut g = StateGraph::<Log>::new();
-    g.add_node("a", mark("a")).add_edge(START, "a").add_dynamic_conditional_edges("a", |_: &Log| "ghost".to_string());
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::UnknownTarget { target, .. } if target == "ghost"), "{err}");
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_dynamic_conditional_edges("a", |_: &Log| "ghost".to_string());
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownTarget { target, .. } if target == "ghost"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn a_router_that_panics_or_errors_is_reported_with_its_node() {
     let mut g = StateGraph::<Log>::new();
-    g.add_node("a", mark("a")).add_edge(START, "a").add_conditional_edges(
-        "a",
-        |_: &Log| -> &'static str { panic!("router bug") },
-        [END],
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_conditional_edges(
+            "a",
+            |_: &Log| -> &'static str { panic!("router bug") },
+            [END],
+        );
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RouterFailed { node, message } if node == "a" && message.contains("router bug")),
+        "{err}"
     );
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::RouterFailed { node, message } if node == "a" && message.contains("router bug")), "{err}");
 
     let mut g = StateGraph::<Log>::new();
-    g.add_node("a", mark("a")).add_edge(START, "a").add_conditional_edges(
-        "a",
-        |_: &Log| -> Result<&'static str, String> { Err("no route".into()) },
-        [END],
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_conditional_edges(
+            "a",
+            |_: &Log| -> Result<&'static str, String> { Err("no route".into()) },
+            [END],
+        );
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RouterFailed { message, .. } if message == "no route"),
+        "{err}"
     );
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::RouterFailed { message, .. } if message == "no route"), "{err}");
 }
 
 #[tokio::test]
@@ -179,7 +249,12 @@ async fn two_writers_of_a_last_value_field_in_one_step_fail_the_run() {
         .add_node("b", |_: Arc<Log>| async { LogUpdate::new().last("b") })
         .add_edge(START, "a")
         .add_edge(START, "b");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, Error::InvalidConcurrentUpdate { field: "last", first, second } if first == "a" && second == "b"),
         "{err}"
@@ -192,7 +267,12 @@ async fn the_recursion_limit_stops_an_endless_conditional_loop() {
     g.add_node("spin", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
         .add_edge(START, "spin")
         .add_conditional_edges("spin", |_: &Log| "spin", ["spin", END]);
-    let err = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7)).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::RecursionLimit { limit: 7 }));
     assert!(err.to_string().contains("recursion_limit"));
 }
@@ -202,8 +282,17 @@ async fn a_loop_may_use_exactly_the_recursion_limit() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("spin", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
         .add_edge(START, "spin")
-        .add_conditional_edges("spin", |s: &Log| if s.count < 7 { "spin" } else { END }, ["spin", END]);
-    let out = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7)).await.unwrap();
+        .add_conditional_edges(
+            "spin",
+            |s: &Log| if s.count < 7 { "spin" } else { END },
+            ["spin", END],
+        );
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7))
+        .await
+        .unwrap();
     assert_eq!(out.count, 7);
 }
 
@@ -224,8 +313,12 @@ async fn a_failing_node_is_retried_by_its_policy() {
         }
     };
     let mut g = StateGraph::<Log>::new();
-    g.add_node_with("flaky", flaky, NodeOptions::new().retry(RetryPolicy::new(3).initial_interval(Duration::from_millis(5))))
-        .add_edge(START, "flaky");
+    g.add_node_with(
+        "flaky",
+        flaky,
+        NodeOptions::new().retry(RetryPolicy::new(3).initial_interval(Duration::from_millis(5))),
+    )
+    .add_edge(START, "flaky");
     let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
     assert_eq!(out.last, "attempt 3");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
@@ -242,8 +335,16 @@ async fn retries_stop_at_max_attempts_and_report_them() {
         NodeOptions::new().retry(RetryPolicy::new(2).initial_interval(Duration::from_millis(1))),
     )
     .add_edge(START, "broken");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::NodeFailed { node, attempts: 2, .. } if node == "broken"), "{err}");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeFailed { node, attempts: 2, .. } if node == "broken"),
+        "{err}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -257,7 +358,8 @@ async fn retry_on_limits_which_errors_are_retried() {
             counter.fetch_add(1, Ordering::SeqCst);
             async { Outcome::Err("fatal: bad key".into()) }
         },
-        NodeOptions::new().retry(RetryPolicy::new(5).retry_on(|e| !e.to_string().starts_with("fatal"))),
+        NodeOptions::new()
+            .retry(RetryPolicy::new(5).retry_on(|e| !e.to_string().starts_with("fatal"))),
     )
     .add_edge(START, "fatal");
     assert!(g.compile().unwrap().invoke(LogUpdate::new()).await.is_err());
@@ -276,8 +378,16 @@ async fn a_node_that_runs_past_its_timeout_fails() {
         NodeOptions::new().timeout(Duration::from_millis(50)),
     )
     .add_edge(START, "slow");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::NodeTimeout { node, .. } if node == "slow"), "{err}");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeTimeout { node, .. } if node == "slow"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -289,11 +399,19 @@ async fn a_panicking_node_fails_the_run_with_its_message() {
         }
         LogUpdate::new()
     })
-        .add_node("fine", mark("fine"))
-        .add_edge(START, "boom")
-        .add_edge(START, "fine");
-    let err = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap_err();
-    assert!(matches!(&err, Error::NodePanicked { node, message } if node == "boom" && message == "kaboom"), "{err}");
+    .add_node("fine", mark("fine"))
+    .add_edge(START, "boom")
+    .add_edge(START, "fine");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NodePanicked { node, message } if node == "boom" && message == "kaboom"),
+        "{err}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -317,7 +435,12 @@ async fn max_concurrency_bounds_tasks_in_flight() {
         |_: &Log| (0..10u64).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
         ["work"],
     );
-    let out = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(3)).await.unwrap();
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(3))
+        .await
+        .unwrap();
     assert_eq!(out.count, 10);
     assert_eq!(peak.load(Ordering::SeqCst), 3);
 }
@@ -336,14 +459,22 @@ async fn cancelling_the_token_stops_the_run() {
         }
     })
     .add_edge(START, "stuck");
-    let err = g.compile().unwrap().invoke_with(LogUpdate::new(), RunConfig::new().cancellation(token)).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke_with(LogUpdate::new(), RunConfig::new().cancellation(token))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Cancelled));
 }
 
 #[tokio::test]
 async fn an_empty_update_still_fires_static_edges() {
     let mut g = StateGraph::<Log>::new();
-    g.add_node("quiet", |_: Arc<Log>| async {}).add_node("next", mark("next")).add_edge(START, "quiet").add_edge("quiet", "next");
+    g.add_node("quiet", |_: Arc<Log>| async {})
+        .add_node("next", mark("next"))
+        .add_edge(START, "quiet")
+        .add_edge("quiet", "next");
     let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
     assert_eq!(out.seen, ["next"]);
 }
@@ -353,9 +484,18 @@ fn invoke_blocking_runs_from_sync_code_and_refuses_inside_a_runtime() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("a", mark("a")).add_edge(START, "a");
     let g = g.compile().unwrap();
-    assert_eq!(g.invoke_blocking(LogUpdate::new(), RunConfig::new()).unwrap().seen, ["a"]);
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    let err = rt.block_on(async { g.invoke_blocking(LogUpdate::new(), RunConfig::new()) }).unwrap_err();
+    assert_eq!(
+        g.invoke_blocking(LogUpdate::new(), RunConfig::new())
+            .unwrap()
+            .seen,
+        ["a"]
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = rt
+        .block_on(async { g.invoke_blocking(LogUpdate::new(), RunConfig::new()) })
+        .unwrap_err();
     assert!(matches!(err, Error::BlockingInAsync));
 }
 
@@ -364,7 +504,11 @@ async fn a_compiled_graph_serves_concurrent_runs() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("inc", SyncNode::new(|_: &Log| LogUpdate::new().count(1)))
         .add_edge(START, "inc")
-        .add_conditional_edges("inc", |s: &Log| if s.count < 5 { "inc" } else { END }, ["inc", END]);
+        .add_conditional_edges(
+            "inc",
+            |s: &Log| if s.count < 5 { "inc" } else { END },
+            ["inc", END],
+        );
     let g = g.compile().unwrap();
     let runs = (0..50).map(|_| {
         let g = g.clone();

@@ -1,13 +1,17 @@
 //! Threads, checkpoints, pending writes, interrupts, time travel (in-memory saver).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use graphkit::checkpoint::{CheckpointRecord, CheckpointSource, Checkpointer, InMemorySaver, ListOptions};
+use graphkit::checkpoint::{
+    CheckpointRecord, CheckpointSource, Checkpointer, InMemorySaver, ListOptions,
+};
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
-    Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Resume, RunConfig, RunInput, START, Send,
-    State, StateGraph, SyncNode,
+    Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Resume, RunConfig,
+    RunInput, START, Send, State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -34,20 +38,34 @@ fn say(word: &'static str) -> SyncNode<impl Fn(&Chat) -> ChatUpdate> {
 
 fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("a", say("a")).add_node("b", say("b")).add_node("c", say("c"));
-    g.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", END);
-    g.compile_with(CompileOptions::new().checkpointer(saver)).unwrap()
+    g.add_node("a", say("a"))
+        .add_node("b", say("b"))
+        .add_node("c", say("c"));
+    g.add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .add_edge("c", END);
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
 }
 
 #[tokio::test]
 async fn every_super_step_ends_with_a_checkpoint() {
     let graph = chain(saver());
-    let out = graph.invoke_with(ChatUpdate::new().log(vec!["hi".into()]), thread("t1")).await.unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new().log(vec!["hi".into()]), thread("t1"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["hi", "a", "b", "c"]);
 
-    let history = graph.get_state_history(&thread("t1"), &ListOptions::default()).await.unwrap();
-    let steps: Vec<(i64, CheckpointSource, Vec<String>)> =
-        history.iter().map(|s| (s.step, s.source, s.next.clone())).collect();
+    let history = graph
+        .get_state_history(&thread("t1"), &ListOptions::default())
+        .await
+        .unwrap();
+    let steps: Vec<(i64, CheckpointSource, Vec<String>)> = history
+        .iter()
+        .map(|s| (s.step, s.source, s.next.clone()))
+        .collect();
     assert_eq!(
         steps,
         [
@@ -58,22 +76,40 @@ async fn every_super_step_ends_with_a_checkpoint() {
         ]
     );
     assert_eq!(history[1].values.log, ["hi", "a", "b"]);
-    assert_eq!(history[0].parent_checkpoint_id.as_deref(), Some(history[1].checkpoint_id.as_str()));
+    assert_eq!(
+        history[0].parent_checkpoint_id.as_deref(),
+        Some(history[1].checkpoint_id.as_str())
+    );
     assert_eq!(history[2].metadata["writes"], serde_json::json!(["a"]));
 
     let latest = graph.get_state(&thread("t1")).await.unwrap();
     assert_eq!(latest.values, out);
     assert!(latest.next.is_empty() && latest.interrupts.is_empty());
 
-    let limited = graph.get_state_history(&thread("t1"), &ListOptions { limit: Some(2), ..Default::default() }).await.unwrap();
+    let limited = graph
+        .get_state_history(
+            &thread("t1"),
+            &ListOptions {
+                limit: Some(2),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
     assert_eq!(limited.len(), 2);
 }
 
 #[tokio::test]
 async fn a_second_input_on_a_thread_continues_its_state() {
     let graph = chain(saver());
-    graph.invoke_with(ChatUpdate::new(), thread("t")).await.unwrap();
-    let out = graph.invoke_with(ChatUpdate::new().log(vec!["again".into()]), thread("t")).await.unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("t"))
+        .await
+        .unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new().log(vec!["again".into()]), thread("t"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["a", "b", "c", "again", "a", "b", "c"]);
     assert_eq!(out.turns, 6);
 }
@@ -97,23 +133,42 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
     .add_node("flaky", move |_: Arc<Chat>| {
         let first = flaky_count.fetch_add(1, Ordering::SeqCst) == 0;
         async move {
-            if first { Err("flaky failure".into()) } else { Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec!["flaky".into()])) }
+            if first {
+                Err("flaky failure".into())
+            } else {
+                Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec!["flaky".into()]))
+            }
         }
     })
     .add_node("after", say("after"))
     .add_edge(START, "steady")
     .add_edge(START, "flaky")
     .add_edge(["steady", "flaky"], "after");
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
 
-    let err = graph.invoke_with(ChatUpdate::new(), thread("p")).await.unwrap_err();
-    assert!(matches!(&err, Error::NodeFailed { node, .. } if node == "flaky"), "{err}");
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("p"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::NodeFailed { node, .. } if node == "flaky"),
+        "{err}"
+    );
     let paused = graph.get_state(&thread("p")).await.unwrap();
     assert_eq!(paused.next, ["flaky", "steady"]);
 
-    let out = graph.invoke_with(RunInput::Continue, thread("p")).await.unwrap();
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("p"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["flaky", "steady", "after"]);
-    assert_eq!(steady_runs.load(Ordering::SeqCst), 1, "a finished sibling must not run again");
+    assert_eq!(
+        steady_runs.load(Ordering::SeqCst),
+        1,
+        "a finished sibling must not run again"
+    );
     assert_eq!(flaky_runs.load(Ordering::SeqCst), 2);
 }
 
@@ -125,13 +180,31 @@ async fn pending_sends_are_restored_with_their_inputs() {
     g.add_node("work", move |Input(n): Input<u32>| {
         let fail = n == 2 && counter.fetch_add(1, Ordering::SeqCst) == 0;
         async move {
-            if fail { Err("first try fails".into()) } else { Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec![format!("w{n}")])) }
+            if fail {
+                Err("first try fails".into())
+            } else {
+                Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec![format!("w{n}")]))
+            }
         }
     })
-    .add_conditional_edges(START, |_: &Chat| (0..4u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(), ["work"]);
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
-    assert!(graph.invoke_with(ChatUpdate::new(), thread("s")).await.is_err());
-    let out = graph.invoke_with(RunInput::Continue, thread("s")).await.unwrap();
+    .add_conditional_edges(
+        START,
+        |_: &Chat| (0..4u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        ["work"],
+    );
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("s"))
+            .await
+            .is_err()
+    );
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("s"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["w0", "w1", "w2", "w3"]);
 }
 
@@ -154,21 +227,47 @@ async fn write_cost_follows_the_update_not_the_state() {
     let mut g = StateGraph::<Long>::new();
     g.add_node(
         "talk",
-        SyncNode::new(|s: &Long| LongUpdate::new().messages(vec![Message { id: s.messages.len().to_string(), text: "x".repeat(1024) }])),
+        SyncNode::new(|s: &Long| {
+            LongUpdate::new().messages(vec![Message {
+                id: s.messages.len().to_string(),
+                text: "x".repeat(1024),
+            }])
+        }),
     )
     .add_edge(START, "talk")
-    .add_conditional_edges("talk", |s: &Long| if s.messages.len() < STEPS { "talk" } else { END }, ["talk", END]);
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver.clone())).unwrap();
-    let out = graph.invoke_with(LongUpdate::new(), thread("long")).await.unwrap();
+    .add_conditional_edges(
+        "talk",
+        |s: &Long| {
+            if s.messages.len() < STEPS {
+                "talk"
+            } else {
+                END
+            }
+        },
+        ["talk", END],
+    );
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    let out = graph
+        .invoke_with(LongUpdate::new(), thread("long"))
+        .await
+        .unwrap();
     assert_eq!(out.messages.len(), STEPS);
 
-    let records: Vec<CheckpointRecord> = saver.list("long", "", &ListOptions::default()).await.unwrap();
+    let records: Vec<CheckpointRecord> = saver
+        .list("long", "", &ListOptions::default())
+        .await
+        .unwrap();
     assert_eq!(records.len(), STEPS + 1);
     let total: usize = records.iter().map(|r| r.payload.len()).sum();
     let data = STEPS * 1024;
     // Full copies every step would write about STEPS²/2 KB (≈ 500 MB); deltas with
     // geometric snapshots stay within a small multiple of the data itself.
-    assert!(total < 4 * data, "wrote {total} bytes for {data} bytes of messages");
+    assert!(
+        total < 4 * data,
+        "wrote {total} bytes for {data} bytes of messages"
+    );
     assert!(records.iter().filter(|r| r.is_snapshot).count() < 20);
 
     eprintln!(
@@ -182,19 +281,35 @@ async fn write_cost_follows_the_update_not_the_state() {
 }
 
 async fn ask(state: Arc<Chat>, ctx: NodeContext) -> Result<ChatUpdate, Error> {
-    let answer = ctx.interrupt(serde_json::json!({ "question": "proceed?", "turns": state.turns }))?;
+    let answer =
+        ctx.interrupt(serde_json::json!({ "question": "proceed?", "turns": state.turns }))?;
     Ok(ChatUpdate::new().answer(answer.as_str().unwrap_or_default()))
 }
 
 #[tokio::test]
 async fn a_dynamic_interrupt_pauses_and_resume_returns_the_value() {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("before", say("before")).add_node("ask", ask).add_node("after", say("after"));
-    g.add_edge(START, "before").add_edge("before", "ask").add_edge("ask", "after");
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
+    g.add_node("before", say("before"))
+        .add_node("ask", ask)
+        .add_node("after", say("after"));
+    g.add_edge(START, "before")
+        .add_edge("before", "ask")
+        .add_edge("ask", "after");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
 
-    let err = graph.invoke_with(ChatUpdate::new(), thread("h")).await.unwrap_err();
-    let Error::Interrupted { interrupts, thread_id } = err else { panic!("expected an interrupt, got {err}") };
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("h"))
+        .await
+        .unwrap_err();
+    let Error::Interrupted {
+        interrupts,
+        thread_id,
+    } = err
+    else {
+        panic!("expected an interrupt, got {err}")
+    };
     assert_eq!(thread_id, "h");
     assert_eq!(interrupts.len(), 1);
     assert_eq!(interrupts[0].node, "ask");
@@ -205,10 +320,20 @@ async fn a_dynamic_interrupt_pauses_and_resume_returns_the_value() {
     assert_eq!(state.next, ["ask"]);
     assert_eq!(state.interrupts, interrupts);
 
-    let out = graph.invoke_with(Command::resume("yes"), thread("h")).await.unwrap();
+    let out = graph
+        .invoke_with(Command::resume("yes"), thread("h"))
+        .await
+        .unwrap();
     assert_eq!(out.answer, "yes");
     assert_eq!(out.log, ["before", "after"]);
-    assert!(graph.get_state(&thread("h")).await.unwrap().interrupts.is_empty());
+    assert!(
+        graph
+            .get_state(&thread("h"))
+            .await
+            .unwrap()
+            .interrupts
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -220,13 +345,29 @@ async fn several_interrupts_in_one_node_are_matched_in_order() {
     }
     let mut g = StateGraph::<Chat>::new();
     g.add_node("form", two_questions).add_edge(START, "form");
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
 
-    let first = graph.invoke_with(ChatUpdate::new(), thread("f")).await.unwrap_err();
-    assert!(matches!(&first, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "name?"));
-    let second = graph.invoke_with(Command::resume("Ada"), thread("f")).await.unwrap_err();
-    assert!(matches!(&second, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "age?"), "{second}");
-    let out = graph.invoke_with(Command::resume(36), thread("f")).await.unwrap();
+    let first = graph
+        .invoke_with(ChatUpdate::new(), thread("f"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&first, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "name?")
+    );
+    let second = graph
+        .invoke_with(Command::resume("Ada"), thread("f"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&second, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "age?"),
+        "{second}"
+    );
+    let out = graph
+        .invoke_with(Command::resume(36), thread("f"))
+        .await
+        .unwrap();
     assert_eq!(out.answer, "Ada is 36");
 }
 
@@ -239,22 +380,40 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
     let mut g = StateGraph::<Chat>::new();
     g.add_node("approve", approve).add_conditional_edges(
         START,
-        |_: &Chat| vec![Send::new("approve", "alice".to_string()), Send::new("approve", "bob".to_string())],
+        |_: &Chat| {
+            vec![
+                Send::new("approve", "alice".to_string()),
+                Send::new("approve", "bob".to_string()),
+            ]
+        },
         ["approve"],
     );
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
-    let Err(Error::Interrupted { interrupts, .. }) = graph.invoke_with(ChatUpdate::new(), thread("par")).await else {
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let Err(Error::Interrupted { interrupts, .. }) =
+        graph.invoke_with(ChatUpdate::new(), thread("par")).await
+    else {
         panic!("expected interrupts")
     };
     assert_eq!(interrupts.len(), 2);
     assert_ne!(interrupts[0].id, interrupts[1].id);
 
     // One plain value is ambiguous with two interrupts pending.
-    let err = graph.invoke_with(Command::resume("yes"), thread("par")).await.unwrap_err();
+    let err = graph
+        .invoke_with(Command::resume("yes"), thread("par"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::BadResume { .. }), "{err}");
 
-    let by_id = Resume::by_id([(interrupts[0].id.clone(), "yes"), (interrupts[1].id.clone(), "no")]);
-    let out = graph.invoke_with(Command::resume_with(by_id), thread("par")).await.unwrap();
+    let by_id = Resume::by_id([
+        (interrupts[0].id.clone(), "yes"),
+        (interrupts[1].id.clone(), "no"),
+    ]);
+    let out = graph
+        .invoke_with(Command::resume_with(by_id), thread("par"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["alice:yes", "bob:no"]);
 }
 
@@ -262,24 +421,48 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
 async fn interrupting_without_a_checkpointer_is_a_clear_error() {
     let mut g = StateGraph::<Chat>::new();
     g.add_node("ask", ask).add_edge(START, "ask");
-    let err = g.compile().unwrap().invoke(ChatUpdate::new()).await.unwrap_err();
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(ChatUpdate::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::NoCheckpointer(_)), "{err}");
 }
 
 #[tokio::test]
 async fn static_interrupts_pause_before_and_after_nodes() {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft")).add_node("publish", say("publish")).add_node("notify", say("notify"));
-    g.add_edge(START, "draft").add_edge("draft", "publish").add_edge("publish", "notify");
+    g.add_node("draft", say("draft"))
+        .add_node("publish", say("publish"))
+        .add_node("notify", say("notify"));
+    g.add_edge(START, "draft")
+        .add_edge("draft", "publish")
+        .add_edge("publish", "notify");
     let graph = g
-        .compile_with(CompileOptions::new().checkpointer(saver()).interrupt_before(["publish"]))
+        .compile_with(
+            CompileOptions::new()
+                .checkpointer(saver())
+                .interrupt_before(["publish"]),
+        )
         .unwrap();
 
-    let err = graph.invoke_with(ChatUpdate::new(), thread("s1")).await.unwrap_err();
-    assert!(matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before && interrupts[0].node == "publish"));
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("s1"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before && interrupts[0].node == "publish")
+    );
     let paused = graph.get_state(&thread("s1")).await.unwrap();
-    assert_eq!((paused.values.log.clone(), paused.next.clone()), (vec!["draft".to_string()], vec!["publish".to_string()]));
-    let out = graph.invoke_with(RunInput::Continue, thread("s1")).await.unwrap();
+    assert_eq!(
+        (paused.values.log.clone(), paused.next.clone()),
+        (vec!["draft".to_string()], vec!["publish".to_string()])
+    );
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("s1"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["draft", "publish", "notify"]);
 
     // Per run, after a node.
@@ -287,47 +470,96 @@ async fn static_interrupts_pause_before_and_after_nodes() {
         .invoke_with(ChatUpdate::new(), thread("s2").interrupt_after(["draft"]))
         .await
         .unwrap_err();
-    assert!(matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::After));
-    assert_eq!(graph.get_state(&thread("s2")).await.unwrap().values.log, ["draft"]);
+    assert!(
+        matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
+    );
+    assert_eq!(
+        graph.get_state(&thread("s2")).await.unwrap().values.log,
+        ["draft"]
+    );
 }
 
 #[tokio::test]
 async fn update_state_as_a_node_then_continue() {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft")).add_node("human", say("human")).add_node("publish", say("publish"));
-    g.add_edge(START, "draft").add_edge("draft", "human").add_edge("human", "publish");
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver()).interrupt_before(["human"])).unwrap();
-    assert!(graph.invoke_with(ChatUpdate::new(), thread("u")).await.is_err());
+    g.add_node("draft", say("draft"))
+        .add_node("human", say("human"))
+        .add_node("publish", say("publish"));
+    g.add_edge(START, "draft")
+        .add_edge("draft", "human")
+        .add_edge("human", "publish");
+    let graph = g
+        .compile_with(
+            CompileOptions::new()
+                .checkpointer(saver())
+                .interrupt_before(["human"]),
+        )
+        .unwrap();
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("u"))
+            .await
+            .is_err()
+    );
 
     // Answer in the human's place: its edges plan the next step.
-    graph.update_state(&thread("u"), ChatUpdate::new().answer("edited by hand"), Some("human")).await.unwrap();
+    graph
+        .update_state(
+            &thread("u"),
+            ChatUpdate::new().answer("edited by hand"),
+            Some("human"),
+        )
+        .await
+        .unwrap();
     let state = graph.get_state(&thread("u")).await.unwrap();
     assert_eq!(state.source, CheckpointSource::Update);
     assert_eq!(state.next, ["publish"]);
 
-    let out = graph.invoke_with(RunInput::Continue, thread("u")).await.unwrap();
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("u"))
+        .await
+        .unwrap();
     assert_eq!(out.answer, "edited by hand");
     assert_eq!(out.log, ["draft", "publish"]);
 
-    let err = graph.update_state(&thread("u"), ChatUpdate::new(), Some("nope")).await.unwrap_err();
+    let err = graph
+        .update_state(&thread("u"), ChatUpdate::new(), Some("nope"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::UnknownNode { .. }));
 }
 
 #[tokio::test]
 async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
     let graph = chain(saver());
-    graph.invoke_with(ChatUpdate::new(), thread("tt")).await.unwrap();
-    let history = graph.get_state_history(&thread("tt"), &ListOptions::default()).await.unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("tt"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("tt"), &ListOptions::default())
+        .await
+        .unwrap();
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
 
     // Rewrite history from after `a`, then replay the rest.
-    let fork = graph.update_state(&after_a.config(), ChatUpdate::new().answer("forked"), None).await.unwrap();
+    let fork = graph
+        .update_state(&after_a.config(), ChatUpdate::new().answer("forked"), None)
+        .await
+        .unwrap();
     let out = graph.invoke_with(RunInput::Continue, fork).await.unwrap();
     assert_eq!(out.log, ["a", "b", "c"]);
     assert_eq!(out.answer, "forked");
 
-    let all = graph.get_state_history(&thread("tt"), &ListOptions::default()).await.unwrap();
-    assert_eq!(all.len(), history.len() + 3, "the fork adds checkpoints; the old ones stay");
+    let all = graph
+        .get_state_history(&thread("tt"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        all.len(),
+        history.len() + 3,
+        "the fork adds checkpoints; the old ones stay"
+    );
     let old_end = graph.get_state(&history[0].config()).await.unwrap();
     assert_eq!(old_end.values.answer, "", "the original branch is intact");
 }
@@ -335,10 +567,19 @@ async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
 #[tokio::test]
 async fn delete_thread_removes_its_checkpoints() {
     let graph = chain(saver());
-    graph.invoke_with(ChatUpdate::new(), thread("gone")).await.unwrap();
-    graph.invoke_with(ChatUpdate::new(), thread("kept")).await.unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("gone"))
+        .await
+        .unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("kept"))
+        .await
+        .unwrap();
     graph.delete_thread("gone").await.unwrap();
-    assert!(matches!(graph.get_state(&thread("gone")).await, Err(Error::CheckpointNotFound { .. })));
+    assert!(matches!(
+        graph.get_state(&thread("gone")).await,
+        Err(Error::CheckpointNotFound { .. })
+    ));
     assert!(graph.get_state(&thread("kept")).await.is_ok());
 }
 
@@ -357,19 +598,29 @@ async fn a_second_run_on_a_busy_thread_is_refused() {
         }
     })
     .add_edge(START, "wait");
-    let graph = g.compile_with(CompileOptions::new().checkpointer(saver())).unwrap();
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
     let first = tokio::spawn({
         let graph = graph.clone();
         async move { graph.invoke_with(ChatUpdate::new(), thread("busy")).await }
     });
     entered.notified().await;
-    let err = graph.invoke_with(ChatUpdate::new(), thread("busy")).await.unwrap_err();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("busy"))
+        .await
+        .unwrap_err();
     assert!(matches!(&err, Error::ThreadBusy(t) if t == "busy"), "{err}");
     // Other threads are not blocked.
     gate.notify_one();
     assert_eq!(first.await.unwrap().unwrap().log, ["done"]);
     // And the thread is free again.
-    assert!(graph.invoke_with(RunInput::Continue, thread("busy")).await.is_ok());
+    assert!(
+        graph
+            .invoke_with(RunInput::Continue, thread("busy"))
+            .await
+            .is_ok()
+    );
 }
 
 fn record(thread: &str, id: &str, version: u32, payload: &[u8]) -> CheckpointRecord {
@@ -392,25 +643,62 @@ fn record(thread: &str, id: &str, version: u32, payload: &[u8]) -> CheckpointRec
 async fn bad_checkpoints_give_clear_errors_and_the_rest_keeps_working() {
     let saver = saver();
     let graph = chain(saver.clone());
-    graph.invoke_with(ChatUpdate::new(), thread("good")).await.unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("good"))
+        .await
+        .unwrap();
 
-    saver.put(record("truncated", "0001", 1, br#"{"state":{"log":["a"#)).await.unwrap();
+    saver
+        .put(record("truncated", "0001", 1, br#"{"state":{"log":["a"#))
+        .await
+        .unwrap();
     let err = graph.get_state(&thread("truncated")).await.unwrap_err();
-    assert!(matches!(&err, Error::CorruptCheckpoint { thread_id, checkpoint_id, .. } if thread_id == "truncated" && checkpoint_id == "0001"), "{err}");
+    assert!(
+        matches!(&err, Error::CorruptCheckpoint { thread_id, checkpoint_id, .. } if thread_id == "truncated" && checkpoint_id == "0001"),
+        "{err}"
+    );
 
-    saver.put(record("future", "0001", 99, b"{}")).await.unwrap();
+    saver
+        .put(record("future", "0001", 99, b"{}"))
+        .await
+        .unwrap();
     let err = graph.get_state(&thread("future")).await.unwrap_err();
-    assert!(matches!(err, Error::CheckpointVersion { found: 99, .. }), "{err}");
+    assert!(
+        matches!(err, Error::CheckpointVersion { found: 99, .. }),
+        "{err}"
+    );
 
     // A state written by another type (fields renamed since) fails by name.
-    saver.put(record("old-type", "0001", 1, br#"{"state":{"log":"not a list"},"next":[],"joins":[]}"#)).await.unwrap();
+    saver
+        .put(record(
+            "old-type",
+            "0001",
+            1,
+            br#"{"state":{"log":"not a list"},"next":[],"joins":[]}"#,
+        ))
+        .await
+        .unwrap();
     let err = graph.get_state(&thread("old-type")).await.unwrap_err();
-    assert!(err.to_string().contains("old-type") && err.to_string().contains("Chat"), "{err}");
-    let err = graph.invoke_with(RunInput::Continue, thread("old-type")).await.unwrap_err();
+    assert!(
+        err.to_string().contains("old-type") && err.to_string().contains("Chat"),
+        "{err}"
+    );
+    let err = graph
+        .invoke_with(RunInput::Continue, thread("old-type"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::CorruptCheckpoint { .. }));
 
-    assert_eq!(graph.get_state(&thread("good")).await.unwrap().values.log, ["a", "b", "c"]);
-    assert!(graph.invoke_with(ChatUpdate::new(), thread("another")).await.is_ok());
+    assert_eq!(
+        graph.get_state(&thread("good")).await.unwrap().values.log,
+        ["a", "b", "c"]
+    );
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("another"))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -418,7 +706,11 @@ async fn checkpoints_stream_mode_reports_each_save() {
     use futures::StreamExt;
     let graph = chain(saver());
     let events: Vec<_> = graph
-        .stream_with(ChatUpdate::new(), thread("cs"), graphkit::StreamMode::Checkpoints)
+        .stream_with(
+            ChatUpdate::new(),
+            thread("cs"),
+            graphkit::StreamMode::Checkpoints,
+        )
         .map(|e| e.unwrap())
         .collect()
         .await;
@@ -436,17 +728,39 @@ async fn checkpoints_stream_mode_reports_each_save() {
 async fn nodes_reach_the_store_across_threads() {
     let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("remember", |state: Arc<Chat>, ctx: NodeContext| async move {
-        let store = ctx.store().expect("compiled with a store");
-        let seen = store.get(&["memories"], "visits").await?.map_or(0, |item| item.value.as_u64().unwrap_or(0));
-        store.put(&["memories"], "visits", serde_json::json!(seen + 1)).await?;
-        Ok::<_, Error>(ChatUpdate::new().answer(format!("visit {} ({} turns)", seen + 1, state.turns)))
-    })
+    g.add_node(
+        "remember",
+        |state: Arc<Chat>, ctx: NodeContext| async move {
+            let store = ctx.store().expect("compiled with a store");
+            let seen = store
+                .get(&["memories"], "visits")
+                .await?
+                .map_or(0, |item| item.value.as_u64().unwrap_or(0));
+            store
+                .put(&["memories"], "visits", serde_json::json!(seen + 1))
+                .await?;
+            Ok::<_, Error>(ChatUpdate::new().answer(format!(
+                "visit {} ({} turns)",
+                seen + 1,
+                state.turns
+            )))
+        },
+    )
     .add_edge(START, "remember");
     let graph = g
-        .compile_with(CompileOptions::new().checkpointer(saver()).store(Arc::clone(&store)))
+        .compile_with(
+            CompileOptions::new()
+                .checkpointer(saver())
+                .store(Arc::clone(&store)),
+        )
         .unwrap();
-    graph.invoke_with(ChatUpdate::new(), thread("one")).await.unwrap();
-    let out = graph.invoke_with(ChatUpdate::new(), thread("two")).await.unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("one"))
+        .await
+        .unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new(), thread("two"))
+        .await
+        .unwrap();
     assert_eq!(out.answer, "visit 2 (0 turns)");
 }

@@ -1,10 +1,12 @@
 //! Reducer semantics and their laws (property tests).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::collections::HashMap;
 
 use graphkit::{
-    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, ListOp, MergeByKey, Reducer, State, StateUpdate,
-    StepWrites,
+    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, ListOp, MergeByKey, Reducer, State,
+    StateUpdate, StepWrites,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -27,7 +29,10 @@ fn concat<T: Clone>(a: &[T], b: &[T]) -> Vec<T> {
 }
 
 fn docs() -> impl Strategy<Value = Vec<Doc>> {
-    prop::collection::vec((0u8..20, any::<u16>()).prop_map(|(id, body)| Doc { id, body }), 0..40)
+    prop::collection::vec(
+        (0u8..20, any::<u16>()).prop_map(|(id, body)| Doc { id, body }),
+        0..40,
+    )
 }
 
 proptest! {
@@ -133,10 +138,22 @@ proptest! {
 
 #[test]
 fn merge_by_key_replaces_in_place_appends_new_and_removes() {
-    let mut docs = vec![Doc { id: 1, body: 10 }, Doc { id: 2, body: 20 }, Doc { id: 3, body: 30 }];
-    let update = KeyedUpdate::upsert([Doc { id: 2, body: 21 }, Doc { id: 4, body: 40 }]).and_remove(1);
+    let mut docs = vec![
+        Doc { id: 1, body: 10 },
+        Doc { id: 2, body: 20 },
+        Doc { id: 3, body: 30 },
+    ];
+    let update =
+        KeyedUpdate::upsert([Doc { id: 2, body: 21 }, Doc { id: 4, body: 40 }]).and_remove(1);
     MergeByKey::reduce(&mut docs, update);
-    assert_eq!(docs, [Doc { id: 2, body: 21 }, Doc { id: 3, body: 30 }, Doc { id: 4, body: 40 }]);
+    assert_eq!(
+        docs,
+        [
+            Doc { id: 2, body: 21 },
+            Doc { id: 3, body: 30 },
+            Doc { id: 4, body: 40 }
+        ]
+    );
     MergeByKey::reduce(&mut docs, KeyedUpdate::remove_all());
     assert!(docs.is_empty());
     MergeByKey::reduce(&mut docs, KeyedUpdate::replace([Doc { id: 9, body: 1 }]));
@@ -146,9 +163,15 @@ fn merge_by_key_replaces_in_place_appends_new_and_removes() {
 #[test]
 fn merge_by_key_on_a_map_is_a_right_biased_union() {
     let mut map: HashMap<String, u32> = HashMap::from([("a".into(), 1), ("b".into(), 2)]);
-    let update = KeyedUpdate::from(HashMap::from([("b".to_string(), 20), ("c".to_string(), 30)]));
+    let update = KeyedUpdate::from(HashMap::from([
+        ("b".to_string(), 20),
+        ("c".to_string(), 30),
+    ]));
     MergeByKey::reduce(&mut map, update);
-    assert_eq!(map, HashMap::from([("a".into(), 1), ("b".into(), 20), ("c".into(), 30)]));
+    assert_eq!(
+        map,
+        HashMap::from([("a".into(), 1), ("b".into(), 20), ("c".into(), 30)])
+    );
     MergeByKey::reduce(&mut map, KeyedUpdate::remove(["a".to_string()]));
     assert_eq!(map.len(), 2);
 }
@@ -190,9 +213,14 @@ fn derived_update_applies_every_reducer() {
         .count(3)
         .longest("abc".to_string())
         .scaled(2u8);
-    assert_eq!(update.written_fields(), ["title", "notes", "docs", "count", "longest", "scaled"]);
+    assert_eq!(
+        update.written_fields(),
+        ["title", "notes", "docs", "count", "longest", "scaled"]
+    );
     state.apply_update(update).unwrap();
-    state.apply_update(EverythingUpdate::new().longest("z".to_string()).count(-1)).unwrap();
+    state
+        .apply_update(EverythingUpdate::new().longest("z".to_string()).count(-1))
+        .unwrap();
     assert_eq!(state.title, "t");
     assert_eq!(state.notes, ["a", "b"]);
     assert_eq!(state.docs, [Doc { id: 1, body: 1 }]);
@@ -203,9 +231,14 @@ fn derived_update_applies_every_reducer() {
 
 #[test]
 fn update_serde_round_trip_skips_untouched_fields() {
-    let update = EverythingUpdate::new().title("x").notes(AppendUpdate::replace(["n".to_string()]));
+    let update = EverythingUpdate::new()
+        .title("x")
+        .notes(AppendUpdate::replace(["n".to_string()]));
     let json = serde_json::to_value(&update).unwrap();
-    assert_eq!(json, serde_json::json!({"title": "x", "notes": {"clear": true, "items": ["n"]}}));
+    assert_eq!(
+        json,
+        serde_json::json!({"title": "x", "notes": {"clear": true, "items": ["n"]}})
+    );
     let back: EverythingUpdate = serde_json::from_value(json).unwrap();
     assert_eq!(back.written_fields(), ["title", "notes"]);
     assert!(EverythingUpdate::new().is_empty());
@@ -216,16 +249,37 @@ fn two_tasks_writing_one_last_value_field_in_a_step_is_an_error() {
     let mut state = Everything::default();
     let mut writes = StepWrites::default();
     writes.begin_task(0, &"alpha".into());
-    state.apply(EverythingUpdate::new().title("a").notes(vec!["x".into()]), &mut writes).unwrap();
+    state
+        .apply(
+            EverythingUpdate::new().title("a").notes(vec!["x".into()]),
+            &mut writes,
+        )
+        .unwrap();
     // The same task writing again is fine.
-    state.apply(EverythingUpdate::new().title("a2"), &mut writes).unwrap();
+    state
+        .apply(EverythingUpdate::new().title("a2"), &mut writes)
+        .unwrap();
     writes.begin_task(1, &"beta".into());
     // Reducer fields may be written by every task.
-    state.apply(EverythingUpdate::new().notes(vec!["y".into()]).count(1), &mut writes).unwrap();
-    let err = state.apply(EverythingUpdate::new().title("b"), &mut writes).unwrap_err();
+    state
+        .apply(
+            EverythingUpdate::new().notes(vec!["y".into()]).count(1),
+            &mut writes,
+        )
+        .unwrap();
+    let err = state
+        .apply(EverythingUpdate::new().title("b"), &mut writes)
+        .unwrap_err();
     match err {
-        Error::InvalidConcurrentUpdate { field, first, second } => {
-            assert_eq!((field, first.as_str(), second.as_str()), ("title", "alpha", "beta"));
+        Error::InvalidConcurrentUpdate {
+            field,
+            first,
+            second,
+        } => {
+            assert_eq!(
+                (field, first.as_str(), second.as_str()),
+                ("title", "alpha", "beta")
+            );
         }
         other => panic!("unexpected error {other}"),
     }
@@ -244,7 +298,12 @@ struct Plain {
 
 #[test]
 fn a_whole_state_converts_into_an_update() {
-    let state = Plain { title: "t".into(), notes: vec!["n".into()], count: 5, longest: "l".into() };
+    let state = Plain {
+        title: "t".into(),
+        notes: vec!["n".into()],
+        count: 5,
+        longest: "l".into(),
+    };
     let mut fresh = Plain::default();
     fresh.apply_update(state.clone().into()).unwrap();
     assert_eq!(fresh.title, "t");

@@ -1,11 +1,13 @@
 //! Stream modes: values, updates, custom, tasks; several at once; subgraph namespaces.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 
 use futures::StreamExt;
 use graphkit::{
-    END, Error, NodeContext, RunConfig, START, State, StateGraph, StreamEvent, StreamMode, StreamPayload, StreamWriter,
-    TaskEventKind,
+    END, Error, NodeContext, RunConfig, START, State, StateGraph, StreamEvent, StreamMode,
+    StreamPayload, StreamWriter, TaskEventKind,
 };
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +24,11 @@ fn counting_graph() -> graphkit::CompiledGraph<Counter> {
         CounterUpdate::new().n(1)
     })
     .add_edge(START, "inc")
-    .add_conditional_edges("inc", |s: &Counter| if s.n < 2 { "inc" } else { END }, ["inc", END]);
+    .add_conditional_edges(
+        "inc",
+        |s: &Counter| if s.n < 2 { "inc" } else { END },
+        ["inc", END],
+    );
     g.compile().unwrap()
 }
 
@@ -71,7 +77,12 @@ async fn several_modes_interleave_in_order() {
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["values", "custom", "updates", "values", "custom", "updates", "values"]);
+    assert_eq!(
+        kinds,
+        [
+            "values", "custom", "updates", "values", "custom", "updates", "values"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -110,9 +121,19 @@ async fn tasks_mode_reports_start_and_end_with_duration() {
 #[tokio::test]
 async fn tasks_mode_reports_errors_and_the_stream_ends_with_the_error() {
     let mut g = StateGraph::<Counter>::new();
-    g.add_node("bad", |_: Arc<Counter>| async { Err::<CounterUpdate, _>("broken") }).add_edge(START, "bad");
-    let items: Vec<_> = g.compile().unwrap().stream(CounterUpdate::new(), StreamMode::Tasks).collect().await;
-    assert!(matches!(&items[1], Ok(StreamEvent { payload: StreamPayload::Task(t), .. }) if matches!(&t.kind, TaskEventKind::Error { error, .. } if error == "broken")));
+    g.add_node("bad", |_: Arc<Counter>| async {
+        Err::<CounterUpdate, _>("broken")
+    })
+    .add_edge(START, "bad");
+    let items: Vec<_> = g
+        .compile()
+        .unwrap()
+        .stream(CounterUpdate::new(), StreamMode::Tasks)
+        .collect()
+        .await;
+    assert!(
+        matches!(&items[1], Ok(StreamEvent { payload: StreamPayload::Task(t), .. }) if matches!(&t.kind, TaskEventKind::Error { error, .. } if error == "broken"))
+    );
     assert!(matches!(items.last(), Some(Err(Error::NodeFailed { node, .. })) if node == "bad"));
 }
 
@@ -134,8 +155,15 @@ async fn stream_writer_current_finds_the_writer_inside_a_node() {
         CounterUpdate::new()
     })
     .add_edge(START, "helper_user");
-    let events = collect(g.compile().unwrap().stream(CounterUpdate::new(), StreamMode::Messages)).await;
-    assert!(matches!(&events[..], [StreamEvent { payload: StreamPayload::Messages { node, payload }, .. }] if &**node == "helper_user" && payload["token"] == "hi"));
+    let events = collect(
+        g.compile()
+            .unwrap()
+            .stream(CounterUpdate::new(), StreamMode::Messages),
+    )
+    .await;
+    assert!(
+        matches!(&events[..], [StreamEvent { payload: StreamPayload::Messages { node, payload }, .. }] if &**node == "helper_user" && payload["token"] == "hi")
+    );
 }
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
@@ -155,16 +183,34 @@ async fn subgraph_events_carry_their_namespace() {
         .add_edge(START, "speak");
     let mut outer = StateGraph::<Counter>::new();
     outer
-        .add_subgraph_mapped("child", inner.compile().unwrap(), |_| InnerUpdate::new(), |c: &Inner| CounterUpdate::new().n(c.words.len() as u32))
+        .add_subgraph_mapped(
+            "child",
+            inner.compile().unwrap(),
+            |_| InnerUpdate::new(),
+            |c: &Inner| CounterUpdate::new().n(c.words.len() as u32),
+        )
         .add_edge(START, "child");
     let graph = outer.compile().unwrap();
 
     let modes = [StreamMode::Updates, StreamMode::Custom];
     let config = RunConfig::new().subgraphs(true);
-    let events: Vec<_> = graph.stream_with(CounterUpdate::new(), config, modes).map(|e| e.unwrap()).collect().await;
-    let custom = events.iter().find(|e| matches!(e.payload, StreamPayload::Custom { .. })).unwrap();
-    assert_eq!(custom.namespace.iter().map(|s| &**s).collect::<Vec<_>>(), ["child:1"]);
-    let child_update = events.iter().find(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. })).unwrap();
+    let events: Vec<_> = graph
+        .stream_with(CounterUpdate::new(), config, modes)
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    let custom = events
+        .iter()
+        .find(|e| matches!(e.payload, StreamPayload::Custom { .. }))
+        .unwrap();
+    assert_eq!(
+        custom.namespace.iter().map(|s| &**s).collect::<Vec<_>>(),
+        ["child:1"]
+    );
+    let child_update = events
+        .iter()
+        .find(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. }))
+        .unwrap();
     match &child_update.payload {
         StreamPayload::SubgraphUpdates { node, update } => {
             assert_eq!(&**node, "speak");
@@ -172,11 +218,26 @@ async fn subgraph_events_carry_their_namespace() {
         }
         _ => unreachable!(),
     }
-    let root_update = events.iter().find(|e| matches!(e.payload, StreamPayload::Updates { .. })).unwrap();
+    let root_update = events
+        .iter()
+        .find(|e| matches!(e.payload, StreamPayload::Updates { .. }))
+        .unwrap();
     assert!(root_update.namespace.is_empty());
 
     // Without `subgraphs`, the child's updates stay hidden but custom events still surface.
-    let events: Vec<_> = graph.stream(CounterUpdate::new(), modes).map(|e| e.unwrap()).collect().await;
-    assert!(!events.iter().any(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. })));
-    assert!(events.iter().any(|e| matches!(e.payload, StreamPayload::Custom { .. })));
+    let events: Vec<_> = graph
+        .stream(CounterUpdate::new(), modes)
+        .map(|e| e.unwrap())
+        .collect()
+        .await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. }))
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.payload, StreamPayload::Custom { .. }))
+    );
 }

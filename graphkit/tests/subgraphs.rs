@@ -1,5 +1,7 @@
 //! Subgraphs as nodes: same state type, mapped state type, and commands to the parent.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 
 use graphkit::{Command, END, Error, START, State, StateGraph};
@@ -19,7 +21,11 @@ fn step(name: &'static str) -> impl Fn(Arc<Doc>) -> std::future::Ready<DocUpdate
 #[tokio::test]
 async fn a_same_state_subgraph_writes_its_updates_once_into_the_parent() {
     let mut child = StateGraph::<Doc>::new();
-    child.add_node("c1", step("c1")).add_node("c2", step("c2")).add_edge(START, "c1").add_edge("c1", "c2");
+    child
+        .add_node("c1", step("c1"))
+        .add_node("c2", step("c2"))
+        .add_edge(START, "c1")
+        .add_edge("c1", "c2");
     let mut parent = StateGraph::<Doc>::new();
     parent
         .add_node("before", step("before"))
@@ -29,7 +35,12 @@ async fn a_same_state_subgraph_writes_its_updates_once_into_the_parent() {
         .add_edge("before", "child")
         .add_edge("child", "after")
         .add_edge("after", END);
-    let out = parent.compile().unwrap().invoke(DocUpdate::new()).await.unwrap();
+    let out = parent
+        .compile()
+        .unwrap()
+        .invoke(DocUpdate::new())
+        .await
+        .unwrap();
     // The child starts from the parent's state; its appends land once, not duplicated.
     assert_eq!(out.log, ["before", "c1", "c2", "after"]);
 }
@@ -45,7 +56,9 @@ struct Summary {
 async fn a_mapped_subgraph_translates_state_both_ways() {
     let mut child = StateGraph::<Summary>::new();
     child
-        .add_node("count", |s: Arc<Summary>| async move { SummaryUpdate::new().words(s.text.split_whitespace().count()) })
+        .add_node("count", |s: Arc<Summary>| async move {
+            SummaryUpdate::new().words(s.text.split_whitespace().count())
+        })
         .add_edge(START, "count");
     let mut parent = StateGraph::<Doc>::new();
     parent
@@ -56,7 +69,12 @@ async fn a_mapped_subgraph_translates_state_both_ways() {
             |s: &Summary| DocUpdate::new().log(vec![format!("{} words", s.words)]),
         )
         .add_edge(START, "summarize");
-    let out = parent.compile().unwrap().invoke(DocUpdate::new().title("three little words")).await.unwrap();
+    let out = parent
+        .compile()
+        .unwrap()
+        .invoke(DocUpdate::new().title("three little words"))
+        .await
+        .unwrap();
     assert_eq!(out.log, ["3 words"]);
 }
 
@@ -65,7 +83,10 @@ async fn a_command_to_the_parent_routes_in_the_parent() {
     let mut child = StateGraph::<Doc>::new();
     child
         .add_node("escalate", |_: Arc<Doc>| async {
-            Command::<Doc>::new().update(DocUpdate::new().log(vec!["escalated".into()])).goto("human").to_parent()
+            Command::<Doc>::new()
+                .update(DocUpdate::new().log(vec!["escalated".into()]))
+                .goto("human")
+                .to_parent()
         })
         .add_node("unreached", step("unreached"))
         .add_edge(START, "escalate")
@@ -75,25 +96,58 @@ async fn a_command_to_the_parent_routes_in_the_parent() {
         .add_subgraph("child", child.compile().unwrap())
         .add_node("human", step("human"))
         .add_edge(START, "child");
-    let out = parent.compile().unwrap().invoke(DocUpdate::new()).await.unwrap();
+    let out = parent
+        .compile()
+        .unwrap()
+        .invoke(DocUpdate::new())
+        .await
+        .unwrap();
     assert_eq!(out.log, ["escalated", "human"]);
 }
 
 #[tokio::test]
 async fn a_command_to_the_parent_from_a_root_graph_is_an_error() {
     let mut g = StateGraph::<Doc>::new();
-    g.add_node("orphan", |_: Arc<Doc>| async { Command::<Doc>::goto_only("x").to_parent() }).add_edge(START, "orphan");
-    let err = g.compile().unwrap().invoke(DocUpdate::new()).await.unwrap_err();
-    assert!(matches!(err, Error::ParentCommand { .. } | Error::NoParentGraph { .. }), "{err}");
+    g.add_node("orphan", |_: Arc<Doc>| async {
+        Command::<Doc>::goto_only("x").to_parent()
+    })
+    .add_edge(START, "orphan");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(DocUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ParentCommand { .. } | Error::NoParentGraph { .. }
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn a_failing_subgraph_names_the_subgraph_node_and_the_inner_node() {
     let mut child = StateGraph::<Doc>::new();
-    child.add_node("inner", |_: Arc<Doc>| async { Err::<DocUpdate, _>("inner broke") }).add_edge(START, "inner");
+    child
+        .add_node("inner", |_: Arc<Doc>| async {
+            Err::<DocUpdate, _>("inner broke")
+        })
+        .add_edge(START, "inner");
     let mut parent = StateGraph::<Doc>::new();
-    parent.add_subgraph("child", child.compile().unwrap()).add_edge(START, "child");
-    let err = parent.compile().unwrap().invoke(DocUpdate::new()).await.unwrap_err();
+    parent
+        .add_subgraph("child", child.compile().unwrap())
+        .add_edge(START, "child");
+    let err = parent
+        .compile()
+        .unwrap()
+        .invoke(DocUpdate::new())
+        .await
+        .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("`child`") && text.contains("`inner`") && text.contains("inner broke"), "{text}");
+    assert!(
+        text.contains("`child`") && text.contains("`inner`") && text.contains("inner broke"),
+        "{text}"
+    );
 }

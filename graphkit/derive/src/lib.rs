@@ -15,7 +15,9 @@ use syn::{Data, DeriveInput, Fields, Ident, Path, Type, parse_macro_input, spann
 #[proc_macro_derive(State, attributes(reducer, state))]
 pub fn derive_state(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
-    expand(&input).unwrap_or_else(syn::Error::into_compile_error).into()
+    expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
 }
 
 enum Kind {
@@ -23,7 +25,10 @@ enum Kind {
     Append,
     MergeByKey,
     Add,
-    Custom { func: Path, update: Option<Type> },
+    Custom {
+        func: Box<Path>,
+        update: Option<Box<Type>>,
+    },
 }
 
 struct FieldSpec {
@@ -37,7 +42,10 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
     let mut seen = false;
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("reducer")) {
         if seen {
-            return Err(syn::Error::new(attr.span(), "a field takes one #[reducer(...)]"));
+            return Err(syn::Error::new(
+                attr.span(),
+                "a field takes one #[reducer(...)]",
+            ));
         }
         seen = true;
         let mut func = None;
@@ -60,9 +68,17 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
             Ok(())
         })?;
         match (func, update) {
-            (Some(func), update) => kind = Kind::Custom { func, update },
+            (Some(func), update) => {
+                kind = Kind::Custom {
+                    func: Box::new(func),
+                    update: update.map(Box::new),
+                }
+            }
             (None, Some(_)) => {
-                return Err(syn::Error::new(attr.span(), "`update = Type` needs `with = path`"));
+                return Err(syn::Error::new(
+                    attr.span(),
+                    "`update = Type` needs `with = path`",
+                ));
             }
             (None, None) => {}
         }
@@ -97,17 +113,26 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         ));
     }
     let Data::Struct(data) = &input.data else {
-        return Err(syn::Error::new(input.span(), "#[derive(State)] works on structs only"));
+        return Err(syn::Error::new(
+            input.span(),
+            "#[derive(State)] works on structs only",
+        ));
     };
     let Fields::Named(named) = &data.fields else {
-        return Err(syn::Error::new(input.span(), "#[derive(State)] needs named fields"));
+        return Err(syn::Error::new(
+            input.span(),
+            "#[derive(State)] needs named fields",
+        ));
     };
     let fields = named
         .named
         .iter()
         .map(|f| {
             Ok(FieldSpec {
-                ident: f.ident.clone().ok_or_else(|| syn::Error::new(f.span(), "unnamed field"))?,
+                ident: f
+                    .ident
+                    .clone()
+                    .ok_or_else(|| syn::Error::new(f.span(), "unnamed field"))?,
                 ty: f.ty.clone(),
                 kind: parse_kind(f)?,
             })
@@ -125,7 +150,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             Kind::LastValue | Kind::Add => quote!(#ty),
             Kind::Append => quote!(<#gk::Append as #gk::Reducer<#ty>>::Update),
             Kind::MergeByKey => quote!(<#gk::MergeByKey as #gk::Reducer<#ty>>::Update),
-            Kind::Custom { update: Some(u), .. } => quote!(#u),
+            Kind::Custom {
+                update: Some(u), ..
+            } => quote!(#u),
             Kind::Custom { update: None, .. } => quote!(#ty),
         }
     };
@@ -227,7 +254,10 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     }
                 },
             ),
-            Kind::Custom { func, update: explicit } => {
+            Kind::Custom {
+                func,
+                update: explicit,
+            } => {
                 if explicit.is_some() {
                     from_state_possible = false;
                 }

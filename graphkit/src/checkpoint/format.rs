@@ -64,13 +64,20 @@ pub(crate) enum Pending<S: State> {
     /// A task finished with these writes.
     Output(TaskWrite<S>),
     /// A task paused on `interrupt(payload)`, its `index`-th interrupt call.
-    Interrupt { id: String, index: usize, payload: Value },
+    Interrupt {
+        id: String,
+        index: usize,
+        payload: Value,
+    },
     /// Resume values given to a task so far, in interrupt order.
     Resume(Vec<Value>),
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec(value).map_err(|source| Error::Serde { what: what.to_owned(), source })
+    serde_json::to_vec(value).map_err(|source| Error::Serde {
+        what: what.to_owned(),
+        source,
+    })
 }
 
 fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> Error {
@@ -91,16 +98,27 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
             supported: FORMAT_VERSION,
         });
     }
-    let body: Body<S> = serde_json::from_slice(&record.payload)
-        .map_err(|e| corrupt(record, format!("the stored state does not decode as `{}` ({e})", std::any::type_name::<S>())))?;
+    let body: Body<S> = serde_json::from_slice(&record.payload).map_err(|e| {
+        corrupt(
+            record,
+            format!(
+                "the stored state does not decode as `{}` ({e})",
+                std::any::type_name::<S>()
+            ),
+        )
+    })?;
     if record.is_snapshot && body.state.is_none() {
         return Err(corrupt(record, "a snapshot without a state"));
     }
     Ok(body)
 }
 
-pub(crate) fn decode_pending<S: State>(record: &CheckpointRecord, payload: &[u8]) -> Result<Pending<S>, Error> {
-    serde_json::from_slice(payload).map_err(|e| corrupt(record, format!("a pending write does not decode ({e})")))
+pub(crate) fn decode_pending<S: State>(
+    record: &CheckpointRecord,
+    payload: &[u8],
+) -> Result<Pending<S>, Error> {
+    serde_json::from_slice(payload)
+        .map_err(|e| corrupt(record, format!("a pending write does not decode ({e})")))
 }
 
 /// A checkpoint with its state rebuilt.
@@ -115,7 +133,10 @@ pub(crate) struct Loaded<S: State> {
 }
 
 /// Rebuilds the state of `record`: walks back to the nearest snapshot and replays deltas.
-pub(crate) async fn load<S: State>(saver: &dyn Checkpointer, record: CheckpointRecord) -> Result<Loaded<S>, Error> {
+pub(crate) async fn load<S: State>(
+    saver: &dyn Checkpointer,
+    record: CheckpointRecord,
+) -> Result<Loaded<S>, Error> {
     let mut chain = vec![record];
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(last) = chain.last().filter(|r| !r.is_snapshot) {
@@ -125,30 +146,57 @@ pub(crate) async fn load<S: State>(saver: &dyn Checkpointer, record: CheckpointR
         if !seen.insert(parent.clone()) {
             return Err(corrupt(last, "its parent chain loops"));
         }
-        let found = saver.get(&last.thread_id, &last.checkpoint_ns, Some(&parent)).await?;
+        let found = saver
+            .get(&last.thread_id, &last.checkpoint_ns, Some(&parent))
+            .await?;
         match found {
             Some(tuple) => chain.push(tuple.record),
-            None => return Err(corrupt(last, format!("its parent checkpoint `{parent}` is missing"))),
+            None => {
+                return Err(corrupt(
+                    last,
+                    format!("its parent checkpoint `{parent}` is missing"),
+                ));
+            }
         }
     }
     let Some(base) = chain.pop() else {
-        return Err(Error::Backend { backend: "checkpoint loader", message: "empty chain".into() });
+        return Err(Error::Backend {
+            backend: "checkpoint loader",
+            message: "empty chain".into(),
+        });
     };
     let snapshot_bytes = base.payload.len();
     let mut delta_bytes = 0;
     let chain_len = chain.len();
     let base_body = decode_body::<S>(&base)?;
     let mut state = base_body.state.unwrap_or_default();
-    let mut top = (base, Body { state: None, writes: Vec::new(), next: base_body.next, joins: base_body.joins });
+    let mut top = (
+        base,
+        Body {
+            state: None,
+            writes: Vec::new(),
+            next: base_body.next,
+            joins: base_body.joins,
+        },
+    );
     while let Some(record) = chain.pop() {
         delta_bytes += record.payload.len();
         let mut body = decode_body::<S>(&record)?;
         for write in std::mem::take(&mut body.writes) {
             for update in write.updates {
-                state.apply_update(update).map_err(|e| corrupt(&record, format!("replaying its writes failed: {e}")))?;
+                state
+                    .apply_update(update)
+                    .map_err(|e| corrupt(&record, format!("replaying its writes failed: {e}")))?;
             }
         }
         top = (record, body);
     }
-    Ok(Loaded { record: top.0, state, body: top.1, chain_len, delta_bytes, snapshot_bytes })
+    Ok(Loaded {
+        record: top.0,
+        state,
+        body: top.1,
+        chain_len,
+        delta_bytes,
+        snapshot_bytes,
+    })
 }

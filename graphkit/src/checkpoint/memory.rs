@@ -41,7 +41,9 @@ impl InMemorySaver {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves consistent data (every update is a single
         // insert or removal), so a poisoned lock is safe to keep using.
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -49,7 +51,10 @@ impl InMemorySaver {
 impl Checkpointer for InMemorySaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
         let mut inner = self.lock();
-        let list = inner.threads.entry((record.thread_id.clone(), record.checkpoint_ns.clone())).or_default();
+        let list = inner
+            .threads
+            .entry((record.thread_id.clone(), record.checkpoint_ns.clone()))
+            .or_default();
         match list.binary_search_by(|r| r.checkpoint_id.cmp(&record.checkpoint_id)) {
             Ok(i) => list[i] = record,
             Err(i) => list.insert(i, record),
@@ -67,7 +72,11 @@ impl Checkpointer for InMemorySaver {
         let mut inner = self.lock();
         let saved = inner
             .writes
-            .entry((thread_id.to_owned(), checkpoint_ns.to_owned(), checkpoint_id.to_owned()))
+            .entry((
+                thread_id.to_owned(),
+                checkpoint_ns.to_owned(),
+                checkpoint_id.to_owned(),
+            ))
             .or_default();
         for write in writes {
             match saved.iter_mut().find(|w| w.task_id == write.task_id) {
@@ -85,7 +94,10 @@ impl Checkpointer for InMemorySaver {
         checkpoint_id: Option<&str>,
     ) -> Result<Option<CheckpointTuple>, Error> {
         let inner = self.lock();
-        let Some(list) = inner.threads.get(&(thread_id.to_owned(), checkpoint_ns.to_owned())) else {
+        let Some(list) = inner
+            .threads
+            .get(&(thread_id.to_owned(), checkpoint_ns.to_owned()))
+        else {
             return Ok(None);
         };
         let record = match checkpoint_id {
@@ -95,7 +107,11 @@ impl Checkpointer for InMemorySaver {
         Ok(record.map(|record| CheckpointTuple {
             pending_writes: inner
                 .writes
-                .get(&(thread_id.to_owned(), checkpoint_ns.to_owned(), record.checkpoint_id.clone()))
+                .get(&(
+                    thread_id.to_owned(),
+                    checkpoint_ns.to_owned(),
+                    record.checkpoint_id.clone(),
+                ))
                 .cloned()
                 .unwrap_or_default(),
             record: record.clone(),
@@ -109,15 +125,26 @@ impl Checkpointer for InMemorySaver {
         options: &ListOptions,
     ) -> Result<Vec<CheckpointRecord>, Error> {
         let inner = self.lock();
-        let Some(list) = inner.threads.get(&(thread_id.to_owned(), checkpoint_ns.to_owned())) else {
+        let Some(list) = inner
+            .threads
+            .get(&(thread_id.to_owned(), checkpoint_ns.to_owned()))
+        else {
             return Ok(Vec::new());
         };
         Ok(list
             .iter()
             .rev()
-            .filter(|r| options.before.as_deref().is_none_or(|before| r.checkpoint_id.as_str() < before))
             .filter(|r| {
-                options.metadata.as_ref().is_none_or(|filter| crate::store::matches_filter(&r.metadata, filter))
+                options
+                    .before
+                    .as_deref()
+                    .is_none_or(|before| r.checkpoint_id.as_str() < before)
+            })
+            .filter(|r| {
+                options
+                    .metadata
+                    .as_ref()
+                    .is_none_or(|filter| crate::store::matches_filter(&r.metadata, filter))
             })
             .take(options.limit.unwrap_or(usize::MAX))
             .cloned()
@@ -144,7 +171,11 @@ impl Checkpointer for InMemorySaver {
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
         let mut inner = self.lock();
-        if inner.locks.get(thread_id).is_some_and(|holder| holder == run_id) {
+        if inner
+            .locks
+            .get(thread_id)
+            .is_some_and(|holder| holder == run_id)
+        {
             inner.locks.remove(thread_id);
         }
         Ok(())

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
@@ -11,10 +12,9 @@ use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
 use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
 use crate::graph::subgraph::{MappedSubgraph, SameStateSubgraph};
 use crate::graph::{END, START};
-use crate::checkpoint::Checkpointer;
 use crate::run::config::RetryPolicy;
-use crate::store::Store;
 use crate::state::State;
+use crate::store::Store;
 
 /// Options of one node: retry policy, timeout, and the targets its `Command`s may name.
 ///
@@ -109,15 +109,23 @@ impl CompileOptions {
 
     /// Pauses every run before these nodes run.
     #[must_use]
-    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
-        self.interrupt_before.extend(nodes.into_iter().map(Into::into));
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(
+        mut self,
+        nodes: I,
+    ) -> Self {
+        self.interrupt_before
+            .extend(nodes.into_iter().map(Into::into));
         self
     }
 
     /// Pauses every run after these nodes have run.
     #[must_use]
-    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
-        self.interrupt_after.extend(nodes.into_iter().map(Into::into));
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(
+        mut self,
+        nodes: I,
+    ) -> Self {
+        self.interrupt_after
+            .extend(nodes.into_iter().map(Into::into));
         self
     }
 }
@@ -229,7 +237,14 @@ impl<S: State> StateGraph<S> {
         } else if self.nodes.iter().any(|n| &*n.name == name) {
             self.errors.push(Error::DuplicateNode(name.to_owned()));
         } else {
-            self.nodes.push(NodeDecl { name: name.into(), runner, options, may_route, subgraph, decoder: None });
+            self.nodes.push(NodeDecl {
+                name: name.into(),
+                runner,
+                options,
+                may_route,
+                subgraph,
+                decoder: None,
+            });
         }
         self
     }
@@ -273,7 +288,9 @@ impl<S: State> StateGraph<S> {
     pub fn add_edge(&mut self, from: impl EdgeSources, to: &str) -> &mut Self {
         let mut sources = from.into_sources();
         if sources.is_empty() {
-            self.errors.push(Error::InvalidEdge(format!("an edge into `{to}` has no source")));
+            self.errors.push(Error::InvalidEdge(format!(
+                "an edge into `{to}` has no source"
+            )));
         } else if sources.len() == 1 {
             let source = sources.remove(0);
             self.edges.push((source, to.into()));
@@ -321,7 +338,11 @@ impl<S: State> StateGraph<S> {
         let router: RouterFn<S> = Arc::new(move |state: &S| -> Result<Vec<Goto>, BoxError> {
             router(state).into_route()
         });
-        self.branches.push(BranchDecl { source: from.into(), router, targets });
+        self.branches.push(BranchDecl {
+            source: from.into(),
+            router,
+            targets,
+        });
         self
     }
 
@@ -354,7 +375,8 @@ impl<S: State> StateGraph<S> {
         from_child: impl Fn(&C) -> S::Update + std::marker::Send + Sync + 'static,
     ) -> &mut Self {
         let shape = graph.shape();
-        let runner = NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
+        let runner =
+            NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
         self.push_node(name, runner, NodeOptions::default(), false, Some(shape))
     }
 

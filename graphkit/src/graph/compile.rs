@@ -14,35 +14,54 @@ use crate::graph::draw::{Shape, ShapeEdge, ShapeNode};
 use crate::graph::{END, START};
 use crate::state::State;
 
-pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+pub(crate) fn compile<S: State>(
+    mut graph: StateGraph<S>,
+    options: CompileOptions,
+) -> Result<CompiledGraph<S>, Error> {
     if !graph.errors.is_empty() {
         return Err(graph.errors.swap_remove(0));
     }
-    let by_name: HashMap<Arc<str>, NodeId> =
-        graph.nodes.iter().enumerate().map(|(i, n)| (Arc::clone(&n.name), i)).collect();
+    let by_name: HashMap<Arc<str>, NodeId> = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (Arc::clone(&n.name), i))
+        .collect();
     let dest = |name: &str, context: &dyn Fn() -> String| -> Result<Dest, Error> {
         if name == END {
             return Ok(Dest::End);
         }
         if name == START {
-            return Err(Error::InvalidEdge(format!("{} leads into START; START can only be a source", context())));
+            return Err(Error::InvalidEdge(format!(
+                "{} leads into START; START can only be a source",
+                context()
+            )));
         }
-        by_name.get(name).map(|&id| Dest::Node(id)).ok_or_else(|| Error::UnknownNode {
-            context: context(),
-            node: name.to_owned(),
-        })
+        by_name
+            .get(name)
+            .map(|&id| Dest::Node(id))
+            .ok_or_else(|| Error::UnknownNode {
+                context: context(),
+                node: name.to_owned(),
+            })
     };
     let source = |name: &str, context: &dyn Fn() -> String| -> Result<Option<NodeId>, Error> {
         if name == START {
             return Ok(None);
         }
         if name == END {
-            return Err(Error::InvalidEdge(format!("{} starts at END; nothing runs after END", context())));
+            return Err(Error::InvalidEdge(format!(
+                "{} starts at END; nothing runs after END",
+                context()
+            )));
         }
-        by_name.get(name).map(|&id| Some(id)).ok_or_else(|| Error::UnknownNode {
-            context: context(),
-            node: name.to_owned(),
-        })
+        by_name
+            .get(name)
+            .map(|&id| Some(id))
+            .ok_or_else(|| Error::UnknownNode {
+                context: context(),
+                node: name.to_owned(),
+            })
     };
 
     let mut edges_out: Vec<Vec<Dest>> = vec![Vec::new(); graph.nodes.len()];
@@ -64,14 +83,23 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOption
         let index = joins.len();
         for (position, name) in sources.iter().enumerate() {
             match source(name, &ctx)? {
-                None => return Err(Error::InvalidEdge(format!("{}: START cannot be part of a join", ctx()))),
+                None => {
+                    return Err(Error::InvalidEdge(format!(
+                        "{}: START cannot be part of a join",
+                        ctx()
+                    )));
+                }
                 Some(id) => node_joins[id].push((index, position)),
             }
         }
-        joins.push(JoinSpec { sources: sources.len(), target });
+        joins.push(JoinSpec {
+            sources: sources.len(),
+            target,
+        });
     }
 
-    let mut branches_out: Vec<Vec<Branch<S>>> = (0..graph.nodes.len()).map(|_| Vec::new()).collect();
+    let mut branches_out: Vec<Vec<Branch<S>>> =
+        (0..graph.nodes.len()).map(|_| Vec::new()).collect();
     let mut start_branches = Vec::new();
     for branch in std::mem::take(&mut graph.branches) {
         let ctx = || format!("the conditional edge from `{}`", branch.source);
@@ -80,7 +108,10 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOption
                 dest(target, &ctx)?;
             }
         }
-        let compiled = Branch { router: branch.router, declared: branch.targets };
+        let compiled = Branch {
+            router: branch.router,
+            declared: branch.targets,
+        };
         match source(&branch.source, &ctx)? {
             None => start_branches.push(compiled),
             Some(id) => branches_out[id].push(compiled),
@@ -89,7 +120,9 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOption
     for node in &graph.nodes {
         if let Some(targets) = &node.options.destinations {
             for target in targets {
-                dest(target, &|| format!("the destinations of node `{}`", node.name))?;
+                dest(target, &|| {
+                    format!("the destinations of node `{}`", node.name)
+                })?;
             }
         }
     }
@@ -103,7 +136,10 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOption
             match by_name.get(name) {
                 Some(&id) => flags[id] = true,
                 None => {
-                    return Err(Error::UnknownNode { context: format!("`{what}`"), node: name.to_string() });
+                    return Err(Error::UnknownNode {
+                        context: format!("`{what}`"),
+                        node: name.to_string(),
+                    });
                 }
             }
         }
@@ -115,7 +151,8 @@ pub(crate) fn compile<S: State>(mut graph: StateGraph<S>, options: CompileOption
     let shape = build_shape(&graph, &start_branches, &branches_out);
     validate_structure(&graph, &by_name, &shape)?;
 
-    let mut ranked: Vec<(Arc<str>, NodeId)> = by_name.iter().map(|(n, &i)| (Arc::clone(n), i)).collect();
+    let mut ranked: Vec<(Arc<str>, NodeId)> =
+        by_name.iter().map(|(n, &i)| (Arc::clone(n), i)).collect();
     ranked.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let mut ranks = vec![0; graph.nodes.len()];
     for (rank, (_, id)) in ranked.iter().enumerate() {
@@ -167,25 +204,45 @@ fn build_shape<S: State>(
 ) -> Shape {
     let mut edges = Vec::new();
     let all_targets = || {
-        graph.nodes.iter().map(|n| Arc::clone(&n.name)).chain(std::iter::once(Arc::from(END)))
+        graph
+            .nodes
+            .iter()
+            .map(|n| Arc::clone(&n.name))
+            .chain(std::iter::once(Arc::from(END)))
     };
     for (from, to) in &graph.edges {
-        edges.push(ShapeEdge { from: Arc::clone(from), to: Arc::clone(to), conditional: false });
+        edges.push(ShapeEdge {
+            from: Arc::clone(from),
+            to: Arc::clone(to),
+            conditional: false,
+        });
     }
     for (sources, to) in &graph.joins {
         for from in sources {
-            edges.push(ShapeEdge { from: Arc::clone(from), to: Arc::clone(to), conditional: false });
+            edges.push(ShapeEdge {
+                from: Arc::clone(from),
+                to: Arc::clone(to),
+                conditional: false,
+            });
         }
     }
     let mut add_branch = |from: &Arc<str>, branch: &Branch<S>| match &branch.declared {
         Some(targets) => {
             for to in targets {
-                edges.push(ShapeEdge { from: Arc::clone(from), to: Arc::clone(to), conditional: true });
+                edges.push(ShapeEdge {
+                    from: Arc::clone(from),
+                    to: Arc::clone(to),
+                    conditional: true,
+                });
             }
         }
         None => {
             for to in all_targets() {
-                edges.push(ShapeEdge { from: Arc::clone(from), to, conditional: true });
+                edges.push(ShapeEdge {
+                    from: Arc::clone(from),
+                    to,
+                    conditional: true,
+                });
             }
         }
     };
@@ -201,7 +258,11 @@ fn build_shape<S: State>(
     for node in &graph.nodes {
         if let Some(targets) = &node.options.destinations {
             for to in targets {
-                edges.push(ShapeEdge { from: Arc::clone(&node.name), to: Arc::clone(to), conditional: true });
+                edges.push(ShapeEdge {
+                    from: Arc::clone(&node.name),
+                    to: Arc::clone(to),
+                    conditional: true,
+                });
             }
         }
     }
@@ -211,7 +272,10 @@ fn build_shape<S: State>(
         nodes: graph
             .nodes
             .iter()
-            .map(|n| ShapeNode { name: Arc::clone(&n.name), subgraph: n.subgraph.clone() })
+            .map(|n| ShapeNode {
+                name: Arc::clone(&n.name),
+                subgraph: n.subgraph.clone(),
+            })
             .collect(),
         edges,
     }
@@ -277,12 +341,18 @@ fn validate_structure<S: State>(
         }
     }
     for component in tarjan_scc(&statics) {
-        let looping = component.len() > 1
-            || statics.contains_edge(component[0], component[0]);
+        let looping = component.len() > 1 || statics.contains_edge(component[0], component[0]);
         if looping {
-            let mut names: Vec<&str> = component.iter().map(|i| &*graph.nodes[i.index()].name).collect();
+            let mut names: Vec<&str> = component
+                .iter()
+                .map(|i| &*graph.nodes[i.index()].name)
+                .collect();
             names.sort_unstable();
-            let listed = names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            let listed = names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
             return Err(Error::EndlessLoop(listed));
         }
     }
@@ -293,7 +363,12 @@ fn validate_structure<S: State>(
     while let Some(i) = dfs.next(reversed) {
         reaches_end[i.index()] = true;
     }
-    if let Some(node) = graph.nodes.iter().enumerate().find(|(i, _)| !reaches_end[*i]) {
+    if let Some(node) = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .find(|(i, _)| !reaches_end[*i])
+    {
         return Err(Error::NoPathToEnd(node.1.name.to_string()));
     }
     Ok(())

@@ -4,17 +4,17 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::checkpoint::Checkpointer;
 use crate::command::RunInput;
 use crate::error::Error;
 use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
-use crate::checkpoint::Checkpointer;
 use crate::graph::node::{InputDecoder, NodeRunner};
-use crate::store::Store;
 use crate::run::config::{RetryPolicy, RunConfig};
 use crate::run::stream::StreamModes;
 use crate::run::{Emitter, RunStream, Runner};
 use crate::state::State;
+use crate::store::Store;
 
 pub(crate) type NodeId = usize;
 
@@ -73,14 +73,19 @@ pub struct CompiledGraph<S: State> {
 
 impl<S: State> Clone for CompiledGraph<S> {
     fn clone(&self) -> Self {
-        Self { core: Arc::clone(&self.core) }
+        Self {
+            core: Arc::clone(&self.core),
+        }
     }
 }
 
 impl<S: State> std::fmt::Debug for CompiledGraph<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledGraph")
-            .field("nodes", &self.core.nodes.iter().map(|n| &*n.name).collect::<Vec<_>>())
+            .field(
+                "nodes",
+                &self.core.nodes.iter().map(|n| &*n.name).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -100,7 +105,11 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// [`invoke`](Self::invoke) with a [`RunConfig`] (thread id, limits, cancellation).
-    pub async fn invoke_with(&self, input: impl Into<RunInput<S>>, config: RunConfig) -> Result<S, Error> {
+    pub async fn invoke_with(
+        &self,
+        input: impl Into<RunInput<S>>,
+        config: RunConfig,
+    ) -> Result<S, Error> {
         let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
         runner.run(input.into()).await.map(|done| done.state)
     }
@@ -111,7 +120,11 @@ impl<S: State> CompiledGraph<S> {
     /// # Errors
     /// Besides the run's own errors, [`Error::BlockingInAsync`] when called from inside an
     /// async runtime (use `invoke` there).
-    pub fn invoke_blocking(&self, input: impl Into<RunInput<S>>, config: RunConfig) -> Result<S, Error> {
+    pub fn invoke_blocking(
+        &self,
+        input: impl Into<RunInput<S>>,
+        config: RunConfig,
+    ) -> Result<S, Error> {
         crate::run::block_on(self.invoke_with(input, config))
     }
 
@@ -119,7 +132,11 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// The run makes progress only while the stream is polled; dropping the stream cancels
     /// the run. A failed run yields its error as the last item.
-    pub fn stream(&self, input: impl Into<RunInput<S>>, modes: impl Into<StreamModes>) -> RunStream<S> {
+    pub fn stream(
+        &self,
+        input: impl Into<RunInput<S>>,
+        modes: impl Into<StreamModes>,
+    ) -> RunStream<S> {
         self.stream_with(input, RunConfig::default(), modes)
     }
 

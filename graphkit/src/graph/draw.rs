@@ -48,7 +48,10 @@ fn label(name: &str) -> &str {
 
 impl Shape {
     fn subgraph_of(&self, name: &str) -> Option<&Shape> {
-        self.nodes.iter().find(|n| &*n.name == name).and_then(|n| n.subgraph.as_deref())
+        self.nodes
+            .iter()
+            .find(|n| &*n.name == name)
+            .and_then(|n| n.subgraph.as_deref())
     }
 
     /// The id an edge attaches to: subgraph nodes are entered at their START and left at
@@ -71,12 +74,22 @@ impl Shape {
 
     fn mermaid_body(&self, out: &mut String, prefix: &str, depth: usize) {
         let pad = "    ".repeat(depth);
-        let _ = writeln!(out, "{pad}{}([{}]):::terminal", ident(prefix, START), label(START));
+        let _ = writeln!(
+            out,
+            "{pad}{}([{}]):::terminal",
+            ident(prefix, START),
+            label(START)
+        );
         for node in &self.nodes {
             match &node.subgraph {
                 Some(child) => {
                     let inner = format!("{prefix}{}__", node.name);
-                    let _ = writeln!(out, "{pad}subgraph {}[\"{}\"]", ident(prefix, &node.name), node.name);
+                    let _ = writeln!(
+                        out,
+                        "{pad}subgraph {}[\"{}\"]",
+                        ident(prefix, &node.name),
+                        node.name
+                    );
                     child.mermaid_body(out, &inner, depth + 1);
                     let _ = writeln!(out, "{pad}end");
                 }
@@ -85,7 +98,12 @@ impl Shape {
                 }
             }
         }
-        let _ = writeln!(out, "{pad}{}([{}]):::terminal", ident(prefix, END), label(END));
+        let _ = writeln!(
+            out,
+            "{pad}{}([{}]):::terminal",
+            ident(prefix, END),
+            label(END)
+        );
         for edge in &self.edges {
             let arrow = if edge.conditional { "-.->" } else { "-->" };
             let _ = writeln!(
@@ -98,7 +116,9 @@ impl Shape {
     }
 
     pub(crate) fn dot(&self) -> String {
-        let mut out = String::from("digraph graphkit {\n    rankdir=TB;\n    node [shape=box, style=rounded];\n");
+        let mut out = String::from(
+            "digraph graphkit {\n    rankdir=TB;\n    node [shape=box, style=rounded];\n",
+        );
         self.dot_body(&mut out, "", 1);
         out.push_str("}\n");
         out
@@ -107,24 +127,46 @@ impl Shape {
     fn dot_body(&self, out: &mut String, prefix: &str, depth: usize) {
         let pad = "    ".repeat(depth);
         for terminal in [START, END] {
-            let _ = writeln!(out, "{pad}{} [label=\"{}\", shape=oval];", ident(prefix, terminal), label(terminal));
+            let _ = writeln!(
+                out,
+                "{pad}{} [label=\"{}\", shape=oval];",
+                ident(prefix, terminal),
+                label(terminal)
+            );
         }
         for node in &self.nodes {
             match &node.subgraph {
                 Some(child) => {
                     let inner = format!("{prefix}{}__", node.name);
-                    let _ = writeln!(out, "{pad}subgraph cluster_{} {{", ident(prefix, &node.name));
-                    let _ = writeln!(out, "{pad}    label=\"{}\";", node.name.replace('"', "\\\""));
+                    let _ = writeln!(
+                        out,
+                        "{pad}subgraph cluster_{} {{",
+                        ident(prefix, &node.name)
+                    );
+                    let _ = writeln!(
+                        out,
+                        "{pad}    label=\"{}\";",
+                        node.name.replace('"', "\\\"")
+                    );
                     child.dot_body(out, &inner, depth + 1);
                     let _ = writeln!(out, "{pad}}}");
                 }
                 None => {
-                    let _ = writeln!(out, "{pad}{} [label=\"{}\"];", ident(prefix, &node.name), node.name.replace('"', "\\\""));
+                    let _ = writeln!(
+                        out,
+                        "{pad}{} [label=\"{}\"];",
+                        ident(prefix, &node.name),
+                        node.name.replace('"', "\\\"")
+                    );
                 }
             }
         }
         for edge in &self.edges {
-            let style = if edge.conditional { " [style=dashed]" } else { "" };
+            let style = if edge.conditional {
+                " [style=dashed]"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
                 "{pad}{} -> {}{style};",
@@ -150,7 +192,16 @@ impl Shape {
                 .filter(|e| &*e.from == source)
                 .map(|e| format!("{}{}", if e.conditional { "?" } else { "" }, label(&e.to)))
                 .collect();
-            let _ = writeln!(out, "{pad}{} -> {}", label(source), if targets.is_empty() { "end".into() } else { targets.join(", ") });
+            let _ = writeln!(
+                out,
+                "{pad}{} -> {}",
+                label(source),
+                if targets.is_empty() {
+                    "end".into()
+                } else {
+                    targets.join(", ")
+                }
+            );
             if let Some(child) = self.subgraph_of(source) {
                 child.ascii_body(out, depth + 1);
             }

@@ -68,7 +68,8 @@ impl<T: IntoRoute, E: Into<BoxError>> IntoRoute for Result<T, E> {
 }
 
 /// A router, erased.
-pub(crate) type RouterFn<S> = Arc<dyn Fn(&S) -> Result<Vec<Goto>, BoxError> + std::marker::Send + Sync>;
+pub(crate) type RouterFn<S> =
+    Arc<dyn Fn(&S) -> Result<Vec<Goto>, BoxError> + std::marker::Send + Sync>;
 
 /// Where edges may start: one node (a plain edge) or several (a join edge).
 pub trait EdgeSources {

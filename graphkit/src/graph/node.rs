@@ -102,7 +102,9 @@ fn decode_input<T>(value: serde_json::Value) -> Result<Packet, String>
 where
     T: serde::Serialize + serde::de::DeserializeOwned + std::marker::Send + Sync + 'static,
 {
-    serde_json::from_value::<T>(value).map(Packet::new).map_err(|e| e.to_string())
+    serde_json::from_value::<T>(value)
+        .map(Packet::new)
+        .map_err(|e| e.to_string())
 }
 
 impl<S: State> FromContext<S> for Arc<S> {
@@ -160,12 +162,16 @@ where
     }
 }
 
+/// A plain node function, erased.
+pub(crate) type SyncFn<S> =
+    Arc<dyn Fn(&S, &NodeContext) -> Result<NodeOutput<S>, BoxError> + std::marker::Send + Sync>;
+
 /// A node as the scheduler sees it.
 pub(crate) enum NodeRunner<S: State> {
     /// Runs as a future.
     Async(Arc<dyn ErasedAsyncNode<S>>),
     /// Runs inline on the scheduler's task.
-    Sync(Arc<dyn Fn(&S, &NodeContext) -> Result<NodeOutput<S>, BoxError> + std::marker::Send + Sync>),
+    Sync(SyncFn<S>),
 }
 
 impl<S: State> Clone for NodeRunner<S> {
@@ -178,7 +184,11 @@ impl<S: State> Clone for NodeRunner<S> {
 }
 
 pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
-    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>>;
+    fn call(
+        &self,
+        state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>>;
 }
 
 /// Something that can be added as a node: an async function (or closure) whose arguments
@@ -309,7 +319,9 @@ where
     fn into_runner(self) -> BoxedNode<S> {
         let f = self.0;
         BoxedNode {
-            runner: NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| f(state).into_node_output())),
+            runner: NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| {
+                f(state).into_node_output()
+            })),
             decoder: None,
         }
     }
@@ -329,7 +341,9 @@ where
     fn into_runner(self) -> BoxedNode<S> {
         let f = self.0;
         BoxedNode {
-            runner: NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| f(state, ctx).into_node_output())),
+            runner: NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| {
+                f(state, ctx).into_node_output()
+            })),
             decoder: None,
         }
     }

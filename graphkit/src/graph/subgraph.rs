@@ -8,8 +8,8 @@ use crate::command::{Command, CommandGraph, RunInput};
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
 use crate::graph::node::{ErasedAsyncNode, NodeOutput};
-use crate::run::context::NodeContext;
 use crate::run::Runner;
+use crate::run::context::NodeContext;
 use crate::state::State;
 
 /// A subgraph over the parent's state type: it starts from the parent's snapshot and its
@@ -25,7 +25,11 @@ impl<S: State> SameStateSubgraph<S> {
 }
 
 impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
-    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+    fn call(
+        &self,
+        state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
         let graph = self.graph.clone();
         Box::pin(async move {
             // The child mutates its own copy; the parent's snapshot stays shared by siblings.
@@ -34,17 +38,19 @@ impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
             let runner = Runner::child_of(&graph, initial, &ctx).collecting();
             match runner.run(RunInput::Update(S::Update::default())).await {
                 Ok(done) => Ok(NodeOutput::Updates(done.updates)),
-                Err(Error::ParentCommand { node, command }) => match command.0.downcast::<Command<S>>() {
-                    Ok(command) => {
-                        let mut command = *command;
-                        command.graph = CommandGraph::Current;
-                        Ok(NodeOutput::Command(command))
+                Err(Error::ParentCommand { node, command }) => {
+                    match command.0.downcast::<Command<S>>() {
+                        Ok(command) => {
+                            let mut command = *command;
+                            command.graph = CommandGraph::Current;
+                            Ok(NodeOutput::Command(command))
+                        }
+                        Err(_) => Err(Box::new(Error::NoParentGraph {
+                            node,
+                            reason: "the parent graph has a different state type",
+                        }) as BoxError),
                     }
-                    Err(_) => Err(Box::new(Error::NoParentGraph {
-                        node,
-                        reason: "the parent graph has a different state type",
-                    }) as BoxError),
-                },
+                }
                 Err(error) => Err(Box::new(error) as BoxError),
             }
         })
@@ -67,12 +73,20 @@ impl<S: State, C: State> MappedSubgraph<S, C> {
         into_child: impl Fn(&S) -> C::Update + Send + Sync + 'static,
         from_child: impl Fn(&C) -> S::Update + Send + Sync + 'static,
     ) -> Self {
-        Self { graph, into_child: Arc::new(into_child), from_child: Arc::new(from_child) }
+        Self {
+            graph,
+            into_child: Arc::new(into_child),
+            from_child: Arc::new(from_child),
+        }
     }
 }
 
 impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
-    fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+    fn call(
+        &self,
+        state: Arc<S>,
+        ctx: NodeContext,
+    ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
         let graph = self.graph.clone();
         let input = (self.into_child)(&state);
         drop(state);

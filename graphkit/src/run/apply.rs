@@ -35,7 +35,10 @@ pub(crate) fn apply_writes<S: State>(
         let node = &core.nodes[task.node].name;
         writes.begin_task(index, node);
         let mut record = recorded.as_deref_mut().map(|r| {
-            r.push(RecordedWrite { node: Arc::clone(node), updates: Vec::new() });
+            r.push(RecordedWrite {
+                node: Arc::clone(node),
+                updates: Vec::new(),
+            });
             r.len() - 1
         });
         let mut apply = |update: S::Update| -> Result<(), Error> {

@@ -119,15 +119,23 @@ impl RunConfig {
 
     /// Pauses this run before these nodes (in addition to the graph's own list).
     #[must_use]
-    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
-        self.interrupt_before.extend(nodes.into_iter().map(Into::into));
+    pub fn interrupt_before<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(
+        mut self,
+        nodes: I,
+    ) -> Self {
+        self.interrupt_before
+            .extend(nodes.into_iter().map(Into::into));
         self
     }
 
     /// Pauses this run after these nodes (in addition to the graph's own list).
     #[must_use]
-    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(mut self, nodes: I) -> Self {
-        self.interrupt_after.extend(nodes.into_iter().map(Into::into));
+    pub fn interrupt_after<I: IntoIterator<Item = T>, T: Into<Arc<str>>>(
+        mut self,
+        nodes: I,
+    ) -> Self {
+        self.interrupt_after
+            .extend(nodes.into_iter().map(Into::into));
         self
     }
 
@@ -256,7 +264,10 @@ impl RetryPolicy {
 
     /// Retries only errors for which `predicate` is true.
     #[must_use]
-    pub fn retry_on(mut self, predicate: impl Fn(&BoxError) -> bool + Send + Sync + 'static) -> Self {
+    pub fn retry_on(
+        mut self,
+        predicate: impl Fn(&BoxError) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.retry_on = Some(Arc::new(predicate));
         self
     }

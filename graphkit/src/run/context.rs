@@ -5,11 +5,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Packet;
-use crate::interrupt::Scratchpad;
-use crate::store::Store;
 use crate::error::Error;
+use crate::interrupt::Scratchpad;
 use crate::run::config::RunConfig;
 use crate::run::stream::StreamWriter;
+use crate::store::Store;
 
 /// The context of one task: its node, step and attempt, the run's config, the stream
 /// writer, and (for a `Send` task) its own input.
@@ -93,16 +93,23 @@ impl NodeContext {
         let Some(scratchpad) = &self.scratchpad else {
             return Err(Error::NoCheckpointer("interrupt()"));
         };
-        let payload = serde_json::to_value(payload)
-            .map_err(|source| Error::Serde { what: format!("the interrupt payload of `{}`", self.node), source })?;
+        let payload = serde_json::to_value(payload).map_err(|source| Error::Serde {
+            what: format!("the interrupt payload of `{}`", self.node),
+            source,
+        })?;
         scratchpad.interrupt(payload)
     }
 
     /// [`interrupt`](Self::interrupt), with the resume value decoded as `T`.
-    pub fn interrupt_as<T: serde::de::DeserializeOwned>(&self, payload: impl serde::Serialize) -> Result<T, Error> {
+    pub fn interrupt_as<T: serde::de::DeserializeOwned>(
+        &self,
+        payload: impl serde::Serialize,
+    ) -> Result<T, Error> {
         let value = self.interrupt(payload)?;
-        serde_json::from_value(value)
-            .map_err(|source| Error::Serde { what: format!("the resume value for `{}`", self.node), source })
+        serde_json::from_value(value).map_err(|source| Error::Serde {
+            what: format!("the resume value for `{}`", self.node),
+            source,
+        })
     }
 
     /// The graph's cross-thread store, if it was compiled with one.
@@ -118,7 +125,9 @@ impl NodeContext {
 
     /// The `Send` input of this task, if it is one and has type `T`.
     pub fn input<T: 'static>(&self) -> Option<&T> {
-        self.input.as_ref().and_then(|p| p.0.value.downcast_ref::<T>())
+        self.input
+            .as_ref()
+            .and_then(|p| p.0.value.downcast_ref::<T>())
     }
 
     /// The `Send` input, or an error naming the node and the expected type.
@@ -126,10 +135,10 @@ impl NodeContext {
         self.input::<T>().cloned().ok_or_else(|| Error::InputType {
             node: self.node.to_string(),
             expected: std::any::type_name::<T>(),
-            found: self
-                .input
-                .as_ref()
-                .map_or_else(|| "no Send input (the node was triggered by an edge)".to_owned(), |p| format!("`{}`", p.0.type_name)),
+            found: self.input.as_ref().map_or_else(
+                || "no Send input (the node was triggered by an edge)".to_owned(),
+                |p| format!("`{}`", p.0.type_name),
+            ),
         })
     }
 }

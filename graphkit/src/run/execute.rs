@@ -13,12 +13,14 @@ use crate::graph::compiled::GraphCore;
 use crate::graph::node::{NodeOutput, NodeRunner};
 use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
-use crate::run::persist::TaskSaver;
-use crate::store::Store;
 use crate::run::context::{NodeContext, PacketDebug};
+use crate::run::persist::TaskSaver;
 use crate::run::plan::{Task, panic_message};
-use crate::run::stream::{Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind};
+use crate::run::stream::{
+    Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind,
+};
 use crate::state::State;
+use crate::store::Store;
 
 /// What every task of one step shares.
 pub(crate) struct StepScope {
@@ -64,11 +66,21 @@ pub(crate) async fn run_step<S: State>(
     for ((index, task), extra) in tasks.iter().enumerate().zip(extras) {
         match extra.prefilled {
             Some(output) => results[index] = Some(Ok(output)),
-            None => runs.push(prepare(core, task, index, scope, extra.saver, extra.scratchpad)),
+            None => runs.push(prepare(
+                core,
+                task,
+                index,
+                scope,
+                extra.saver,
+                extra.scratchpad,
+            )),
         }
     }
 
-    let async_count = runs.iter().filter(|r| matches!(r.runner, NodeRunner::Async(_))).count();
+    let async_count = runs
+        .iter()
+        .filter(|r| matches!(r.runner, NodeRunner::Async(_)))
+        .count();
     let mut spawned: JoinSet<(usize, TaskResult<S>)> = JoinSet::new();
     let mut waiting = Vec::new();
     let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
@@ -129,7 +141,11 @@ fn prepare<S: State>(
         Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
         None => StreamWriter::disabled(),
     };
-    let events = scope.target.as_ref().filter(|t| t.modes.contains(StreamMode::Tasks)).cloned();
+    let events = scope
+        .target
+        .as_ref()
+        .filter(|t| t.modes.contains(StreamMode::Tasks))
+        .cloned();
     TaskRun {
         runner: spec.runner.clone(),
         retry: spec.retry.clone(),
@@ -183,7 +199,8 @@ impl<S: State> TaskRun<S> {
                 }
             }
             NodeRunner::Async(f) => {
-                let future = AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
+                let future =
+                    AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
                 let future = self.ctx.writer.clone().scope(future);
                 let outcome = match self.timeout {
                     Some(limit) => match tokio::time::timeout(limit, future).await {
@@ -208,11 +225,23 @@ impl<S: State> TaskRun<S> {
         let result = self.run_attempts(snapshot).await;
         let Some(saver) = saver else { return result };
         let saved = match &result {
-            Ok(NodeOutput::Update(update)) => saver.output::<S>(&node, std::slice::from_ref(update), &[]).await,
+            Ok(NodeOutput::Update(update)) => {
+                saver
+                    .output::<S>(&node, std::slice::from_ref(update), &[])
+                    .await
+            }
             Ok(NodeOutput::Updates(updates)) => saver.output::<S>(&node, updates, &[]).await,
-            Ok(NodeOutput::Command(command)) => saver.output::<S>(&node, command.update.as_slice(), &command.goto).await,
+            Ok(NodeOutput::Command(command)) => {
+                saver
+                    .output::<S>(&node, command.update.as_slice(), &command.goto)
+                    .await
+            }
             Ok(NodeOutput::Restored(..)) => Ok(()),
-            Err(Error::Interrupt(signal)) => saver.interrupt::<S>(&node, signal.index, &signal.payload).await,
+            Err(Error::Interrupt(signal)) => {
+                saver
+                    .interrupt::<S>(&node, signal.index, &signal.payload)
+                    .await
+            }
             Err(_) => Ok(()),
         };
         saved.and(result)
@@ -227,31 +256,46 @@ impl<S: State> TaskRun<S> {
             let attempt = self.ctx.attempt;
             let error: BoxError = match self.attempt(&snapshot).await {
                 Attempt::Done(output) => {
-                    self.emit(TaskEventKind::End { duration: elapsed() });
+                    self.emit(TaskEventKind::End {
+                        duration: elapsed(),
+                    });
                     return Ok(output);
                 }
                 Attempt::Panicked(message) => {
-                    self.emit(TaskEventKind::Error { duration: elapsed(), error: message.clone() });
-                    return Err(Error::NodePanicked { node: self.ctx.node.to_string(), message });
+                    self.emit(TaskEventKind::Error {
+                        duration: elapsed(),
+                        error: message.clone(),
+                    });
+                    return Err(Error::NodePanicked {
+                        node: self.ctx.node.to_string(),
+                        message,
+                    });
                 }
-                Attempt::TimedOut(timeout) => {
-                    Box::new(Error::NodeTimeout { node: self.ctx.node.to_string(), timeout })
-                }
+                Attempt::TimedOut(timeout) => Box::new(Error::NodeTimeout {
+                    node: self.ctx.node.to_string(),
+                    timeout,
+                }),
                 Attempt::Failed(error) => error,
             };
-            let retry = self
-                .retry
-                .as_ref()
-                .filter(|policy| attempt < max_attempts && !is_control_flow(&error) && policy.should_retry(&error));
+            let retry = self.retry.as_ref().filter(|policy| {
+                attempt < max_attempts && !is_control_flow(&error) && policy.should_retry(&error)
+            });
             if let Some(policy) = retry {
                 let delay = policy.jittered_delay(attempt + 1);
-                self.emit(TaskEventKind::Retry { attempt, error: error.to_string(), delay });
+                self.emit(TaskEventKind::Retry {
+                    attempt,
+                    error: error.to_string(),
+                    delay,
+                });
                 tracing::debug!(node = %self.ctx.node, attempt, ?delay, %error, "retrying node");
                 tokio::time::sleep(delay).await;
                 self.ctx.attempt += 1;
                 continue;
             }
-            self.emit(TaskEventKind::Error { duration: elapsed(), error: error.to_string() });
+            self.emit(TaskEventKind::Error {
+                duration: elapsed(),
+                error: error.to_string(),
+            });
             return Err(into_task_error(&self.ctx.node, attempt, error));
         }
     }
@@ -274,8 +318,16 @@ fn into_task_error(node: &Arc<str>, attempts: u32, error: BoxError) -> Error {
             | Error::Interrupt(_)
             | Error::NoCheckpointer(_)) => own,
             input @ Error::InputType { .. } => input,
-            other => Error::NodeFailed { node: node.to_string(), attempts, source: Box::new(other) },
+            other => Error::NodeFailed {
+                node: node.to_string(),
+                attempts,
+                source: Box::new(other),
+            },
         },
-        Err(source) => Error::NodeFailed { node: node.to_string(), attempts, source },
+        Err(source) => Error::NodeFailed {
+            node: node.to_string(),
+            attempts,
+            source,
+        },
     }
 }

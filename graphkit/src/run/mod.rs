@@ -27,13 +27,18 @@ use crate::error::Error;
 use crate::graph::compiled::{CompiledGraph, GraphCore};
 use crate::graph::node::NodeOutput;
 use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume, Scratchpad};
-use crate::run::execute::TaskExtras;
-use crate::run::persist::{PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_records};
-use crate::run::plan::Task;
 use crate::run::config::RunConfig;
 use crate::run::execute::StepScope;
+use crate::run::execute::TaskExtras;
+use crate::run::persist::{
+    PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks,
+    task_records,
+};
 use crate::run::plan::JoinProgress;
-use crate::run::stream::{Namespace, RawPayload, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamTarget};
+use crate::run::plan::Task;
+use crate::run::stream::{
+    Namespace, RawPayload, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamTarget,
+};
 use crate::state::{State, StepWrites};
 
 /// Sends a run's events: typed to the root stream, or as raw events up to a parent run.
@@ -44,7 +49,10 @@ pub(crate) struct Emitter<S: State> {
 
 impl<S: State> Emitter<S> {
     pub(crate) fn none() -> Self {
-        Self { target: None, typed: None }
+        Self {
+            target: None,
+            typed: None,
+        }
     }
 
     fn root(tx: mpsc::UnboundedSender<StreamEvent<S>>, modes: StreamModes) -> Self {
@@ -53,24 +61,43 @@ impl<S: State> Emitter<S> {
             let _ = raw_tx.send(event.into());
         });
         let namespace: Namespace = Arc::from(Vec::new());
-        Self { target: Some(StreamTarget { sink, modes, namespace }), typed: Some(tx) }
+        Self {
+            target: Some(StreamTarget {
+                sink,
+                modes,
+                namespace,
+            }),
+            typed: Some(tx),
+        }
     }
 
     /// The emitter of a subgraph run inside the node of `ctx`.
     pub(crate) fn child_of(ctx: &context::NodeContext) -> Self {
-        let Some(parent) = ctx.writer.target() else { return Self::none() };
+        let Some(parent) = ctx.writer.target() else {
+            return Self::none();
+        };
         let modes = if ctx.config.subgraphs {
             parent.modes
         } else {
-            parent.modes.intersect(StreamModes::from([StreamMode::Messages, StreamMode::Custom]))
+            parent.modes.intersect(StreamModes::from([
+                StreamMode::Messages,
+                StreamMode::Custom,
+            ]))
         };
         if modes.is_empty() {
             return Self::none();
         }
         let mut namespace: Vec<Arc<str>> = parent.namespace.to_vec();
         namespace.push(format!("{}:{}", ctx.node, ctx.step).into());
-        let target = StreamTarget { sink: Arc::clone(&parent.sink), modes, namespace: namespace.into() };
-        Self { target: Some(target), typed: None }
+        let target = StreamTarget {
+            sink: Arc::clone(&parent.sink),
+            modes,
+            namespace: namespace.into(),
+        };
+        Self {
+            target: Some(target),
+            typed: None,
+        }
     }
 
     fn wants(&self, mode: StreamMode) -> bool {
@@ -107,7 +134,10 @@ impl<S: State> Emitter<S> {
                 thread_id: record.thread_id.clone(),
                 checkpoint_id: record.checkpoint_id.clone(),
                 step: record.step,
-                next: next.iter().map(|t| Arc::clone(&core.nodes[t.node].name)).collect(),
+                next: next
+                    .iter()
+                    .map(|t| Arc::clone(&core.nodes[t.node].name))
+                    .collect(),
             }));
         }
     }
@@ -118,7 +148,10 @@ impl<S: State> Emitter<S> {
         }
         let node = Arc::clone(node);
         if self.typed.is_some() {
-            self.typed(StreamPayload::Updates { node, update: update.clone() });
+            self.typed(StreamPayload::Updates {
+                node,
+                update: update.clone(),
+            });
         } else if let Ok(update) = serde_json::to_value(update) {
             self.raw(RawPayload::Updates { node, update });
         }
@@ -137,7 +170,10 @@ pub(crate) fn block_on<T>(future: impl Future<Output = Result<T, Error>>) -> Res
     }
     BLOCKING_RUNTIME.with(|cell| {
         let runtime = cell.get_or_init(|| {
-            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
         });
         match runtime {
             Ok(runtime) => runtime.block_on(future),
@@ -171,8 +207,16 @@ pub(crate) struct Runner<S: State> {
 const INPUT_NODE: &str = "__input__";
 
 impl<S: State> Runner<S> {
-    pub(crate) fn new(graph: &CompiledGraph<S>, state: S, config: Arc<RunConfig>, emitter: Emitter<S>) -> Self {
-        let namespace = emitter.target.as_ref().map_or_else(|| Arc::from(Vec::new()), |t| Arc::clone(&t.namespace));
+    pub(crate) fn new(
+        graph: &CompiledGraph<S>,
+        state: S,
+        config: Arc<RunConfig>,
+        emitter: Emitter<S>,
+    ) -> Self {
+        let namespace = emitter
+            .target
+            .as_ref()
+            .map_or_else(|| Arc::from(Vec::new()), |t| Arc::clone(&t.namespace));
         Self {
             graph: graph.clone(),
             config,
@@ -189,7 +233,12 @@ impl<S: State> Runner<S> {
     /// A subgraph run inside the task of `ctx`: no checkpoints of its own, the parent
     /// task's interrupt bookkeeping.
     pub(crate) fn child_of(graph: &CompiledGraph<S>, state: S, ctx: &context::NodeContext) -> Self {
-        let mut runner = Self::new(graph, state, Arc::clone(&ctx.config), Emitter::child_of(ctx));
+        let mut runner = Self::new(
+            graph,
+            state,
+            Arc::clone(&ctx.config),
+            Emitter::child_of(ctx),
+        );
         runner.persistent = false;
         runner.inherited_scratchpad = ctx.scratchpad.clone();
         runner
@@ -217,7 +266,11 @@ impl<S: State> Runner<S> {
         let core = Arc::clone(&self.graph.core);
         let mut persist = match (&core.checkpointer, self.persistent) {
             (Some(saver), true) => {
-                let thread = self.config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
+                let thread = self
+                    .config
+                    .thread_id
+                    .as_deref()
+                    .ok_or(Error::MissingThreadId)?;
                 Some(Persist::open(Arc::clone(saver), thread).await?)
             }
             _ => None,
@@ -226,7 +279,10 @@ impl<S: State> Runner<S> {
         if let Some(persist) = persist {
             persist.release().await;
         }
-        outcome.map(|()| Done { state: self.state, updates: self.collected.unwrap_or_default() })
+        outcome.map(|()| Done {
+            state: self.state,
+            updates: self.collected.unwrap_or_default(),
+        })
     }
 
     /// Establishes the starting point (new input, or a resumed checkpoint), then runs
@@ -242,10 +298,11 @@ impl<S: State> Runner<S> {
         let mut skip_static_before = false;
         let mut tasks = match input {
             RunInput::Update(update) => {
-                if let Some(p) = persist.as_deref_mut() {
-                    if let Some((loaded, _)) = p.load::<S>(self.config.checkpoint_id.as_deref()).await? {
-                        self.state = loaded.state;
-                    }
+                if let Some(p) = persist.as_deref_mut()
+                    && let Some((loaded, _)) =
+                        p.load::<S>(self.config.checkpoint_id.as_deref()).await?
+                {
+                    self.state = loaded.state;
                 }
                 let recorded = persist.is_some().then(|| update.clone());
                 if let Some(collected) = self.collected.as_mut() {
@@ -254,9 +311,20 @@ impl<S: State> Runner<S> {
                 self.state.apply(update, &mut StepWrites::default())?;
                 let tasks = plan::start_tasks(core, &self.state)?;
                 if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
-                    let writes = [TaskWriteRef::<S> { node: INPUT_NODE, updates: std::slice::from_ref(&recorded), gotos: Vec::new() }];
+                    let writes = [TaskWriteRef::<S> {
+                        node: INPUT_NODE,
+                        updates: std::slice::from_ref(&recorded),
+                        gotos: Vec::new(),
+                    }];
                     let record = p
-                        .save(CheckpointSource::Input, &self.state, &writes, &task_records(core, &tasks), &joins.0, &[])
+                        .save(
+                            CheckpointSource::Input,
+                            &self.state,
+                            &writes,
+                            &task_records(core, &tasks),
+                            &joins.0,
+                            &[],
+                        )
                         .await?;
                     self.emitter.checkpoint(&record, core, &tasks);
                 }
@@ -266,8 +334,13 @@ impl<S: State> Runner<S> {
                 let Some(p) = persist.as_deref_mut() else {
                     return Err(Error::NoCheckpointer("resuming a run"));
                 };
-                let Some((loaded, writes)) = p.load::<S>(self.config.checkpoint_id.as_deref()).await? else {
-                    return Err(Error::CheckpointNotFound { thread_id: p.thread_id.clone(), checkpoint_id: None });
+                let Some((loaded, writes)) =
+                    p.load::<S>(self.config.checkpoint_id.as_deref()).await?
+                else {
+                    return Err(Error::CheckpointNotFound {
+                        thread_id: p.thread_id.clone(),
+                        checkpoint_id: None,
+                    });
                 };
                 pending = pending_step(core, &loaded.record, &writes)?;
                 let tasks = restore_tasks(core, &loaded.record, loaded.body.next)?;
@@ -284,21 +357,29 @@ impl<S: State> Runner<S> {
 
         while !tasks.is_empty() {
             if !skip_static_before {
-                self.static_interrupt(core, &tasks, InterruptKind::Before, persist.as_deref_mut()).await?;
+                self.static_interrupt(core, &tasks, InterruptKind::Before, persist.as_deref_mut())
+                    .await?;
             }
             skip_static_before = false;
             if self.step >= self.config.recursion_limit {
-                return Err(Error::RecursionLimit { limit: self.config.recursion_limit });
+                return Err(Error::RecursionLimit {
+                    limit: self.config.recursion_limit,
+                });
             }
             self.step += 1;
 
             let parallel = tasks.len() > 1;
             let extras: Vec<TaskExtras<S>> = (0..tasks.len())
                 .map(|i| TaskExtras {
-                    prefilled: pending.outputs.remove(&i).map(|(updates, gotos)| NodeOutput::Restored(updates, gotos)),
+                    prefilled: pending
+                        .outputs
+                        .remove(&i)
+                        .map(|(updates, gotos)| NodeOutput::Restored(updates, gotos)),
                     saver: persist.as_deref().and_then(|p| p.task_saver(i, parallel)),
                     scratchpad: match persist {
-                        Some(_) => Some(Scratchpad::new(pending.resume.remove(&i).unwrap_or_default())),
+                        Some(_) => Some(Scratchpad::new(
+                            pending.resume.remove(&i).unwrap_or_default(),
+                        )),
                         None => self.inherited_scratchpad.clone(),
                     },
                 })
@@ -345,16 +426,28 @@ impl<S: State> Runner<S> {
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                 let writes: Vec<TaskWriteRef<'_, S>> = recorded
                     .iter()
-                    .map(|w| TaskWriteRef { node: &w.node, updates: &w.updates, gotos: Vec::new() })
+                    .map(|w| TaskWriteRef {
+                        node: &w.node,
+                        updates: &w.updates,
+                        gotos: Vec::new(),
+                    })
                     .collect();
                 let ran: Vec<&str> = tasks.iter().map(|t| &*core.nodes[t.node].name).collect();
                 let record = p
-                    .save(CheckpointSource::Loop, &self.state, &writes, &task_records(core, &next), &joins.0, &ran)
+                    .save(
+                        CheckpointSource::Loop,
+                        &self.state,
+                        &writes,
+                        &task_records(core, &next),
+                        &joins.0,
+                        &ran,
+                    )
                     .await?;
                 self.emitter.checkpoint(&record, core, &next);
             }
             if !next.is_empty() {
-                self.static_interrupt(core, &tasks, InterruptKind::After, persist.as_deref_mut()).await?;
+                self.static_interrupt(core, &tasks, InterruptKind::After, persist.as_deref_mut())
+                    .await?;
             }
             tasks = next;
         }
@@ -377,8 +470,12 @@ impl<S: State> Runner<S> {
             .iter()
             .map(|t| &core.nodes[t.node])
             .filter(|n| {
-                let compiled = if kind == InterruptKind::After { n.interrupt_after } else { n.interrupt_before };
-                compiled || per_run.iter().any(|p| *p == n.name)
+                let compiled = if kind == InterruptKind::After {
+                    n.interrupt_after
+                } else {
+                    n.interrupt_before
+                };
+                compiled || per_run.contains(&n.name)
             })
             .map(|n| &n.name)
             .collect();
@@ -389,15 +486,35 @@ impl<S: State> Runner<S> {
         let Some(p) = persist else {
             return Err(Error::NoCheckpointer("interrupt_before / interrupt_after"));
         };
-        let label = if kind == InterruptKind::After { "after" } else { "before" };
+        let label = if kind == InterruptKind::After {
+            "after"
+        } else {
+            "before"
+        };
         let mut interrupts = Vec::with_capacity(hits.len());
         for node in hits {
             let id = format!("{label}:{node}");
-            p.save_pending::<S>(id.clone(), node, &PendingRef::Interrupt { id: &id, index: 0, payload: &serde_json::Value::Null })
-                .await?;
-            interrupts.push(Interrupt { id, node: node.to_string(), payload: serde_json::Value::Null, kind });
+            p.save_pending::<S>(
+                id.clone(),
+                node,
+                &PendingRef::Interrupt {
+                    id: &id,
+                    index: 0,
+                    payload: &serde_json::Value::Null,
+                },
+            )
+            .await?;
+            interrupts.push(Interrupt {
+                id,
+                node: node.to_string(),
+                payload: serde_json::Value::Null,
+                kind,
+            });
         }
-        Err(Error::Interrupted { thread_id: p.thread_id.clone(), interrupts })
+        Err(Error::Interrupted {
+            thread_id: p.thread_id.clone(),
+            interrupts,
+        })
     }
 
     /// The error that ends a run paused on dynamic interrupts.
@@ -437,7 +554,10 @@ async fn apply_resume<S: State>(
     pending: &mut PendingStep<S>,
     resume: Resume,
 ) -> Result<(), Error> {
-    let bad = |message: String| Error::BadResume { thread_id: persist.thread_id.clone(), message };
+    let bad = |message: String| Error::BadResume {
+        thread_id: persist.thread_id.clone(),
+        message,
+    };
     let mut answers: Vec<(usize, serde_json::Value)> = Vec::new();
     match resume {
         Resume::Value(value) => {
@@ -445,11 +565,18 @@ async fn apply_resume<S: State>(
             match open.as_slice() {
                 [index] => answers.push((*index, value)),
                 [] => {
-                    return Err(bad("no interrupt is waiting for a value; continue with `RunInput::Continue`".into()));
+                    return Err(bad(
+                        "no interrupt is waiting for a value; continue with `RunInput::Continue`"
+                            .into(),
+                    ));
                 }
                 _ => {
-                    let ids: Vec<&str> = pending.interrupts.values().map(|i| i.id.as_str()).collect();
-                    return Err(bad(format!("{} interrupts are pending ({ids:?}); answer them by id with `Resume::by_id`", open.len())));
+                    let ids: Vec<&str> =
+                        pending.interrupts.values().map(|i| i.id.as_str()).collect();
+                    return Err(bad(format!(
+                        "{} interrupts are pending ({ids:?}); answer them by id with `Resume::by_id`",
+                        open.len()
+                    )));
                 }
             }
         }
@@ -470,7 +597,9 @@ async fn apply_resume<S: State>(
         let values = pending.resume.entry(index).or_default();
         values.push(value);
         let node = tasks.get(index).map_or("", |t| &*core.nodes[t.node].name);
-        persist.save_pending::<S>(format!("resume:{index}"), node, &PendingRef::Resume(values)).await?;
+        persist
+            .save_pending::<S>(format!("resume:{index}"), node, &PendingRef::Resume(values))
+            .await?;
         pending.interrupts.remove(&index);
     }
     Ok(())
@@ -488,11 +617,21 @@ pub struct RunStream<S: State> {
 }
 
 impl<S: State> RunStream<S> {
-    pub(crate) fn start(graph: CompiledGraph<S>, input: RunInput<S>, config: RunConfig, modes: StreamModes) -> Self {
+    pub(crate) fn start(
+        graph: CompiledGraph<S>,
+        input: RunInput<S>,
+        config: RunConfig,
+        modes: StreamModes,
+    ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let emitter = Emitter::root(tx, modes);
         let runner = Runner::new(&graph, S::default(), Arc::new(config), emitter);
-        Self { events: rx, run: Some(Box::pin(runner.run(input))), error: None, final_state: None }
+        Self {
+            events: rx,
+            run: Some(Box::pin(runner.run(input))),
+            error: None,
+            final_state: None,
+        }
     }
 
     /// The final state, once the stream has ended without error.

@@ -8,7 +8,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::checkpoint::format::{self, GotoRecord, Loaded, Pending, TaskRecord};
-use crate::checkpoint::{CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, PendingWrite, new_checkpoint_id, now_ms};
+use crate::checkpoint::{
+    CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, PendingWrite,
+    new_checkpoint_id, now_ms,
+};
 use crate::command::{Goto, Packet};
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
@@ -50,7 +53,11 @@ struct BodyRef<'a, S: State> {
 #[serde(bound = "")]
 pub(crate) enum PendingRef<'a, S: State> {
     Output(TaskWriteRef<'a, S>),
-    Interrupt { id: &'a str, index: usize, payload: &'a Value },
+    Interrupt {
+        id: &'a str,
+        index: usize,
+        payload: &'a Value,
+    },
     Resume(&'a [Value]),
 }
 
@@ -59,7 +66,10 @@ pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
         .iter()
         .map(|g| match g {
             Goto::Node(n) => GotoRecord::Node(n.to_string()),
-            Goto::Send(s) => GotoRecord::Send { node: s.node.to_string(), input: s.input.to_json().unwrap_or(Value::Null) },
+            Goto::Send(s) => GotoRecord::Send {
+                node: s.node.to_string(),
+                input: s.input.to_json().unwrap_or(Value::Null),
+            },
         })
         .collect()
 }
@@ -74,7 +84,11 @@ pub(crate) fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec
         .collect()
 }
 
-fn decode_packet<S: State>(core: &GraphCore<S>, node: usize, input: Value) -> Result<Packet, String> {
+fn decode_packet<S: State>(
+    core: &GraphCore<S>,
+    node: usize,
+    input: Value,
+) -> Result<Packet, String> {
     match core.nodes[node].decoder {
         Some(decode) => decode(input),
         None => Ok(Packet::new(input)),
@@ -84,7 +98,11 @@ fn decode_packet<S: State>(core: &GraphCore<S>, node: usize, input: Value) -> Re
 /// Stable id of the interrupt raised by task `task` of the step after `checkpoint_id`.
 pub(crate) fn interrupt_id(checkpoint_id: &str, task: usize) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in checkpoint_id.bytes().chain(b":".iter().copied()).chain(task.to_string().bytes()) {
+    for byte in checkpoint_id
+        .bytes()
+        .chain(b":".iter().copied())
+        .chain(task.to_string().bytes())
+    {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -109,7 +127,11 @@ impl<S: State> PendingStep<S> {
     pub(crate) fn all_interrupts(&self) -> Vec<Interrupt> {
         let mut dynamic: Vec<(&usize, &Interrupt)> = self.interrupts.iter().collect();
         dynamic.sort_by_key(|(i, _)| **i);
-        dynamic.into_iter().map(|(_, i)| i.clone()).chain(self.static_interrupts.iter().cloned()).collect()
+        dynamic
+            .into_iter()
+            .map(|(_, i)| i.clone())
+            .chain(self.static_interrupts.iter().cloned())
+            .collect()
     }
 }
 
@@ -151,17 +173,39 @@ pub(crate) fn pending_step<S: State>(
             }
             (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
                 if !step.outputs.contains_key(&index) {
-                    step.interrupts.insert(index, Interrupt { id, node: write.node.clone(), payload, kind: InterruptKind::Dynamic });
+                    step.interrupts.insert(
+                        index,
+                        Interrupt {
+                            id,
+                            node: write.node.clone(),
+                            payload,
+                            kind: InterruptKind::Dynamic,
+                        },
+                    );
                 }
             }
             (Pending::Interrupt { id, payload, .. }, None) => {
-                let kind = if write.task_id.starts_with("after:") { InterruptKind::After } else { InterruptKind::Before };
-                step.static_interrupts.push(Interrupt { id, node: write.node.clone(), payload, kind });
+                let kind = if write.task_id.starts_with("after:") {
+                    InterruptKind::After
+                } else {
+                    InterruptKind::Before
+                };
+                step.static_interrupts.push(Interrupt {
+                    id,
+                    node: write.node.clone(),
+                    payload,
+                    kind,
+                });
             }
             (Pending::Resume(values), Some(index)) if is_resume => {
                 step.resume.insert(index, values);
             }
-            (_, _) => return Err(corrupt(format!("pending write `{}` does not fit its task id", write.task_id))),
+            (_, _) => {
+                return Err(corrupt(format!(
+                    "pending write `{}` does not fit its task id",
+                    write.task_id
+                )));
+            }
         }
     }
     Ok(step)
@@ -206,16 +250,30 @@ impl Persist {
     /// Releases the thread.
     pub(crate) async fn release(mut self) {
         self.locked = false;
-        if let Err(err) = self.saver.unlock_thread(&self.thread_id, &self.run_id).await {
+        if let Err(err) = self
+            .saver
+            .unlock_thread(&self.thread_id, &self.run_id)
+            .await
+        {
             tracing::warn!(thread = %self.thread_id, %err, "could not release the thread lock");
         }
     }
 
     /// Loads the checkpoint to start from: `checkpoint_id`, or the thread's newest.
-    pub(crate) async fn load<S: State>(&mut self, checkpoint_id: Option<&str>) -> Result<Option<(Loaded<S>, Vec<PendingWrite>)>, Error> {
-        let Some(tuple) = self.saver.get(&self.thread_id, &self.ns, checkpoint_id).await? else {
+    pub(crate) async fn load<S: State>(
+        &mut self,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<(Loaded<S>, Vec<PendingWrite>)>, Error> {
+        let Some(tuple) = self
+            .saver
+            .get(&self.thread_id, &self.ns, checkpoint_id)
+            .await?
+        else {
             return match checkpoint_id {
-                Some(id) => Err(Error::CheckpointNotFound { thread_id: self.thread_id.clone(), checkpoint_id: Some(id.to_owned()) }),
+                Some(id) => Err(Error::CheckpointNotFound {
+                    thread_id: self.thread_id.clone(),
+                    checkpoint_id: Some(id.to_owned()),
+                }),
                 None => Ok(None),
             };
         };
@@ -238,12 +296,29 @@ impl Persist {
         joins: &[Vec<bool>],
         ran: &[&str],
     ) -> Result<CheckpointRecord, Error> {
-        let delta = format::encode(&BodyRef::<S> { state: None, writes, next, joins }, "checkpoint delta")?;
+        let delta = format::encode(
+            &BodyRef::<S> {
+                state: None,
+                writes,
+                next,
+                joins,
+            },
+            "checkpoint delta",
+        )?;
         let take_snapshot = self.current.is_none()
             || self.chain_len >= MAX_CHAIN
-            || self.delta_bytes + delta.len() > self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
+            || self.delta_bytes + delta.len()
+                > self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
         let payload = if take_snapshot {
-            let full = format::encode(&BodyRef::<S> { state: Some(state), writes: &[], next, joins }, "checkpoint state")?;
+            let full = format::encode(
+                &BodyRef::<S> {
+                    state: Some(state),
+                    writes: &[],
+                    next,
+                    joins,
+                },
+                "checkpoint state",
+            )?;
             self.chain_len = 0;
             self.delta_bytes = 0;
             self.snapshot_bytes = full.len();
@@ -286,11 +361,24 @@ impl Persist {
     }
 
     /// Saves a pending write against the current checkpoint.
-    pub(crate) async fn save_pending<S: State>(&self, task_id: String, node: &str, pending: &PendingRef<'_, S>) -> Result<(), Error> {
-        let Some(checkpoint_id) = &self.current else { return Ok(()) };
+    pub(crate) async fn save_pending<S: State>(
+        &self,
+        task_id: String,
+        node: &str,
+        pending: &PendingRef<'_, S>,
+    ) -> Result<(), Error> {
+        let Some(checkpoint_id) = &self.current else {
+            return Ok(());
+        };
         let payload = format::encode(pending, "pending write")?;
-        let write = PendingWrite { task_id, node: node.to_owned(), payload };
-        self.saver.put_writes(&self.thread_id, &self.ns, checkpoint_id, vec![write]).await
+        let write = PendingWrite {
+            task_id,
+            node: node.to_owned(),
+            payload,
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, checkpoint_id, vec![write])
+            .await
     }
 }
 
@@ -322,28 +410,66 @@ pub(crate) struct TaskSaver {
 }
 
 impl TaskSaver {
-    pub(crate) async fn output<S: State>(&self, node: &str, updates: &[S::Update], gotos: &[Goto]) -> Result<(), Error> {
+    pub(crate) async fn output<S: State>(
+        &self,
+        node: &str,
+        updates: &[S::Update],
+        gotos: &[Goto],
+    ) -> Result<(), Error> {
         if !self.save_output {
             return Ok(());
         }
-        let pending: PendingRef<'_, S> = PendingRef::Output(TaskWriteRef { node, updates, gotos: goto_records(gotos) });
-        self.put(node, self.index.to_string(), format::encode(&pending, "pending write")?).await
+        let pending: PendingRef<'_, S> = PendingRef::Output(TaskWriteRef {
+            node,
+            updates,
+            gotos: goto_records(gotos),
+        });
+        self.put(
+            node,
+            self.index.to_string(),
+            format::encode(&pending, "pending write")?,
+        )
+        .await
     }
 
-    pub(crate) async fn interrupt<S: State>(&self, node: &str, index: usize, payload: &Value) -> Result<(), Error> {
+    pub(crate) async fn interrupt<S: State>(
+        &self,
+        node: &str,
+        index: usize,
+        payload: &Value,
+    ) -> Result<(), Error> {
         let id = interrupt_id(&self.checkpoint_id, self.index);
-        let pending: PendingRef<'_, S> = PendingRef::Interrupt { id: &id, index, payload };
-        self.put(node, self.index.to_string(), format::encode(&pending, "pending write")?).await
+        let pending: PendingRef<'_, S> = PendingRef::Interrupt {
+            id: &id,
+            index,
+            payload,
+        };
+        self.put(
+            node,
+            self.index.to_string(),
+            format::encode(&pending, "pending write")?,
+        )
+        .await
     }
 
     async fn put(&self, node: &str, task_id: String, payload: Vec<u8>) -> Result<(), Error> {
-        let write = PendingWrite { task_id, node: node.to_owned(), payload };
-        self.saver.put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write]).await
+        let write = PendingWrite {
+            task_id,
+            node: node.to_owned(),
+            payload,
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
+            .await
     }
 }
 
 /// Rebuilds the tasks a checkpoint planned.
-pub(crate) fn restore_tasks<S: State>(core: &GraphCore<S>, record: &CheckpointRecord, next: Vec<TaskRecord>) -> Result<Vec<Task>, Error> {
+pub(crate) fn restore_tasks<S: State>(
+    core: &GraphCore<S>,
+    record: &CheckpointRecord,
+    next: Vec<TaskRecord>,
+) -> Result<Vec<Task>, Error> {
     next.into_iter()
         .map(|t| {
             let corrupt = |message: String| Error::CorruptCheckpoint {
@@ -351,12 +477,19 @@ pub(crate) fn restore_tasks<S: State>(core: &GraphCore<S>, record: &CheckpointRe
                 checkpoint_id: record.checkpoint_id.clone(),
                 message,
             };
-            let node = *core
-                .by_name
-                .get(t.node.as_str())
-                .ok_or_else(|| corrupt(format!("it plans node `{}`, which this graph does not have", t.node)))?;
+            let node = *core.by_name.get(t.node.as_str()).ok_or_else(|| {
+                corrupt(format!(
+                    "it plans node `{}`, which this graph does not have",
+                    t.node
+                ))
+            })?;
             let input = match t.input {
-                Some(value) => Some(decode_packet(core, node, value).map_err(|e| corrupt(format!("a Send input for `{}` does not decode: {e}", t.node)))?),
+                Some(value) => Some(decode_packet(core, node, value).map_err(|e| {
+                    corrupt(format!(
+                        "a Send input for `{}` does not decode: {e}",
+                        t.node
+                    ))
+                })?),
                 None => None,
             };
             Ok(Task { node, input })

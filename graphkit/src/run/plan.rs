@@ -26,7 +26,11 @@ impl JoinProgress {
 
     /// Progress as stored in a checkpoint; reset if the graph's joins changed since.
     pub(crate) fn restore<S: State>(core: &GraphCore<S>, stored: Vec<Vec<bool>>) -> Self {
-        let fits = stored.len() == core.joins.len() && stored.iter().zip(&core.joins).all(|(s, j)| s.len() == j.sources);
+        let fits = stored.len() == core.joins.len()
+            && stored
+                .iter()
+                .zip(&core.joins)
+                .all(|(s, j)| s.len() == j.sources);
         if fits { Self(stored) } else { Self::new(core) }
     }
 }
@@ -42,7 +46,12 @@ struct Planner<'a, S: State> {
 
 impl<'a, S: State> Planner<'a, S> {
     fn new(core: &'a GraphCore<S>) -> Self {
-        Self { core, triggered: vec![false; core.nodes.len()], any: false, sends: Vec::new() }
+        Self {
+            core,
+            triggered: vec![false; core.nodes.len()],
+            any: false,
+            sends: Vec::new(),
+        }
     }
 
     fn trigger(&mut self, dest: Dest) {
@@ -57,20 +66,22 @@ impl<'a, S: State> Planner<'a, S> {
             Goto::Node(name) => name,
             Goto::Send(send) => &send.node,
         };
-        if let Some(declared) = declared {
-            if !declared.iter().any(|d| &**d == target) {
-                return Err(Error::UndeclaredTarget {
-                    from: from.to_owned(),
-                    target: target.to_owned(),
-                    declared: declared.iter().map(|d| d.to_string()).collect(),
-                });
-            }
+        if let Some(declared) = declared.filter(|d| !d.iter().any(|d| &**d == target)) {
+            return Err(Error::UndeclaredTarget {
+                from: from.to_owned(),
+                target: target.to_owned(),
+                declared: declared.iter().map(|d| d.to_string()).collect(),
+            });
         }
         let lookup = |name: &str| {
-            self.core.by_name.get(name).copied().ok_or_else(|| Error::UnknownTarget {
-                from: from.to_owned(),
-                target: name.to_owned(),
-            })
+            self.core
+                .by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| Error::UnknownTarget {
+                    from: from.to_owned(),
+                    target: name.to_owned(),
+                })
         };
         match goto {
             Goto::Node(name) if &*name == END => {}
@@ -80,7 +91,10 @@ impl<'a, S: State> Planner<'a, S> {
             }
             Goto::Send(send) => {
                 let id = lookup(&send.node)?;
-                self.sends.push(Task { node: id, input: Some(send.input) });
+                self.sends.push(Task {
+                    node: id,
+                    input: Some(send.input),
+                });
             }
         }
         Ok(())
@@ -91,7 +105,10 @@ impl<'a, S: State> Planner<'a, S> {
         let gotos = match routed {
             Ok(Ok(gotos)) => gotos,
             Ok(Err(err)) => {
-                return Err(Error::RouterFailed { node: from.to_owned(), message: err.to_string() });
+                return Err(Error::RouterFailed {
+                    node: from.to_owned(),
+                    message: err.to_string(),
+                });
             }
             Err(panic) => {
                 return Err(Error::RouterFailed {

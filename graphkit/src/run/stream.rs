@@ -96,7 +96,9 @@ impl fmt::Debug for StreamModes {
             StreamMode::Debug,
             StreamMode::Checkpoints,
         ];
-        f.debug_set().entries(all.into_iter().filter(|m| self.contains(*m))).finish()
+        f.debug_set()
+            .entries(all.into_iter().filter(|m| self.contains(*m)))
+            .finish()
     }
 }
 
@@ -255,7 +257,10 @@ impl<S: State> From<RawEvent> for StreamEvent<S> {
             RawPayload::Updates { node, update } => StreamPayload::SubgraphUpdates { node, update },
             RawPayload::Checkpoint(c) => StreamPayload::Checkpoint(c),
         };
-        Self { namespace: event.namespace, payload }
+        Self {
+            namespace: event.namespace,
+            payload,
+        }
     }
 }
 
@@ -272,7 +277,10 @@ pub(crate) struct StreamTarget {
 
 impl StreamTarget {
     pub(crate) fn emit(&self, payload: RawPayload) {
-        (self.sink)(RawEvent { namespace: Arc::clone(&self.namespace), payload });
+        (self.sink)(RawEvent {
+            namespace: Arc::clone(&self.namespace),
+            payload,
+        });
     }
 }
 
@@ -326,7 +334,9 @@ impl StreamWriter {
         if target.modes.is_empty() {
             return Self::disabled();
         }
-        Self { inner: Some(Arc::new(WriterInner { target, node })) }
+        Self {
+            inner: Some(Arc::new(WriterInner { target, node })),
+        }
     }
 
     /// The writer of the node running on this task, if any.
@@ -346,7 +356,9 @@ impl StreamWriter {
 
     /// `true` when the run streams `mode`.
     pub fn enabled(&self, mode: StreamMode) -> bool {
-        self.inner.as_ref().is_some_and(|i| i.target.modes.contains(mode))
+        self.inner
+            .as_ref()
+            .is_some_and(|i| i.target.modes.contains(mode))
     }
 
     /// The node this writer belongs to.
@@ -356,14 +368,15 @@ impl StreamWriter {
 
     /// Emits a custom value ([`StreamMode::Custom`]).
     pub fn custom(&self, value: impl Serialize) {
-        self.send(StreamMode::Custom, value, |node, payload| RawPayload::Custom { node, payload });
+        self.send(StreamMode::Custom, value, |node, payload| {
+            RawPayload::Custom { node, payload }
+        });
     }
 
     /// Emits a chat-model token or message ([`StreamMode::Messages`]).
     pub fn message(&self, value: impl Serialize) {
-        self.send(StreamMode::Messages, value, |node, payload| RawPayload::Messages {
-            node,
-            payload,
+        self.send(StreamMode::Messages, value, |node, payload| {
+            RawPayload::Messages { node, payload }
         });
     }
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::checkpoint::format::{self, Loaded};
-use crate::checkpoint::{CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions};
+use crate::checkpoint::{
+    CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions,
+};
 use crate::error::Error;
 use crate::graph::compiled::CompiledGraph;
 use crate::interrupt::Interrupt;
@@ -42,16 +44,25 @@ pub struct StateSnapshot<S: State> {
 impl<S: State> StateSnapshot<S> {
     /// A run config pointing at this checkpoint: running with it forks from here.
     pub fn config(&self) -> RunConfig {
-        RunConfig::new().thread_id(self.thread_id.clone()).checkpoint_id(self.checkpoint_id.clone())
+        RunConfig::new()
+            .thread_id(self.thread_id.clone())
+            .checkpoint_id(self.checkpoint_id.clone())
     }
 }
 
 impl<S: State> CompiledGraph<S> {
     fn saver(&self, what: &'static str) -> Result<&Arc<dyn Checkpointer>, Error> {
-        self.core.checkpointer.as_ref().ok_or(Error::NoCheckpointer(what))
+        self.core
+            .checkpointer
+            .as_ref()
+            .ok_or(Error::NoCheckpointer(what))
     }
 
-    fn snapshot_of(&self, loaded: Loaded<S>, tuple: &CheckpointTuple) -> Result<StateSnapshot<S>, Error> {
+    fn snapshot_of(
+        &self,
+        loaded: Loaded<S>,
+        tuple: &CheckpointTuple,
+    ) -> Result<StateSnapshot<S>, Error> {
         let pending = pending_step(&self.core, &loaded.record, &tuple.pending_writes)?;
         let record: CheckpointRecord = loaded.record;
         Ok(StateSnapshot {
@@ -76,23 +87,35 @@ impl<S: State> CompiledGraph<S> {
     pub async fn get_state(&self, config: &RunConfig) -> Result<StateSnapshot<S>, Error> {
         let saver = self.saver("get_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let tuple = saver.get(thread, "", config.checkpoint_id.as_deref()).await?.ok_or_else(|| {
-            Error::CheckpointNotFound { thread_id: thread.to_owned(), checkpoint_id: config.checkpoint_id.clone() }
-        })?;
+        let tuple = saver
+            .get(thread, "", config.checkpoint_id.as_deref())
+            .await?
+            .ok_or_else(|| Error::CheckpointNotFound {
+                thread_id: thread.to_owned(),
+                checkpoint_id: config.checkpoint_id.clone(),
+            })?;
         let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
         self.snapshot_of(loaded, &tuple)
     }
 
     /// The thread's checkpoints, newest first (filtered by `options`).
-    pub async fn get_state_history(&self, config: &RunConfig, options: &ListOptions) -> Result<Vec<StateSnapshot<S>>, Error> {
+    pub async fn get_state_history(
+        &self,
+        config: &RunConfig,
+        options: &ListOptions,
+    ) -> Result<Vec<StateSnapshot<S>>, Error> {
         let saver = self.saver("get_state_history")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
         let records = saver.list(thread, "", options).await?;
         let mut history = Vec::with_capacity(records.len());
         for record in records {
-            let tuple = saver.get(thread, "", Some(&record.checkpoint_id)).await?.ok_or_else(|| {
-                Error::CheckpointNotFound { thread_id: thread.to_owned(), checkpoint_id: Some(record.checkpoint_id.clone()) }
-            })?;
+            let tuple = saver
+                .get(thread, "", Some(&record.checkpoint_id))
+                .await?
+                .ok_or_else(|| Error::CheckpointNotFound {
+                    thread_id: thread.to_owned(),
+                    checkpoint_id: Some(record.checkpoint_id.clone()),
+                })?;
             let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
             history.push(self.snapshot_of(loaded, &tuple)?);
         }
@@ -105,14 +128,25 @@ impl<S: State> CompiledGraph<S> {
     /// `checkpoint_id` in `config`, the write forks from that checkpoint.
     ///
     /// Returns a config pointing at the new checkpoint.
-    pub async fn update_state(&self, config: &RunConfig, update: S::Update, as_node: Option<&str>) -> Result<RunConfig, Error> {
+    pub async fn update_state(
+        &self,
+        config: &RunConfig,
+        update: S::Update,
+        as_node: Option<&str>,
+    ) -> Result<RunConfig, Error> {
         let saver = self.saver("update_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
         let node = match as_node {
-            Some(name) => Some(*self.core.by_name.get(name).ok_or_else(|| Error::UnknownNode {
-                context: "update_state(as_node)".into(),
-                node: name.to_owned(),
-            })?),
+            Some(name) => Some(
+                *self
+                    .core
+                    .by_name
+                    .get(name)
+                    .ok_or_else(|| Error::UnknownNode {
+                        context: "update_state(as_node)".into(),
+                        node: name.to_owned(),
+                    })?,
+            ),
             None => None,
         };
         let mut persist = Persist::open(Arc::clone(saver), thread).await?;
@@ -121,21 +155,47 @@ impl<S: State> CompiledGraph<S> {
             let (mut state, mut joins, pending_next) = match loaded {
                 Some((loaded, _)) => {
                     let next = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
-                    (loaded.state, JoinProgress::restore(&self.core, loaded.body.joins), next)
+                    (
+                        loaded.state,
+                        JoinProgress::restore(&self.core, loaded.body.joins),
+                        next,
+                    )
                 }
                 None => (S::default(), JoinProgress::new(&self.core), Vec::new()),
             };
             state.apply_update(update.clone())?;
             let next = match node {
-                Some(id) => plan::next_tasks(&self.core, &[Task { node: id, input: None }], vec![Vec::new()], &state, &mut joins)?,
+                Some(id) => plan::next_tasks(
+                    &self.core,
+                    &[Task {
+                        node: id,
+                        input: None,
+                    }],
+                    vec![Vec::new()],
+                    &state,
+                    &mut joins,
+                )?,
                 None => pending_next,
             };
             let writer = as_node.unwrap_or("__update__");
-            let writes = [TaskWriteRef::<S> { node: writer, updates: std::slice::from_ref(&update), gotos: Vec::new() }];
+            let writes = [TaskWriteRef::<S> {
+                node: writer,
+                updates: std::slice::from_ref(&update),
+                gotos: Vec::new(),
+            }];
             let record = persist
-                .save(CheckpointSource::Update, &state, &writes, &task_records(&self.core, &next), &joins.0, &[writer])
+                .save(
+                    CheckpointSource::Update,
+                    &state,
+                    &writes,
+                    &task_records(&self.core, &next),
+                    &joins.0,
+                    &[writer],
+                )
                 .await?;
-            Ok(RunConfig::new().thread_id(thread).checkpoint_id(record.checkpoint_id))
+            Ok(RunConfig::new()
+                .thread_id(thread)
+                .checkpoint_id(record.checkpoint_id))
         }
         .await;
         persist.release().await;

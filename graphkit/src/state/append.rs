@@ -45,29 +45,44 @@ pub struct AppendUpdate<T> {
 
 impl<T> Default for AppendUpdate<T> {
     fn default() -> Self {
-        Self { clear: false, items: Vec::new() }
+        Self {
+            clear: false,
+            items: Vec::new(),
+        }
     }
 }
 
 impl<T> AppendUpdate<T> {
     /// Append these items.
     pub fn items(items: impl IntoIterator<Item = T>) -> Self {
-        Self { clear: false, items: items.into_iter().collect() }
+        Self {
+            clear: false,
+            items: items.into_iter().collect(),
+        }
     }
 
     /// Append one item.
     pub fn item(item: T) -> Self {
-        Self { clear: false, items: vec![item] }
+        Self {
+            clear: false,
+            items: vec![item],
+        }
     }
 
     /// The clear sentinel: empty the list.
     pub fn clear() -> Self {
-        Self { clear: true, items: Vec::new() }
+        Self {
+            clear: true,
+            items: Vec::new(),
+        }
     }
 
     /// Replace the whole list with these items.
     pub fn replace(items: impl IntoIterator<Item = T>) -> Self {
-        Self { clear: true, items: items.into_iter().collect() }
+        Self {
+            clear: true,
+            items: items.into_iter().collect(),
+        }
     }
 
     /// Builds an update from a sequence of operations; only pushes after the last

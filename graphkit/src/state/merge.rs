@@ -72,17 +72,23 @@ impl<T: Keyed> Default for KeyedUpdate<T> {
 impl<T: Keyed> KeyedUpdate<T> {
     /// Upsert these items.
     pub fn upsert(items: impl IntoIterator<Item = T>) -> Self {
-        Self { ops: items.into_iter().map(KeyedOp::Upsert).collect() }
+        Self {
+            ops: items.into_iter().map(KeyedOp::Upsert).collect(),
+        }
     }
 
     /// Remove the items with these keys.
     pub fn remove(keys: impl IntoIterator<Item = T::Key>) -> Self {
-        Self { ops: keys.into_iter().map(KeyedOp::Remove).collect() }
+        Self {
+            ops: keys.into_iter().map(KeyedOp::Remove).collect(),
+        }
     }
 
     /// Remove every item.
     pub fn remove_all() -> Self {
-        Self { ops: vec![KeyedOp::RemoveAll] }
+        Self {
+            ops: vec![KeyedOp::RemoveAll],
+        }
     }
 
     /// Replace the whole collection with these items.

@@ -23,7 +23,9 @@ impl InMemoryStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(Vec<String>, String), Item>> {
-        self.items.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.items
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -46,7 +48,13 @@ impl Store for InMemoryStore {
             std::collections::btree_map::Entry::Occupied(e) => e.get().created_at_ms,
             std::collections::btree_map::Entry::Vacant(_) => now,
         };
-        let item = Item { namespace: owned(namespace), key: key.to_owned(), value, created_at_ms, updated_at_ms: now };
+        let item = Item {
+            namespace: owned(namespace),
+            key: key.to_owned(),
+            value,
+            created_at_ms,
+            updated_at_ms: now,
+        };
         match entry {
             std::collections::btree_map::Entry::Occupied(mut e) => {
                 e.insert(item);
@@ -60,7 +68,10 @@ impl Store for InMemoryStore {
 
     async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
         validate_key(namespace, Some(key))?;
-        Ok(self.lock().get(&(owned(namespace), key.to_owned())).cloned())
+        Ok(self
+            .lock()
+            .get(&(owned(namespace), key.to_owned()))
+            .cloned())
     }
 
     async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
@@ -74,14 +85,20 @@ impl Store for InMemoryStore {
         Ok(self
             .lock()
             .values()
-            .filter(|item| has_prefix(&item.namespace, prefix) && matches_filter(&item.value, &query.filter))
+            .filter(|item| {
+                has_prefix(&item.namespace, prefix) && matches_filter(&item.value, &query.filter)
+            })
             .skip(query.offset)
             .take(query.limit.unwrap_or(10))
             .cloned()
             .collect())
     }
 
-    async fn list_namespaces(&self, prefix: &[&str], max_depth: Option<usize>) -> Result<Vec<Vec<String>>, Error> {
+    async fn list_namespaces(
+        &self,
+        prefix: &[&str],
+        max_depth: Option<usize>,
+    ) -> Result<Vec<Vec<String>>, Error> {
         validate_key(prefix, None)?;
         let mut namespaces: Vec<Vec<String>> = self
             .lock()

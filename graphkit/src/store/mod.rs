@@ -66,7 +66,11 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Distinct namespaces that start with `prefix`, truncated to `max_depth` parts if
     /// given, sorted.
-    async fn list_namespaces(&self, prefix: &[&str], max_depth: Option<usize>) -> Result<Vec<Vec<String>>, Error>;
+    async fn list_namespaces(
+        &self,
+        prefix: &[&str],
+        max_depth: Option<usize>,
+    ) -> Result<Vec<Vec<String>>, Error>;
 }
 
 /// Checks namespace parts and a key: non-empty, no ASCII control characters.
@@ -84,5 +88,7 @@ pub(crate) fn validate_key(namespace: &[&str], key: Option<&str>) -> Result<(), 
 /// `true` if `value` is an object containing every entry of `filter`.
 pub(crate) fn matches_filter(value: &Value, filter: &Map<String, Value>) -> bool {
     filter.is_empty()
-        || value.as_object().is_some_and(|object| filter.iter().all(|(k, v)| object.get(k) == Some(v)))
+        || value
+            .as_object()
+            .is_some_and(|object| filter.iter().all(|(k, v)| object.get(k) == Some(v)))
 }
