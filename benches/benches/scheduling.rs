@@ -75,14 +75,16 @@ fn invoke<S: State>(
 ) -> S {
     match runtime {
         None => graph
-            .invoke_blocking(input, run_config())
+            .invoke_blocking(graphkit::RunInput::Update(input), run_config())
             .expect("the graph runs"),
         Some(runtime) => {
             let graph = graph.clone();
             runtime
-                .block_on(
-                    runtime.spawn(async move { graph.invoke_with(input, run_config()).await }),
-                )
+                .block_on(runtime.spawn(async move {
+                    graph
+                        .invoke_with(graphkit::RunInput::Update(input), run_config())
+                        .await
+                }))
                 .expect("the task joins")
                 .expect("the graph runs")
         }
