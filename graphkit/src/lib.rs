@@ -60,7 +60,9 @@ pub use graph::node::{
 pub use graph::{END, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
-pub use run::config::{DEFAULT_RECURSION_LIMIT, RetryPolicy, RetryPredicate, RunConfig};
+pub use run::config::{
+    DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
+};
 pub use run::context::NodeContext;
 pub use run::stream::{
     CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
