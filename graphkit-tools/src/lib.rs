@@ -1,0 +1,63 @@
+//! # graphkit-tools
+//!
+//! The tool layer of graphkit: the [`Tool`] trait and tools made from async fns
+//! ([`tool_fn`], [`tool_fn_with_runtime`]); the [`ToolNode`] that runs the tool calls of
+//! the last assistant message and merges their state updates; the [`tools_condition`]
+//! router; a prebuilt [`ReactAgent`]; prebuilt tools (sandboxed files, a todo list kept in
+//! the graph state, think, web search, URL fetch, Wikipedia, arXiv); and an MCP client.
+//!
+//! Graph states are your own structs: implement [`MessagesState`] (one line with
+//! [`messages_state!`]) so tools and the agent can find the conversation, or use the
+//! ready-made [`AgentState`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use graphkit_llm::{AssistantMessage, ScriptedModel, ToolCall};
+//! use graphkit_tools::{AgentState, ReactAgent, ToolError, tool_fn};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let add = tool_fn("add", "Adds two integers.", |x: Add| async move { Ok((x.a + x.b).to_string()) });
+//! // A test double that replays two replies; any `ChatModel` works here.
+//! let model = ScriptedModel::new([
+//!     AssistantMessage::with_tool_calls("", vec![ToolCall::new("add", json!({"a": 2, "b": 3}))]),
+//!     AssistantMessage::text("2 + 3 = 5"),
+//! ]);
+//! let agent = ReactAgent::<AgentState>::new(model, [Arc::new(add) as _]).compile()?;
+//! let done = agent.invoke(AgentState::user("What is 2 + 3?")).await?;
+//! assert_eq!(done.messages[2].text(), "5"); // the tool's answer
+//! # Ok::<(), graphkit::Error>(()) }).unwrap();
+//! ```
+//!
+//! The guide page `docs/tools.md` explains each part.
+
+mod agent;
+mod error;
+mod function;
+
+mod node;
+pub mod prebuilt;
+mod state;
+mod tool;
+
+pub use agent::{AGENT_NODE, ReactAgent};
+pub use error::{Result, ToolError};
+pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
+pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
+pub use prebuilt::fs::SandboxedFs;
+pub use prebuilt::think::ThinkTool;
+pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
+pub use state::{AgentState, AgentStateUpdate, MessagesState};
+pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
+
+/// Re-exports used by [`messages_state!`]. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use graphkit::{KeyedUpdate, State};
+    pub use graphkit_llm::Message;
+}

@@ -1,0 +1,114 @@
+//! How tools and the ReAct agent reach a graph's messages: [`MessagesState`], the
+//! [`messages_state!`](crate::messages_state) macro, and the ready-made [`AgentState`].
+
+use graphkit::{KeyedUpdate, State};
+use graphkit_llm::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::prebuilt::todo::{TodoItem, TodoList, TodoState};
+
+/// A graph state with a conversation: the contract between your state type and the
+/// [`ToolNode`](crate::ToolNode), [`tools_condition`](crate::tools_condition) and the
+/// [ReAct agent](crate::ReactAgent).
+///
+/// graphkit states are your own structs, so the tool layer cannot know which field holds
+/// the messages. This trait says it: read the messages, and build an update of them.
+/// The field should be `#[reducer(merge_by_key)] Vec<Message>` (LangGraph's
+/// `add_messages`), so parallel tool messages, edits by id and removals all merge.
+///
+/// Implement it with [`messages_state!`](crate::messages_state) in one line, or by hand:
+///
+/// ```
+/// use graphkit::{KeyedUpdate, State};
+/// use graphkit_llm::Message;
+/// use graphkit_tools::MessagesState;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Research {
+///     #[reducer(merge_by_key)]
+///     messages: Vec<Message>,
+///     topic: String,
+/// }
+///
+/// impl MessagesState for Research {
+///     fn messages(&self) -> &[Message] { &self.messages }
+///     fn messages_update(update: KeyedUpdate<Message>) -> ResearchUpdate {
+///         ResearchUpdate::new().messages(update)
+///     }
+/// }
+/// ```
+pub trait MessagesState: State {
+    /// The conversation, oldest first.
+    fn messages(&self) -> &[Message];
+
+    /// An update of the state that changes only the messages.
+    fn messages_update(update: KeyedUpdate<Message>) -> Self::Update;
+}
+
+/// Implements [`MessagesState`] for a `#[derive(State)]` struct whose field `$field` is a
+/// `#[reducer(merge_by_key)] Vec<Message>`.
+///
+/// ```
+/// use graphkit::State;
+/// use graphkit_llm::Message;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// struct Chat {
+///     #[reducer(merge_by_key)]
+///     history: Vec<Message>,
+/// }
+/// graphkit_tools::messages_state!(Chat, history);
+/// ```
+#[macro_export]
+macro_rules! messages_state {
+    ($state:ty, $field:ident) => {
+        impl $crate::MessagesState for $state {
+            fn messages(&self) -> &[$crate::__private::Message] {
+                &self.$field
+            }
+
+            fn messages_update(
+                update: $crate::__private::KeyedUpdate<$crate::__private::Message>,
+            ) -> <$state as $crate::__private::State>::Update {
+                <<$state as $crate::__private::State>::Update as ::core::default::Default>::default(
+                )
+                .$field(update)
+            }
+        }
+    };
+}
+
+/// The ready-made state for agents: a conversation and a todo list.
+///
+/// Use it when you have nothing else to keep; otherwise put the same fields in your own
+/// state and implement [`MessagesState`] (and [`TodoState`] for the todo tools).
+#[derive(graphkit::State, Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AgentState {
+    /// The conversation; merges by message id.
+    #[reducer(merge_by_key)]
+    pub messages: Vec<Message>,
+    /// The agent's todo list; merges by item id.
+    #[reducer(with = TodoList::merge, update = KeyedUpdate<TodoItem>)]
+    pub todos: TodoList,
+}
+
+messages_state!(AgentState, messages);
+
+impl TodoState for AgentState {
+    fn todos(&self) -> &TodoList {
+        &self.todos
+    }
+
+    fn todos_update(update: KeyedUpdate<TodoItem>) -> AgentStateUpdate {
+        AgentStateUpdate::new().todos(update)
+    }
+}
+
+impl AgentState {
+    /// An input update that starts (or continues) a conversation with a user message.
+    pub fn user(text: impl Into<String>) -> AgentStateUpdate {
+        AgentStateUpdate::new().messages(vec![Message::user(text)])
+    }
+}
