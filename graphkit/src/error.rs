@@ -261,7 +261,7 @@ pub enum Error {
     Runtime(String),
 
     /// The run paused on interrupts; answer them with `Command::resume` on the same thread.
-    #[error("the run on thread `{thread_id}` paused on {} interrupt(s) ({}); resume it with `Command::resume(...)` on the same thread", interrupts.len(), interrupts.iter().map(|i| format!("`{}` in `{}`", i.id, i.node)).collect::<Vec<_>>().join(", "))]
+    #[error("the run on thread `{thread_id}` paused on {} interrupt(s) ({}); resume dynamic interrupts with `Command::resume(...)` and static ones with `RunInput::Continue` on the same thread", interrupts.len(), interrupts.iter().map(|i| format!("`{}` in `{}`", i.id, i.node)).collect::<Vec<_>>().join(", "))]
     Interrupted {
         /// The thread.
         thread_id: String,

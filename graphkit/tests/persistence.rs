@@ -764,3 +764,135 @@ async fn nodes_reach_the_store_across_threads() {
         .unwrap();
     assert_eq!(out.answer, "visit 2 (0 turns)");
 }
+
+#[tokio::test]
+async fn async_durability_saves_every_checkpoint_before_the_run_returns() {
+    let saver = saver();
+    let graph = chain(saver.clone());
+    let config = thread("async").durability(graphkit::Durability::Async);
+    let out = graph.invoke_with(ChatUpdate::new(), config).await.unwrap();
+    let history = graph
+        .get_state_history(&thread("async"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(history[0].values, out);
+}
+
+#[tokio::test]
+async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
+    let saver = saver();
+    let graph = chain(saver.clone());
+    let exit = || thread("exit").durability(graphkit::Durability::Exit);
+    let out = graph.invoke_with(ChatUpdate::new(), exit()).await.unwrap();
+    let history = graph
+        .get_state_history(&thread("exit"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(history.len(), 1, "only the final checkpoint");
+    assert_eq!(history[0].values, out);
+
+    // A pause still leaves a resumable thread: the stopped step and its interrupt.
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("before", say("before"))
+        .add_node("ask", ask)
+        .add_node("side", say("side"));
+    g.add_edge(START, "before")
+        .add_edge("before", "ask")
+        .add_edge("before", "side");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), exit())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Interrupted { .. }), "{err}");
+    let paused = graph.get_state(&exit()).await.unwrap();
+    assert_eq!(paused.next, ["ask", "side"]);
+    assert_eq!(paused.interrupts.len(), 1);
+    let out = graph
+        .invoke_with(Command::resume("ok"), exit())
+        .await
+        .unwrap();
+    assert_eq!(out.answer, "ok");
+    assert_eq!(
+        out.log,
+        ["a", "b", "c", "before", "side"],
+        "`side` finished before the pause and is not run again"
+    );
+}
+
+#[tokio::test]
+async fn an_interrupt_after_then_an_interrupt_before_both_pause() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("a", say("a")).add_node("b", say("b"));
+    g.add_edge(START, "a").add_edge("a", "b");
+    let graph = g
+        .compile_with(
+            CompileOptions::new()
+                .checkpointer(saver())
+                .interrupt_after(["a"])
+                .interrupt_before(["b"]),
+        )
+        .unwrap();
+    let first = graph
+        .invoke_with(ChatUpdate::new(), thread("ab"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&first, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
+    );
+    let second = graph
+        .invoke_with(RunInput::Continue, thread("ab"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&second, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before),
+        "{second}"
+    );
+    assert_eq!(
+        graph
+            .invoke_with(RunInput::Continue, thread("ab"))
+            .await
+            .unwrap()
+            .log,
+        ["a", "b"]
+    );
+}
+
+#[tokio::test]
+async fn per_run_interrupt_names_are_checked() {
+    let err = chain(saver())
+        .invoke_with(
+            ChatUpdate::new(),
+            thread("typo").interrupt_before(["publsh"]),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownNode { node, .. } if node == "publsh"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("fk"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("fk"), &ListOptions::default())
+        .await
+        .unwrap();
+    let fork = graph
+        .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        graph.get_state(&fork).await.unwrap().source,
+        CheckpointSource::Fork
+    );
+}

@@ -85,7 +85,7 @@ pub struct CheckpointRecord {
     pub parent_id: Option<String>,
     /// The format version the payload was written with.
     pub format_version: u32,
-    /// The super-step: -1 for the input, 0.. for steps (LangGraph's numbering).
+    /// The super-step: a thread's first input is 0, and the count goes on across runs.
     pub step: i64,
     /// What created it.
     pub source: CheckpointSource,

@@ -9,6 +9,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::BoxError;
 
+/// When a run with a checkpointer writes its checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each step's checkpoint is saved before the next step starts, and the writes of
+    /// parallel tasks are saved as each task finishes. A crash loses at most the step in
+    /// progress (minus its finished tasks).
+    #[default]
+    Sync,
+    /// Checkpoints are saved in order by a background writer while the next step runs;
+    /// the run waits for them before it returns. A crash may lose the last few steps.
+    Async,
+    /// One checkpoint when the run stops (finished, paused, or failed, with the failed
+    /// step's finished tasks as pending writes). Fastest; a crash loses the whole run.
+    Exit,
+}
+
 /// The default bound on super-steps per run (LangGraph's current default).
 pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
 
@@ -35,6 +51,7 @@ pub struct RunConfig {
     pub(crate) values: Map<String, Value>,
     pub(crate) interrupt_before: Vec<Arc<str>>,
     pub(crate) interrupt_after: Vec<Arc<str>>,
+    pub(crate) durability: Durability,
 }
 
 impl Default for RunConfig {
@@ -49,6 +66,7 @@ impl Default for RunConfig {
             values: Map::new(),
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
+            durability: Durability::Sync,
         }
     }
 }
@@ -65,6 +83,7 @@ impl fmt::Debug for RunConfig {
             .field("values", &self.values)
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
+            .field("durability", &self.durability)
             .finish()
     }
 }
@@ -114,6 +133,13 @@ impl RunConfig {
     #[must_use]
     pub fn subgraphs(mut self, on: bool) -> Self {
         self.subgraphs = on;
+        self
+    }
+
+    /// When checkpoints are written (see [`Durability`]; `Sync` by default).
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 

@@ -31,8 +31,8 @@ use crate::run::config::RunConfig;
 use crate::run::execute::StepScope;
 use crate::run::execute::TaskExtras;
 use crate::run::persist::{
-    PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks,
-    task_records,
+    PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, output_ref, pending_step,
+    restore_tasks, task_records,
 };
 use crate::run::plan::JoinProgress;
 use crate::run::plan::Task;
@@ -203,6 +203,13 @@ pub(crate) struct Runner<S: State> {
     inherited_scratchpad: Option<Arc<Scratchpad>>,
 }
 
+/// Which tasks a static interrupt looks at, and what runs next if it fires.
+struct StaticCheck<'a> {
+    kind: InterruptKind,
+    hits: &'a [Task],
+    next: &'a [Task],
+}
+
 /// The pseudo-node that writes a run's input.
 const INPUT_NODE: &str = "__input__";
 
@@ -264,6 +271,17 @@ impl<S: State> Runner<S> {
 
     async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
         let core = Arc::clone(&self.graph.core);
+        for (what, names) in [
+            ("RunConfig::interrupt_before", &self.config.interrupt_before),
+            ("RunConfig::interrupt_after", &self.config.interrupt_after),
+        ] {
+            if let Some(unknown) = names.iter().find(|n| !core.by_name.contains_key(&***n)) {
+                return Err(Error::UnknownNode {
+                    context: format!("`{what}`"),
+                    node: unknown.to_string(),
+                });
+            }
+        }
         let mut persist = match (&core.checkpointer, self.persistent) {
             (Some(saver), true) => {
                 let thread = self
@@ -271,13 +289,17 @@ impl<S: State> Runner<S> {
                     .thread_id
                     .as_deref()
                     .ok_or(Error::MissingThreadId)?;
-                Some(Persist::open(Arc::clone(saver), thread).await?)
+                Some(Persist::open(Arc::clone(saver), thread, self.config.durability).await?)
             }
             _ => None,
         };
-        let outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
         if let Some(persist) = persist {
-            persist.release().await;
+            let released = persist.release().await;
+            // A checkpoint that failed to save fails the run, unless it failed already.
+            if outcome.is_ok() {
+                outcome = released;
+            }
         }
         outcome.map(|()| Done {
             state: self.state,
@@ -304,7 +326,10 @@ impl<S: State> Runner<S> {
                 {
                     self.state = loaded.state;
                 }
-                let recorded = persist.is_some().then(|| update.clone());
+                let recorded = persist
+                    .as_deref()
+                    .filter(|p| p.per_step())
+                    .map(|_| update.clone());
                 if let Some(collected) = self.collected.as_mut() {
                     collected.push(update.clone());
                 }
@@ -349,7 +374,13 @@ impl<S: State> Runner<S> {
                 if let RunInput::Resume(resume) = input {
                     apply_resume(core, p, &tasks, &mut pending, resume).await?;
                 }
-                skip_static_before = true;
+                // The pending step already passed its interrupt_before check (it paused
+                // there, or ran and failed or paused inside); after an interrupt_after
+                // pause, the next step has not been checked yet.
+                skip_static_before = !pending
+                    .static_interrupts
+                    .iter()
+                    .any(|i| i.kind == InterruptKind::After);
                 tasks
             }
         };
@@ -357,7 +388,12 @@ impl<S: State> Runner<S> {
 
         while !tasks.is_empty() {
             if !skip_static_before {
-                self.static_interrupt(core, &tasks, InterruptKind::Before, persist.as_deref_mut())
+                let before = StaticCheck {
+                    kind: InterruptKind::Before,
+                    hits: &tasks,
+                    next: &tasks,
+                };
+                self.static_interrupt(core, before, &joins, persist.as_deref_mut())
                     .await?;
             }
             skip_static_before = false;
@@ -400,18 +436,32 @@ impl<S: State> Runner<S> {
 
             let mut outputs = Vec::with_capacity(results.len());
             let mut interrupts = Vec::new();
+            let mut failure = None;
             for (index, result) in results.into_iter().enumerate() {
                 match result {
-                    Ok(output) => outputs.push(output),
+                    Ok(output) => outputs.push((index, output)),
                     Err(Error::Interrupt(signal)) => interrupts.push((index, signal)),
-                    Err(error) => return Err(error),
+                    Err(error) => {
+                        failure.get_or_insert(error);
+                    }
                 }
             }
-            if !interrupts.is_empty() {
+            if failure.is_some() || !interrupts.is_empty() {
+                if let Some(p) = persist.as_deref_mut().filter(|p| !p.per_step()) {
+                    self.save_stopped_step(core, p, &tasks, &joins, &outputs, &interrupts)
+                        .await?;
+                }
+                if let Some(error) = failure {
+                    return Err(error);
+                }
                 return Err(self.paused(core, &tasks, interrupts, persist.as_deref()));
             }
+            let outputs: Vec<NodeOutput<S>> = outputs.into_iter().map(|(_, o)| o).collect();
 
-            let mut recorded = persist.is_some().then(Vec::new);
+            let mut recorded = persist
+                .as_deref()
+                .filter(|p| p.per_step())
+                .map(|_| Vec::new());
             let gotos = apply::apply_writes(
                 core,
                 &mut self.state,
@@ -446,22 +496,91 @@ impl<S: State> Runner<S> {
                 self.emitter.checkpoint(&record, core, &next);
             }
             if !next.is_empty() {
-                self.static_interrupt(core, &tasks, InterruptKind::After, persist.as_deref_mut())
+                let after = StaticCheck {
+                    kind: InterruptKind::After,
+                    hits: &tasks,
+                    next: &next,
+                };
+                self.static_interrupt(core, after, &joins, persist.as_deref_mut())
                     .await?;
             }
             tasks = next;
         }
+        if let Some(p) = persist.filter(|p| !p.per_step()) {
+            let ran: [&str; 0] = [];
+            let record = p
+                .save(
+                    CheckpointSource::Loop,
+                    &self.state,
+                    &[],
+                    &[],
+                    &joins.0,
+                    &ran,
+                )
+                .await?;
+            self.emitter.checkpoint(&record, core, &[]);
+        }
         Ok(())
     }
 
-    /// Stops the run if one of `tasks` is marked to interrupt before (or after) it.
+    /// `Durability::Exit`: a step stopped (failed or paused), so save the state before
+    /// it, the step as the next one, and its finished tasks and interrupts as pending
+    /// writes, so the thread can be resumed.
+    async fn save_stopped_step(
+        &self,
+        core: &GraphCore<S>,
+        persist: &mut Persist,
+        tasks: &[Task],
+        joins: &JoinProgress,
+        outputs: &[(usize, NodeOutput<S>)],
+        interrupts: &[(usize, InterruptSignal)],
+    ) -> Result<(), Error> {
+        let next = task_records(core, tasks);
+        let record = persist
+            .save(
+                CheckpointSource::Loop,
+                &self.state,
+                &[],
+                &next,
+                &joins.0,
+                &[],
+            )
+            .await?;
+        for (index, output) in outputs {
+            let node = &*core.nodes[tasks[*index].node].name;
+            let pending = PendingRef::Output(output_ref(node, output));
+            persist
+                .save_pending::<S>(index.to_string(), node, &pending)
+                .await?;
+        }
+        for (index, signal) in interrupts {
+            let node = &*core.nodes[tasks[*index].node].name;
+            let id = interrupt_id(&record.checkpoint_id, *index);
+            let pending = PendingRef::Interrupt {
+                id: &id,
+                index: signal.index,
+                payload: &signal.payload,
+            };
+            persist
+                .save_pending::<S>(index.to_string(), node, &pending)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Stops the run if one of `check.hits` is marked to interrupt before (or after) it.
     async fn static_interrupt(
         &self,
         core: &GraphCore<S>,
-        tasks: &[Task],
-        kind: InterruptKind,
+        check: StaticCheck<'_>,
+        joins: &JoinProgress,
         persist: Option<&mut Persist>,
     ) -> Result<(), Error> {
+        let StaticCheck {
+            kind,
+            hits: tasks,
+            next,
+        } = check;
         let per_run = match kind {
             InterruptKind::After => &self.config.interrupt_after,
             _ => &self.config.interrupt_before,
@@ -486,6 +605,18 @@ impl<S: State> Runner<S> {
         let Some(p) = persist else {
             return Err(Error::NoCheckpointer("interrupt_before / interrupt_after"));
         };
+        if !p.per_step() {
+            let records = task_records(core, next);
+            p.save(
+                CheckpointSource::Loop,
+                &self.state,
+                &[],
+                &records,
+                &joins.0,
+                &[],
+            )
+            .await?;
+        }
         let label = if kind == InterruptKind::After {
             "after"
         } else {

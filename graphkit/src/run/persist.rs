@@ -16,6 +16,7 @@ use crate::command::{Goto, Packet};
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::interrupt::{Interrupt, InterruptKind};
+use crate::run::config::Durability;
 use crate::run::plan::Task;
 use crate::state::State;
 
@@ -92,6 +93,25 @@ fn decode_packet<S: State>(
     match core.nodes[node].decoder {
         Some(decode) => decode(input),
         None => Ok(Packet::new(input)),
+    }
+}
+
+/// The writes of a task output, borrowed for a pending write.
+pub(crate) fn output_ref<'a, S: State>(
+    node: &'a str,
+    output: &'a crate::graph::node::NodeOutput<S>,
+) -> TaskWriteRef<'a, S> {
+    use crate::graph::node::NodeOutput;
+    let (updates, gotos): (&[S::Update], Vec<GotoRecord>) = match output {
+        NodeOutput::Update(update) => (std::slice::from_ref(update), Vec::new()),
+        NodeOutput::Updates(updates) => (updates, Vec::new()),
+        NodeOutput::Command(command) => (command.update.as_slice(), goto_records(&command.goto)),
+        NodeOutput::Restored(updates, gotos) => (updates, goto_records(gotos)),
+    };
+    TaskWriteRef {
+        node,
+        updates,
+        gotos,
     }
 }
 
@@ -190,6 +210,15 @@ pub(crate) fn pending_step<S: State>(
                 } else {
                     InterruptKind::Before
                 };
+                // Only the newest static pause is pending: an earlier one on the same
+                // checkpoint was continued past already.
+                if step
+                    .static_interrupts
+                    .last()
+                    .is_some_and(|last| last.kind != kind)
+                {
+                    step.static_interrupts.clear();
+                }
                 step.static_interrupts.push(Interrupt {
                     id,
                     node: write.node.clone(),
@@ -211,9 +240,38 @@ pub(crate) fn pending_step<S: State>(
     Ok(step)
 }
 
+/// Saves checkpoints in order on a background task (`Durability::Async`).
+struct BackgroundWriter {
+    queue: tokio::sync::mpsc::UnboundedSender<CheckpointRecord>,
+    done: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+impl BackgroundWriter {
+    fn start(saver: Arc<dyn Checkpointer>) -> Self {
+        let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<CheckpointRecord>();
+        let done = tokio::spawn(async move {
+            while let Some(record) = records.recv().await {
+                saver.put(record).await?;
+            }
+            Ok(())
+        });
+        Self { queue, done }
+    }
+
+    async fn finish(self) -> Result<(), Error> {
+        drop(self.queue);
+        self.done.await.map_err(|e| Error::Backend {
+            backend: "checkpoint writer",
+            message: e.to_string(),
+        })?
+    }
+}
+
 /// The run's persistence state.
 pub(crate) struct Persist {
     pub(crate) saver: Arc<dyn Checkpointer>,
+    durability: Durability,
+    writer: Option<BackgroundWriter>,
     pub(crate) thread_id: String,
     pub(crate) ns: String,
     run_id: String,
@@ -228,13 +286,19 @@ pub(crate) struct Persist {
 
 impl Persist {
     /// Takes the thread for this run.
-    pub(crate) async fn open(saver: Arc<dyn Checkpointer>, thread_id: &str) -> Result<Self, Error> {
+    pub(crate) async fn open(
+        saver: Arc<dyn Checkpointer>,
+        thread_id: &str,
+        durability: Durability,
+    ) -> Result<Self, Error> {
         let run_id = format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id());
         if !saver.try_lock_thread(thread_id, &run_id).await? {
             return Err(Error::ThreadBusy(thread_id.to_owned()));
         }
         Ok(Self {
             saver,
+            durability,
+            writer: None,
             thread_id: thread_id.to_owned(),
             ns: String::new(),
             run_id,
@@ -247,8 +311,22 @@ impl Persist {
         })
     }
 
-    /// Releases the thread.
-    pub(crate) async fn release(mut self) {
+    /// `true` unless checkpoints are written only when the run stops.
+    pub(crate) fn per_step(&self) -> bool {
+        self.durability != Durability::Exit
+    }
+
+    /// Waits for checkpoints still being written in the background.
+    pub(crate) async fn flush(&mut self) -> Result<(), Error> {
+        match self.writer.take() {
+            Some(writer) => writer.finish().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for pending checkpoint writes, then releases the thread.
+    pub(crate) async fn release(mut self) -> Result<(), Error> {
+        let flushed = self.flush().await;
         self.locked = false;
         if let Err(err) = self
             .saver
@@ -257,6 +335,7 @@ impl Persist {
         {
             tracing::warn!(thread = %self.thread_id, %err, "could not release the thread lock");
         }
+        flushed
     }
 
     /// Loads the checkpoint to start from: `checkpoint_id`, or the thread's newest.
@@ -305,7 +384,10 @@ impl Persist {
             },
             "checkpoint delta",
         )?;
-        let take_snapshot = self.current.is_none()
+        // Without a checkpoint per step the parent holds an older state, so only a full
+        // snapshot is correct.
+        let take_snapshot = !self.per_step()
+            || self.current.is_none()
             || self.chain_len >= MAX_CHAIN
             || self.delta_bytes + delta.len()
                 > self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
@@ -342,13 +424,28 @@ impl Persist {
             is_snapshot: take_snapshot,
             payload,
         };
-        self.saver.put(record.clone()).await?;
+        match self.durability {
+            Durability::Async => {
+                let saver = &self.saver;
+                let writer = self
+                    .writer
+                    .get_or_insert_with(|| BackgroundWriter::start(Arc::clone(saver)));
+                if writer.queue.send(record.clone()).is_err() {
+                    // The writer stopped on an error: report it.
+                    self.flush().await?;
+                }
+            }
+            Durability::Sync | Durability::Exit => self.saver.put(record.clone()).await?,
+        }
         self.current = Some(record.checkpoint_id.clone());
         Ok(record)
     }
 
     /// What a task needs to save its own pending write.
     pub(crate) fn task_saver(&self, index: usize, save_output: bool) -> Option<TaskSaver> {
+        if !self.per_step() {
+            return None;
+        }
         let checkpoint_id = self.current.clone()?;
         Some(TaskSaver {
             saver: Arc::clone(&self.saver),

@@ -121,7 +121,7 @@ impl From<&[StreamMode]> for StreamModes {
 }
 
 /// Where an event comes from: empty for the root graph, one entry per subgraph level
-/// (`"node:task"`) below it.
+/// (`"node:step"`) below it.
 pub type Namespace = Arc<[Arc<str>]>;
 
 /// One event of a run's stream.

@@ -149,7 +149,7 @@ impl<S: State> CompiledGraph<S> {
             ),
             None => None,
         };
-        let mut persist = Persist::open(Arc::clone(saver), thread).await?;
+        let mut persist = Persist::open(Arc::clone(saver), thread, crate::Durability::Sync).await?;
         let outcome = async {
             let loaded = persist.load::<S>(config.checkpoint_id.as_deref()).await?;
             let (mut state, mut joins, pending_next) = match loaded {
@@ -185,7 +185,12 @@ impl<S: State> CompiledGraph<S> {
             }];
             let record = persist
                 .save(
-                    CheckpointSource::Update,
+                    // Writing on an earlier checkpoint starts a new branch.
+                    if config.checkpoint_id.is_some() {
+                        CheckpointSource::Fork
+                    } else {
+                        CheckpointSource::Update
+                    },
                     &state,
                     &writes,
                     &task_records(&self.core, &next),
@@ -198,8 +203,8 @@ impl<S: State> CompiledGraph<S> {
                 .checkpoint_id(record.checkpoint_id))
         }
         .await;
-        persist.release().await;
-        outcome
+        let released = persist.release().await;
+        outcome.and_then(|config| released.map(|()| config))
     }
 
     /// Deletes every checkpoint of a thread.

@@ -18,7 +18,7 @@ pub trait Reducer<T> {
 /// Overwrite with the new value (the default reducer).
 ///
 /// Two tasks of one super-step writing the same last-value field is an error
-/// ([`StateError::InvalidConcurrentUpdate`](crate::StateError::InvalidConcurrentUpdate)).
+/// ([`Error::InvalidConcurrentUpdate`](crate::Error::InvalidConcurrentUpdate)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LastValue;
 
