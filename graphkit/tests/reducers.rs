@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use graphkit::{
-    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, ListOp, MergeByKey, Reducer, State,
-    StateUpdate, StepWrites,
+    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, KeyedVec, ListOp, MergeByKey,
+    Reducer, State, StateUpdate, StepWrites,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -133,6 +133,34 @@ proptest! {
         let mut indexed = base;
         MergeByKey::reduce(&mut indexed, KeyedUpdate { ops });
         prop_assert_eq!(linear, indexed);
+    }
+}
+
+proptest! {
+    #[test]
+    fn keyed_vec_merges_exactly_like_a_vec(
+        start in docs(),
+        ops in prop::collection::vec(
+            prop_oneof![
+                (0u8..20, any::<u16>()).prop_map(|(id, body)| KeyedOp::Upsert(Doc { id, body })),
+                (0u8..20).prop_map(KeyedOp::Remove),
+                Just(KeyedOp::RemoveAll).prop_map(|o: KeyedOp<Doc>| o),
+            ],
+            0..40,
+        ),
+    ) {
+        let mut plain = Vec::new();
+        MergeByKey::reduce(&mut plain, KeyedUpdate::upsert(start.clone()));
+        let mut indexed: KeyedVec<Doc> = start.into_iter().collect();
+        prop_assert_eq!(indexed.as_slice(), plain.as_slice());
+        for op in ops {
+            MergeByKey::reduce(&mut plain, KeyedUpdate { ops: vec![op.clone()] });
+            MergeByKey::reduce(&mut indexed, KeyedUpdate { ops: vec![op] });
+            prop_assert_eq!(indexed.as_slice(), plain.as_slice());
+        }
+        let json = serde_json::to_string(&indexed).unwrap();
+        let back: KeyedVec<Doc> = serde_json::from_str(&json).unwrap();
+        prop_assert_eq!(back, indexed);
     }
 }
 

@@ -175,6 +175,7 @@ pub(crate) struct BranchDecl<S: State> {
 /// ```
 pub struct StateGraph<S: State> {
     pub(crate) nodes: Vec<NodeDecl<S>>,
+    names: std::collections::HashSet<Arc<str>>,
     pub(crate) edges: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) joins: Vec<(Vec<Arc<str>>, Arc<str>)>,
     pub(crate) branches: Vec<BranchDecl<S>>,
@@ -192,6 +193,7 @@ impl<S: State> StateGraph<S> {
     pub fn new() -> Self {
         Self {
             nodes: Vec::new(),
+            names: std::collections::HashSet::new(),
             edges: Vec::new(),
             joins: Vec::new(),
             branches: Vec::new(),
@@ -234,7 +236,7 @@ impl<S: State> StateGraph<S> {
             self.errors.push(Error::ReservedName(name.to_owned()));
         } else if name.is_empty() || name.contains([':', '|', '\n']) {
             self.errors.push(Error::InvalidName(name.to_owned()));
-        } else if self.nodes.iter().any(|n| &*n.name == name) {
+        } else if !self.names.insert(name.into()) {
             self.errors.push(Error::DuplicateNode(name.to_owned()));
         } else {
             self.nodes.push(NodeDecl {

@@ -5,8 +5,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use tokio::task::JoinSet;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::GraphCore;
@@ -81,7 +81,6 @@ pub(crate) async fn run_step<S: State>(
         .iter()
         .filter(|r| matches!(r.runner, NodeRunner::Async(_)))
         .count();
-    let mut spawned: JoinSet<(usize, TaskResult<S>)> = JoinSet::new();
     let mut waiting = Vec::new();
     let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
 
@@ -94,23 +93,22 @@ pub(crate) async fn run_step<S: State>(
             }
         }
     }
-    // Spawn in apply order, keeping at most `limit` tasks in flight.
+    // Poll the step's async tasks together on this task, started in apply order with at
+    // most `limit` in flight. No spawn per task: nodes wait on I/O concurrently, and a
+    // node with heavy CPU work should hand it to `tokio::task::spawn_blocking`.
+    let mut in_flight = FuturesUnordered::new();
     let mut waiting = waiting.into_iter();
     loop {
-        while spawned.len() < limit {
+        while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
             let snapshot = Arc::clone(snapshot);
-            spawned.spawn(async move {
+            in_flight.push(async move {
                 let index = run.index;
                 (index, run.execute(snapshot).await)
             });
         }
-        match spawned.join_next().await {
-            Some(Ok((index, result))) => results[index] = Some(result),
-            Some(Err(join_error)) => {
-                // Tasks catch their own panics; a join error means the runtime aborted it.
-                tracing::error!(%join_error, "a graph task was aborted");
-            }
+        match in_flight.next().await {
+            Some((index, result)) => results[index] = Some(result),
             None => break,
         }
     }

@@ -34,8 +34,8 @@ use crate::run::persist::{
     PendingRef, PendingStep, Persist, TaskWriteRef, interrupt_id, output_ref, pending_step,
     restore_tasks, task_records,
 };
-use crate::run::plan::JoinProgress;
 use crate::run::plan::Task;
+use crate::run::plan::{JoinProgress, PlanScratch};
 use crate::run::stream::{
     Namespace, RawPayload, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamTarget,
 };
@@ -316,6 +316,7 @@ impl<S: State> Runner<S> {
         mut persist: Option<&mut Persist>,
     ) -> Result<(), Error> {
         let mut joins = JoinProgress::new(core);
+        let mut scratch = PlanScratch::new(core);
         let mut pending = PendingStep::<S>::default();
         let mut skip_static_before = false;
         let mut tasks = match input {
@@ -334,7 +335,7 @@ impl<S: State> Runner<S> {
                     collected.push(update.clone());
                 }
                 self.state.apply(update, &mut StepWrites::default())?;
-                let tasks = plan::start_tasks(core, &self.state)?;
+                let tasks = plan::start_tasks(core, &self.state, &mut scratch)?;
                 if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                     let writes = [TaskWriteRef::<S> {
                         node: INPUT_NODE,
@@ -472,7 +473,8 @@ impl<S: State> Runner<S> {
                 recorded.as_mut(),
             )?;
             self.emitter.values(&self.state);
-            let next = plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins)?;
+            let next =
+                plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins, &mut scratch)?;
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                 let writes: Vec<TaskWriteRef<'_, S>> = recorded
                     .iter()

@@ -39,25 +39,37 @@ impl JoinProgress {
 /// (byte order), then sends in the order they were made.
 struct Planner<'a, S: State> {
     core: &'a GraphCore<S>,
-    triggered: Vec<bool>,
-    any: bool,
+    /// One flag per node, all false between steps; reused so a step costs what it
+    /// triggers, not the size of the graph.
+    flags: &'a mut [bool],
+    triggered: Vec<NodeId>,
     sends: Vec<Task>,
 }
 
+/// The per-run scratch space of the planner.
+pub(crate) struct PlanScratch(Vec<bool>);
+
+impl PlanScratch {
+    pub(crate) fn new<S: State>(core: &GraphCore<S>) -> Self {
+        Self(vec![false; core.nodes.len()])
+    }
+}
+
 impl<'a, S: State> Planner<'a, S> {
-    fn new(core: &'a GraphCore<S>) -> Self {
+    fn new(core: &'a GraphCore<S>, scratch: &'a mut PlanScratch) -> Self {
         Self {
             core,
-            triggered: vec![false; core.nodes.len()],
-            any: false,
+            flags: &mut scratch.0,
+            triggered: Vec::new(),
             sends: Vec::new(),
         }
     }
 
     fn trigger(&mut self, dest: Dest) {
-        if let Dest::Node(id) = dest {
-            self.triggered[id] = true;
-            self.any = true;
+        if let Dest::Node(id) = dest
+            && !std::mem::replace(&mut self.flags[id], true)
+        {
+            self.triggered.push(id);
         }
     }
 
@@ -123,26 +135,35 @@ impl<'a, S: State> Planner<'a, S> {
         Ok(())
     }
 
-    fn finish(self) -> Vec<Task> {
-        let mut tasks: Vec<Task> = Vec::with_capacity(self.sends.len() + 1);
-        if self.any {
-            tasks.extend(
-                self.triggered
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| **t)
-                    .map(|(node, _)| Task { node, input: None }),
-            );
-            tasks.sort_by_key(|t| self.core.nodes[t.node].rank);
+    fn finish(mut self) -> Vec<Task> {
+        let mut triggered = std::mem::take(&mut self.triggered);
+        for &id in &triggered {
+            self.flags[id] = false;
         }
-        tasks.extend(self.sends);
+        triggered.sort_unstable_by_key(|&id| self.core.nodes[id].rank);
+        let mut tasks = Vec::with_capacity(triggered.len() + self.sends.len());
+        tasks.extend(triggered.into_iter().map(|node| Task { node, input: None }));
+        tasks.append(&mut self.sends);
         tasks
     }
 }
 
+impl<S: State> Drop for Planner<'_, S> {
+    fn drop(&mut self) {
+        // Planning stopped on an error: leave the scratch clean anyway.
+        for &id in &self.triggered {
+            self.flags[id] = false;
+        }
+    }
+}
+
 /// The first step's tasks: edges and routers out of START, on the state after the input.
-pub(crate) fn start_tasks<S: State>(core: &GraphCore<S>, state: &S) -> Result<Vec<Task>, Error> {
-    let mut planner = Planner::new(core);
+pub(crate) fn start_tasks<S: State>(
+    core: &GraphCore<S>,
+    state: &S,
+    scratch: &mut PlanScratch,
+) -> Result<Vec<Task>, Error> {
+    let mut planner = Planner::new(core, scratch);
     for &dest in &core.start_edges {
         planner.trigger(dest);
     }
@@ -160,8 +181,9 @@ pub(crate) fn next_tasks<S: State>(
     gotos: Vec<Vec<Goto>>,
     state: &S,
     joins: &mut JoinProgress,
+    scratch: &mut PlanScratch,
 ) -> Result<Vec<Task>, Error> {
-    let mut planner = Planner::new(core);
+    let mut planner = Planner::new(core, scratch);
     for (task, gotos) in done.iter().zip(gotos) {
         let node = &core.nodes[task.node];
         for &dest in &node.edges {

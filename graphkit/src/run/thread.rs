@@ -174,6 +174,7 @@ impl<S: State> CompiledGraph<S> {
                     vec![Vec::new()],
                     &state,
                     &mut joins,
+                    &mut plan::PlanScratch::new(&self.core),
                 )?,
                 None => pending_next,
             };

@@ -137,12 +137,18 @@ impl<T: Keyed, const N: usize> From<[T; N]> for KeyedUpdate<T> {
 
 /// Below this many `len × ops`, a linear scan beats building a hash index.
 const LINEAR_SCAN_LIMIT: usize = 256;
+/// Up to this many ops, scanning is cheaper than indexing at any length.
+const FEW_OPS: usize = 8;
 
 impl<T: Keyed> Reducer<Vec<T>> for MergeByKey {
     type Update = KeyedUpdate<T>;
 
     fn reduce(list: &mut Vec<T>, update: KeyedUpdate<T>) {
-        if list.len().saturating_mul(update.ops.len()) <= LINEAR_SCAN_LIMIT {
+        // A few ops (one new chat message, say) scan the list comparing keys in place,
+        // with no allocation; many ops on a long list pay for a hash index once.
+        if update.ops.len() <= FEW_OPS
+            || list.len().saturating_mul(update.ops.len()) <= LINEAR_SCAN_LIMIT
+        {
             merge_linear(list, update.ops);
         } else {
             merge_indexed(list, update.ops);

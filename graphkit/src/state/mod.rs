@@ -6,6 +6,7 @@
 
 mod append;
 mod keyed;
+mod keyed_vec;
 mod merge;
 mod reducer;
 
@@ -17,6 +18,7 @@ use serde::de::DeserializeOwned;
 
 pub use append::{Append, AppendUpdate, ListOp};
 pub use keyed::Keyed;
+pub use keyed_vec::KeyedVec;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
 pub use reducer::{Add, LastValue, Reducer};
 
@@ -107,28 +109,38 @@ pub enum ReducerKind {
 #[derive(Debug, Default)]
 pub struct StepWrites {
     task: usize,
-    task_name: Option<Arc<str>>,
-    claims: Vec<(usize, usize, Option<Arc<str>>)>,
+    /// Names of the tasks seen so far, by task number (for error messages).
+    names: Vec<(usize, Arc<str>)>,
+    /// (field, task) of each last-value field written in this step.
+    claims: Vec<(usize, usize)>,
 }
 
 impl StepWrites {
     /// Starts recording the writes of task number `task` (named `name`).
     pub fn begin_task(&mut self, task: usize, name: &Arc<str>) {
         self.task = task;
-        self.task_name = Some(Arc::clone(name));
+        self.names.push((task, Arc::clone(name)));
+    }
+
+    fn name_of(&self, task: usize) -> String {
+        self.names
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == task)
+            .map_or_else(|| "input".to_owned(), |(_, name)| name.to_string())
     }
 
     /// Records a write to last-value field `field` (its index in [`State::FIELDS`]).
     pub fn claim(&mut self, field: usize, field_name: &'static str) -> Result<(), Error> {
-        match self.claims.iter().find(|(f, _, _)| *f == field) {
-            Some((_, task, first)) if *task != self.task => Err(Error::InvalidConcurrentUpdate {
+        match self.claims.iter().find(|(f, _)| *f == field) {
+            Some(&(_, first)) if first != self.task => Err(Error::InvalidConcurrentUpdate {
                 field: field_name,
-                first: first.as_deref().unwrap_or("input").to_owned(),
-                second: self.task_name.as_deref().unwrap_or("input").to_owned(),
+                first: self.name_of(first),
+                second: self.name_of(self.task),
             }),
             Some(_) => Ok(()),
             None => {
-                self.claims.push((field, self.task, self.task_name.clone()));
+                self.claims.push((field, self.task));
                 Ok(())
             }
         }

@@ -1,0 +1,197 @@
+//! [`KeyedVec`]: a list with a key index, for merge-by-key fields that grow long.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::keyed::Keyed;
+use super::merge::{KeyedOp, KeyedUpdate, MergeByKey};
+use super::reducer::Reducer;
+
+/// A list of [`Keyed`] items that also indexes them by key, so merging one item costs
+/// O(1) however long the list is (a plain `Vec` must scan it).
+///
+/// Use it for chat histories and other merge-by-key fields that grow with the run. It
+/// reads like a slice (`Deref<Target = [T]>`), keeps insertion order, and serializes as a
+/// plain JSON list.
+///
+/// ```
+/// use graphkit::{Keyed, KeyedUpdate, KeyedVec, MergeByKey, Reducer};
+///
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Msg { id: String, text: String }
+/// impl Keyed for Msg {
+///     type Key = String;
+///     fn key(&self) -> &String { &self.id }
+/// }
+///
+/// let mut history = KeyedVec::new();
+/// MergeByKey::reduce(&mut history, KeyedUpdate::upsert([Msg { id: "1".into(), text: "hi".into() }]));
+/// MergeByKey::reduce(&mut history, KeyedUpdate::upsert([Msg { id: "1".into(), text: "hello".into() }]));
+/// assert_eq!(history.len(), 1);
+/// assert_eq!(history.get(&"1".to_string()).map(|m| m.text.as_str()), Some("hello"));
+/// ```
+pub struct KeyedVec<T: Keyed> {
+    items: Vec<T>,
+    index: HashMap<T::Key, usize>,
+}
+
+impl<T: Keyed> KeyedVec<T> {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self {
+            items: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    /// Replaces the item with the same key in place, or appends it; returns the old item.
+    pub fn upsert(&mut self, item: T) -> Option<T> {
+        match self.index.get(item.key()) {
+            Some(&i) => Some(std::mem::replace(&mut self.items[i], item)),
+            None => {
+                self.index.insert(item.key().clone(), self.items.len());
+                self.items.push(item);
+                None
+            }
+        }
+    }
+
+    /// Removes the item with this key (O(n): later items move up).
+    pub fn remove(&mut self, key: &T::Key) -> Option<T> {
+        let i = self.index.remove(key)?;
+        let removed = self.items.remove(i);
+        for position in self.index.values_mut() {
+            if *position > i {
+                *position -= 1;
+            }
+        }
+        Some(removed)
+    }
+
+    /// Removes every item.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.index.clear();
+    }
+
+    /// The item with this key.
+    pub fn get(&self, key: &T::Key) -> Option<&T> {
+        self.index.get(key).map(|&i| &self.items[i])
+    }
+
+    /// `true` if an item has this key.
+    pub fn contains_key(&self, key: &T::Key) -> bool {
+        self.index.contains_key(key)
+    }
+
+    /// The items, in order.
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The items, in order.
+    pub fn into_vec(self) -> Vec<T> {
+        self.items
+    }
+}
+
+impl<T: Keyed> Default for KeyedVec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Keyed + Clone> Clone for KeyedVec<T> {
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            index: self.index.clone(),
+        }
+    }
+}
+
+impl<T: Keyed + fmt::Debug> fmt::Debug for KeyedVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(&self.items).finish()
+    }
+}
+
+impl<T: Keyed + PartialEq> PartialEq for KeyedVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items
+    }
+}
+
+impl<T: Keyed> Deref for KeyedVec<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<'a, T: Keyed> IntoIterator for &'a KeyedVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+/// Items with repeated keys keep the first position and the last value.
+impl<T: Keyed> FromIterator<T> for KeyedVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        let mut list = Self::new();
+        for item in items {
+            list.upsert(item);
+        }
+        list
+    }
+}
+
+impl<T: Keyed> From<Vec<T>> for KeyedVec<T> {
+    fn from(items: Vec<T>) -> Self {
+        items.into_iter().collect()
+    }
+}
+
+impl<T: Keyed + Serialize> Serialize for KeyedVec<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.items.serialize(serializer)
+    }
+}
+
+impl<'de, T: Keyed + Deserialize<'de>> Deserialize<'de> for KeyedVec<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<T>::deserialize(deserializer).map(Self::from)
+    }
+}
+
+impl<T: Keyed> Reducer<KeyedVec<T>> for MergeByKey {
+    type Update = KeyedUpdate<T>;
+
+    fn reduce(list: &mut KeyedVec<T>, update: KeyedUpdate<T>) {
+        for op in update.ops {
+            match op {
+                KeyedOp::Upsert(item) => {
+                    list.upsert(item);
+                }
+                KeyedOp::Remove(key) => {
+                    list.remove(&key);
+                }
+                KeyedOp::RemoveAll => list.clear(),
+            }
+        }
+    }
+}
+
+/// A whole list converts into an update that upserts every item (for `From<State>`).
+impl<T: Keyed> From<KeyedVec<T>> for KeyedUpdate<T> {
+    fn from(list: KeyedVec<T>) -> Self {
+        Self::upsert(list.items)
+    }
+}
