@@ -37,9 +37,11 @@
 //! The guide page `docs/tools.md` explains each part.
 
 mod agent;
+
 mod error;
 mod function;
 
+pub mod mcp;
 mod node;
 pub mod prebuilt;
 mod state;
