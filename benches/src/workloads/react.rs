@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use graphkit::{CompiledGraph, END, Keyed, START, State, StateGraph, SyncNode};
+use graphkit::{CompiledGraph, END, Keyed, KeyedVec, START, State, StateGraph, SyncNode};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Case, Mode, graph_case};
@@ -78,9 +78,9 @@ impl Keyed for Message {
 /// W4's state: the message history.
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Chat {
-    /// Merged by message id.
+    /// Merged by message id; a `KeyedVec` indexes ids, so a merge is O(1) per message.
     #[reducer(merge_by_key)]
-    pub messages: Vec<Message>,
+    pub messages: KeyedVec<Message>,
 }
 
 /// The fake model: a tool call for the first `rounds` turns, then `done`.
