@@ -1,0 +1,69 @@
+//! The graph: `generate_todos` → `research_agent` ⇄ `tools` → `finalize_output`.
+
+use std::sync::Arc;
+
+use graphkit::{CompileOptions, CompiledGraph, END, NodeContext, START, StateGraph};
+use graphkit_tools::{TOOLS_NODE, ToolNode};
+
+use super::nodes::{
+    self, AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, RESEARCH_AGENT, should_continue_or_finalize,
+};
+use super::state::EntityIntelResearchState;
+use super::tools::{ToolDeps, research_tools};
+
+/// Builds the entity-intel research graph (one bundle per run).
+///
+/// ```text
+/// START → generate_todos → research_agent ─(should_continue_or_finalize)→ tools | research_agent | finalize_output
+///                          tools ─(should_continue_or_finalize)→ research_agent | finalize_output (| tools)
+/// finalize_output → END
+/// ```
+///
+/// The tool node runs all tool calls of a turn concurrently and merges their state updates
+/// through the reducers, so `todo_update` + `agent_write_file` land together.
+///
+/// # Errors
+/// [`graphkit::Error`] if the graph does not validate (a bug) or the options are unusable.
+pub fn build_graph(
+    agent: AgentDeps,
+    tools: &ToolDeps,
+    options: CompileOptions,
+) -> Result<CompiledGraph<EntityIntelResearchState>, graphkit::Error> {
+    let tool_node = ToolNode::new(research_tools(tools)).max_concurrency(4);
+    let agent = Arc::new(AgentDeps {
+        tool_specs: tool_node.specs(),
+        ..agent
+    });
+    let (for_todos, for_agent) = (Arc::clone(&agent), agent);
+
+    let mut graph = StateGraph::<EntityIntelResearchState>::new();
+    graph
+        .add_node(
+            GENERATE_TODOS,
+            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
+                nodes::generate_todos(state, ctx, Arc::clone(&for_todos))
+            },
+        )
+        .add_node(
+            RESEARCH_AGENT,
+            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
+                nodes::research_agent(state, ctx, Arc::clone(&for_agent))
+            },
+        )
+        .add_node(TOOLS_NODE, tool_node)
+        .add_node(FINALIZE_OUTPUT, nodes::finalize_output)
+        .add_edge(START, GENERATE_TODOS)
+        .add_edge(GENERATE_TODOS, RESEARCH_AGENT)
+        .add_conditional_edges(
+            RESEARCH_AGENT,
+            should_continue_or_finalize,
+            [TOOLS_NODE, RESEARCH_AGENT, FINALIZE_OUTPUT],
+        )
+        .add_conditional_edges(
+            TOOLS_NODE,
+            should_continue_or_finalize,
+            [TOOLS_NODE, RESEARCH_AGENT, FINALIZE_OUTPUT],
+        )
+        .add_edge(FINALIZE_OUTPUT, END);
+    graph.compile_with(options)
+}

@@ -1,0 +1,344 @@
+//! The workflow's input: research directions grouped in bundles (the output of the seed's
+//! "Research Directions Node"), read from JSON with errors that name the bad field.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::shared::ExampleError;
+
+/// Everything the research phase starts from: the episode, the bundles of research
+/// directions, and (optionally) ranked candidate sources.
+///
+/// Print the JSON Schema with `graphkit-research entity-intel --print-input-schema`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntitiesResearchDirections {
+    /// Episode metadata (id, title, URL, summary): passed through to the outputs.
+    #[serde(default)]
+    pub episode: Value,
+    /// Ranked candidate sources per entity, from the candidate-sources step: shown to the
+    /// agent as hints and passed through to the outputs.
+    #[serde(default)]
+    pub candidate_sources: Value,
+    /// One bundle per guest: the guest and the businesses, products, compounds and
+    /// platforms connected to them. Each bundle is researched by its own graph run.
+    pub bundles: Vec<EntityBundle>,
+}
+
+/// The entities of one guest and their research directions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntityBundle {
+    /// Stable id of the bundle, e.g. `guest_mara_lindqvist_001`: the first part of every
+    /// todo id and the name of the bundle's output directory (`[a-z0-9_]`).
+    pub bundle_id: String,
+    /// The entities to research.
+    pub entities: Vec<EntityDirections>,
+}
+
+/// One entity and what to find out about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntityDirections {
+    /// What kind of entity it is.
+    pub entity_type: EntityType,
+    /// Canonical name, e.g. `Halvard Biosciences`.
+    pub name: String,
+    /// Research directions for it (the seed's 1-4 per entity).
+    pub directions: Vec<ResearchDirection>,
+}
+
+/// The five entity kinds of the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EntityType {
+    /// A guest (a person).
+    Person,
+    /// A company.
+    Business,
+    /// A product sold by a business.
+    Product,
+    /// A chemical compound or ingredient.
+    Compound,
+    /// A technology platform.
+    Platform,
+}
+
+impl EntityType {
+    /// The short tag used in todo ids and file names (`guest`, `biz`, `prod`, `compound`,
+    /// `platform`), as in the seed's examples.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::Person => "guest",
+            Self::Business => "biz",
+            Self::Product => "prod",
+            Self::Compound => "compound",
+            Self::Platform => "platform",
+        }
+    }
+
+    /// The upper-case name (`PERSON`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Person => "PERSON",
+            Self::Business => "BUSINESS",
+            Self::Product => "PRODUCT",
+            Self::Compound => "COMPOUND",
+            Self::Platform => "PLATFORM",
+        }
+    }
+}
+
+/// How urgent a direction (and its todo) is.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Priority {
+    /// Last.
+    Low,
+    /// The default.
+    #[default]
+    Medium,
+    /// First.
+    High,
+}
+
+/// One research direction: what to find, which fields to fill, and when it is done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResearchDirection {
+    /// camelCase key of the direction, e.g. `businessIdentityOverview`: the last part of
+    /// the todo id.
+    pub key: String,
+    /// What to find out.
+    pub objective: String,
+    /// How urgent.
+    #[serde(default)]
+    pub priority: Priority,
+    /// Fields the output must fill, e.g. `legalName`, `website`, `foundedYear`.
+    #[serde(default)]
+    pub fields_to_extract: Vec<String>,
+    /// When the direction counts as done.
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+    /// Which sources to prefer, best first.
+    #[serde(default)]
+    pub source_priorities: Vec<String>,
+    /// Optional directions may end blocked without failing the bundle.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl EntitiesResearchDirections {
+    /// Parses and validates research directions from JSON text.
+    ///
+    /// # Errors
+    /// [`ExampleError::Input`] naming the JSON path of the first bad field
+    /// (`bundles[1].entities[0].directions[2].priority: unknown variant ...`), or a
+    /// semantic problem (empty bundle, duplicate ids, a bundle id that is not a slug).
+    pub fn from_json(source: &str, text: &str) -> Result<Self, ExampleError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let parsed: Self = serde_path_to_error::deserialize(de).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            let field = if path == "." {
+                "the top level".to_owned()
+            } else {
+                format!("field `{path}`")
+            };
+            ExampleError::Input {
+                origin: source.to_owned(),
+                message: format!("{field}: {inner}"),
+            }
+        })?;
+        parsed.validate().map_err(|message| ExampleError::Input {
+            origin: source.to_owned(),
+            message,
+        })?;
+        Ok(parsed)
+    }
+
+    /// Reads and parses a directions file.
+    ///
+    /// # Errors
+    /// As [`from_json`](Self::from_json), or [`ExampleError::Io`] when the file cannot be read.
+    pub fn from_file(path: &Path) -> Result<Self, ExampleError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ExampleError::io("read", path, e))?;
+        Self::from_json(&path.display().to_string(), &text)
+    }
+
+    /// The JSON Schema of the input, pretty-printed.
+    pub fn schema_json() -> String {
+        let schema = schemars::schema_for!(EntitiesResearchDirections);
+        serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("(schema error: {e})"))
+    }
+
+    /// The number of directions over all bundles.
+    pub fn total_directions(&self) -> usize {
+        self.bundles
+            .iter()
+            .map(EntityBundle::total_directions)
+            .sum()
+    }
+
+    /// This input reduced to one bundle (what each graph run gets, as in the seed).
+    pub fn single_bundle(&self, bundle: &EntityBundle) -> Self {
+        Self {
+            episode: self.episode.clone(),
+            candidate_sources: self.candidate_sources.clone(),
+            bundles: vec![bundle.clone()],
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.bundles.is_empty() {
+            return Err("field `bundles`: give at least one bundle".into());
+        }
+        let mut ids = std::collections::HashSet::new();
+        for (b, bundle) in self.bundles.iter().enumerate() {
+            let at = format!("bundles[{b}]");
+            if bundle.bundle_id.is_empty()
+                || !bundle
+                    .bundle_id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
+                return Err(format!(
+                    "field `{at}.bundleId`: {:?} must be a non-empty slug of a-z, 0-9 and _ (it names a directory)",
+                    bundle.bundle_id
+                ));
+            }
+            if !ids.insert(bundle.bundle_id.clone()) {
+                return Err(format!(
+                    "field `{at}.bundleId`: {:?} is used by two bundles",
+                    bundle.bundle_id
+                ));
+            }
+            if bundle.entities.is_empty() {
+                return Err(format!(
+                    "field `{at}.entities`: a bundle needs at least one entity"
+                ));
+            }
+            let mut todo_ids = std::collections::HashSet::new();
+            for (e, entity) in bundle.entities.iter().enumerate() {
+                let at = format!("{at}.entities[{e}]");
+                if slug(&entity.name).is_empty() {
+                    return Err(format!(
+                        "field `{at}.name`: the entity needs a name with letters or digits"
+                    ));
+                }
+                if entity.directions.is_empty() {
+                    return Err(format!(
+                        "field `{at}.directions`: an entity needs at least one direction"
+                    ));
+                }
+                for (d, direction) in entity.directions.iter().enumerate() {
+                    let at = format!("{at}.directions[{d}]");
+                    if direction.key.is_empty()
+                        || !direction.key.chars().all(|c| c.is_ascii_alphanumeric())
+                    {
+                        return Err(format!(
+                            "field `{at}.key`: {:?} must be a non-empty camelCase word",
+                            direction.key
+                        ));
+                    }
+                    if direction.objective.trim().is_empty() {
+                        return Err(format!("field `{at}.objective`: say what to find out"));
+                    }
+                    if !todo_ids.insert(todo_id(&bundle.bundle_id, entity, direction)) {
+                        return Err(format!(
+                            "field `{at}.key`: {:?} repeats a direction of the same entity",
+                            direction.key
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl EntityBundle {
+    /// The number of directions in the bundle.
+    pub fn total_directions(&self) -> usize {
+        self.entities.iter().map(|e| e.directions.len()).sum()
+    }
+}
+
+/// Lower-case ASCII slug with `_` separators: `Halvard Biosciences` → `halvard_biosciences`.
+pub fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_owned()
+}
+
+/// The seed's todo id: `{bundleId}_{entityType}_{entitySlug}_{directionKey}`.
+pub fn todo_id(
+    bundle_id: &str,
+    entity: &EntityDirections,
+    direction: &ResearchDirection,
+) -> String {
+    format!(
+        "{bundle_id}_{}_{}_{}",
+        entity.entity_type.tag(),
+        slug(&entity.name),
+        direction.key
+    )
+}
+
+/// The suggested output file of a todo, as in the seed's "Output Structure":
+/// `{entityType}_{entitySlug}_{directionKey}.json`.
+pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> String {
+    format!(
+        "{}_{}_{}.json",
+        entity.entity_type.tag(),
+        slug(&entity.name),
+        direction.key
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_keeps_letters_and_digits_only() {
+        assert_eq!(slug("Halvard Biosciences, Inc."), "halvard_biosciences_inc");
+        assert_eq!(slug("  NX-7 "), "nx_7");
+    }
+
+    #[test]
+    fn unknown_priority_names_the_field_path() {
+        let text = r#"{"bundles":[{"bundleId":"b1","entities":[{"entityType":"BUSINESS","name":"Acme",
+            "directions":[{"key":"identity","objective":"x","priority":"URGENT"}]}]}]}"#;
+        let err = EntitiesResearchDirections::from_json("input.json", text)
+            .expect_err("bad priority")
+            .to_string();
+        assert!(
+            err.contains("bundles[0].entities[0].directions[0].priority"),
+            "{err}"
+        );
+        assert!(err.contains("input.json"), "{err}");
+    }
+}

@@ -1,0 +1,45 @@
+//! # entity_intel — the entity-intel research agent (seed 000)
+//!
+//! Research directions (bundles of entities, each with directions) become a todo list
+//! (`generate_todos`, structured output); a research agent works through it in a
+//! `research_agent` ⇄ `tools` loop with stateful tools; writing a file saves the output,
+//! records it, and — when the history is long — summarizes and resets the conversation
+//! from inside the tool; `finalize_output` writes `research_complete.json`. Bundles run in
+//! parallel, bounded by a semaphore, each on its own checkpointed thread.
+//!
+//! The guide page `docs/workflows/entity-intel.md` explains the graph, the state, the
+//! tools and the limits, and how to run it offline or with a real model.
+
+mod graph;
+pub mod input;
+mod nodes;
+mod offline;
+pub mod prompts;
+mod runner;
+mod state;
+pub mod todo;
+mod tools;
+
+pub use graph::build_graph;
+pub use input::{
+    EntitiesResearchDirections, EntityBundle, EntityDirections, EntityType, Priority,
+    ResearchDirection,
+};
+pub use nodes::{
+    AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
+};
+pub use offline::OfflineResearchModel;
+pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
+pub use state::{
+    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
+    TodoBudget,
+};
+pub use todo::{TodoItem, TodoList, TodoStatus};
+pub use tools::{ToolDeps, research_tools};
+
+/// The sample input shipped with the crate (`examples/inputs/entity-intel.json`).
+pub fn sample_input_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("inputs")
+        .join("entity-intel.json")
+}

@@ -1,0 +1,416 @@
+//! The nodes: `generate_todos`, `research_agent`, `finalize_output`, and the router
+//! `should_continue_or_finalize`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use graphkit::{BoxError, KeyedUpdate, NodeContext};
+use graphkit_llm::{CallOptions, ChatModel, ChatRequest, Message, ToolSpec};
+use graphkit_tools::TOOLS_NODE;
+use serde_json::{Value, json};
+
+use super::input::todo_id;
+use super::prompts;
+use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate, TodoBudget};
+use super::todo::{GeneratedTodoList, TodoItem, TodoList, TodoStatus, reconcile};
+use crate::shared::run_dir::write_json_atomic;
+use crate::shared::time::{now_ms, rfc3339, today_long};
+
+type S = EntityIntelResearchState;
+type Update = EntityIntelResearchStateUpdate;
+
+/// Node names.
+pub const GENERATE_TODOS: &str = "generate_todos";
+/// The agent node (one model turn per visit).
+pub const RESEARCH_AGENT: &str = "research_agent";
+/// Writes `research_complete.json`.
+pub const FINALIZE_OUTPUT: &str = "finalize_output";
+
+/// The seed's risk mitigations for a stuck agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Tool calls allowed per todo before it is marked blocked (the seed: 10).
+    pub max_tool_calls_per_todo: u32,
+    /// Model turns without a tool call allowed per todo before it is marked blocked.
+    pub max_idle_turns_per_todo: u32,
+    /// Wall time allowed per todo before it is marked blocked (the seed: 5 minutes).
+    pub todo_timeout: Duration,
+    /// The write-file tool summarizes and resets the conversation when it holds more
+    /// messages than this. The seed uses 10 with its own message counting; 6 means "a
+    /// todo's worth of work" here (a todo takes at least 4 turns: next, search, extract,
+    /// write), so the context is reset after every completed todo.
+    pub summarize_after_messages: usize,
+    /// Output tokens per agent turn.
+    pub max_tokens_per_turn: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_tool_calls_per_todo: 10,
+            max_idle_turns_per_todo: 3,
+            todo_timeout: Duration::from_secs(300),
+            summarize_after_messages: 6,
+            max_tokens_per_turn: 1024,
+        }
+    }
+}
+
+/// What the agent nodes need.
+#[derive(Clone)]
+pub struct AgentDeps {
+    /// The research model (also writes the todo list).
+    pub model: Arc<dyn ChatModel>,
+    /// The tools offered to it.
+    pub tool_specs: Vec<ToolSpec>,
+    /// The limits.
+    pub limits: Limits,
+}
+
+/// `generate_todos`: one LLM call with structured output (a [`GeneratedTodoList`]),
+/// checked against the directions so there is exactly one todo per direction.
+pub async fn generate_todos(
+    state: Arc<S>,
+    ctx: NodeContext,
+    deps: Arc<AgentDeps>,
+) -> Result<Update, BoxError> {
+    if !state.todo_list.todos.is_empty() {
+        return Ok(Update::new());
+    }
+    let directions = &state.research_directions;
+    let flat: Vec<Value> = directions
+        .bundles
+        .iter()
+        .flat_map(|b| {
+            b.entities.iter().flat_map(move |e| {
+                e.directions.iter().map(move |d| {
+                    json!({
+                        "bundleId": b.bundle_id, "todoId": todo_id(&b.bundle_id, e, d),
+                        "entityType": e.entity_type, "entityName": e.name, "directionKey": d.key,
+                        "objective": d.objective, "priority": d.priority, "fieldsToExtract": d.fields_to_extract,
+                        "acceptanceCriteria": d.acceptance_criteria, "sourcePriorities": d.source_priorities,
+                        "optional": d.optional,
+                    })
+                })
+            })
+        })
+        .collect();
+    let prompt = prompts::generate_todos_prompt(&serde_json::to_string_pretty(&flat)?);
+    let budget = u32::try_from(300 + 220 * flat.len()).unwrap_or(u32::MAX);
+    let model = Arc::clone(&deps.model)
+        .with_options(CallOptions::new().temperature(0.0).max_tokens(budget));
+    let structured = model.with_structured_output::<GeneratedTodoList>();
+    let mut update = Update::new().model_calls(1);
+    let generated = match structured.invoke_with_raw(&[Message::user(prompt)]).await {
+        Ok((list, raw)) => {
+            update = update
+                .input_tokens(raw.usage.map_or(0, |u| u.input_tokens))
+                .output_tokens(raw.usage.map_or(0, |u| u.output_tokens));
+            list
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "todo generation failed; writing the todos from the directions");
+            ctx.writer().custom(
+                json!({"event": "warning", "message": format!("todo generation failed: {err}")}),
+            );
+            GeneratedTodoList::default()
+        }
+    };
+    let (list, report) = reconcile(directions, &generated, &rfc3339(now_ms()));
+    ctx.writer().custom(json!({
+        "event": "todos_generated", "total": list.todos.len(),
+        "filledIn": report.filled_in.len(), "dropped": report.dropped.len(),
+    }));
+    let total = list.todos.len() as u64;
+    Ok(update
+        .todo_list(KeyedUpdate::replace(list.todos))
+        .total_todos(total)
+        .completed_todos(0))
+}
+
+/// `research_agent`: one turn of the research model.
+///
+/// Before calling the model it picks the current todo (highest priority first, marked
+/// in progress) and enforces the limits: a todo over its tool-call, idle-turn or time
+/// budget is marked blocked, the conversation is reset to the system prompt plus a note,
+/// and the next todo becomes current. The reminder prompt (progress and the current
+/// todo) is sent after the history on every turn but never stored.
+pub async fn research_agent(
+    state: Arc<S>,
+    ctx: NodeContext,
+    deps: Arc<AgentDeps>,
+) -> Result<Update, BoxError> {
+    let limits = &deps.limits;
+    let now = now_ms();
+    let mut update = Update::new();
+    let mut list = state.todo_list.clone();
+    let mut messages = state.messages.clone();
+    let mut changed: Vec<TodoItem> = Vec::new();
+    // All message writes of this turn, merged into one update at the end.
+    let mut message_ops = KeyedUpdate::<Message>::upsert([]);
+
+    if messages
+        .first()
+        .is_none_or(|m| !matches!(m, Message::System(_)))
+    {
+        let system = Message::system(prompts::system_prompt(&today_long()));
+        messages.insert(0, system);
+        message_ops = KeyedUpdate::replace(messages.clone());
+    }
+
+    let mut budget = state.todo_budget.clone();
+    let mut current = state
+        .current_todo_id
+        .clone()
+        .filter(|id| list.get(id).is_some_and(|t| !t.status.is_closed()));
+    if let Some(id) = current.clone().filter(|id| *id == budget.todo_id) {
+        let elapsed = Duration::from_millis(u64::try_from(now - budget.started_ms).unwrap_or(0));
+        let reason = if budget.tool_calls >= limits.max_tool_calls_per_todo {
+            Some(format!(
+                "stopped after {} tool calls without completing (limit {})",
+                budget.tool_calls, limits.max_tool_calls_per_todo
+            ))
+        } else if budget.idle_turns >= limits.max_idle_turns_per_todo {
+            Some(format!(
+                "the model answered {} times without calling a tool (limit {})",
+                budget.idle_turns, limits.max_idle_turns_per_todo
+            ))
+        } else if elapsed > limits.todo_timeout {
+            Some(format!(
+                "timed out after {} s (limit {} s)",
+                elapsed.as_secs(),
+                limits.todo_timeout.as_secs()
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            let blocked = block(&list, &id, &reason);
+            list.todos
+                .iter_mut()
+                .filter(|t| t.id == id)
+                .for_each(|t| *t = blocked.clone());
+            changed.push(blocked);
+            ctx.writer()
+                .custom(json!({"event": "todo_blocked", "todoId": id, "reason": reason}));
+            // Start the next todo with a clean slate, as a write would.
+            let note = Message::system(format!(
+                "{} Todo {id} was marked blocked: {reason}. Continue with the next todo.",
+                prompts::CHECKPOINT_PREFIX
+            ));
+            messages = messages.into_iter().take(1).chain([note]).collect();
+            message_ops = KeyedUpdate::replace(messages.clone());
+            current = None;
+        }
+    }
+
+    if current.is_none()
+        && let Some(mut next) = list.next().cloned()
+    {
+        if next.status == TodoStatus::Pending {
+            next.status = TodoStatus::InProgress;
+            next.updated_at = rfc3339(now);
+            list.todos
+                .iter_mut()
+                .filter(|t| t.id == next.id)
+                .for_each(|t| *t = next.clone());
+            changed.push(next.clone());
+        }
+        budget = TodoBudget {
+            todo_id: next.id.clone(),
+            tool_calls: 0,
+            idle_turns: 0,
+            started_ms: now,
+        };
+        current = Some(next.id);
+    }
+    let counts = (
+        list.count(TodoStatus::Completed),
+        list.count(TodoStatus::Blocked),
+        list.todos.len(),
+    );
+    ctx.writer().custom(
+        json!({"event": "progress", "done": counts.0, "blocked": counts.1, "total": counts.2}),
+    );
+    update = update
+        .todo_list(KeyedUpdate::upsert(changed))
+        .current_todo_id(current.clone())
+        .total_todos(counts.2 as u64)
+        .completed_todos(counts.0 as u64);
+    let Some(current_id) = current else {
+        // Nothing left: the router goes to finalize_output.
+        return Ok(update.todo_budget(budget).messages(message_ops));
+    };
+
+    let view = S {
+        todo_list: list.clone(),
+        ..S::default()
+    };
+    let mut request_messages = sendable(&messages);
+    request_messages.push(Message::user(prompts::reminder(
+        &view,
+        list.get(&current_id),
+    )));
+    let request = ChatRequest::new(request_messages)
+        .with_tools(deps.tool_specs.clone())
+        .with_options(
+            CallOptions::new()
+                .temperature(0.0)
+                .max_tokens(limits.max_tokens_per_turn),
+        );
+    update = update.model_calls(1);
+    match deps.model.invoke_request(request).await {
+        Ok(reply) => {
+            let calls = u32::try_from(reply.tool_calls.len()).unwrap_or(u32::MAX);
+            if calls == 0 {
+                budget.idle_turns += 1;
+            }
+            budget.tool_calls = budget.tool_calls.saturating_add(calls);
+            update = update
+                .tool_calls(u64::from(calls))
+                .input_tokens(reply.usage.map_or(0, |u| u.input_tokens))
+                .output_tokens(reply.usage.map_or(0, |u| u.output_tokens));
+            message_ops = message_ops.then(KeyedUpdate::upsert([Message::Assistant(reply)]));
+        }
+        Err(err) => {
+            // A failing model counts as a turn without progress, so the todo ends blocked
+            // instead of failing the run.
+            tracing::warn!(error = %err, todo = %current_id, "model call failed");
+            ctx.writer().custom(json!({"event": "warning", "todoId": current_id, "message": format!("model call failed: {err}")}));
+            budget.idle_turns += 1;
+        }
+    }
+    Ok(update.todo_budget(budget).messages(message_ops))
+}
+
+fn block(list: &TodoList, id: &str, reason: &str) -> TodoItem {
+    let mut todo = list.get(id).cloned().unwrap_or_else(|| TodoItem {
+        id: id.to_owned(),
+        description: String::new(),
+        entity_type: super::input::EntityType::Person,
+        entity_name: String::new(),
+        direction_key: String::new(),
+        priority: super::input::Priority::Low,
+        status: TodoStatus::Blocked,
+        fields_to_extract: Vec::new(),
+        output_file: String::new(),
+        notes: String::new(),
+        created_at: String::new(),
+        updated_at: String::new(),
+    });
+    todo.status = TodoStatus::Blocked;
+    todo.notes = if todo.notes.is_empty() {
+        format!("Blocked: {reason}.")
+    } else {
+        format!("{} | Blocked: {reason}.", todo.notes)
+    };
+    todo.updated_at = rfc3339(now_ms());
+    todo
+}
+
+/// The history as providers accept it: tool results whose call is no longer in the history
+/// (a context reset removed it) are dropped, and so are calls that got no answer.
+fn sendable(messages: &[Message]) -> Vec<Message> {
+    let answered: std::collections::HashSet<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(t) => Some(t.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut called = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            Message::Assistant(a) if !a.tool_calls.is_empty() => {
+                let mut a = a.clone();
+                a.tool_calls.retain(|c| answered.contains(c.id.as_str()));
+                called.extend(a.tool_calls.iter().map(|c| c.id.clone()));
+                if !a.tool_calls.is_empty() || !a.content.trim().is_empty() {
+                    out.push(Message::Assistant(a));
+                }
+            }
+            Message::Tool(t) if !called.contains(&t.tool_call_id) => {}
+            other => out.push(other.clone()),
+        }
+    }
+    out
+}
+
+/// `should_continue_or_finalize`: to the tool node when the model called tools; to
+/// `finalize_output` when no todo is open; back to `research_agent` otherwise.
+pub fn should_continue_or_finalize(state: &S) -> &'static str {
+    if state
+        .messages
+        .last()
+        .is_some_and(|m| !m.tool_calls().is_empty())
+    {
+        TOOLS_NODE
+    } else if state.todo_list.open_count() == 0 {
+        FINALIZE_OUTPUT
+    } else {
+        RESEARCH_AGENT
+    }
+}
+
+/// `finalize_output`: writes the bundle's `research_complete.json` (the seed's master
+/// output, plus the blocked todos).
+pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, BoxError> {
+    let list = &state.todo_list;
+    let blocked: Vec<Value> = list
+        .todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Blocked)
+        .map(|t| json!({"id": t.id, "notes": t.notes}))
+        .collect();
+    let master = json!({
+        "bundleId": state.bundle_id(),
+        "episode": state.episode,
+        "researchDirections": state.research_directions,
+        "todoList": list,
+        "completedResearch": state.completed_research,
+        "researchOutputs": state.research_outputs,
+        "checkpointCount": state.checkpoint_count,
+        "totalTodos": list.todos.len(),
+        "completedTodos": list.count(TodoStatus::Completed),
+        "blockedTodos": blocked,
+        "toolCalls": state.tool_calls,
+        "modelCalls": state.model_calls,
+    });
+    let path = std::path::Path::new(&state.output_directory).join("research_complete.json");
+    write_json_atomic(&path, &master)?;
+    ctx.writer().custom(json!({
+        "event": "progress", "done": list.count(TodoStatus::Completed),
+        "blocked": list.count(TodoStatus::Blocked), "total": list.todos.len(),
+    }));
+    ctx.writer()
+        .custom(json!({"event": "finalized", "path": path.display().to_string()}));
+    Ok(Update::new()
+        .completed_todos(list.count(TodoStatus::Completed) as u64)
+        .current_todo_id(None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphkit_llm::{AssistantMessage, ToolCall};
+
+    #[test]
+    fn sendable_drops_tool_results_orphaned_by_a_reset() {
+        let orphan = Message::tool_result("call_gone", "Todo x is now completed.");
+        let call = ToolCall::new("web_search", json!({"query": "q"})).with_id("c1");
+        let messages = vec![
+            Message::system("sys"),
+            Message::system("[RESEARCH CHECKPOINT] summary"),
+            orphan,
+            Message::Assistant(AssistantMessage::with_tool_calls("", vec![call])),
+            Message::tool_result("c1", "results"),
+        ];
+        let sent = sendable(&messages);
+        assert_eq!(sent.len(), 4);
+        assert!(
+            sent.iter()
+                .all(|m| !matches!(m, Message::Tool(t) if t.tool_call_id == "call_gone"))
+        );
+    }
+}

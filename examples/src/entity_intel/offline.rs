@@ -1,0 +1,429 @@
+//! [`OfflineResearchModel`]: the deterministic offline stand-in for the research model.
+
+use async_trait::async_trait;
+use graphkit_llm::{
+    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, ToolCall, new_message_id,
+};
+use serde_json::{Value, json};
+
+use super::prompts::{DIRECTIONS_MARKER, SUMMARY_MARKER};
+use super::todo::{GeneratedTodo, GeneratedTodoList};
+
+/// **Offline stand-in, not a language model.** A deterministic program that plays the
+/// research model's part in the entity-intel graph so the workflow runs with no key and
+/// no network (the default, `--model offline`).
+///
+/// It answers the three kinds of call the graph makes by reading the request:
+///
+/// - **todo generation** (a request with a response format): it reads the directions in
+///   the prompt and writes one todo per direction with the seed's id convention;
+/// - **agent turns** (a request with tools): it reads the conversation since the last
+///   context reset and takes the next step of the seed's pattern: `todo_get_next` →
+///   `todo_update(in_progress)` → `web_search` (entity name + direction + fields) →
+///   `web_extract` (the top results) → `todo_update(completed)` and
+///   `agent_write_file` in one turn, with findings taken from the extracted pages
+///   (`Label: value` lines matching the todo's fields, with their source URLs);
+/// - **summaries** (the summarization prompt): two sentences naming the todo and file.
+///
+/// Everything it writes comes from the corpus and the todo; nothing is invented. It exists
+/// so the graph, its tools, checkpoints and limits can be exercised end to end and tested
+/// deterministically; use `--model` with a real provider for real research.
+#[derive(Debug, Clone, Default)]
+pub struct OfflineResearchModel;
+
+impl OfflineResearchModel {
+    /// The stand-in.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+#[async_trait]
+impl ChatModel for OfflineResearchModel {
+    fn model_name(&self) -> &str {
+        "offline-research-model"
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        let last_user = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::User(_)))
+            .map(Message::text)
+            .unwrap_or("");
+        let mut reply = if request.response_format.is_some() {
+            AssistantMessage::text(generate_todos(last_user)?)
+        } else if last_user.starts_with(SUMMARY_MARKER) {
+            AssistantMessage::text(summarize(last_user))
+        } else if !request.tools.is_empty() {
+            agent_turn(&request.messages)
+        } else {
+            AssistantMessage::text("The offline research model only drives the entity-intel graph.")
+        };
+        reply.id = new_message_id();
+        reply.model = Some(self.model_name().to_owned());
+        Ok(reply)
+    }
+}
+
+fn generate_todos(prompt: &str) -> Result<String, LlmError> {
+    let directions: Vec<Value> = prompt
+        .split_once(DIRECTIONS_MARKER)
+        .and_then(|(_, rest)| serde_json::from_str(rest.trim()).ok())
+        .ok_or_else(|| {
+            LlmError::InvalidRequest(
+                "offline model: no directions block in the todo-generation prompt".into(),
+            )
+        })?;
+    let todos = directions
+        .iter()
+        .map(|d| {
+            let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            let list = |k: &str| {
+                d.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default()
+            };
+            let mut description = format!(
+                "Research {} ({}): {}",
+                s("entityName"),
+                s("entityType"),
+                s("objective").trim_end_matches('.')
+            );
+            for (label, key) in [
+                ("Fields to populate", "fieldsToExtract"),
+                ("Source priorities", "sourcePriorities"),
+                ("Acceptance criteria", "acceptanceCriteria"),
+            ] {
+                let items = list(key);
+                if !items.is_empty() {
+                    description.push_str(&format!(". {label}: {items}"));
+                }
+            }
+            description.push('.');
+            GeneratedTodo {
+                id: s("todoId"),
+                description,
+                entity_type: d
+                    .get("entityType")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok()),
+                entity_name: Some(s("entityName")),
+                priority: d
+                    .get("priority")
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok()),
+            }
+        })
+        .collect();
+    serde_json::to_string(&GeneratedTodoList { todos })
+        .map_err(|e| LlmError::InvalidRequest(e.to_string()))
+}
+
+fn summarize(prompt: &str) -> String {
+    let line = |label: &str| {
+        prompt
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .map(str::trim)
+            .unwrap_or("(unknown)")
+    };
+    format!(
+        "Researched {} for todo {} from the offline corpus and saved the structured findings to {}. \
+         The next todo starts from this summary.",
+        line("Entity:"),
+        line("Todo ID:"),
+        line("Output File:")
+    )
+}
+
+/// The tool results since the last context reset, by tool name, in order.
+fn results_since_reset(messages: &[Message]) -> Vec<(&str, &str, bool)> {
+    let start = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::System(_)))
+        .map_or(0, |i| i + 1);
+    messages[start..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(t) => Some((
+                t.name.as_deref().unwrap_or(""),
+                t.content.as_str(),
+                t.is_error,
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(name: &str, args: Value) -> ToolCall {
+    ToolCall::new(name, args)
+}
+
+fn agent_turn(messages: &[Message]) -> AssistantMessage {
+    let results = results_since_reset(messages);
+    // Work on the todo of the latest `todo_get_next` that was not followed by a write.
+    let Some(pos) = results
+        .iter()
+        .rposition(|(name, _, _)| *name == "todo_get_next")
+    else {
+        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
+    };
+    let after = &results[pos + 1..];
+    if after
+        .iter()
+        .any(|(name, _, err)| *name == "agent_write_file" && !err)
+    {
+        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
+    }
+    let Ok(todo) = serde_json::from_str::<Value>(results[pos].1) else {
+        return AssistantMessage::text(
+            "All todos are complete or blocked; nothing left to research.",
+        );
+    };
+    let id = todo["id"].as_str().unwrap_or_default().to_owned();
+    let has = |tool: &str| {
+        after
+            .iter()
+            .find(|(name, _, err)| *name == tool && !err)
+            .map(|(_, content, _)| *content)
+    };
+
+    if has("todo_update").is_none() {
+        return AssistantMessage::with_tool_calls(
+            "",
+            vec![call(
+                "todo_update",
+                json!({"todo_id": id, "status": "in_progress"}),
+            )],
+        );
+    }
+    let Some(search) = has("web_search") else {
+        return AssistantMessage::with_tool_calls(
+            "",
+            vec![call(
+                "web_search",
+                json!({"query": query_for(&todo), "max_results": 5}),
+            )],
+        );
+    };
+    let urls: Vec<String> = result_urls(search).into_iter().take(3).collect();
+    let extracted = has("web_extract");
+    if extracted.is_none() && !urls.is_empty() {
+        return AssistantMessage::with_tool_calls(
+            "",
+            vec![call("web_extract", json!({"urls": urls}))],
+        );
+    }
+    let pages = extracted.map(pages_of).unwrap_or_default();
+    let findings = findings_for(&todo, &pages);
+    let found = findings["fields"]
+        .as_object()
+        .map_or(0, |f| f.values().filter(|v| !v["value"].is_null()).count());
+    let wanted = todo["fieldsToExtract"].as_array().map_or(0, Vec::len);
+    let sources = findings["sources"].as_array().map_or(0, Vec::len);
+    let notes = if sources == 0 {
+        format!(
+            "No source about {} was found; all {wanted} fields are recorded as unavailable.",
+            todo["entityName"].as_str().unwrap_or("")
+        )
+    } else {
+        format!("{found} of {wanted} fields found in {sources} source(s).")
+    };
+    let filename = todo["outputFile"]
+        .as_str()
+        .map_or_else(|| format!("{id}.json"), str::to_owned);
+    AssistantMessage::with_tool_calls(
+        "",
+        vec![
+            call(
+                "todo_update",
+                json!({"todo_id": id, "status": "completed", "notes": notes}),
+            ),
+            call(
+                "agent_write_file",
+                json!({
+                    "filename": filename,
+                    "content": serde_json::to_string_pretty(&findings).unwrap_or_default(),
+                    "description": format!("{} for {}", todo["directionKey"].as_str().unwrap_or(""), todo["entityName"].as_str().unwrap_or("")),
+                }),
+            ),
+        ],
+    )
+}
+
+/// The URLs of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in order.
+fn result_urls(reply: &str) -> Vec<String> {
+    let lines: Vec<&str> = reply.lines().collect();
+    lines
+        .windows(2)
+        .filter(|w| {
+            w[0].split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map(|w| w[1].trim().to_owned())
+        .filter(|u| u.contains("://"))
+        .collect()
+}
+
+/// The pages of a `web_extract` reply (`# title` / `url` / blank / content, pages
+/// separated by `---` lines), as `{url, title, content}`.
+fn pages_of(reply: &str) -> Vec<Value> {
+    reply
+        .split("\n\n---\n\n")
+        .filter_map(|page| {
+            let mut lines = page.lines();
+            let title = lines.next()?.trim_start_matches("# ").to_owned();
+            let url = lines.next()?.trim().to_owned();
+            let content = lines.collect::<Vec<_>>().join("\n");
+            Some(json!({"url": url, "title": title, "content": content}))
+        })
+        .collect()
+}
+
+/// `camelCase` → `camel case`.
+fn words(key: &str) -> String {
+    let mut out = String::new();
+    for c in key.chars() {
+        if c.is_uppercase() && !out.is_empty() {
+            out.push(' ');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn query_for(todo: &Value) -> String {
+    let mut query = format!(
+        "{} {}",
+        todo["entityName"].as_str().unwrap_or(""),
+        words(todo["directionKey"].as_str().unwrap_or(""))
+    );
+    for field in todo["fieldsToExtract"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .take(4)
+    {
+        query.push(' ');
+        query.push_str(&words(field));
+    }
+    query
+}
+
+/// The structured output: each field's value from a `Label: value` line of the pages.
+///
+/// Only pages about the entity count (its name in the title first, then in the text), so
+/// a similarly named company or a neighbouring search hit does not leak into the output.
+fn findings_for(todo: &Value, pages: &[Value]) -> Value {
+    let name = todo["entityName"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    let mentions = |p: &&Value, key: &str| {
+        p[key]
+            .as_str()
+            .is_some_and(|t| t.to_lowercase().contains(&name))
+    };
+    let pages: Vec<&Value> = pages
+        .iter()
+        .filter(|p| mentions(p, "title"))
+        .chain(
+            pages
+                .iter()
+                .filter(|p| !mentions(p, "title") && mentions(p, "content")),
+        )
+        .collect();
+    let mut fields = serde_json::Map::new();
+    let mut missing = Vec::new();
+    for field in todo["fieldsToExtract"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        let label = words(field);
+        let hit = pages.iter().find_map(|page| {
+            let content = page["content"].as_str()?;
+            content
+                .lines()
+                .find_map(|line| value_after_label(line, &label))
+                .map(|v| (v, page["url"].clone()))
+        });
+        match hit {
+            Some((value, url)) => {
+                fields.insert(field.to_owned(), json!({"value": value, "sourceUrl": url}));
+            }
+            None => {
+                fields.insert(
+                    field.to_owned(),
+                    json!({"value": null, "note": "not found in the sources read"}),
+                );
+                missing.push(field.to_owned());
+            }
+        }
+    }
+    json!({
+        "todoId": todo["id"],
+        "entity": {"name": todo["entityName"], "type": todo["entityType"]},
+        "directionKey": todo["directionKey"],
+        "fields": fields,
+        "missingFields": missing,
+        "sources": pages.iter().map(|p| json!({"url": p["url"], "title": p["title"]})).collect::<Vec<_>>(),
+        "researchedBy": "offline-research-model (deterministic stand-in)",
+    })
+}
+
+/// `- **Legal name:** Halvard Biosciences AB` with label `legal name` → `Halvard Biosciences AB`.
+fn value_after_label(line: &str, label: &str) -> Option<String> {
+    let clean = line.replace("**", "");
+    let clean = clean.trim().trim_start_matches(['-', '*', '|']).trim();
+    let (head, value) = clean.split_once(':')?;
+    let head = head.trim().to_lowercase();
+    (head == label || head.split(" (").next() == Some(label))
+        .then(|| value.trim().trim_end_matches('|').trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_match_markdown_fact_lines() {
+        assert_eq!(
+            value_after_label("- **Legal name:** Halvard Biosciences AB", "legal name").as_deref(),
+            Some("Halvard Biosciences AB")
+        );
+        assert_eq!(
+            value_after_label("Founded year: 2014", "founded year").as_deref(),
+            Some("2014")
+        );
+        assert_eq!(value_after_label("Nothing here", "legal name"), None);
+        assert_eq!(words("legalName"), "legal name");
+    }
+
+    #[test]
+    fn reads_search_and_extract_replies() {
+        let search = "1. About Acme\n   corpus://acme.md\n   Acme makes ...\n\n2. Other\n   corpus://b.md\n   ...";
+        assert_eq!(result_urls(search), ["corpus://acme.md", "corpus://b.md"]);
+        let pages = pages_of(
+            "# About Acme\ncorpus://acme.md\n\n- Legal name: Acme AB\n\n---\n\n# B\ncorpus://b.md\n\ntext",
+        );
+        assert_eq!(pages.len(), 2);
+        assert_eq!(pages[0]["url"], "corpus://acme.md");
+        assert!(
+            pages[0]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Legal name"))
+        );
+    }
+}

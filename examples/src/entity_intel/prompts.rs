@@ -1,0 +1,156 @@
+//! The seed's prompts, adapted to this graph's tools (`web_search`,
+//! `web_extract`, `agent_write_file`, `todo_*`) and to Rust-side formatting.
+
+use super::state::EntityIntelResearchState;
+use super::todo::TodoItem;
+
+/// Marks the directions block in the todo-generation prompt.
+pub const DIRECTIONS_MARKER: &str = "RESEARCH DIRECTIONS (JSON):";
+
+/// The first line of the summarization prompt (the offline model keys on it).
+pub const SUMMARY_MARKER: &str = "Summarize the research work that was just completed";
+
+/// The prefix of the checkpoint message that replaces the history after a write.
+pub const CHECKPOINT_PREFIX: &str = "[RESEARCH CHECKPOINT]";
+
+/// `GENERATE_TODOS_PROMPT`, followed by the flattened directions.
+pub fn generate_todos_prompt(directions_json: &str) -> String {
+    format!(
+        "You are a todo list generator for entity due diligence research.
+
+Given the research directions below, generate a complete todo list with exactly one todo per research direction.
+
+REQUIREMENTS:
+1. Each todo must have:
+   - id: following the convention {{bundleId}}_{{entityType}}_{{entitySlug}}_{{directionKey}}, where entityType is
+     guest, biz, prod, compound or platform and entitySlug is the lower-case name with `_` between words
+     (the `todoId` given with each direction below is the id to use)
+   - description: a clear, actionable task description (50-100 words)
+   - entityType: one of PERSON, BUSINESS, PRODUCT, COMPOUND, PLATFORM
+   - entityName: the canonical entity name
+   - priority: the direction's priority (HIGH, MEDIUM, LOW)
+2. The description says what to research and extract, the key fields to populate, the source
+   priorities and the acceptance criteria.
+3. Keep the bundle grouping and the order of the directions.
+
+OUTPUT: the complete todo list as JSON matching the schema.
+
+{DIRECTIONS_MARKER}
+{directions_json}
+"
+    )
+}
+
+/// `RESEARCH_AGENT_SYSTEM_PROMPT` with the tool guide.
+pub fn system_prompt(today: &str) -> String {
+    format!(
+        "You are an expert entity due diligence research agent.
+
+CURRENT DATE: {today}
+
+YOUR MISSION:
+Execute research tasks systematically to compile factual profiles of biotech entities (people, businesses,
+products, compounds, platforms).
+
+WORKFLOW:
+1. Get the current todo with todo_get_next (the highest priority open todo).
+2. Mark it as in_progress with todo_update.
+3. Research it with your tools: search for official sources first (company websites, official pages), fall
+   back to reputable secondary sources (registries, news, trade press), and use encyclopedias only to
+   disambiguate.
+4. Extract the specific fields listed in the todo.
+5. Compile the findings into structured JSON that names the source URL of every value.
+6. WHEN THE RESEARCH IS COMPLETE, MAKE TWO TOOL CALLS IN THE SAME TURN:
+   - agent_write_file(filename, content, description) to save the JSON (use the todo's outputFile name)
+   - todo_update(todo_id, status=\"completed\", notes=\"...\") to mark it done
+7. Writing the file summarizes and resets your context automatically; then continue with the next todo.
+If a todo cannot be done (no sources at all), call todo_update with status=\"blocked\" and notes saying why.
+
+QUALITY STANDARDS:
+- Prefer official sources over secondary ones; always include source URLs.
+- Extract exact data (prices, dates, names); do not paraphrase.
+- If information is unavailable, say so explicitly in the output (null plus a note).
+
+TOOLS:
+- web_search(query, max_results): find sources. Example: web_search(query=\"Halvard Biosciences leadership\")
+- web_extract(urls): read the full text of pages from the search results.
+- agent_write_file(filename, content, description): save the research output (content is the JSON text).
+- agent_read_file(filename) / agent_list_files(): look at files already written.
+- todo_read(status_filter), todo_get_next(), todo_update(todo_id, status, notes): track progress."
+    )
+}
+
+/// `RESEARCH_AGENT_REMINDER_PROMPT`: sent after the history on every turn, never stored.
+pub fn reminder(state: &EntityIntelResearchState, current: Option<&TodoItem>) -> String {
+    let total = state.todo_list.todos.len();
+    let completed = state.todo_list.count(super::todo::TodoStatus::Completed);
+    let blocked = state.todo_list.count(super::todo::TodoStatus::Blocked);
+    let current = match current {
+        Some(t) => format!(
+            "CURRENT TODO: {} (status {}, priority {:?})\n{}\nFields to extract: {}\nSave the output as: {}",
+            t.id,
+            t.status.as_str(),
+            t.priority,
+            t.description,
+            if t.fields_to_extract.is_empty() {
+                "(see description)".to_owned()
+            } else {
+                t.fields_to_extract.join(", ")
+            },
+            t.output_file
+        ),
+        None => "CURRENT TODO: none left.".to_owned(),
+    };
+    format!(
+        "PROGRESS CHECK:
+- Total todos: {total}
+- Completed: {completed}
+- Blocked: {blocked}
+- Remaining: {}
+
+{current}
+
+CRITICAL REMINDERS:
+1. Complete one todo fully before moving to the next.
+2. When the research is complete, call agent_write_file(filename, full JSON output, description) and
+   todo_update(todo_id, status=\"completed\", notes=\"summary of findings\") together in one turn.
+3. The file write resets your context automatically.
+4. Use official sources whenever possible, extract precise data, include every source URL.",
+        total.saturating_sub(completed + blocked)
+    )
+}
+
+/// `CONTEXT_SUMMARIZATION_PROMPT`, used inside `agent_write_file`.
+pub fn summarization_prompt(
+    todo: Option<&TodoItem>,
+    filename: &str,
+    description: &str,
+    recent_messages: &str,
+) -> String {
+    let (id, entity, kind) = match todo {
+        Some(t) => (
+            t.id.as_str(),
+            t.entity_name.as_str(),
+            t.entity_type.as_str(),
+        ),
+        None => ("(none)", "(unknown)", "(unknown)"),
+    };
+    format!(
+        "{SUMMARY_MARKER} in 2-3 concise sentences:
+
+Todo ID: {id}
+Entity: {entity} ({kind})
+Output File: {filename}
+Description: {description}
+
+Recent conversation (last 10 messages):
+{recent_messages}
+
+Create a brief summary capturing:
+- What was researched
+- Key findings
+- Any blockers or issues
+
+This will replace the detailed message history for memory management."
+    )
+}

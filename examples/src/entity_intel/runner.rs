@@ -1,0 +1,395 @@
+//! Running the bundles: one graph run (one thread) per bundle, at most
+//! `max_concurrency` at once (the seed's semaphore), resumable, with a run summary.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use graphkit::checkpoint::Checkpointer;
+use graphkit::{
+    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
+    StreamPayload,
+};
+use graphkit_llm::ChatModel;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::graph::build_graph;
+use super::input::{EntitiesResearchDirections, EntityBundle};
+use super::nodes::{AgentDeps, Limits};
+use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate};
+use super::todo::TodoStatus;
+use super::tools::ToolDeps;
+use crate::shared::time::{now_ms, rfc3339};
+use crate::shared::{ExampleError, Progress, RunDir};
+use graphkit_tools::prebuilt::search::SearchBackend;
+
+/// Everything a run needs besides its input.
+#[derive(Clone)]
+pub struct EntityIntelOptions {
+    /// The research model (agent turns and todo generation).
+    pub model: Arc<dyn ChatModel>,
+    /// The model that writes checkpoint summaries inside `agent_write_file`.
+    pub summary_model: Arc<dyn ChatModel>,
+    /// The backend of the search and extract tools.
+    pub search: Arc<dyn SearchBackend>,
+    /// Per-todo limits.
+    pub limits: Limits,
+    /// Bundles researched at once.
+    pub max_concurrency: usize,
+    /// Where outputs go (one subdirectory per bundle).
+    pub run_dir: RunDir,
+    /// Where checkpoints go.
+    pub checkpointer: Arc<dyn Checkpointer>,
+    /// The run's thread id; bundle `b` runs on thread `{thread}--{b}`.
+    pub thread: String,
+    /// Continue the bundles' threads instead of refusing to touch them.
+    pub resume: bool,
+    /// Print every node update as a JSON line on stdout.
+    pub stream: bool,
+    /// Progress lines.
+    pub progress: Progress,
+}
+
+impl std::fmt::Debug for EntityIntelOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntityIntelOptions")
+            .field("model", &self.model.model_name())
+            .field("summary_model", &self.summary_model.model_name())
+            .field("limits", &self.limits)
+            .field("max_concurrency", &self.max_concurrency)
+            .field("run_dir", &self.run_dir)
+            .field("thread", &self.thread)
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What happened to one bundle.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BundleSummary {
+    /// The bundle.
+    pub bundle_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// `finished`, or `failed` (see `error`).
+    pub status: String,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Where its files are.
+    pub output_directory: String,
+    /// Todos in its list.
+    pub total_todos: usize,
+    /// Todos completed.
+    pub completed_todos: usize,
+    /// Todos blocked.
+    pub blocked_todos: usize,
+    /// Tool calls made by the model.
+    pub tool_calls: u64,
+    /// Model calls.
+    pub model_calls: u64,
+    /// Context resets by `agent_write_file` (the state's `checkpoint_count`).
+    pub context_checkpoints: u64,
+    /// Input tokens reported by the provider (0 when it reports none).
+    pub input_tokens: u64,
+    /// Output tokens reported by the provider.
+    pub output_tokens: u64,
+    /// `true` when this process continued a thread that existed before.
+    pub resumed: bool,
+}
+
+/// The run summary (`run_summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    /// The workflow.
+    pub workflow: String,
+    /// The run's thread id.
+    pub thread: String,
+    /// The run directory.
+    pub run_directory: String,
+    /// The research model.
+    pub model: String,
+    /// The summary model.
+    pub summary_model: String,
+    /// When this process started the run (RFC 3339).
+    pub started_at: String,
+    /// Wall time of this process's part of the run, in milliseconds.
+    pub duration_ms: u64,
+    /// Per bundle.
+    pub bundles: Vec<BundleSummary>,
+}
+
+impl RunSummary {
+    /// `true` when every bundle finished.
+    pub fn succeeded(&self) -> bool {
+        self.bundles.iter().all(|b| b.status == "finished")
+    }
+
+    /// A sum over the bundles.
+    pub fn total(&self, f: impl Fn(&BundleSummary) -> u64) -> u64 {
+        self.bundles.iter().map(f).sum()
+    }
+
+    /// The summary as text lines for the terminal.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "entity-intel run {} ({} s, model {}):\n",
+            self.thread,
+            self.duration_ms / 1000,
+            self.model
+        );
+        for b in &self.bundles {
+            out.push_str(&format!(
+                "  {:<34} {:>2}/{:<2} completed, {} blocked, {} tool calls, {} context checkpoints{}\n",
+                b.bundle_id,
+                b.completed_todos,
+                b.total_todos,
+                b.blocked_todos,
+                b.tool_calls,
+                b.context_checkpoints,
+                b.error.as_ref().map(|e| format!(" — FAILED: {e}")).unwrap_or_default()
+            ));
+        }
+        let tokens = self.total(|b| b.input_tokens + b.output_tokens);
+        out.push_str(&format!(
+            "  total: {}/{} todos completed, {} blocked, {} tool calls, {} model calls, tokens {}\n",
+            self.total(|b| b.completed_todos as u64),
+            self.total(|b| b.total_todos as u64),
+            self.total(|b| b.blocked_todos as u64),
+            self.total(|b| b.tool_calls),
+            self.total(|b| b.model_calls),
+            if tokens == 0 { "not reported".to_owned() } else { tokens.to_string() }
+        ));
+        out.push_str(&format!("outputs: {}\n", self.run_directory));
+        out
+    }
+}
+
+/// Runs every bundle of `input` and writes `run_summary.json` into the run directory.
+///
+/// # Errors
+/// [`ExampleError`] when the graph cannot be built, a thread exists without `resume`, or
+/// the summary cannot be written. A bundle whose run fails is reported in the summary
+/// (status `failed`) and does not stop the others.
+pub async fn run_entity_intel(
+    input: &EntitiesResearchDirections,
+    options: &EntityIntelOptions,
+) -> Result<RunSummary, ExampleError> {
+    let started = Instant::now();
+    let started_at = rfc3339(now_ms());
+    let graph = build_graph(
+        AgentDeps {
+            model: Arc::clone(&options.model),
+            tool_specs: Vec::new(),
+            limits: options.limits.clone(),
+        },
+        &ToolDeps {
+            search: Arc::clone(&options.search),
+            summary_model: Arc::clone(&options.summary_model),
+            summarize_after_messages: options.limits.summarize_after_messages,
+        },
+        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+    )?;
+
+    // Refuse to overwrite an existing run before anything starts.
+    if !options.resume {
+        for bundle in &input.bundles {
+            let thread = bundle_thread(&options.thread, &bundle.bundle_id);
+            if thread_exists(&graph, &thread).await? {
+                return Err(ExampleError::Usage(format!(
+                    "thread {} already has a run; continue it with `--resume --thread {}`, or start a new one with another --thread",
+                    thread, options.thread
+                )));
+            }
+        }
+    }
+
+    let semaphore = Arc::new(Semaphore::new(options.max_concurrency.max(1)));
+    let runs = input.bundles.iter().map(|bundle| {
+        let (graph, semaphore) = (graph.clone(), Arc::clone(&semaphore));
+        async move {
+            let _permit = semaphore.acquire().await;
+            run_bundle(&graph, input, bundle, options).await
+        }
+    });
+    let bundles = futures::future::join_all(runs).await;
+
+    let summary = RunSummary {
+        workflow: "entity-intel".into(),
+        thread: options.thread.clone(),
+        run_directory: options.run_dir.path().display().to_string(),
+        model: options.model.model_name().to_owned(),
+        summary_model: options.summary_model.model_name().to_owned(),
+        started_at,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        bundles,
+    };
+    options.run_dir.write_json("run_summary.json", &summary)?;
+    Ok(summary)
+}
+
+/// The thread id of a bundle.
+pub fn bundle_thread(thread: &str, bundle_id: &str) -> String {
+    format!("{thread}--{bundle_id}")
+}
+
+async fn thread_exists(
+    graph: &CompiledGraph<EntityIntelResearchState>,
+    thread: &str,
+) -> Result<bool, ExampleError> {
+    match graph.get_state(&RunConfig::new().thread_id(thread)).await {
+        Ok(_) => Ok(true),
+        Err(GraphError::CheckpointNotFound { .. }) => Ok(false),
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn run_bundle(
+    graph: &CompiledGraph<EntityIntelResearchState>,
+    input: &EntitiesResearchDirections,
+    bundle: &EntityBundle,
+    options: &EntityIntelOptions,
+) -> BundleSummary {
+    let thread = bundle_thread(&options.thread, &bundle.bundle_id);
+    let output_directory = options.run_dir.join(&bundle.bundle_id);
+    let output_directory = std::path::absolute(&output_directory).unwrap_or(output_directory);
+    let mut summary = BundleSummary {
+        bundle_id: bundle.bundle_id.clone(),
+        thread_id: thread.clone(),
+        status: "failed".into(),
+        error: None,
+        output_directory: output_directory.display().to_string(),
+        total_todos: bundle.total_directions(),
+        completed_todos: 0,
+        blocked_todos: 0,
+        tool_calls: 0,
+        model_calls: 0,
+        context_checkpoints: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        resumed: false,
+    };
+    match drive(
+        graph,
+        input,
+        bundle,
+        options,
+        &thread,
+        &output_directory,
+        &mut summary,
+    )
+    .await
+    {
+        Ok(state) => {
+            let list = &state.todo_list;
+            summary.status = "finished".into();
+            summary.total_todos = list.todos.len();
+            summary.completed_todos = list.count(TodoStatus::Completed);
+            summary.blocked_todos = list.count(TodoStatus::Blocked);
+            summary.tool_calls = state.tool_calls;
+            summary.model_calls = state.model_calls;
+            summary.context_checkpoints = state.checkpoint_count;
+            summary.input_tokens = state.input_tokens;
+            summary.output_tokens = state.output_tokens;
+            options.progress.set(
+                &bundle.bundle_id,
+                summary.completed_todos,
+                summary.blocked_todos,
+                summary.total_todos,
+            );
+        }
+        Err(err) => {
+            options
+                .progress
+                .note(&bundle.bundle_id, &format!("failed: {err}"));
+            summary.error = Some(err.to_string());
+        }
+    }
+    summary
+}
+
+async fn drive(
+    graph: &CompiledGraph<EntityIntelResearchState>,
+    input: &EntitiesResearchDirections,
+    bundle: &EntityBundle,
+    options: &EntityIntelOptions,
+    thread: &str,
+    output_directory: &std::path::Path,
+    summary: &mut BundleSummary,
+) -> Result<EntityIntelResearchState, ExampleError> {
+    let directions = bundle.total_directions();
+    let config = RunConfig::new()
+        .thread_id(thread)
+        .recursion_limit(100 + directions * 60);
+    let run_input: RunInput<EntityIntelResearchState> = match graph.get_state(&config).await {
+        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+            // Finished before: nothing to redo.
+            summary.resumed = true;
+            options.progress.note(&bundle.bundle_id, "already finished");
+            return Ok(snapshot.values);
+        }
+        Ok(_) => {
+            summary.resumed = true;
+            options
+                .progress
+                .note(&bundle.bundle_id, "resuming from the last checkpoint");
+            RunInput::Continue
+        }
+        Err(GraphError::CheckpointNotFound { .. }) => EntityIntelResearchStateUpdate::new()
+            .episode(input.episode.clone())
+            .candidate_sources(input.candidate_sources.clone())
+            .research_directions(input.single_bundle(bundle))
+            .output_directory(output_directory.display().to_string())
+            .into(),
+        Err(err) => return Err(err.into()),
+    };
+    std::fs::create_dir_all(output_directory)
+        .map_err(|e| ExampleError::io("create", output_directory, e))?;
+
+    let mut stream =
+        graph.stream_with(run_input, config, [StreamMode::Updates, StreamMode::Custom]);
+    while let Some(event) = stream.next().await {
+        match event?.payload {
+            StreamPayload::Custom { payload, .. } => {
+                report(&options.progress, &bundle.bundle_id, &payload)
+            }
+            StreamPayload::Updates { node, update } if options.stream => {
+                let line = json!({"bundle": bundle.bundle_id, "node": &*node, "update": update});
+                println!("{line}");
+            }
+            _ => {}
+        }
+    }
+    stream.into_final_state().ok_or_else(|| {
+        ExampleError::Usage(format!(
+            "the run of {} ended without a final state",
+            bundle.bundle_id
+        ))
+    })
+}
+
+fn report(progress: &Progress, bundle: &str, event: &Value) {
+    let count = |k: &str| usize::try_from(event[k].as_u64().unwrap_or(0)).unwrap_or(0);
+    match event["event"].as_str() {
+        Some("progress") => progress.set(bundle, count("done"), count("blocked"), count("total")),
+        Some("todo_blocked") => progress.note(
+            bundle,
+            &format!("blocked {}: {}", event["todoId"].as_str().unwrap_or("?"), event["reason"].as_str().unwrap_or("")),
+        ),
+        Some("warning") => progress.note(bundle, &format!("warning: {}", event["message"].as_str().unwrap_or(""))),
+        Some("todos_generated") if count("filledIn") > 0 || count("dropped") > 0 => progress.note(
+            bundle,
+            &format!(
+                "todo list: {} todos ({} filled in from the directions, {} generated todos dropped)",
+                count("total"),
+                count("filledIn"),
+                count("dropped")
+            ),
+        ),
+        _ => {}
+    }
+}

@@ -1,0 +1,118 @@
+//! [`EntityIntelResearchState`]: the seed's state, field for field, plus the bookkeeping
+//! the limits need.
+
+use graphkit::{KeyedUpdate, State};
+use graphkit_llm::Message;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::input::EntitiesResearchDirections;
+use super::todo::{TodoItem, TodoList};
+
+/// The state of one bundle's research run (the seed's `EntityIntelResearchState`).
+///
+/// Reducers: `messages` merges by message id (LangGraph's `add_messages`), so the
+/// write-file tool can replace the whole history; `todo_list` merges by todo id, so a
+/// `todo_update` and an `agent_write_file` of one turn both land; the lists of results
+/// append; the counters add.
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EntityIntelResearchState {
+    /// Episode metadata, from the input.
+    pub episode: Value,
+    /// This bundle's research directions (one bundle, as in the seed).
+    pub research_directions: EntitiesResearchDirections,
+    /// Ranked candidate sources, from the input.
+    pub candidate_sources: Value,
+    /// The todos, one per direction.
+    #[reducer(with = TodoList::merge, update = KeyedUpdate<TodoItem>)]
+    pub todo_list: TodoList,
+    /// The todo being researched.
+    pub current_todo_id: Option<String>,
+    /// One entry per file the agent wrote.
+    #[reducer(append)]
+    pub completed_research: Vec<CompletedResearch>,
+    /// The agent's conversation: system prompt, (checkpoint summary,) turns.
+    #[reducer(merge_by_key)]
+    pub messages: Vec<Message>,
+    /// How many times the write-file tool summarized and reset the conversation.
+    #[reducer(add)]
+    pub checkpoint_count: u64,
+    /// Todos in the list.
+    pub total_todos: u64,
+    /// Todos completed (recounted from the list by the agent node, so a model writing
+    /// twice cannot inflate it).
+    pub completed_todos: u64,
+    /// The structured output of every file written, per direction.
+    #[reducer(append)]
+    pub research_outputs: Vec<ResearchOutput>,
+    /// Where this bundle's files go.
+    pub output_directory: String,
+    /// Limits bookkeeping for the current todo.
+    pub todo_budget: TodoBudget,
+    /// Tool calls the model made, over the whole run.
+    #[reducer(add)]
+    pub tool_calls: u64,
+    /// Model calls (agent, todo generation, summaries).
+    #[reducer(add)]
+    pub model_calls: u64,
+    /// Input tokens reported by the provider.
+    #[reducer(add)]
+    pub input_tokens: u64,
+    /// Output tokens reported by the provider.
+    #[reducer(add)]
+    pub output_tokens: u64,
+}
+
+graphkit_tools::messages_state!(EntityIntelResearchState, messages);
+
+/// A file the agent wrote (the seed's `completed_research` entry).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletedResearch {
+    /// The file name as the agent gave it.
+    pub filename: String,
+    /// Where it is on disk.
+    pub filepath: String,
+    /// The agent's description of it.
+    pub description: String,
+    /// The todo it belongs to.
+    pub todo_id: Option<String>,
+    /// When it was written (RFC 3339).
+    pub timestamp: String,
+}
+
+/// The structured research of one direction: the written file's content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResearchOutput {
+    /// The todo it answers.
+    pub todo_id: Option<String>,
+    /// The file it was saved to.
+    pub filename: String,
+    /// The content: parsed JSON, or a string when it is not JSON.
+    pub output: Value,
+}
+
+/// How much of its limits the current todo has used.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TodoBudget {
+    /// The todo these counts belong to.
+    pub todo_id: String,
+    /// Tool calls made while it was current.
+    pub tool_calls: u32,
+    /// Model turns without any tool call while it was current.
+    pub idle_turns: u32,
+    /// When it became current (ms since the epoch).
+    pub started_ms: i64,
+}
+
+impl EntityIntelResearchState {
+    /// This bundle's id.
+    pub fn bundle_id(&self) -> &str {
+        self.research_directions
+            .bundles
+            .first()
+            .map_or("", |b| b.bundle_id.as_str())
+    }
+}

@@ -1,0 +1,20 @@
+//! # graphkit-examples
+//!
+//! The research workflows of graphkit as example graphs, built only on the public API of
+//! `graphkit`, `graphkit-llm` and `graphkit-tools`, and the `graphkit-research` CLI that
+//! runs them:
+//!
+//! ```text
+//! cargo run -p graphkit-examples --bin graphkit-research -- entity-intel
+//! ```
+//!
+//! Every workflow runs offline by default: a document corpus written for the project
+//! (`examples/corpus/`, fictional entities) behind the search and extract tools, SQLite
+//! checkpoints in the run directory, and a deterministic offline stand-in for the model.
+//! `--model openai:gpt-4o` (or any graphkit-llm spec) runs the same graph on a real model.
+//!
+//! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
+//! - [`entity_intel`]: the entity-intel research agent (seed 000).
+
+pub mod entity_intel;
+pub mod shared;

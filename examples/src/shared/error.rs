@@ -1,0 +1,49 @@
+//! [`ExampleError`]: what can go wrong when a workflow is set up or run.
+
+use std::path::Path;
+
+/// An error of the example workflows and the CLI. Messages say what went wrong and what
+/// to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExampleError {
+    /// The input file is not valid JSON for the workflow, or breaks one of its rules.
+    #[error("invalid input {origin}: {message}")]
+    Input {
+        /// Where the input came from (a path).
+        origin: String,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// A file or directory could not be read or written.
+    #[error("cannot {action} {path}: {error}")]
+    Io {
+        /// What was attempted.
+        action: &'static str,
+        /// The path.
+        path: String,
+        /// The underlying error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// An option of the CLI or of a workflow is not usable.
+    #[error("{0}")]
+    Usage(String),
+    /// A model could not be created or called.
+    #[error("model: {0}")]
+    Model(#[from] graphkit_llm::LlmError),
+    /// The graph failed to build or to run.
+    #[error("graph: {0}")]
+    Graph(#[from] graphkit::Error),
+}
+
+impl ExampleError {
+    /// An I/O error about `path`.
+    pub fn io(action: &'static str, path: &Path, error: std::io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.display().to_string(),
+            error,
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! The run directory: where a run's outputs, checkpoints and summary go.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::ExampleError;
+
+/// A run's output directory (`--out`, by default `graphkit-runs/<workflow>/<thread>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunDir {
+    root: PathBuf,
+}
+
+impl RunDir {
+    /// The directory `root` (created).
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when it cannot be created.
+    pub fn create(root: impl Into<PathBuf>) -> Result<Self, ExampleError> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)
+            .map_err(|e| ExampleError::io("create the run directory", &root, e))?;
+        Ok(Self { root })
+    }
+
+    /// The default location of a run: `graphkit-runs/<workflow>/<thread>` under the
+    /// current directory.
+    pub fn default_for(workflow: &str, thread: &str) -> PathBuf {
+        PathBuf::from("graphkit-runs").join(workflow).join(thread)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// A path inside it.
+    pub fn join(&self, relative: impl AsRef<Path>) -> PathBuf {
+        self.root.join(relative)
+    }
+
+    /// Writes `value` as pretty JSON to `relative`, atomically (a temporary file renamed
+    /// into place), so a killed process never leaves half a file.
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when the file cannot be written.
+    pub fn write_json(
+        &self,
+        relative: impl AsRef<Path>,
+        value: &impl Serialize,
+    ) -> Result<PathBuf, ExampleError> {
+        let path = self.root.join(relative);
+        write_json_atomic(&path, value)?;
+        Ok(path)
+    }
+}
+
+/// Writes `value` as pretty JSON to `path` through a temporary file and a rename.
+///
+/// # Errors
+/// [`ExampleError::Io`] when the file cannot be written.
+pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), ExampleError> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| ExampleError::io("serialize", path, std::io::Error::other(e)))?;
+    write_text_atomic(path, &text)
+}
+
+/// Writes `text` to `path` through a temporary file and a rename (parents created).
+///
+/// # Errors
+/// [`ExampleError::Io`] when the file cannot be written.
+pub fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| ExampleError::io("create", dir, e))?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(|e| ExampleError::io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ExampleError::io("rename into", path, e))
+}
+
+/// `run.json`: what a run was started with, so `--resume` can continue it with the same
+/// input and models.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunManifest {
+    /// The workflow (`entity-intel`).
+    pub workflow: String,
+    /// The run's thread id.
+    pub thread: String,
+    /// The `--model` spec.
+    pub model: String,
+    /// The `--summary-model` spec, when one was given.
+    #[serde(default)]
+    pub summary_model: Option<String>,
+    /// The `--checkpoint` backend.
+    pub checkpoint: String,
+    /// When the run started (RFC 3339).
+    pub created_at: String,
+    /// The input, as given.
+    pub input: serde_json::Value,
+}
+
+impl RunManifest {
+    /// The manifest's file name in the run directory.
+    pub const FILE: &'static str = "run.json";
+
+    /// Reads the manifest of the run in `dir`, if there is one.
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] for an unreadable file; [`ExampleError::Input`] for a corrupt one.
+    pub fn read(dir: &Path) -> Result<Option<Self>, ExampleError> {
+        let path = dir.join(Self::FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| ExampleError::Input {
+                    origin: path.display().to_string(),
+                    message: e.to_string(),
+                }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ExampleError::io("read", &path, e)),
+        }
+    }
+}
