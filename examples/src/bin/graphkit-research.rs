@@ -94,6 +94,10 @@ struct CommonArgs {
     #[arg(long, short)]
     quiet: bool,
 
+    /// The offline model waits this many milliseconds per reply (demos of progress and resume).
+    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
+    offline_delay_ms: u64,
+
     /// Search this document directory (offline) instead of the default: the corpus shipped
     /// with the crate for the offline model, Tavily for real models when TAVILY_API_KEY is set.
     #[arg(long, value_name = "DIR")]
@@ -201,7 +205,9 @@ async fn entity_intel_main(args: EntityIntelArgs) -> Result<bool, ExampleError> 
         ));
     }
 
-    let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
+    let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(
+        OfflineResearchModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
+    );
     let model = model_spec
         .parse::<ModelChoice>()?
         .build(Arc::clone(&offline))?;

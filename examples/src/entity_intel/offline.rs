@@ -29,12 +29,22 @@ use super::todo::{GeneratedTodo, GeneratedTodoList};
 /// so the graph, its tools, checkpoints and limits can be exercised end to end and tested
 /// deterministically; use `--model` with a real provider for real research.
 #[derive(Debug, Clone, Default)]
-pub struct OfflineResearchModel;
+pub struct OfflineResearchModel {
+    delay: std::time::Duration,
+}
 
 impl OfflineResearchModel {
     /// The stand-in.
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// Waits this long before every reply, like a model would (for demos of progress and
+    /// resume, and for tests that kill a run midway).
+    #[must_use]
+    pub fn with_delay(mut self, delay: std::time::Duration) -> Self {
+        self.delay = delay;
+        self
     }
 }
 
@@ -45,6 +55,9 @@ impl ChatModel for OfflineResearchModel {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
         let last_user = request
             .messages
             .iter()
