@@ -86,6 +86,10 @@ struct CommonArgs {
     #[arg(long)]
     print_input_schema: bool,
 
+    /// Print the workflow's graph as a Mermaid flowchart and exit.
+    #[arg(long)]
+    print_graph: bool,
+
     /// Print every node update as a JSON line on stdout as it happens.
     #[arg(long)]
     stream: bool,
@@ -155,6 +159,26 @@ async fn entity_intel_main(args: EntityIntelArgs) -> Result<bool, ExampleError> 
     let common = args.common;
     if common.print_input_schema {
         println!("{}", EntitiesResearchDirections::schema_json());
+        return Ok(true);
+    }
+    if common.print_graph {
+        let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
+        let graph = entity_intel::build_graph(
+            entity_intel::AgentDeps {
+                model: Arc::clone(&offline),
+                tool_specs: Vec::new(),
+                limits: Limits::default(),
+            },
+            &entity_intel::ToolDeps {
+                search: graphkit_examples::shared::search::corpus(
+                    &graphkit_examples::shared::search::default_corpus_dir(),
+                )?,
+                summary_model: offline,
+                summarize_after_messages: Limits::default().summarize_after_messages,
+            },
+            graphkit::CompileOptions::new(),
+        )?;
+        println!("{}", graph.draw_mermaid());
         return Ok(true);
     }
     let thread = common.thread.clone().unwrap_or_else(|| new_thread("ei"));
