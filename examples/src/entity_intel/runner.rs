@@ -380,7 +380,9 @@ fn report(progress: &Progress, bundle: &str, event: &Value) {
             bundle,
             &format!("blocked {}: {}", event["todoId"].as_str().unwrap_or("?"), event["reason"].as_str().unwrap_or("")),
         ),
-        Some("warning") => progress.note(bundle, &format!("warning: {}", event["message"].as_str().unwrap_or(""))),
+        Some("warning") => {
+            progress.note(bundle, &format!("warning: {}", crate::shared::truncate(event["message"].as_str().unwrap_or(""), 300)))
+        }
         Some("todos_generated") if count("filledIn") > 0 || count("dropped") > 0 => progress.note(
             bundle,
             &format!(
