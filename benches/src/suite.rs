@@ -58,9 +58,14 @@ pub fn cases() -> Vec<Case> {
             }
         }
     }
-    cases.push(checkpoint::sequential_case().expect_spec(r#"{"counter": 100}"#));
-    cases.push(checkpoint::react_case().expect_spec(REACT_200));
-    cases.push(checkpoint::wide_state_case().expect_spec(WIDE_STATE_100X50));
+    for (case, workload) in checkpoint::cases() {
+        let expected = match workload {
+            "sequential" => r#"{"counter": 100}"#,
+            "react" => REACT_200,
+            _ => WIDE_STATE_100X50,
+        };
+        cases.push(case.expect_spec(expected));
+    }
     let concurrent = [
         (concurrent::Work::Cpu, false),
         (concurrent::Work::Io5ms, false),

@@ -1,22 +1,22 @@
-//! W7 `checkpoint`: W1 (N = 100), W4 (K = 200) and W5 re-run with a checkpointer, in sync
-//! mode, with a fresh thread id per run; and W8's `concurrent_1000_cpu_memory`.
+//! W7 `checkpoint`: W1 (N = 100), W4 (K = 200) and W5 re-run with a checkpointer, with a
+//! fresh thread id (and, for SQLite, a fresh database file whose schema is created before
+//! the timer starts) per run; and W8's `concurrent_1000_cpu_memory`.
 //!
-//! What graphkit can run today: the in-memory saver (`memory`), which serialises every
-//! checkpoint and pending write to bytes as LangGraph's does. graphkit persists each
-//! step's checkpoint before the next step starts, which is the spec's `sync` durability;
-//! it has no `async` or `exit` durability, so those cases are not listed. The SQLite saver
-//! (`sqlite`, `sqlitenormal`) is not in graphkit's committed tree yet; its cases are not
-//! listed either. Nothing is reported for a case that is not listed.
+//! Savers: `memory` (the in-memory saver, which serialises every checkpoint and pending
+//! write to bytes, as LangGraph's does), `sqlite` (file-backed, WAL, `synchronous=FULL`)
+//! and `sqlitenormal` (the same with `synchronous=NORMAL`). Durabilities map to graphkit's
+//! `Durability::{Sync, Async, Exit}`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::checkpoint::{Checkpointer, InMemorySaver, ListOptions};
-use graphkit::{CompileOptions, CompiledGraph, State, StateGraph};
+use std::path::{Path, PathBuf};
+
+use graphkit::checkpoint::{Checkpointer, InMemorySaver, ListOptions, SqliteSaver, SqliteSync};
+use graphkit::{CompileOptions, Durability, State, StateGraph};
 
 use crate::case::{
-    BLOCKING_RUNTIME, BenchError, Case, CheckpointStats, Mode, Prepared, RuntimeInfo, Sample,
-    run_config,
+    BenchError, Case, CheckpointStats, Mode, Prepared, RuntimeInfo, Sample, run_config,
 };
 use crate::checksum::Checksum;
 use crate::measure::process_cpu_time;
@@ -24,55 +24,115 @@ use crate::workloads::{react, sequential, wide_state};
 
 type InputFn<S> = fn() -> <S as State>::Update;
 
-/// One checkpointed graph, invoked blocking with a fresh thread id per run.
+/// Which saver a case uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Saver {
+    /// `InMemorySaver`.
+    Memory,
+    /// `SqliteSaver`, `synchronous=FULL`.
+    Sqlite,
+    /// `SqliteSaver`, `synchronous=NORMAL`.
+    SqliteNormal,
+}
+
+impl Saver {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Sqlite => "sqlite",
+            Self::SqliteNormal => "sqlitenormal",
+        }
+    }
+}
+
+/// A case's durability, as named in WORKLOADS.md.
+fn durability_name(durability: Durability) -> &'static str {
+    match durability {
+        Durability::Sync => "sync",
+        Durability::Async => "async",
+        Durability::Exit => "exit",
+    }
+}
+
+/// What the last run wrote to: its saver, thread, and database file (SQLite only).
+#[derive(Clone)]
+struct LastRun {
+    saver: Arc<dyn Checkpointer>,
+    thread: String,
+    sqlite: Option<(SqliteSaver, PathBuf)>,
+}
+
+/// One checkpointed graph, invoked with a fresh thread (and database) per run.
 struct CheckpointRun<S: State> {
-    graph: CompiledGraph<S>,
-    saver: Arc<InMemorySaver>,
+    builder: Box<dyn Fn() -> StateGraph<S>>,
+    saver: Saver,
+    durability: Durability,
     input: InputFn<S>,
     checksum: fn(&S) -> Checksum,
     runs: usize,
+    runtime: tokio::runtime::Runtime,
+    dir: tempfile::TempDir,
+    last: Option<LastRun>,
 }
 
 impl<S: State> CheckpointRun<S> {
-    fn new(
-        builder: StateGraph<S>,
-        input: InputFn<S>,
-        checksum: fn(&S) -> Checksum,
-    ) -> Result<Self, BenchError> {
-        let saver = Arc::new(InMemorySaver::new());
-        let graph = builder.compile_with(
-            CompileOptions::new().checkpointer(saver.clone() as Arc<dyn Checkpointer>),
-        )?;
-        Ok(Self {
-            graph,
-            saver,
-            input,
-            checksum,
-            runs: 0,
-        })
+    fn db_path(&self) -> PathBuf {
+        self.dir.path().join(format!("run-{}.sqlite", self.runs))
     }
 
-    fn thread(&self) -> String {
-        format!("ckpt-{}", self.runs)
+    async fn open_sqlite(kind: Saver, path: &Path) -> Result<Option<SqliteSaver>, BenchError> {
+        Ok(match kind {
+            Saver::Memory => None,
+            Saver::Sqlite => Some(SqliteSaver::open_with(path, SqliteSync::Full).await?),
+            Saver::SqliteNormal => Some(SqliteSaver::open_with(path, SqliteSync::Normal).await?),
+        })
     }
 }
 
 impl<S: State> Prepared for CheckpointRun<S> {
     fn runtime(&self) -> RuntimeInfo {
-        BLOCKING_RUNTIME
+        RuntimeInfo {
+            flavor: "current_thread",
+            worker_threads: 1,
+            entry: "invoke_with (block_on)",
+        }
     }
 
     fn run(&mut self) -> Result<Sample, BenchError> {
         self.runs += 1;
+        // Untimed: a fresh saver (and database file with its schema), the graph, the input.
+        let path = self.db_path();
+        let sqlite = self
+            .runtime
+            .block_on(Self::open_sqlite(self.saver, &path))?;
+        let saver: Arc<dyn Checkpointer> = match &sqlite {
+            Some(sqlite) => Arc::new(sqlite.clone()),
+            None => Arc::new(InMemorySaver::new()),
+        };
+        let graph = (self.builder)()
+            .compile_with(CompileOptions::new().checkpointer(Arc::clone(&saver)))?;
+        let thread = format!("ckpt-{}", self.runs);
+        let config = run_config()
+            .thread_id(thread.clone())
+            .durability(self.durability);
         let input = (self.input)();
-        let config = run_config().thread_id(self.thread());
-        let cpu_start = process_cpu_time();
-        let start = Instant::now();
-        let state = self
-            .graph
-            .invoke_blocking(graphkit::RunInput::Update(input), config);
-        let wall = start.elapsed();
-        let cpu = process_cpu_time().saturating_sub(cpu_start);
+        let (wall, cpu, state) = self.runtime.block_on(async {
+            let cpu_start = process_cpu_time();
+            let start = Instant::now();
+            let state = graph
+                .invoke_with(graphkit::RunInput::Update(input), config)
+                .await;
+            (
+                start.elapsed(),
+                process_cpu_time().saturating_sub(cpu_start),
+                state,
+            )
+        });
+        self.last = Some(LastRun {
+            saver,
+            thread,
+            sqlite: sqlite.map(|db| (db, path)),
+        });
         Ok(Sample {
             wall,
             cpu,
@@ -81,10 +141,15 @@ impl<S: State> Prepared for CheckpointRun<S> {
     }
 
     fn checkpoint_stats(&mut self) -> Result<Option<CheckpointStats>, BenchError> {
-        let thread = self.thread();
-        let saver = Arc::clone(&self.saver);
-        let runtime = tokio::runtime::Builder::new_current_thread().build()?;
-        let stats = runtime.block_on(async move {
+        let Some(LastRun {
+            saver,
+            thread,
+            sqlite,
+        }) = self.last.clone()
+        else {
+            return Ok(None);
+        };
+        let mut stats = self.runtime.block_on(async move {
             let records = saver.list(&thread, "", &ListOptions::default()).await?;
             let mut stats = CheckpointStats {
                 checkpoints: records.len() as u64,
@@ -103,28 +168,56 @@ impl<S: State> Prepared for CheckpointRun<S> {
             }
             Ok::<_, graphkit::Error>(stats)
         })?;
+        if let Some((db, file)) = sqlite {
+            // The database as it stands once closed: closing the last connection folds the
+            // write-ahead log back into the file and removes it.
+            self.runtime.block_on(db.pool().close());
+            let wal = file.with_extension("sqlite-wal");
+            stats.db_bytes = [file, wal]
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| m.len())
+                .sum();
+        }
         Ok(Some(stats))
     }
 }
 
 fn case<S: State>(
-    name: &str,
     workload: &'static str,
-    builder: impl Fn() -> StateGraph<S> + Send + Sync + 'static,
+    prefix: &str,
+    saver: Saver,
+    durability: Durability,
+    builder: fn() -> StateGraph<S>,
     input: InputFn<S>,
     checksum: fn(&S) -> Checksum,
 ) -> Case {
-    Case::new(name, workload, Mode::Sync, move || {
-        Ok(Box::new(CheckpointRun::new(builder(), input, checksum)?) as Box<dyn Prepared>)
+    let name = format!("{prefix}_{}_{}", saver.name(), durability_name(durability));
+    Case::new(&name, workload, Mode::Sync, move || {
+        Ok(Box::new(CheckpointRun {
+            builder: Box::new(builder),
+            saver,
+            durability,
+            input,
+            checksum,
+            runs: 0,
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?,
+            dir: tempfile::tempdir()?,
+            last: None,
+        }) as Box<dyn Prepared>)
     })
-    .checkpointer("memory", Some("sync"))
+    .checkpointer(saver.name(), Some(durability_name(durability)))
 }
 
-/// `ckpt_sequential_100_memory_sync`.
-pub fn sequential_case() -> Case {
+/// `ckpt_sequential_100_{saver}_{durability}`.
+pub fn sequential_case(saver: Saver, durability: Durability) -> Case {
     case(
-        "ckpt_sequential_100_memory_sync",
         "checkpoint",
+        "ckpt_sequential_100",
+        saver,
+        durability,
         || sequential::builder(100, Mode::Sync),
         sequential::input,
         sequential::checksum,
@@ -134,11 +227,13 @@ pub fn sequential_case() -> Case {
     .items(100, "node")
 }
 
-/// `ckpt_react_200_memory_sync`.
-pub fn react_case() -> Case {
+/// `ckpt_react_200_{saver}_{durability}`.
+pub fn react_case(saver: Saver, durability: Durability) -> Case {
     case(
-        "ckpt_react_200_memory_sync",
         "checkpoint",
+        "ckpt_react_200",
+        saver,
+        durability,
         || react::builder(200, Mode::Sync),
         react::input,
         react::checksum,
@@ -149,11 +244,13 @@ pub fn react_case() -> Case {
     .slow()
 }
 
-/// `ckpt_wide_state_100x50_memory_sync`.
-pub fn wide_state_case() -> Case {
+/// `ckpt_wide_state_100x50_{saver}_{durability}`.
+pub fn wide_state_case(saver: Saver, durability: Durability) -> Case {
     case(
-        "ckpt_wide_state_100x50_memory_sync",
         "checkpoint",
+        "ckpt_wide_state_100x50",
+        saver,
+        durability,
         || wide_state::builder(50, Mode::Sync),
         wide_state::input,
         wide_state::checksum,
@@ -162,4 +259,26 @@ pub fn wide_state_case() -> Case {
     .param("S", 50)
     .steps(50)
     .items(50, "node")
+}
+
+/// Every W7 case of §10, in its order.
+pub fn cases() -> Vec<(Case, &'static str)> {
+    use Durability::{Async, Exit, Sync};
+    let mut cases = Vec::new();
+    for saver in [Saver::Memory, Saver::Sqlite] {
+        for durability in [Sync, Async, Exit] {
+            cases.push((sequential_case(saver, durability), "sequential"));
+        }
+    }
+    cases.push((sequential_case(Saver::SqliteNormal, Sync), "sequential"));
+    for saver in [Saver::Memory, Saver::Sqlite] {
+        for durability in [Sync, Async, Exit] {
+            cases.push((react_case(saver, durability), "react"));
+        }
+    }
+    cases.push((react_case(Saver::SqliteNormal, Sync), "react"));
+    for saver in [Saver::Memory, Saver::Sqlite, Saver::SqliteNormal] {
+        cases.push((wide_state_case(saver, Sync), "wide_state"));
+    }
+    cases
 }

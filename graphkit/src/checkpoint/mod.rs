@@ -26,7 +26,7 @@ pub use memory::InMemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSaver;
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteSaver;
+pub use sqlite::{SqliteSaver, SqliteSync};
 
 /// The version of the stored checkpoint format this build writes and reads.
 ///

@@ -70,6 +70,17 @@ const MIGRATIONS: &[Migration] = &[(
     ",
 )];
 
+/// When SQLite waits for the disk (its `synchronous` setting, in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SqliteSync {
+    /// Every commit is on disk when it returns: a checkpoint survives a power loss.
+    #[default]
+    Full,
+    /// Commits reach the disk at WAL checkpoints: a process crash loses nothing, a power
+    /// loss may lose the last commits. Much faster per step.
+    Normal,
+}
+
 /// Saves checkpoints in an SQLite database.
 ///
 /// Use it for anything that must survive a restart of the process. Opening the file creates
@@ -92,7 +103,13 @@ impl SqliteSaver {
     /// Opens (creating if needed) the database file at `path`, in WAL mode with a busy
     /// timeout, and migrates its schema.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
-        Self::from_pool(Self::open_pool(path.as_ref(), BACKEND).await?).await
+        Self::open_with(path, SqliteSync::Full).await
+    }
+
+    /// [`open`](Self::open) with a chosen fsync policy.
+    pub async fn open_with(path: impl AsRef<Path>, sync: SqliteSync) -> Result<Self, Error> {
+        let pool = Self::open_pool_with(path.as_ref(), BACKEND, sync).await?;
+        Self::from_pool(pool).await
     }
 
     /// A private database in memory, lost when the saver is dropped (for tests).
@@ -115,11 +132,23 @@ impl SqliteSaver {
     /// The pool [`open`](Self::open) uses: WAL, synchronous FULL (a committed checkpoint
     /// survives a power loss too), a busy timeout, foreign keys on.
     pub(crate) async fn open_pool(path: &Path, backend: &'static str) -> Result<SqlitePool, Error> {
+        Self::open_pool_with(path, backend, SqliteSync::Full).await
+    }
+
+    async fn open_pool_with(
+        path: &Path,
+        backend: &'static str,
+        sync: SqliteSync,
+    ) -> Result<SqlitePool, Error> {
+        let synchronous = match sync {
+            SqliteSync::Full => SqliteSynchronous::Full,
+            SqliteSync::Normal => SqliteSynchronous::Normal,
+        };
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(synchronous)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
         SqlitePoolOptions::new()
