@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use graphkit::checkpoint::Checkpointer;
-use graphkit::{CompileOptions, END, Error, NodeContext, RunConfig, RunInput, START, State, StateGraph};
+use graphkit::{
+    CompileOptions, END, Error, NodeContext, RunConfig, RunInput, START, State, StateGraph,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -32,19 +34,31 @@ const THREAD: &str = "GRAPHKIT_CRASH_THREAD";
 
 /// Appends `line` to the completion log (one line per finished node).
 fn log_line(path: &Path, line: &str) {
-    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
         let _ = writeln!(file, "{line}");
         let _ = file.sync_all();
     }
 }
 
 fn read_log(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().map(str::to_owned).collect()
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// a → {b, slow} → join → c. `slow` hangs when `block` is set, so the run can be killed
 /// while `b` has finished and `slow` has not.
-fn graph(saver: Option<Arc<dyn Checkpointer>>, log: PathBuf, block: bool) -> graphkit::CompiledGraph<Work> {
+fn graph(
+    saver: Option<Arc<dyn Checkpointer>>,
+    log: PathBuf,
+    block: bool,
+) -> graphkit::CompiledGraph<Work> {
     let node = |name: &'static str, amount: u64, log: PathBuf, hang: bool| {
         move |_: Arc<Work>, _: NodeContext| {
             let log = log.clone();
@@ -78,13 +92,21 @@ fn graph(saver: Option<Arc<dyn Checkpointer>>, log: PathBuf, block: bool) -> gra
 async fn open_saver(backend: &str) -> Arc<dyn Checkpointer> {
     if let Some(path) = backend.strip_prefix("sqlite:") {
         #[cfg(feature = "sqlite")]
-        return Arc::new(graphkit::checkpoint::SqliteSaver::open(path).await.expect("open sqlite"));
+        return Arc::new(
+            graphkit::checkpoint::SqliteSaver::open(path)
+                .await
+                .expect("open sqlite"),
+        );
         #[cfg(not(feature = "sqlite"))]
         panic!("sqlite feature off: {path}");
     }
     if let Some(url) = backend.strip_prefix("postgres:") {
         #[cfg(feature = "postgres")]
-        return Arc::new(graphkit::checkpoint::PostgresSaver::connect(url).await.expect("connect postgres"));
+        return Arc::new(
+            graphkit::checkpoint::PostgresSaver::connect(url)
+                .await
+                .expect("connect postgres"),
+        );
         #[cfg(not(feature = "postgres"))]
         panic!("postgres feature off: {url}");
     }
@@ -100,18 +122,29 @@ async fn child(role: &str) {
     let saver = open_saver(&backend).await;
     match role {
         "run" => {
-            let result = graph(Some(saver), log, true).invoke_with(WorkUpdate::new(), thread).await;
+            let result = graph(Some(saver), log, true)
+                .invoke_with(WorkUpdate::new(), thread)
+                .await;
             panic!("the run should have been killed, but it ended with {result:?}");
         }
         "resume" => {
-            let done = graph(Some(saver), log, false).invoke_with(RunInput::Continue, thread).await.expect("resume");
+            let done = graph(Some(saver), log, false)
+                .invoke_with(RunInput::Continue, thread)
+                .await
+                .expect("resume");
             println!("FINAL {}", serde_json::to_string(&done).expect("json"));
         }
         other => panic!("unknown role {other}"),
     }
 }
 
-fn spawn_child(test: &str, role: &str, backend: &str, log: &Path, thread: &str) -> std::process::Child {
+fn spawn_child(
+    test: &str,
+    role: &str,
+    backend: &str,
+    log: &Path,
+    thread: &str,
+) -> std::process::Child {
     Process::new(std::env::current_exe().expect("test binary"))
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
@@ -135,7 +168,10 @@ async fn wait_until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
 
 async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
     let thread = format!("crash-{}-{}", std::process::id(), rand_suffix());
-    let expected = graph(None, dir.join("reference.log"), false).invoke(WorkUpdate::new()).await.expect("reference run");
+    let expected = graph(None, dir.join("reference.log"), false)
+        .invoke(WorkUpdate::new())
+        .await
+        .expect("reference run");
 
     let log = dir.join("completions.log");
     let mut first = spawn_child(test, "run", backend, &log, &thread);
@@ -154,26 +190,50 @@ async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
     let busy = graph(Some(Arc::clone(&saver)), dir.join("busy.log"), false)
         .invoke_with(RunInput::Continue, RunConfig::new().thread_id(&thread))
         .await;
-    assert!(matches!(&busy, Err(Error::ThreadBusy(t)) if *t == thread), "expected ThreadBusy, got {busy:?}");
+    assert!(
+        matches!(&busy, Err(Error::ThreadBusy(t)) if *t == thread),
+        "expected ThreadBusy, got {busy:?}"
+    );
 
     first.kill().expect("SIGKILL the child");
     let _ = first.wait();
 
-    let resumed = spawn_child(test, "resume", backend, &log, &thread).wait_with_output().expect("resume child");
+    let resumed = spawn_child(test, "resume", backend, &log, &thread)
+        .wait_with_output()
+        .expect("resume child");
     let stdout = String::from_utf8_lossy(&resumed.stdout);
-    assert!(resumed.status.success(), "resume failed: {stdout}\n{}", String::from_utf8_lossy(&resumed.stderr));
-    let json = stdout.lines().find_map(|l| l.split_once("FINAL ").map(|(_, json)| json)).unwrap_or_else(|| panic!("no final state line in: {stdout}"));
+    assert!(
+        resumed.status.success(),
+        "resume failed: {stdout}\n{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let json = stdout
+        .lines()
+        .find_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
+        .unwrap_or_else(|| panic!("no final state line in: {stdout}"));
     let state: Work = serde_json::from_str(json).expect("state");
-    assert_eq!(state, expected, "the resumed run must end where an uninterrupted run does");
+    assert_eq!(
+        state, expected,
+        "the resumed run must end where an uninterrupted run does"
+    );
 
-    let completions: Vec<String> = read_log(&log).into_iter().filter(|l| !l.ends_with("-started")).collect();
+    let completions: Vec<String> = read_log(&log)
+        .into_iter()
+        .filter(|l| !l.ends_with("-started"))
+        .collect();
     for node in ["a", "b", "slow", "c"] {
-        assert_eq!(completions.iter().filter(|l| *l == node).count(), 1, "node {node} completed {completions:?}");
+        assert_eq!(
+            completions.iter().filter(|l| *l == node).count(),
+            1,
+            "node {node} completed {completions:?}"
+        );
     }
 }
 
 fn rand_suffix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 #[cfg(feature = "sqlite")]
@@ -184,7 +244,12 @@ async fn sqlite_run_killed_mid_step_resumes_in_a_new_process() {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = format!("sqlite:{}", dir.path().join("threads.sqlite").display());
-    crash_and_resume("sqlite_run_killed_mid_step_resumes_in_a_new_process", &backend, dir.path()).await;
+    crash_and_resume(
+        "sqlite_run_killed_mid_step_resumes_in_a_new_process",
+        &backend,
+        dir.path(),
+    )
+    .await;
 }
 
 #[cfg(feature = "postgres")]
@@ -198,5 +263,10 @@ async fn postgres_run_killed_mid_step_resumes_in_a_new_process() {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
-    crash_and_resume("postgres_run_killed_mid_step_resumes_in_a_new_process", &format!("postgres:{url}"), dir.path()).await;
+    crash_and_resume(
+        "postgres_run_killed_mid_step_resumes_in_a_new_process",
+        &format!("postgres:{url}"),
+        dir.path(),
+    )
+    .await;
 }
