@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use graphkit::{
-    BoxError, BoxedNode, Command, END, Goto, IntoNode, KeyedUpdate, NodeContext, NodeOutput,
+    BoxError, BoxedNode, Command, CommandGraph, END, Goto, IntoNode, KeyedUpdate, NodeContext,
+    NodeOutput,
 };
 use graphkit_llm::{Message, ToolCall, ToolSpec};
 
@@ -225,7 +226,8 @@ async fn call_one<S: MessagesState>(
 struct Writes<S: MessagesState> {
     updates: Vec<S::Update>,
     pending_messages: Vec<Message>,
-    commands: Vec<Command<S>>,
+    /// A tool's command for the parent graph; it replaces the node's other writes.
+    parent: Option<Command<S>>,
     gotos: Vec<Goto>,
 }
 
@@ -234,7 +236,7 @@ impl<S: MessagesState> Default for Writes<S> {
         Self {
             updates: Vec::new(),
             pending_messages: Vec::new(),
-            commands: Vec::new(),
+            parent: None,
             gotos: Vec::new(),
         }
     }
@@ -259,32 +261,31 @@ impl<S: MessagesState> Writes<S> {
     }
 
     fn command(&mut self, command: Command<S>) {
-        if let Some(update) = command.update_ref() {
-            self.update(update.clone());
+        if command.graph() == CommandGraph::Parent {
+            // A command for the parent graph cannot merge with this graph's writes: it
+            // travels up as it is (see `finish`).
+            self.parent = Some(command);
+            return;
         }
-        self.gotos
-            .extend(command.targets().map(|t| Goto::Node(t.into())));
-        self.commands.push(command);
+        let (update, gotos, _) = command.into_parts();
+        if let Some(update) = update {
+            self.update(update);
+        }
+        self.gotos.extend(gotos);
     }
 
     fn finish(mut self) -> NodeOutput<S> {
         self.flush_messages();
-        if self.gotos.is_empty() {
-            return match self.updates.len() {
-                1 => NodeOutput::Update(self.updates.remove(0)),
-                _ => NodeOutput::Updates(self.updates),
-            };
+        if let Some(parent) = self.parent {
+            return NodeOutput::Command(parent);
         }
-        let only_command = self.commands.len() == 1
-            && self
-                .commands
-                .first()
-                .is_some_and(|c| self.updates.len() == usize::from(c.update_ref().is_some()));
-        match self.commands.pop() {
-            Some(command) if only_command => NodeOutput::Command(command),
-            // Several writes and a route: graphkit's `NodeOutput` has no public variant
-            // for "several updates plus routes" yet; `Restored` carries exactly that.
-            _ => NodeOutput::Restored(self.updates, self.gotos),
+        match (self.gotos.is_empty(), self.updates.len()) {
+            (true, 1) => NodeOutput::Update(self.updates.remove(0)),
+            (true, _) => NodeOutput::Updates(self.updates),
+            (false, _) => NodeOutput::Writes {
+                updates: self.updates,
+                gotos: self.gotos,
+            },
         }
     }
 }

@@ -257,6 +257,22 @@ impl<S: State> Command<S> {
     pub fn update_ref(&self) -> Option<&S::Update> {
         self.update.as_ref()
     }
+
+    /// The route targets, `Send`s included.
+    pub fn gotos(&self) -> &[Goto] {
+        &self.goto
+    }
+
+    /// The graph the command addresses.
+    pub fn graph(&self) -> CommandGraph {
+        self.graph
+    }
+
+    /// Takes the command apart: its update, its routes, and the graph it addresses (for
+    /// code that merges several commands into one node output).
+    pub fn into_parts(self) -> (Option<S::Update>, Vec<Goto>, CommandGraph) {
+        (self.update, self.goto, self.graph)
+    }
 }
 
 /// What a run starts from: a new input, a resume of a paused thread, or a plain

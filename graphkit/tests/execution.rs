@@ -518,3 +518,27 @@ async fn a_compiled_graph_serves_concurrent_runs() {
         assert_eq!(run.unwrap().unwrap().count, 5);
     }
 }
+
+#[tokio::test]
+async fn a_node_can_return_several_updates_with_routes_and_sends() {
+    async fn fan(_: Arc<Log>) -> graphkit::NodeOutput<Log> {
+        graphkit::NodeOutput::Writes {
+            updates: vec![
+                LogUpdate::new().seen(vec!["one".into()]),
+                LogUpdate::new().seen(vec!["two".into()]),
+            ],
+            gotos: vec![Send::new("work", 7u32).into(), "done".into()],
+        }
+    }
+    async fn work(Input(n): Input<u32>) -> LogUpdate {
+        LogUpdate::new().count(n)
+    }
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("fan", fan)
+        .add_node("work", work)
+        .add_node("done", mark("done"))
+        .add_edge(START, "fan");
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["one", "two", "done"]);
+    assert_eq!(out.count, 7);
+}

@@ -21,9 +21,15 @@ pub enum NodeOutput<S: State> {
     Updates(Vec<S::Update>),
     /// An update with routing.
     Command(Command<S>),
-    /// Writes restored from a checkpoint (a task that finished before a crash or pause).
-    #[doc(hidden)]
-    Restored(Vec<S::Update>, Vec<crate::command::Goto>),
+    /// Several updates and routes: what a node that merges several results returns (a
+    /// tool node answering parallel tool calls, say), and what a task restored from a
+    /// checkpoint replays. Static edges still fire, as with a `Command`.
+    Writes {
+        /// Applied in order, as one task's writes.
+        updates: Vec<S::Update>,
+        /// Route targets, including `Send`s.
+        gotos: Vec<crate::command::Goto>,
+    },
 }
 
 /// Types a node may return: the state's update type, `Command<S>`, `()` (no update),

@@ -62,7 +62,10 @@ pub(crate) fn apply_writes<S: State>(
                 }
                 gotos.push(Vec::new());
             }
-            NodeOutput::Restored(updates, targets) => {
+            NodeOutput::Writes {
+                updates,
+                gotos: targets,
+            } => {
                 for update in updates {
                     apply(update)?;
                 }

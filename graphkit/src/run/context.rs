@@ -40,6 +40,22 @@ impl std::fmt::Debug for PacketDebug {
 }
 
 impl NodeContext {
+    /// A context for calling node code outside a graph (tests, tools run by hand): no
+    /// stream, no store, no interrupts, the default config.
+    pub fn detached(node: &str) -> Self {
+        Self {
+            node: node.into(),
+            step: 0,
+            attempt: 1,
+            config: Arc::new(RunConfig::default()),
+            writer: StreamWriter::disabled(),
+            input: None,
+            namespace: Arc::from(Vec::new()),
+            scratchpad: None,
+            store: None,
+        }
+    }
+
     /// The node's name.
     pub fn node(&self) -> &str {
         &self.node

@@ -234,7 +234,9 @@ impl<S: State> TaskRun<S> {
                     .output::<S>(&node, command.update.as_slice(), &command.goto)
                     .await
             }
-            Ok(NodeOutput::Restored(..)) => Ok(()),
+            Ok(NodeOutput::Writes { updates, gotos }) => {
+                saver.output::<S>(&node, updates, gotos).await
+            }
             Err(Error::Interrupt(signal)) => {
                 saver
                     .interrupt::<S>(&node, signal.index, &signal.payload)

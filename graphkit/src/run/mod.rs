@@ -411,7 +411,7 @@ impl<S: State> Runner<S> {
                     prefilled: pending
                         .outputs
                         .remove(&i)
-                        .map(|(updates, gotos)| NodeOutput::Restored(updates, gotos)),
+                        .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
                     saver: persist.as_deref().and_then(|p| p.task_saver(i, parallel)),
                     scratchpad: match persist {
                         Some(_) => Some(Scratchpad::new(

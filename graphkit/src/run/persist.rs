@@ -106,7 +106,7 @@ pub(crate) fn output_ref<'a, S: State>(
         NodeOutput::Update(update) => (std::slice::from_ref(update), Vec::new()),
         NodeOutput::Updates(updates) => (updates, Vec::new()),
         NodeOutput::Command(command) => (command.update.as_slice(), goto_records(&command.goto)),
-        NodeOutput::Restored(updates, gotos) => (updates, goto_records(gotos)),
+        NodeOutput::Writes { updates, gotos } => (updates, goto_records(gotos)),
     };
     TaskWriteRef {
         node,
