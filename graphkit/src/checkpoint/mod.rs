@@ -12,6 +12,8 @@ pub(crate) mod format;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 

@@ -15,10 +15,8 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 use tokio::sync::Mutex;
 
-use super::{
-    CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, FORMAT_VERSION, ListOptions,
-    PendingWrite, now_ms,
-};
+use super::sql::{backend_error, decode_record};
+use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
 use crate::error::Error;
 
 const BACKEND: &str = "postgres checkpointer";
@@ -189,14 +187,6 @@ impl PostgresSaver {
     }
 }
 
-/// An [`Error::Backend`] saying what was being done.
-fn backend_error(backend: &'static str, doing: &str, error: sqlx::Error) -> Error {
-    Error::Backend {
-        backend,
-        message: format!("{doing}: {error}"),
-    }
-}
-
 /// A 64-bit advisory lock key for `name` (FNV-1a): stable across processes, builds and
 /// graphkit versions, which every process sharing the database must agree on.
 fn advisory_key(name: &str) -> i64 {
@@ -219,67 +209,6 @@ macro_rules! select_checkpoints {
             $where
         )
     };
-}
-
-/// Reads one checkpoint row; anything that does not decode is a [`Error::CorruptCheckpoint`]
-/// for that row.
-fn decode_record(
-    row: &PgRow,
-    thread_id: &str,
-    checkpoint_ns: &str,
-) -> Result<CheckpointRecord, Error> {
-    let checkpoint_id: String =
-        row.try_get("checkpoint_id")
-            .map_err(|e| Error::CorruptCheckpoint {
-                thread_id: thread_id.to_owned(),
-                checkpoint_id: "<unreadable id>".to_owned(),
-                message: format!("column checkpoint_id: {e}"),
-            })?;
-    let corrupt = |message: String| Error::CorruptCheckpoint {
-        thread_id: thread_id.to_owned(),
-        checkpoint_id: checkpoint_id.clone(),
-        message,
-    };
-    let column = |name: &str, e: sqlx::Error| corrupt(format!("column {name}: {e}"));
-
-    let format_version: i64 = row
-        .try_get("format_version")
-        .map_err(|e| column("format_version", e))?;
-    let format_version = u32::try_from(format_version)
-        .map_err(|_| corrupt(format!("format_version {format_version} is not a version")))?;
-    if format_version > FORMAT_VERSION {
-        return Err(Error::CheckpointVersion {
-            thread_id: thread_id.to_owned(),
-            checkpoint_id,
-            found: format_version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let source: String = row.try_get("source").map_err(|e| column("source", e))?;
-    let source = CheckpointSource::parse(&source)
-        .ok_or_else(|| corrupt(format!("unknown source {source:?}")))?;
-    let metadata: String = row.try_get("metadata").map_err(|e| column("metadata", e))?;
-    let metadata = serde_json::from_str(&metadata)
-        .map_err(|e| corrupt(format!("metadata is not JSON: {e}")))?;
-    Ok(CheckpointRecord {
-        thread_id: thread_id.to_owned(),
-        checkpoint_ns: checkpoint_ns.to_owned(),
-        parent_id: row
-            .try_get("parent_id")
-            .map_err(|e| column("parent_id", e))?,
-        format_version,
-        step: row.try_get("step").map_err(|e| column("step", e))?,
-        source,
-        created_at_ms: row
-            .try_get("created_at_ms")
-            .map_err(|e| column("created_at_ms", e))?,
-        metadata,
-        is_snapshot: row
-            .try_get("is_snapshot")
-            .map_err(|e| column("is_snapshot", e))?,
-        payload: row.try_get("payload").map_err(|e| column("payload", e))?,
-        checkpoint_id,
-    })
 }
 
 fn decode_write(row: &PgRow, thread_id: &str, checkpoint_id: &str) -> Result<PendingWrite, Error> {

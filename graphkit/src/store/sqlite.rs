@@ -10,10 +10,11 @@ use std::path::Path;
 use async_trait::async_trait;
 use futures::TryStreamExt;
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::sqlite::SqlitePool;
 
+use super::sql::{decode_item, join, prefix_bounds, split};
 use super::{Item, SearchQuery, Store, matches_filter, validate_key};
+use crate::checkpoint::sql::backend_error;
 use crate::checkpoint::{SqliteSaver, now_ms};
 use crate::error::Error;
 
@@ -76,69 +77,8 @@ impl SqliteStore {
     }
 }
 
-/// The separator of namespace parts in the `namespace` column.
-const SEPARATOR: char = '\u{1f}';
-/// The character after [`SEPARATOR`]: `prefix + SEPARATOR <= ns < prefix + AFTER_SEPARATOR`
-/// holds exactly for the namespaces below `prefix`.
-const AFTER_SEPARATOR: char = '\u{20}';
-
-fn join(namespace: &[&str]) -> String {
-    namespace.join("\u{1f}")
-}
-
-fn split(namespace: &str) -> Vec<String> {
-    if namespace.is_empty() {
-        Vec::new()
-    } else {
-        namespace.split(SEPARATOR).map(str::to_owned).collect()
-    }
-}
-
-/// The bounds of the namespaces that start with `prefix`: (`exact`, `low`, `high`). An
-/// empty prefix matches every namespace (`exact` is then empty).
-fn prefix_bounds(prefix: &[&str]) -> (String, String, String) {
-    let exact = join(prefix);
-    let low = format!("{exact}{SEPARATOR}");
-    let high = format!("{exact}{AFTER_SEPARATOR}");
-    (exact, low, high)
-}
-
 fn error(doing: &str, e: sqlx::Error) -> Error {
-    Error::Backend {
-        backend: BACKEND,
-        message: format!("{doing}: {e}"),
-    }
-}
-
-fn decode_item(row: &SqliteRow) -> Result<Item, Error> {
-    let namespace: String = row
-        .try_get("namespace")
-        .map_err(|e| error("reading an item", e))?;
-    let key: String = row
-        .try_get("key")
-        .map_err(|e| error("reading an item", e))?;
-    let unreadable = |what: String| Error::Backend {
-        backend: BACKEND,
-        message: format!(
-            "item {key:?} in namespace {:?} cannot be read: {what}",
-            split(&namespace)
-        ),
-    };
-    let value: String = row
-        .try_get("value")
-        .map_err(|e| unreadable(e.to_string()))?;
-    Ok(Item {
-        value: serde_json::from_str(&value)
-            .map_err(|e| unreadable(format!("value is not JSON: {e}")))?,
-        created_at_ms: row
-            .try_get("created_at_ms")
-            .map_err(|e| unreadable(e.to_string()))?,
-        updated_at_ms: row
-            .try_get("updated_at_ms")
-            .map_err(|e| unreadable(e.to_string()))?,
-        namespace: split(&namespace),
-        key,
-    })
+    backend_error(BACKEND, doing, e)
 }
 
 #[async_trait]
@@ -176,7 +116,7 @@ impl Store for SqliteStore {
         .await
         .map_err(|e| error("reading an item", e))?
         .as_ref()
-        .map(decode_item)
+        .map(|row| decode_item(BACKEND, row))
         .transpose()
     }
 
@@ -225,7 +165,7 @@ impl Store for SqliteStore {
             let Some(row) = rows.try_next().await.map_err(|e| error("searching", e))? else {
                 break;
             };
-            let item = decode_item(&row)?;
+            let item = decode_item(BACKEND, &row)?;
             if !matches_filter(&item.value, &query.filter) {
                 continue;
             }
