@@ -201,7 +201,7 @@ impl<S: State> TaskRun<S> {
                     AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
                 let future = self.ctx.writer.clone().scope(future);
                 let outcome = match self.timeout {
-                    Some(limit) => match tokio::time::timeout(limit, future).await {
+                    Some(limit) => match Box::pin(tokio::time::timeout(limit, future)).await {
                         Ok(outcome) => outcome,
                         Err(_) => return Attempt::TimedOut(limit),
                     },
@@ -220,41 +220,24 @@ impl<S: State> TaskRun<S> {
     async fn execute(mut self, snapshot: Arc<S>) -> TaskResult<S> {
         let saver = self.saver.take();
         let node = Arc::clone(&self.ctx.node);
-        let result = self.run_attempts(snapshot).await;
+        let result = self.run_attempts(&snapshot).await;
         let Some(saver) = saver else { return result };
-        let saved = match &result {
-            Ok(NodeOutput::Update(update)) => {
-                saver
-                    .output::<S>(&node, std::slice::from_ref(update), &[])
-                    .await
-            }
-            Ok(NodeOutput::Updates(updates)) => saver.output::<S>(&node, updates, &[]).await,
-            Ok(NodeOutput::Command(command)) => {
-                saver
-                    .output::<S>(&node, command.update.as_slice(), &command.goto)
-                    .await
-            }
-            Ok(NodeOutput::Writes { updates, gotos }) => {
-                saver.output::<S>(&node, updates, gotos).await
-            }
-            Err(Error::Interrupt(signal)) => {
-                saver
-                    .interrupt::<S>(&node, signal.index, &signal.payload)
-                    .await
-            }
-            Err(_) => Ok(()),
-        };
+        // Boxed: saving is off the hot path, and keeping its future out of this one keeps
+        // every task's future small (it is moved several times on its way to the executor).
+        let saved = Box::pin(save_result(&saver, &node, &result)).await;
         saved.and(result)
     }
 
-    async fn run_attempts(mut self, snapshot: Arc<S>) -> TaskResult<S> {
+    /// Runs attempts until one succeeds or the retry policy gives up. Borrows `self`, so
+    /// the task's state is not copied into this future as well.
+    async fn run_attempts(&mut self, snapshot: &Arc<S>) -> TaskResult<S> {
         let started = self.events.as_ref().map(|_| Instant::now());
         let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
         self.emit(TaskEventKind::Start);
         let max_attempts = self.retry.as_ref().map_or(1, RetryPolicy::max_attempts);
         loop {
             let attempt = self.ctx.attempt;
-            let error: BoxError = match self.attempt(&snapshot).await {
+            let error: BoxError = match self.attempt(snapshot).await {
                 Attempt::Done(output) => {
                     self.emit(TaskEventKind::End {
                         duration: elapsed(),
@@ -288,7 +271,7 @@ impl<S: State> TaskRun<S> {
                     delay,
                 });
                 tracing::debug!(node = %self.ctx.node, attempt, ?delay, %error, "retrying node");
-                tokio::time::sleep(delay).await;
+                Box::pin(tokio::time::sleep(delay)).await;
                 self.ctx.attempt += 1;
                 continue;
             }
@@ -298,6 +281,34 @@ impl<S: State> TaskRun<S> {
             });
             return Err(into_task_error(&self.ctx.node, attempt, error));
         }
+    }
+}
+
+/// Saves a finished task's writes (or its interrupt) as a pending write.
+async fn save_result<S: State>(
+    saver: &TaskSaver,
+    node: &str,
+    result: &TaskResult<S>,
+) -> Result<(), Error> {
+    match result {
+        Ok(NodeOutput::Update(update)) => {
+            saver
+                .output::<S>(node, std::slice::from_ref(update), &[])
+                .await
+        }
+        Ok(NodeOutput::Updates(updates)) => saver.output::<S>(node, updates, &[]).await,
+        Ok(NodeOutput::Command(command)) => {
+            saver
+                .output::<S>(node, command.update.as_slice(), &command.goto)
+                .await
+        }
+        Ok(NodeOutput::Writes { updates, gotos }) => saver.output::<S>(node, updates, gotos).await,
+        Err(Error::Interrupt(signal)) => {
+            saver
+                .interrupt::<S>(node, signal.index, &signal.payload)
+                .await
+        }
+        Err(_) => Ok(()),
     }
 }
 

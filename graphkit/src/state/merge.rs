@@ -204,13 +204,15 @@ fn merge_indexed<T: Keyed>(list: &mut Vec<T>, ops: Vec<KeyedOp<T>>) {
     *list = slots.into_iter().flatten().collect();
 }
 
-impl<K, V> Reducer<HashMap<K, V>> for MergeByKey
+/// Any hasher: a map keyed by strings can use a faster one than SipHash.
+impl<K, V, H> Reducer<HashMap<K, V, H>> for MergeByKey
 where
     K: Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
+    H: std::hash::BuildHasher,
 {
     type Update = KeyedUpdate<(K, V)>;
 
-    fn reduce(map: &mut HashMap<K, V>, update: KeyedUpdate<(K, V)>) {
+    fn reduce(map: &mut HashMap<K, V, H>, update: KeyedUpdate<(K, V)>) {
         for op in update.ops {
             match op {
                 KeyedOp::Upsert((k, v)) => {
