@@ -142,6 +142,15 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// Saves a checkpoint. Saving an id that exists replaces it.
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error>;
 
+    /// Saves several checkpoints, in order, at once where the backend can (one transaction
+    /// for SQLite). The background writer of `Durability::Async` uses it to group commits.
+    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
+        for record in records {
+            self.put(record).await?;
+        }
+        Ok(())
+    }
+
     /// Saves pending writes against a checkpoint (appending to those already saved; a
     /// write whose `task_id` is already saved for that checkpoint replaces it).
     async fn put_writes(

@@ -151,6 +151,9 @@ impl SqliteSaver {
             .foreign_keys(true);
         SqlitePoolOptions::new()
             .max_connections(4)
+            // A local file's connection does not go stale; pinging it before every
+            // statement would add a round trip to SQLite's worker thread per checkpoint.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(|e| backend_error(backend, &format!("cannot open {}", path.display()), e))
@@ -256,34 +259,16 @@ fn decode_write(
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
-        let metadata = serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
-            what: "checkpoint metadata".to_owned(),
-            source,
-        })?;
-        sqlx::query(
-            "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
-             step, source, created_at_ms, metadata, is_snapshot, payload) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-             ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-             parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
-             source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
-             is_snapshot = excluded.is_snapshot, payload = excluded.payload",
-        )
-        .bind(&record.thread_id)
-        .bind(&record.checkpoint_ns)
-        .bind(&record.checkpoint_id)
-        .bind(&record.parent_id)
-        .bind(i64::from(record.format_version))
-        .bind(record.step)
-        .bind(record.source.as_str())
-        .bind(record.created_at_ms)
-        .bind(metadata)
-        .bind(record.is_snapshot)
-        .bind(&record.payload)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
-        Ok(())
+        insert_checkpoint(&self.pool, &record).await
+    }
+
+    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
+        let err = |e| backend_error(BACKEND, "saving checkpoints", e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for record in &records {
+            insert_checkpoint(&mut *tx, record).await?;
+        }
+        tx.commit().await.map_err(err)
     }
 
     async fn put_writes(
@@ -549,4 +534,39 @@ impl ProcStat {
 
 fn process_start(pid: i64) -> Option<i64> {
     ProcStat::read(pid)?.start
+}
+
+/// Inserts (or replaces) one checkpoint row.
+async fn insert_checkpoint<'e, E>(executor: E, record: &CheckpointRecord) -> Result<(), Error>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
+{
+    let metadata = serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
+        what: "checkpoint metadata".to_owned(),
+        source,
+    })?;
+    sqlx::query(
+        "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
+         step, source, created_at_ms, metadata, is_snapshot, payload) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
+         parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
+         source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
+         is_snapshot = excluded.is_snapshot, payload = excluded.payload",
+    )
+    .bind(&record.thread_id)
+    .bind(&record.checkpoint_ns)
+    .bind(&record.checkpoint_id)
+    .bind(&record.parent_id)
+    .bind(i64::from(record.format_version))
+    .bind(record.step)
+    .bind(record.source.as_str())
+    .bind(record.created_at_ms)
+    .bind(metadata)
+    .bind(record.is_snapshot)
+    .bind(&record.payload)
+    .execute(executor)
+    .await
+    .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
+    Ok(())
 }

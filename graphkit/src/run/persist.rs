@@ -240,6 +240,9 @@ pub(crate) fn pending_step<S: State>(
     Ok(step)
 }
 
+/// The most checkpoints one group commit of the background writer holds.
+const GROUP_COMMIT_MAX: usize = 256;
+
 /// Saves checkpoints in order on a background task (`Durability::Async`).
 struct BackgroundWriter {
     queue: tokio::sync::mpsc::UnboundedSender<CheckpointRecord>,
@@ -250,8 +253,18 @@ impl BackgroundWriter {
     fn start(saver: Arc<dyn Checkpointer>) -> Self {
         let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<CheckpointRecord>();
         let done = tokio::spawn(async move {
-            while let Some(record) = records.recv().await {
-                saver.put(record).await?;
+            // Everything queued while the last write ran goes out in one batch: a slow
+            // disk means fewer, larger commits rather than a growing queue.
+            let mut batch = Vec::new();
+            while records.recv_many(&mut batch, GROUP_COMMIT_MAX).await > 0 {
+                let records = std::mem::take(&mut batch);
+                if records.len() == 1 {
+                    for record in records {
+                        saver.put(record).await?;
+                    }
+                } else {
+                    saver.put_many(records).await?;
+                }
             }
             Ok(())
         });
