@@ -119,7 +119,7 @@ pub(crate) async fn run_step<S: State>(
             result.unwrap_or_else(|| {
                 Err(Error::NodePanicked {
                     node: core.nodes[task.node].name.to_string(),
-                    message: "the task was aborted by the runtime".into(),
+                    message: "internal error: the task reported no result".into(),
                 })
             })
         })

@@ -201,6 +201,8 @@ pub(crate) struct Runner<S: State> {
     persistent: bool,
     /// A subgraph run shares the interrupt bookkeeping of the parent task it runs in.
     inherited_scratchpad: Option<Arc<Scratchpad>>,
+    /// `true` when this run is a subgraph inside a parent task.
+    is_subgraph: bool,
 }
 
 /// Which tasks a static interrupt looks at, and what runs next if it fires.
@@ -234,6 +236,7 @@ impl<S: State> Runner<S> {
             collected: None,
             persistent: true,
             inherited_scratchpad: None,
+            is_subgraph: false,
         }
     }
 
@@ -248,6 +251,7 @@ impl<S: State> Runner<S> {
         );
         runner.persistent = false;
         runner.inherited_scratchpad = ctx.scratchpad.clone();
+        runner.is_subgraph = true;
         runner
     }
 
@@ -294,6 +298,14 @@ impl<S: State> Runner<S> {
             _ => None,
         };
         let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        if let Err(Error::ParentCommand { node, .. }) = &outcome
+            && !self.is_subgraph
+        {
+            outcome = Err(Error::NoParentGraph {
+                node: node.clone(),
+                reason: "this graph is not running as a subgraph",
+            });
+        }
         if let Some(persist) = persist {
             let released = persist.release().await;
             // A checkpoint that failed to save fails the run, unless it failed already.
