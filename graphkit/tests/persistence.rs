@@ -900,17 +900,36 @@ async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn sqlite_groups_checkpoints_written_in_the_background() {
-    let sqlite = graphkit::checkpoint::SqliteSaver::in_memory().await.unwrap();
-    let records: Vec<CheckpointRecord> = (1..=3).map(|i| record("batch", &format!("000{i}"), 1, b"{}")).collect();
+    let sqlite = graphkit::checkpoint::SqliteSaver::in_memory()
+        .await
+        .unwrap();
+    let records: Vec<CheckpointRecord> = (1..=3)
+        .map(|i| record("batch", &format!("000{i}"), 1, b"{}"))
+        .collect();
     sqlite.put_many(records.clone()).await.unwrap();
-    let listed = sqlite.list("batch", "", &ListOptions::default()).await.unwrap();
-    assert_eq!(listed.iter().map(|r| r.checkpoint_id.as_str()).collect::<Vec<_>>(), ["0003", "0002", "0001"]);
+    let listed = sqlite
+        .list("batch", "", &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|r| r.checkpoint_id.as_str())
+            .collect::<Vec<_>>(),
+        ["0003", "0002", "0001"]
+    );
 
     // A whole run with the background writer: every checkpoint lands, in order.
     let graph = chain(Arc::new(sqlite));
     let config = thread("bg").durability(graphkit::Durability::Async);
     let out = graph.invoke_with(ChatUpdate::new(), config).await.unwrap();
-    let history = graph.get_state_history(&thread("bg"), &ListOptions::default()).await.unwrap();
-    assert_eq!(history.iter().map(|s| s.step).collect::<Vec<_>>(), [3, 2, 1, 0]);
+    let history = graph
+        .get_state_history(&thread("bg"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        history.iter().map(|s| s.step).collect::<Vec<_>>(),
+        [3, 2, 1, 0]
+    );
     assert_eq!(history[0].values, out);
 }
