@@ -291,18 +291,7 @@ async fn save_result<S: State>(
     result: &TaskResult<S>,
 ) -> Result<(), Error> {
     match result {
-        Ok(NodeOutput::Update(update)) => {
-            saver
-                .output::<S>(node, std::slice::from_ref(update), &[])
-                .await
-        }
-        Ok(NodeOutput::Updates(updates)) => saver.output::<S>(node, updates, &[]).await,
-        Ok(NodeOutput::Command(command)) => {
-            saver
-                .output::<S>(node, command.update.as_slice(), &command.goto)
-                .await
-        }
-        Ok(NodeOutput::Writes { updates, gotos }) => saver.output::<S>(node, updates, gotos).await,
+        Ok(output) => saver.output(node, output).await,
         Err(Error::Interrupt(signal)) => {
             saver
                 .interrupt::<S>(node, signal.index, &signal.payload)

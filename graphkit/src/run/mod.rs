@@ -105,8 +105,9 @@ impl<S: State> Emitter<S> {
     }
 
     fn typed(&self, payload: StreamPayload<S>) {
-        if let Some(tx) = &self.typed {
-            let namespace: Namespace = Arc::from(Vec::new());
+        if let (Some(tx), Some(target)) = (&self.typed, &self.target) {
+            // The root's (empty) namespace, shared rather than allocated per event.
+            let namespace = Arc::clone(&target.namespace);
             let _ = tx.send(StreamEvent { namespace, payload });
         }
     }

@@ -388,40 +388,43 @@ impl Persist {
         joins: &[Vec<bool>],
         ran: &[&str],
     ) -> Result<CheckpointRecord, Error> {
-        let delta = format::encode(
-            &BodyRef::<S> {
+        // Without a checkpoint per step the parent holds an older state, so only a full
+        // snapshot is correct; the first checkpoint and a long chain need one too. Only
+        // otherwise is the delta encoded, and then it is kept unless it outweighs the last
+        // snapshot.
+        let must_snapshot =
+            !self.per_step() || self.current.is_none() || self.chain_len >= MAX_CHAIN;
+        let delta = if must_snapshot {
+            None
+        } else {
+            let body = BodyRef::<S> {
                 state: None,
                 writes,
                 next,
                 joins,
-            },
-            "checkpoint delta",
-        )?;
-        // Without a checkpoint per step the parent holds an older state, so only a full
-        // snapshot is correct.
-        let take_snapshot = !self.per_step()
-            || self.current.is_none()
-            || self.chain_len >= MAX_CHAIN
-            || self.delta_bytes + delta.len()
-                > self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
-        let payload = if take_snapshot {
-            let full = format::encode(
-                &BodyRef::<S> {
+            };
+            Some(format::encode(&body, "checkpoint delta")?)
+        };
+        let threshold = self.snapshot_bytes.max(MIN_SNAPSHOT_INTERVAL_BYTES);
+        let (payload, is_snapshot) = match delta {
+            Some(delta) if self.delta_bytes + delta.len() <= threshold => {
+                self.chain_len += 1;
+                self.delta_bytes += delta.len();
+                (delta, false)
+            }
+            _ => {
+                let body = BodyRef::<S> {
                     state: Some(state),
                     writes: &[],
                     next,
                     joins,
-                },
-                "checkpoint state",
-            )?;
-            self.chain_len = 0;
-            self.delta_bytes = 0;
-            self.snapshot_bytes = full.len();
-            full
-        } else {
-            self.chain_len += 1;
-            self.delta_bytes += delta.len();
-            delta
+                };
+                let full = format::encode(&body, "checkpoint state")?;
+                self.chain_len = 0;
+                self.delta_bytes = 0;
+                self.snapshot_bytes = full.len();
+                (full, true)
+            }
         };
         self.step += 1;
         let record = CheckpointRecord {
@@ -434,7 +437,7 @@ impl Persist {
             source,
             created_at_ms: now_ms(),
             metadata: json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran }),
-            is_snapshot: take_snapshot,
+            is_snapshot,
             payload,
         };
         match self.durability {
@@ -523,17 +526,12 @@ impl TaskSaver {
     pub(crate) async fn output<S: State>(
         &self,
         node: &str,
-        updates: &[S::Update],
-        gotos: &[Goto],
+        output: &crate::graph::node::NodeOutput<S>,
     ) -> Result<(), Error> {
         if !self.save_output {
             return Ok(());
         }
-        let pending: PendingRef<'_, S> = PendingRef::Output(TaskWriteRef {
-            node,
-            updates,
-            gotos: goto_records(gotos),
-        });
+        let pending: PendingRef<'_, S> = PendingRef::Output(output_ref(node, output));
         self.put(
             node,
             self.index.to_string(),
