@@ -1,18 +1,5 @@
-//! An MCP client (on the official Rust SDK, `rmcp`): connect to any MCP server over stdio
-//! (a child process) or streamable HTTP, list its tools, and use them as [`Tool`]s.
-//!
-//! ```no_run
-//! # async fn run() -> Result<(), graphkit_tools::ToolError> {
-//! use graphkit_tools::AgentState;
-//! use graphkit_tools::mcp::McpClient;
-//!
-//! let server = McpClient::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]).await?;
-//! let tools = server.tools::<AgentState>().await?; // each server tool as a graphkit Tool
-//! # Ok(()) }
-//! ```
-//!
-//! The SDK's types stay inside this module: tools are described by [`McpToolInfo`] and
-//! results by [`McpCallResult`].
+//! [`McpClient`]: one connection to an MCP server, and [`McpTool`], one of its tools as a
+//! graphkit [`Tool`].
 
 use std::sync::Arc;
 
@@ -47,15 +34,33 @@ pub enum McpTransport {
     },
 }
 
-/// A tool as the server describes it.
-#[derive(Debug, Clone, PartialEq)]
+/// A tool as the server describes it: plain data (serializable), for prompts, state fields
+/// and tool pickers.
+///
+/// ```
+/// use graphkit_tools::mcp::McpToolInfo;
+/// use serde_json::json;
+///
+/// let info = McpToolInfo {
+///     name: "echo".into(),
+///     description: "Echoes the message.".into(),
+///     input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}}),
+///     output_schema: None,
+/// };
+/// assert_eq!(serde_json::to_value(&info).unwrap()["input_schema"]["type"], "object");
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct McpToolInfo {
-    /// Its name.
+    /// Its name (in an [`McpToolSet`](super::McpToolSet), the name the set exposes).
     pub name: String,
     /// Its description (empty when the server gave none).
+    #[serde(default)]
     pub description: String,
     /// The JSON Schema of its arguments, as the server sent it.
     pub input_schema: Value,
+    /// The JSON Schema of its structured result, when the server declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// The result of a tool call.
@@ -281,6 +286,7 @@ impl McpClient {
                 name: t.name.to_string(),
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Value::Object((*t.input_schema).clone()),
+                output_schema: t.output_schema.map(|schema| Value::Object((*schema).clone())),
             })
             .collect())
     }
@@ -349,12 +355,7 @@ impl McpClient {
             .list_tools()
             .await?
             .into_iter()
-            .map(|info| {
-                Arc::new(McpTool {
-                    client: Arc::clone(self),
-                    info,
-                }) as DynTool<S>
-            })
+            .map(|info| Arc::new(McpTool::new(Arc::clone(self), info)) as DynTool<S>)
             .collect())
     }
 
@@ -366,24 +367,46 @@ impl McpClient {
     }
 }
 
-/// One server tool as a graphkit [`Tool`]: made by [`McpClient::tools`].
+/// One server tool as a graphkit [`Tool`]: made by [`McpClient::tools`] and
+/// [`McpToolSet::tools`](super::McpToolSet::tools).
 #[derive(Debug)]
 pub struct McpTool {
     client: Arc<McpClient>,
     info: McpToolInfo,
+    /// The name the model calls it by (the server's name, or a prefixed one in a set).
+    name: String,
 }
 
 impl McpTool {
-    /// The server's description of the tool.
+    pub(super) fn new(client: Arc<McpClient>, info: McpToolInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            client,
+            info,
+        }
+    }
+
+    /// The same tool under another name (the server still gets its own name).
+    pub(super) fn renamed(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// The server's description of the tool (with the server's own name).
     pub fn info(&self) -> &McpToolInfo {
         &self.info
+    }
+
+    /// The server this tool belongs to.
+    pub fn server(&self) -> &str {
+        self.client.name()
     }
 }
 
 #[async_trait]
 impl<S: State> Tool<S> for McpTool {
     fn name(&self) -> &str {
-        &self.info.name
+        &self.name
     }
 
     fn description(&self) -> &str {
