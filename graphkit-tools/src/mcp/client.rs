@@ -286,7 +286,9 @@ impl McpClient {
                 name: t.name.to_string(),
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Value::Object((*t.input_schema).clone()),
-                output_schema: t.output_schema.map(|schema| Value::Object((*schema).clone())),
+                output_schema: t
+                    .output_schema
+                    .map(|schema| Value::Object((*schema).clone())),
             })
             .collect())
     }

@@ -509,7 +509,8 @@ impl RegistryHandler {
             return Ok(tool_error(&err.to_string()));
         }
         let handler = Arc::clone(&tool.handler);
-        let answer = std::panic::catch_unwind(AssertUnwindSafe(|| handler(Value::Object(arguments))));
+        let answer =
+            std::panic::catch_unwind(AssertUnwindSafe(|| handler(Value::Object(arguments))));
         let answer = match answer {
             Ok(running) => AssertUnwindSafe(running).catch_unwind().await,
             Err(panic) => Err(panic),
@@ -576,7 +577,8 @@ fn tool_success(answer: Answer) -> CallToolResult {
                 Value::Object(_) => value,
                 other => json!({ "result": other }),
             };
-            let mut result = CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
+            let mut result =
+                CallToolResult::success(vec![ContentBlock::text(structured.to_string())]);
             result.structured_content = Some(structured);
             result
         }
@@ -606,9 +608,15 @@ fn decode_arguments<A: DeserializeOwned>(tool: &str, arguments: Value) -> Result
 }
 
 /// Names the arguments an object schema does not declare, unless it allows extra ones.
-fn unexpected_arguments(schema: &Map<String, Value>, arguments: &Map<String, Value>) -> Option<String> {
+fn unexpected_arguments(
+    schema: &Map<String, Value>,
+    arguments: &Map<String, Value>,
+) -> Option<String> {
     let declared = schema.get("properties")?.as_object()?;
-    if !matches!(schema.get("additionalProperties"), None | Some(Value::Bool(false))) {
+    if !matches!(
+        schema.get("additionalProperties"),
+        None | Some(Value::Bool(false))
+    ) {
         return None;
     }
     let unexpected: Vec<String> = arguments
@@ -624,7 +632,11 @@ fn unexpected_arguments(schema: &Map<String, Value>, arguments: &Map<String, Val
         "unexpected argument{} {}; the accepted arguments are {}",
         if unexpected.len() == 1 { "" } else { "s" },
         unexpected.join(", "),
-        if accepted.is_empty() { "none".to_owned() } else { accepted.join(", ") }
+        if accepted.is_empty() {
+            "none".to_owned()
+        } else {
+            accepted.join(", ")
+        }
     ))
 }
 

@@ -89,7 +89,11 @@ impl McpToolSet {
     /// # Errors
     /// [`ToolError::UnknownTool`] when no server offers `name`; otherwise as
     /// [`McpClient::call_tool`].
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<McpCallResult, ToolError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<McpCallResult, ToolError> {
         let mut route = self.routes.read().await.get(name).cloned();
         if route.is_none() {
             self.discover().await?;
@@ -104,7 +108,9 @@ impl McpToolSet {
                 available: available.join(", "),
             });
         };
-        self.servers[server].call_tool(&remote_name, arguments).await
+        self.servers[server]
+            .call_tool(&remote_name, arguments)
+            .await
     }
 
     /// All tools of all servers as graphkit [`Tool`](crate::Tool)s, under the names the set
