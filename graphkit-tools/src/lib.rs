@@ -4,7 +4,8 @@
 //! ([`tool_fn`], [`tool_fn_with_runtime`]); the [`ToolNode`] that runs the tool calls of
 //! the last assistant message and merges their state updates; the [`tools_condition`]
 //! router; a prebuilt [`ReactAgent`]; prebuilt tools (sandboxed files, a todo list kept in
-//! the graph state, think, web search, URL fetch, Wikipedia, arXiv); and an MCP client.
+//! the graph state, think, web search, URL fetch, Wikipedia, arXiv); an MCP client; and,
+//! with the `mcp-server` feature, an MCP server for typed tools ([`mcp`]).
 //!
 //! Graph states are your own structs: implement [`MessagesState`] (one line with
 //! [`messages_state!`]) so tools and the agent can find the conversation, or use the
@@ -56,6 +57,11 @@ pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
+
+/// docs/mcp-server.md, compiled and run as doctests.
+#[cfg(all(doctest, feature = "mcp-server"))]
+#[doc = include_str!("../../docs/mcp-server.md")]
+pub struct McpServerDoctests;
 
 /// Re-exports used by [`messages_state!`]. Not public API.
 #[doc(hidden)]
