@@ -305,6 +305,36 @@ async fn a_stopped_server_refuses_new_clients() {
 }
 
 #[tokio::test]
+async fn calls_to_one_server_run_concurrently() {
+    // Each call returns only once two calls are inside the tool at the same time.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let server = McpServer::new("meet", "1").tool(
+        "meet",
+        "Returns once two calls are in flight.",
+        move |_: mcp_demo::NoArgs| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                barrier.wait().await;
+                Ok(json!({"met": true}))
+            }
+        },
+    );
+    let running = serve(server).await;
+    let client = McpClient::http("meet", &running.url).await.unwrap();
+    let both = futures::future::join(
+        client.call_tool("meet", json!({})),
+        client.call_tool("meet", json!({})),
+    );
+    // A deadlock guard, not a timing assertion: calls made one after the other never meet.
+    let (first, second) = tokio::time::timeout(std::time::Duration::from_secs(120), both)
+        .await
+        .expect("both calls were in flight together");
+    assert_eq!(first.unwrap().structured, Some(json!({"met": true})));
+    assert_eq!(second.unwrap().structured, Some(json!({"met": true})));
+    client.close().await;
+}
+
+#[tokio::test]
 async fn a_tool_set_lists_and_routes_the_tools_of_several_servers() {
     let events = serve(McpServer::new("events", "1").tool(
         "count_events",

@@ -89,7 +89,8 @@ pub struct McpClient {
 }
 
 struct Connection {
-    service: RunningService<RoleClient, ()>,
+    /// Shared with the requests in flight, so the lock is held only to find or replace it.
+    service: Arc<RunningService<RoleClient, ()>>,
     pid: Option<u32>,
 }
 
@@ -202,7 +203,10 @@ impl McpClient {
                     .serve(child)
                     .await
                     .map_err(|e| err(format!("the MCP handshake with `{command}` failed: {e}")))?;
-                Ok(Connection { service, pid })
+                Ok(Connection {
+                    service: Arc::new(service),
+                    pid,
+                })
             }
             McpTransport::Http { url } => {
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
@@ -210,12 +214,18 @@ impl McpClient {
                     .serve(transport)
                     .await
                     .map_err(|e| err(format!("cannot connect to {url}: {e}")))?;
-                Ok(Connection { service, pid: None })
+                Ok(Connection {
+                    service: Arc::new(service),
+                    pid: None,
+                })
             }
         }
     }
 
     /// Runs `request` on the live connection, reconnecting once if it is closed.
+    ///
+    /// The connection lock is held only to find (or replace) the connection, never across
+    /// a request, so calls to one server run concurrently.
     async fn with_service<T, F>(&self, request: F) -> Result<T, ToolError>
     where
         F: for<'a> Fn(
@@ -223,6 +233,38 @@ impl McpClient {
         ) -> futures::future::BoxFuture<'a, Result<T, ServiceError>>,
     {
         let reconnect = self.reconnect.load(std::sync::atomic::Ordering::Relaxed);
+        let service = self.live_service(reconnect).await?;
+        match request(&service).await {
+            Ok(value) => Ok(value),
+            Err(e) if is_connection_error(&e) && reconnect => {
+                tracing::warn!(server = %self.name, error = %e, "MCP connection lost; reconnecting once");
+                let fresh = self.replace_connection(&service, &e).await?;
+                request(&fresh)
+                    .await
+                    .map_err(|e| service_error(&self.name, &e))
+            }
+            Err(e) if is_connection_error(&e) => {
+                let mut guard = self.service.lock().await;
+                if guard
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(&c.service, &service))
+                {
+                    *guard = None;
+                }
+                Err(ToolError::Mcp {
+                    server: self.name.clone(),
+                    message: format!("the connection was lost: {e}"),
+                })
+            }
+            Err(e) => Err(service_error(&self.name, &e)),
+        }
+    }
+
+    /// The current connection, opened again first if it is found closed (and `reconnect`).
+    async fn live_service(
+        &self,
+        reconnect: bool,
+    ) -> Result<Arc<RunningService<RoleClient, ()>>, ToolError> {
         let mut guard = self.service.lock().await;
         let closed = guard
             .as_ref()
@@ -241,37 +283,35 @@ impl McpClient {
                 message: format!("the server stopped and could not be restarted: {e}"),
             })?);
         }
-        let Some(connection) = guard.as_ref() else {
-            return Err(ToolError::Mcp {
+        guard
+            .as_ref()
+            .map(|c| Arc::clone(&c.service))
+            .ok_or_else(|| ToolError::Mcp {
                 server: self.name.clone(),
                 message: "not connected".into(),
-            });
-        };
-        match request(&connection.service).await {
-            Ok(value) => Ok(value),
-            Err(e) if is_connection_error(&e) && reconnect => {
-                tracing::warn!(server = %self.name, error = %e, "MCP connection lost; reconnecting once");
-                let fresh = self.open().await.map_err(|re| ToolError::Mcp {
-                    server: self.name.clone(),
-                    message: format!(
-                        "the connection was lost ({e}) and could not be restarted: {re}"
-                    ),
-                })?;
-                let result = request(&fresh.service)
-                    .await
-                    .map_err(|e| service_error(&self.name, &e));
-                *guard = Some(fresh);
-                result
-            }
-            Err(e) if is_connection_error(&e) => {
-                *guard = None;
-                Err(ToolError::Mcp {
-                    server: self.name.clone(),
-                    message: format!("the connection was lost: {e}"),
-                })
-            }
-            Err(e) => Err(service_error(&self.name, &e)),
+            })
+    }
+
+    /// After `failed` lost its connection: a new connection, unless a concurrent call has
+    /// already replaced it (then that one).
+    async fn replace_connection(
+        &self,
+        failed: &Arc<RunningService<RoleClient, ()>>,
+        cause: &ServiceError,
+    ) -> Result<Arc<RunningService<RoleClient, ()>>, ToolError> {
+        let mut guard = self.service.lock().await;
+        if let Some(current) = guard.as_ref()
+            && !Arc::ptr_eq(&current.service, failed)
+        {
+            return Ok(Arc::clone(&current.service));
         }
+        let fresh = self.open().await.map_err(|re| ToolError::Mcp {
+            server: self.name.clone(),
+            message: format!("the connection was lost ({cause}) and could not be restarted: {re}"),
+        })?;
+        let service = Arc::clone(&fresh.service);
+        *guard = Some(fresh);
+        Ok(service)
     }
 
     /// The server's tools.
@@ -363,8 +403,14 @@ impl McpClient {
 
     /// Stops the connection (and a stdio server process).
     pub async fn close(&self) {
-        if let Some(mut connection) = self.service.lock().await.take() {
-            let _ = connection.service.close().await;
+        if let Some(connection) = self.service.lock().await.take() {
+            match Arc::try_unwrap(connection.service) {
+                Ok(mut service) => {
+                    let _ = service.close().await;
+                }
+                // Calls are in flight: cancel the connection; they fail as closed.
+                Err(shared) => shared.cancellation_token().cancel(),
+            }
         }
     }
 }
