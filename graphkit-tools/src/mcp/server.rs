@@ -141,6 +141,10 @@ impl McpServer {
     /// Registers a typed tool: `handler` gets the arguments decoded into `A` and returns a
     /// serializable value, or a [`ToolError`] the client sees as a tool error.
     ///
+    /// The value's type also implements `JsonSchema`: when its schema is an object (a
+    /// derived struct), it is advertised as the tool's output schema, which clients may
+    /// validate results against. `serde_json::Value` (from `json!`) advertises none.
+    ///
     /// Tool names are checked when the server starts: 1 to 128 characters out of
     /// `A-Za-z0-9_-.`, each name once.
     #[must_use]
