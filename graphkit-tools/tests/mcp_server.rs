@@ -291,6 +291,29 @@ async fn only_the_mcp_path_is_served() {
 }
 
 #[tokio::test]
+async fn requests_for_a_foreign_host_name_are_refused() {
+    // DNS-rebinding guard: a page on evil.example resolving to 127.0.0.1 sends its own Host.
+    let running = serve(demo_server("demo")).await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe", "version": "1"}}
+    });
+    let post = |host: &'static str| {
+        reqwest::Client::new()
+            .post(&running.url)
+            .header("host", host)
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize)
+            .send()
+    };
+    let refused = post("evil.example").await.unwrap();
+    assert_eq!(refused.status(), 403, "{:?}", refused.text().await);
+    let accepted = post("localhost").await.unwrap();
+    assert!(accepted.status().is_success(), "{}", accepted.status());
+}
+
+#[tokio::test]
 async fn a_stopped_server_refuses_new_clients() {
     let running = serve(demo_server("demo")).await;
     let url = running.url.clone();
