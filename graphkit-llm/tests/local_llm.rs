@@ -197,6 +197,7 @@ async fn openai_compatible_error_reply_is_an_http_error_with_the_servers_message
         name: "broken".into(),
         description: None,
         schema: json!({"type": "nonsense"}),
+        strict: None,
     });
     let err = openai(&url)
         .invoke_request(request)
