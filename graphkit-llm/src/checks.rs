@@ -56,7 +56,9 @@ pub fn count_range<T>(field: &str, items: &[T], range: impl RangeBounds<usize>) 
 /// The list `items` (the field `field`) is not empty.
 pub fn non_empty<T>(field: &str, items: &[T]) -> Check {
     if items.is_empty() {
-        Err(format!("`{field}` is empty; it must have at least one item"))
+        Err(format!(
+            "`{field}` is empty; it must have at least one item"
+        ))
     } else {
         Ok(())
     }
@@ -193,6 +195,9 @@ mod tests {
             count_range("xs", &[1, 2, 3, 4], 1..=3).unwrap_err(),
             "`xs` has 4 items; it must have between 1 and 3 items"
         );
-        assert_eq!(non_blank("x", "  ").unwrap_err(), "`x` is empty; write it out");
+        assert_eq!(
+            non_blank("x", "  ").unwrap_err(),
+            "`x` is empty; write it out"
+        );
     }
 }

@@ -56,8 +56,8 @@ pub use providers::ollama::OllamaModel;
 pub use providers::openai::OpenAiModel;
 pub use request::{CallOptions, ChatRequest, ResponseFormat, ToolChoice, ToolSpec, schema_for};
 pub use spec::{ModelSpec, init_chat_model, init_chat_model_with};
-pub use stream::{ChatChunk, ChatStream, MessageAssembler, ToolCallChunk};
 pub use standin::StandInModel;
+pub use stream::{ChatChunk, ChatStream, MessageAssembler, ToolCallChunk};
 pub use structured::{DEFAULT_RETRIES, StructuredModel};
 pub use transport::ClientOptions;
 

@@ -145,14 +145,14 @@ impl StandInModel {
     }
 
     /// Decides the turn of a request that offers tools: `policy(request, tools)` returns
-    /// the reply — tool calls (`ToolCall` or `Vec<ToolCall>` convert into one), text, or
-    /// an [`AssistantMessage`] with both.
+    /// the reply — tool calls (`ToolCall` and `Vec<ToolCall>` convert into one with
+    /// `.into()`), text (so do `&str` and `String`), or an [`AssistantMessage`] with both.
     #[must_use]
-    pub fn on_tools<R: Into<AssistantMessage>>(
+    pub fn on_tools(
         mut self,
-        policy: impl Fn(&ChatRequest, &[ToolSpec]) -> R + Send + Sync + 'static,
+        policy: impl Fn(&ChatRequest, &[ToolSpec]) -> AssistantMessage + Send + Sync + 'static,
     ) -> Self {
-        self.tools = Some(Arc::new(move |request, tools| policy(request, tools).into()));
+        self.tools = Some(Arc::new(policy));
         self
     }
 
@@ -185,7 +185,10 @@ impl StandInModel {
 
     /// The structured-output format names this stand-in answers.
     pub fn formats(&self) -> Vec<&str> {
-        self.structured.iter().map(|(name, _)| name.as_str()).collect()
+        self.structured
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect()
     }
 
     fn fail(&self, problem: String) -> LlmError {
@@ -197,7 +200,11 @@ impl StandInModel {
 
     fn answer(&self, request: &ChatRequest) -> Result<AssistantMessage> {
         if let Some(format) = &request.response_format {
-            let Some((_, answer)) = self.structured.iter().find(|(name, _)| *name == format.name) else {
+            let Some((_, answer)) = self
+                .structured
+                .iter()
+                .find(|(name, _)| *name == format.name)
+            else {
                 return Err(self.fail(format!(
                     "no handler for the structured output `{}`; add `.on_structured::<{}>(..)` \
                      (it answers {:?})",
@@ -207,7 +214,10 @@ impl StandInModel {
                 )));
             };
             let value = answer(request).map_err(|reason| {
-                self.fail(format!("the handler for `{}` failed: {reason}", format.name))
+                self.fail(format!(
+                    "the handler for `{}` failed: {reason}",
+                    format.name
+                ))
             })?;
             return Ok(AssistantMessage::text(value.to_string()));
         }
@@ -322,7 +332,9 @@ mod tests {
 
     fn stand_in() -> StandInModel {
         StandInModel::new("test-stand-in")
-            .on_structured(|_| Plan { steps: vec!["a".into()] })
+            .on_structured(|_| Plan {
+                steps: vec!["a".into()],
+            })
             .on_structured(|_| Verdict { ok: true })
             .on_tools(|req, tools| {
                 if req.latest_tool_results().next().is_some() {
@@ -337,9 +349,24 @@ mod tests {
     #[tokio::test]
     async fn each_request_kind_goes_to_its_handler() {
         let model = stand_in();
-        let plan = model.clone().with_structured_output::<Plan>().invoke(&[Message::user("p")]).await.unwrap();
-        assert_eq!(plan, Plan { steps: vec!["a".into()] });
-        let verdict = model.clone().with_structured_output::<Verdict>().invoke(&[Message::user("v")]).await.unwrap();
+        let plan = model
+            .clone()
+            .with_structured_output::<Plan>()
+            .invoke(&[Message::user("p")])
+            .await
+            .unwrap();
+        assert_eq!(
+            plan,
+            Plan {
+                steps: vec!["a".into()]
+            }
+        );
+        let verdict = model
+            .clone()
+            .with_structured_output::<Verdict>()
+            .invoke(&[Message::user("v")])
+            .await
+            .unwrap();
         assert_eq!(verdict, Verdict { ok: true });
 
         let agent = model.clone().bind_tools([search_tool()]);
@@ -371,7 +398,12 @@ mod tests {
             .await
             .expect_err("one step is never enough");
         match err {
-            LlmError::StructuredOutput { attempts, error, raw, .. } => {
+            LlmError::StructuredOutput {
+                attempts,
+                error,
+                raw,
+                ..
+            } => {
                 assert_eq!(attempts, 3);
                 assert_eq!(error, "`steps` has 1 items; it must have at least 2 items");
                 assert_eq!(raw, r#"{"steps":["a"]}"#);
@@ -380,9 +412,19 @@ mod tests {
         }
         assert_eq!(model.requests().len(), 3);
 
-        let broken = StandInModel::new("broken").on_structured_json("Plan", |_| Ok(json!({"steps": "a"})));
-        let err = broken.with_structured_output::<Plan>().retries(0).invoke(&[Message::user("p")]).await.unwrap_err();
-        assert!(err.to_string().contains("`$.steps`: expected array, found string \"a\""), "{err}");
+        let broken =
+            StandInModel::new("broken").on_structured_json("Plan", |_| Ok(json!({"steps": "a"})));
+        let err = broken
+            .with_structured_output::<Plan>()
+            .retries(0)
+            .invoke(&[Message::user("p")])
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`$.steps`: expected array, found string \"a\""),
+            "{err}"
+        );
     }
 
     #[tokio::test]
@@ -398,21 +440,43 @@ mod tests {
             err.to_string().contains("no handler for the structured output `Unknown`; add `.on_structured::<Unknown>(..)`"),
             "{err}"
         );
-        let err = StandInModel::new("mute").invoke(&[Message::user("?")]).await.unwrap_err();
+        let err = StandInModel::new("mute")
+            .invoke(&[Message::user("?")])
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("add `.on_text(..)`"), "{err}");
     }
 
     #[tokio::test]
     async fn tool_calls_must_be_offered_valid_and_obey_the_tool_choice() {
-        let calls_missing = StandInModel::new("s").on_tools(|_, _| ToolCall::new("fetch", json!({})));
-        let err = calls_missing.bind_tools([search_tool()]).invoke(&[Message::user("x")]).await.unwrap_err();
-        assert!(err.to_string().contains("called `fetch`, which the request does not offer (it offers [\"search\"])"), "{err}");
+        let calls_missing =
+            StandInModel::new("s").on_tools(|_, _| ToolCall::new("fetch", json!({})).into());
+        let err = calls_missing
+            .bind_tools([search_tool()])
+            .invoke(&[Message::user("x")])
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "called `fetch`, which the request does not offer (it offers [\"search\"])"
+            ),
+            "{err}"
+        );
 
-        let bad_args = StandInModel::new("s").on_tools(|_, _| ToolCall::new("search", json!({"q": 1})));
-        let err = bad_args.bind_tools([search_tool()]).invoke(&[Message::user("x")]).await.unwrap_err();
-        assert!(err.to_string().contains("missing required property `query`"), "{err}");
+        let bad_args =
+            StandInModel::new("s").on_tools(|_, _| ToolCall::new("search", json!({"q": 1})).into());
+        let err = bad_args
+            .bind_tools([search_tool()])
+            .invoke(&[Message::user("x")])
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("missing required property `query`"),
+            "{err}"
+        );
 
-        let texter = StandInModel::new("s").on_tools(|_, _| "no tools for me");
+        let texter = StandInModel::new("s").on_tools(|_, _| "no tools for me".into());
         let forced = texter
             .clone()
             .bind_tools([search_tool()])
@@ -420,8 +484,14 @@ mod tests {
         let err = forced.invoke(&[Message::user("x")]).await.unwrap_err();
         assert!(err.to_string().contains("requires a tool call"), "{err}");
 
-        let refused = texter.bind_tools([search_tool()]).with_options(CallOptions::new().tool_choice(ToolChoice::None));
+        let refused = texter
+            .bind_tools([search_tool()])
+            .with_options(CallOptions::new().tool_choice(ToolChoice::None));
         let err = refused.invoke(&[Message::user("x")]).await.unwrap_err();
-        assert!(err.to_string().contains("no handler for a free-text request (tools are offered"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("no handler for a free-text request (tools are offered"),
+            "{err}"
+        );
     }
 }

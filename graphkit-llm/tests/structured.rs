@@ -184,7 +184,10 @@ async fn strict_mode_can_be_turned_off_for_openai_and_on_for_a_compatible_server
         .await
         .expect("city");
     let sent = bodies(&server).await;
-    assert_eq!(sent[0]["response_format"]["json_schema"].get("strict"), None);
+    assert_eq!(
+        sent[0]["response_format"]["json_schema"].get("strict"),
+        None
+    );
     assert_eq!(
         sent[0]["response_format"]["json_schema"]["schema"],
         graphkit_llm::schema_for::<City>()
@@ -214,7 +217,10 @@ async fn a_schema_strict_mode_cannot_express_goes_without_strict_unless_strict_i
         .expect("sent without strict");
     assert_eq!(counts.by_word["a"], 1);
     let sent = bodies(&server).await;
-    assert_eq!(sent[0]["response_format"]["json_schema"].get("strict"), None);
+    assert_eq!(
+        sent[0]["response_format"]["json_schema"].get("strict"),
+        None
+    );
 
     let err = openai_api(&server)
         .with_structured_output::<Counts>()
@@ -263,13 +269,19 @@ async fn a_rejected_reply_is_retried_with_the_problem_quoted_to_the_model() {
 #[tokio::test]
 async fn schema_violations_are_caught_before_serde_and_named_by_path() {
     let cases: [(&str, &str); 4] = [
-        (r#"{"x": "1", "y": 2}"#, r#"`$.x`: expected integer, found string "1""#),
+        (
+            r#"{"x": "1", "y": 2}"#,
+            r#"`$.x`: expected integer, found string "1""#,
+        ),
         (r#"{"x": 1}"#, "`$`: missing required property `y`"),
         (
             r#"{"x": 1, "y": 2, "z": 3}"#,
             "`$`: property `z` is not allowed; the allowed properties are `x`, `y`",
         ),
-        (r#"[1, 2]"#, "`$`: expected object, found an array of 2 items"),
+        (
+            r#"[1, 2]"#,
+            "`$`: expected object, found an array of 2 items",
+        ),
     ];
     for (reply, problem) in cases {
         let model = ScriptedModel::new([reply]);
@@ -282,7 +294,10 @@ async fn schema_violations_are_caught_before_serde_and_named_by_path() {
             .expect_err(reply);
         match err {
             LlmError::StructuredOutput {
-                error, raw, attempts, ..
+                error,
+                raw,
+                attempts,
+                ..
             } => {
                 assert_eq!(error, problem, "{reply}");
                 assert_eq!(raw, reply);
@@ -336,7 +351,10 @@ async fn a_validator_that_never_passes_ends_after_exactly_n_retries_with_the_las
     }
     let text = err.to_string();
     assert!(text.contains("after 4 attempt(s)"), "{text}");
-    assert!(text.ends_with(&format!("raw reply: {}", replies[3])), "{text}");
+    assert!(
+        text.ends_with(&format!("raw reply: {}", replies[3])),
+        "{text}"
+    );
     // Each retry shows the model its own previous reply and the validators' messages.
     let last = &model.requests()[3].messages;
     assert_eq!(last.len(), 1 + 2 * 3);
@@ -386,10 +404,16 @@ async fn invalid_json_is_quoted_and_the_default_is_one_retry() {
         .expect_err("invalid twice");
     match &err {
         LlmError::StructuredOutput {
-            raw, error, attempts, ..
+            raw,
+            error,
+            attempts,
+            ..
         } => {
             assert_eq!(raw, "still not json");
-            assert!(error.starts_with("the reply is not valid JSON: expected value at line 1 column 1"), "{error}");
+            assert!(
+                error.starts_with("the reply is not valid JSON: expected value at line 1 column 1"),
+                "{error}"
+            );
             assert_eq!(*attempts, 2);
         }
         other => panic!("unexpected {other:?}"),

@@ -66,11 +66,21 @@ impl Cleaner<'_> {
         {
             self.clean(value, target, depth + 1);
         }
-        for entry in rules.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        for entry in rules
+            .get("allOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             self.clean(value, entry, depth + 1);
         }
         for keyword in ["anyOf", "oneOf"] {
-            for branch in rules.get(keyword).and_then(Value::as_array).into_iter().flatten() {
+            for branch in rules
+                .get(keyword)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let mut candidate = value.clone();
                 self.clean(&mut candidate, branch, depth + 1);
                 if validate_in(&candidate, branch, self.root) {

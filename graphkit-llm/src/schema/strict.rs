@@ -49,7 +49,7 @@ const MAX_INLINE_DEPTH: usize = 16;
 /// assert_eq!(openai_strict(&schema).unwrap(), json!({"type": "object", "properties": {
 ///     "name": {"type": "string"},
 ///     "age": {"type": ["integer", "null"]},
-/// }, "required": ["name", "age"], "additionalProperties": false}));
+/// }, "required": ["age", "name"], "additionalProperties": false}));
 /// ```
 ///
 /// # Errors
@@ -149,7 +149,12 @@ impl Strict<'_> {
     }
 
     /// An object: every property required (optional ones nullable), nothing else allowed.
-    fn object(&self, rules: &mut Map<String, Value>, at: &str, inlined: usize) -> Result<(), String> {
+    fn object(
+        &self,
+        rules: &mut Map<String, Value>,
+        at: &str,
+        inlined: usize,
+    ) -> Result<(), String> {
         match rules.get("additionalProperties") {
             None | Some(Value::Bool(false)) => {}
             Some(_) => {
@@ -243,7 +248,10 @@ fn nullable(property: Value) -> Value {
         return property;
     };
     if let Some(Value::Array(branches)) = rules.get_mut("anyOf") {
-        if !branches.iter().any(|b| b.get("type") == Some(&json!("null"))) {
+        if !branches
+            .iter()
+            .any(|b| b.get("type") == Some(&json!("null")))
+        {
             branches.push(json!({"type": "null"}));
         }
         return Value::Object(rules);
@@ -358,10 +366,14 @@ mod tests {
         let strict = strict_report();
         let mut found = Vec::new();
         objects(&strict, String::new(), &mut found);
-        assert!(found.len() >= 4, "root, Person, two Shape variants: {found:?}");
+        assert!(
+            found.len() >= 4,
+            "root, Person, two Shape variants: {found:?}"
+        );
         for (at, object) in found {
             assert_eq!(object["additionalProperties"], json!(false), "{at}");
-            let properties: Vec<&String> = object["properties"].as_object().unwrap().keys().collect();
+            let properties: Vec<&String> =
+                object["properties"].as_object().unwrap().keys().collect();
             let required: Vec<&str> = object["required"]
                 .as_array()
                 .unwrap()
@@ -376,7 +388,10 @@ mod tests {
     fn optional_fields_become_nullable_and_required_ones_do_not() {
         let strict = strict_report();
         let properties = &strict["properties"];
-        assert_eq!(properties["title"], json!({"type": "string", "description": "The title."}));
+        assert_eq!(
+            properties["title"],
+            json!({"type": "string", "description": "The title."})
+        );
         assert_eq!(
             properties["confidence"],
             json!({"type": ["number", "null"], "description": "How sure, 0 to 1."})
@@ -385,7 +400,10 @@ mod tests {
             properties["author"],
             json!({"anyOf": [{"$ref": "#/$defs/Person"}, {"type": "null"}], "description": "The author, if known."})
         );
-        assert_eq!(properties["tags"], json!({"type": ["array", "null"], "items": {"type": "string"}}));
+        assert_eq!(
+            properties["tags"],
+            json!({"type": ["array", "null"], "items": {"type": "string"}})
+        );
         assert_eq!(
             strict["$defs"]["Person"]["properties"]["age"],
             json!({"type": ["integer", "null"]}),
@@ -428,7 +446,10 @@ mod tests {
                    "properties": {"city": {"type": ["string", "null"]}},
                    "required": ["city"], "additionalProperties": false})
         );
-        assert_eq!(strict["properties"]["work"], json!({"$ref": "#/$defs/Place"}));
+        assert_eq!(
+            strict["properties"]["work"],
+            json!({"$ref": "#/$defs/Place"})
+        );
         assert_eq!(strict["$defs"]["Place"]["required"], json!(["city"]));
     }
 
@@ -444,10 +465,18 @@ mod tests {
             first: Option<Box<Tree>>,
         }
         let strict = openai_strict(&crate::schema_for::<Tree>()).expect("recursion is allowed");
-        let mut required: Vec<&str> = strict["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let mut required: Vec<&str> = strict["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         required.sort_unstable();
         assert_eq!(required, ["children", "first", "label"]);
-        assert_eq!(strict["properties"]["children"]["items"], json!({"$ref": "#"}));
+        assert_eq!(
+            strict["properties"]["children"]["items"],
+            json!({"$ref": "#"})
+        );
     }
 
     #[test]
@@ -462,9 +491,17 @@ mod tests {
             "`#/properties/m` is a map (an object with `additionalProperties`), which strict mode does not support"
         );
         let any = json!({"type": "object", "properties": {"raw": true}});
-        assert!(openai_strict(&any).unwrap_err().starts_with("`#/properties/raw` allows a value of any shape"));
+        assert!(
+            openai_strict(&any)
+                .unwrap_err()
+                .starts_with("`#/properties/raw` allows a value of any shape")
+        );
         let all_of = json!({"type": "object", "allOf": [{"required": ["a"]}, {"required": ["b"]}]});
-        assert!(openai_strict(&all_of).unwrap_err().contains("`allOf` with several schemas"));
+        assert!(
+            openai_strict(&all_of)
+                .unwrap_err()
+                .contains("`allOf` with several schemas")
+        );
     }
 
     #[test]

@@ -127,18 +127,24 @@ impl<'s> Validator<'s> {
                 ))),
             }
         }
-        // Problems with the value itself; problems inside it go straight to `out`.
+        // Problems with the value itself are reported before those inside it.
         let mut here = Vec::new();
+        let mut inside = Vec::new();
         self.check_type(value, rules, &mut here);
         self.check_values(value, rules, &mut here);
         match value {
-            Value::Object(object) => self.check_object(object, rules, path, depth, out, &mut here),
-            Value::Array(items) => self.check_array(items, rules, path, depth, out, &mut here),
+            Value::Object(object) => {
+                self.check_object(object, rules, path, depth, &mut inside, &mut here);
+            }
+            Value::Array(items) => {
+                self.check_array(items, rules, path, depth, &mut inside, &mut here);
+            }
             Value::String(text) => check_string(text, rules, &mut here),
             Value::Number(_) => check_number(value, rules, &mut here),
             _ => {}
         }
         out.extend(here.into_iter().map(at));
+        out.extend(inside);
         self.check_combinators(value, rules, path, depth, out);
     }
 
@@ -171,7 +177,10 @@ impl<'s> Validator<'s> {
         if let Some(constant) = rules.get("const")
             && !same_value(constant, value)
         {
-            out.push(format!("expected exactly {constant}, found {}", describe(value)));
+            out.push(format!(
+                "expected exactly {constant}, found {}",
+                describe(value)
+            ));
         }
     }
 
@@ -228,7 +237,9 @@ impl<'s> Validator<'s> {
         if let Some(min) = rules.get("minProperties").and_then(Value::as_u64)
             && (count as u64) < min
         {
-            local.push(format!("has {count} properties; at least {min} are required"));
+            local.push(format!(
+                "has {count} properties; at least {min} are required"
+            ));
         }
         if let Some(max) = rules.get("maxProperties").and_then(Value::as_u64)
             && (count as u64) > max
@@ -375,7 +386,9 @@ fn check_number(value: &Value, rules: &Map<String, Value>, out: &mut Vec<String>
     let exclusive = |key: &str| rules.get(key) == Some(&Value::Bool(true));
     if let Some(min) = bound("minimum") {
         if exclusive("exclusiveMinimum") && n <= min {
-            out.push(format!("{value} is too small; it must be greater than {min}"));
+            out.push(format!(
+                "{value} is too small; it must be greater than {min}"
+            ));
         } else if n < min {
             out.push(format!("{value} is too small; the minimum is {min}"));
         }
@@ -390,7 +403,9 @@ fn check_number(value: &Value, rules: &Map<String, Value>, out: &mut Vec<String>
     if let Some(min) = bound("exclusiveMinimum")
         && n <= min
     {
-        out.push(format!("{value} is too small; it must be greater than {min}"));
+        out.push(format!(
+            "{value} is too small; it must be greater than {min}"
+        ));
     }
     if let Some(max) = bound("exclusiveMaximum")
         && n >= max
@@ -417,7 +432,9 @@ fn has_type(value: &Value, name: &str) -> bool {
         "integer" => {
             value.is_i64()
                 || value.is_u64()
-                || value.as_f64().is_some_and(|f| f.is_finite() && f.fract() == 0.0)
+                || value
+                    .as_f64()
+                    .is_some_and(|f| f.is_finite() && f.fract() == 0.0)
         }
         _ => false,
     }
@@ -551,7 +568,13 @@ mod tests {
             "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
             "definitions": {"Place": {"type": "object", "required": ["zip"]}},
         });
-        assert!(validate(&json!({"home": {"city": "Oslo"}, "child": {"child": null}}), &schema).is_ok());
+        assert!(
+            validate(
+                &json!({"home": {"city": "Oslo"}, "child": {"child": null}}),
+                &schema
+            )
+            .is_ok()
+        );
         assert_eq!(
             problems(json!({"home": {}, "work": {}}), schema.clone()),
             [
@@ -560,7 +583,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            problems(json!({"home": {"city": 1}}), json!({"properties": {"home": {"$ref": "#/$defs/Nope"}}})),
+            problems(
+                json!({"home": {"city": 1}}),
+                json!({"properties": {"home": {"$ref": "#/$defs/Nope"}}})
+            ),
             ["`$.home`: the schema refers to `#/$defs/Nope`, which it does not define"]
         );
     }
@@ -593,7 +619,10 @@ mod tests {
         ]});
         let found = problems(json!({"kind": "a", "n": "x"}), schema);
         assert_eq!(found.len(), 1);
-        assert!(found[0].starts_with("`$`: an object matches none of the 2 allowed shapes"), "{found:?}");
+        assert!(
+            found[0].starts_with("`$`: an object matches none of the 2 allowed shapes"),
+            "{found:?}"
+        );
         assert!(found[0].contains("`$.n`: expected integer"), "{found:?}");
 
         let one_of = json!({"oneOf": [{"type": "integer"}, {"type": "number"}]});
@@ -719,7 +748,17 @@ mod tests {
         wrong["pages"] = json!(-3);
         wrong["kind"] = json!("Medium");
         let found = problems(wrong, schema);
-        assert!(found.iter().any(|p| p.starts_with("`$.pages`: -3 is too small")), "{found:?}");
-        assert!(found.iter().any(|p| p.starts_with("`$.kind`: string \"Medium\" matches none")), "{found:?}");
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("`$.pages`: -3 is too small")),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("`$.kind`: string \"Medium\" matches none")),
+            "{found:?}"
+        );
     }
 }
