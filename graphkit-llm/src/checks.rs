@@ -18,6 +18,8 @@
 
 use std::ops::{Bound, RangeBounds};
 
+use crate::schema::counted;
+
 /// The result of a check: `Err` holds the message shown to the model.
 pub type Check = Result<(), String>;
 
@@ -34,8 +36,9 @@ pub fn word_range(field: &str, text: &str, range: impl RangeBounds<usize>) -> Ch
         Ok(())
     } else {
         Err(format!(
-            "`{field}` has {count} words; it must have {} words",
-            describe_range(&range)
+            "`{field}` has {}; it must have {}",
+            counted(count, "word", "words"),
+            describe_range(&range, "word", "words")
         ))
     }
 }
@@ -47,8 +50,9 @@ pub fn count_range<T>(field: &str, items: &[T], range: impl RangeBounds<usize>) 
         Ok(())
     } else {
         Err(format!(
-            "`{field}` has {count} items; it must have {} items",
-            describe_range(&range)
+            "`{field}` has {}; it must have {}",
+            counted(count, "item", "items"),
+            describe_range(&range, "item", "items")
         ))
     }
 }
@@ -127,7 +131,8 @@ pub fn markdown_headings(markdown: &str) -> Vec<String> {
     headings
 }
 
-fn describe_range(range: &impl RangeBounds<usize>) -> String {
+/// `between 2 and 5 words`, `at least 1 word`, `exactly 3 words`.
+fn describe_range(range: &impl RangeBounds<usize>, one: &str, many: &str) -> String {
     let low = match range.start_bound() {
         Bound::Included(&n) => Some(n),
         Bound::Excluded(&n) => Some(n + 1),
@@ -139,11 +144,11 @@ fn describe_range(range: &impl RangeBounds<usize>) -> String {
         Bound::Unbounded => None,
     };
     match (low, high) {
-        (Some(low), Some(high)) if low == high => format!("exactly {low}"),
-        (Some(low), Some(high)) => format!("between {low} and {high}"),
-        (Some(low), None) => format!("at least {low}"),
-        (None, Some(high)) => format!("at most {high}"),
-        (None, None) => "any number of".into(),
+        (Some(low), Some(high)) if low == high => format!("exactly {}", counted(low, one, many)),
+        (Some(low), Some(high)) => format!("between {low} and {high} {many}"),
+        (Some(low), None) => format!("at least {}", counted(low, one, many)),
+        (None, Some(high)) => format!("at most {}", counted(high, one, many)),
+        (None, None) => format!("any number of {many}"),
     }
 }
 
@@ -164,7 +169,7 @@ mod tests {
         );
         assert_eq!(
             word_range("t", "", 1..=1).unwrap_err(),
-            "`t` has 0 words; it must have exactly 1 words"
+            "`t` has 0 words; it must have exactly 1 word"
         );
     }
 

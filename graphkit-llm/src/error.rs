@@ -113,7 +113,8 @@ pub enum LlmError {
     /// [`StructuredModel`](crate::StructuredModel)).
     #[error(
         "the model's reply does not match the schema of {type_name} after {attempts} attempt(s) ({error}); \
-         raise `retries`, make the prompt or the validators clearer, or use a stronger model; raw reply: {raw}"
+         raise `retries`, make the prompt or the validators clearer, or use a stronger model; raw reply: {}",
+        shorten(.raw)
     )]
     StructuredOutput {
         /// The Rust type that was requested.

@@ -405,7 +405,7 @@ mod tests {
                 ..
             } => {
                 assert_eq!(attempts, 3);
-                assert_eq!(error, "`steps` has 1 items; it must have at least 2 items");
+                assert_eq!(error, "`steps` has 1 item; it must have at least 2 items");
                 assert_eq!(raw, r#"{"steps":["a"]}"#);
             }
             other => panic!("unexpected {other:?}"),

@@ -16,6 +16,7 @@ mod validate;
 use serde_json::Value;
 
 pub use strict::openai_strict;
+pub(crate) use validate::counted;
 pub use validate::{SchemaViolation, validate};
 
 /// Removes object properties whose value is `null` where the schema makes them optional

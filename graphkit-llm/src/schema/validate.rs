@@ -238,13 +238,17 @@ impl<'s> Validator<'s> {
             && (count as u64) < min
         {
             local.push(format!(
-                "has {count} properties; at least {min} are required"
+                "has {}; the minimum is {min}",
+                counted(count, "property", "properties")
             ));
         }
         if let Some(max) = rules.get("maxProperties").and_then(Value::as_u64)
             && (count as u64) > max
         {
-            local.push(format!("has {count} properties; at most {max} are allowed"));
+            local.push(format!(
+                "has {}; the maximum is {max}",
+                counted(count, "property", "properties")
+            ));
         }
     }
 
@@ -275,12 +279,18 @@ impl<'s> Validator<'s> {
         if let Some(min) = rules.get("minItems").and_then(Value::as_u64)
             && (count as u64) < min
         {
-            local.push(format!("has {count} items; at least {min} are required"));
+            local.push(format!(
+                "has {}; the minimum is {min}",
+                counted(count, "item", "items")
+            ));
         }
         if let Some(max) = rules.get("maxItems").and_then(Value::as_u64)
             && (count as u64) > max
         {
-            local.push(format!("has {count} items; at most {max} are allowed"));
+            local.push(format!(
+                "has {}; the maximum is {max}",
+                counted(count, "item", "items")
+            ));
         }
         if rules.get("uniqueItems") == Some(&Value::Bool(true)) {
             for (i, a) in items.iter().enumerate() {
@@ -365,14 +375,16 @@ fn check_string(text: &str, rules: &Map<String, Value>, out: &mut Vec<String>) {
         && length < min
     {
         out.push(format!(
-            "is {length} characters long; at least {min} are required"
+            "is {} long; the minimum is {min}",
+            counted(length as usize, "character", "characters")
         ));
     }
     if let Some(max) = rules.get("maxLength").and_then(Value::as_u64)
         && length > max
     {
         out.push(format!(
-            "is {length} characters long; at most {max} are allowed"
+            "is {} long; the maximum is {max}",
+            counted(length as usize, "character", "characters")
         ));
     }
 }
@@ -418,6 +430,11 @@ fn check_number(value: &Value, rules: &Map<String, Value>, out: &mut Vec<String>
             out.push(format!("{value} is not a multiple of {step}"));
         }
     }
+}
+
+/// `1 item`, `3 items`.
+pub(crate) fn counted(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 /// Whether `value` is of the JSON Schema type `name`.
@@ -674,7 +691,7 @@ mod tests {
         assert!(validate(&json!("ÅÄÖ"), &schema).is_ok());
         assert_eq!(
             problems(json!("a"), schema),
-            ["`$`: is 1 characters long; at least 2 are required"]
+            ["`$`: is 1 character long; the minimum is 2"]
         );
     }
 
@@ -683,12 +700,12 @@ mod tests {
         let schema = json!({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2, "uniqueItems": true});
         assert_eq!(
             problems(json!([]), schema.clone()),
-            ["`$`: has 0 items; at least 1 are required"]
+            ["`$`: has 0 items; the minimum is 1"]
         );
         assert_eq!(
             problems(json!([1, 1, 2]), schema),
             [
-                "`$`: has 3 items; at most 2 are allowed",
+                "`$`: has 3 items; the maximum is 2",
                 "`$`: items 0 and 1 are equal; items must be unique",
             ]
         );
