@@ -279,3 +279,41 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     }
     schema
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, ToolCall};
+    use serde_json::json;
+
+    #[test]
+    fn request_helpers_read_the_last_question_the_latest_results_and_the_tools() {
+        let call = ToolCall::new("search", json!({})).with_id("c1");
+        let mut request = ChatRequest::new(vec![
+            Message::system("s"),
+            Message::user("first"),
+            Message::tool_result("old", "stale"),
+            Message::user("second"),
+            Message::from(AssistantMessage::with_tool_calls("", vec![call])),
+            Message::tool_result("c1", "fresh"),
+        ])
+        .with_tools([ToolSpec::new(
+            "search",
+            "Search.",
+            json!({"type": "object"}),
+        )]);
+        assert_eq!(request.last_user_text(), "second");
+        assert_eq!(request.tool_results().count(), 2);
+        let latest: Vec<&str> = request
+            .latest_tool_results()
+            .map(|t| t.content.as_str())
+            .collect();
+        assert_eq!(latest, ["fresh"]);
+        assert_eq!(request.tool_names().collect::<Vec<_>>(), ["search"]);
+        assert!(request.offers_tool("search") && !request.offers_tool("fetch"));
+
+        request.messages.push(Message::user("third"));
+        assert_eq!(request.latest_tool_results().count(), 0);
+        assert_eq!(ChatRequest::default().last_user_text(), "");
+    }
+}
