@@ -84,7 +84,7 @@ impl Cleaner<'_> {
             {
                 let mut candidate = value.clone();
                 self.clean(&mut candidate, branch, depth + 1);
-                if validate_in(&candidate, branch, self.root) {
+                if validate::matches_within(&candidate, branch, self.root) {
                     *value = candidate;
                     break;
                 }
@@ -106,7 +106,7 @@ impl Cleaner<'_> {
                         && !required(name)
                         && properties
                             .get(name)
-                            .is_some_and(|p| !validate_in(&Value::Null, p, self.root)))
+                            .is_some_and(|p| !validate::matches_within(&Value::Null, p, self.root)))
                 });
                 for (name, item) in object.iter_mut() {
                     if let Some(property) = properties.get(name) {
@@ -124,21 +124,6 @@ impl Cleaner<'_> {
             _ => {}
         }
     }
-}
-
-/// Validates a value against a sub-schema of `root` (so its `$ref`s resolve).
-fn validate_in(value: &Value, schema: &Value, root: &Value) -> bool {
-    let Value::Object(rules) = schema else {
-        return schema != &Value::Bool(false);
-    };
-    // Give the sub-schema the root's definitions so `#/$defs/..` references resolve.
-    let mut scoped = rules.clone();
-    for defs in ["$defs", "definitions"] {
-        if let Some(found) = root.get(defs) {
-            scoped.entry(defs).or_insert_with(|| found.clone());
-        }
-    }
-    validate(value, &Value::Object(scoped)).is_ok()
 }
 
 #[cfg(test)]
@@ -169,6 +154,23 @@ mod tests {
             json!({"name": null, "tags": [{"label": "a"}], "maybe": {}}),
             "a required null stays for the validator to report"
         );
+        let recursive = json!({
+            "type": "object",
+            "properties": {
+                "label": {"type": "string"},
+                "next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["label"],
+        });
+        let mut chain =
+            json!({"label": "a", "tags": null, "next": {"label": "b", "tags": null, "next": null}});
+        drop_optional_nulls(&mut chain, &recursive);
+        assert_eq!(
+            chain,
+            json!({"label": "a", "next": {"label": "b", "next": null}})
+        );
+
         let mut absent = json!({"name": "x", "maybe": null});
         drop_optional_nulls(&mut absent, &schema);
         assert_eq!(absent, json!({"name": "x", "maybe": null}));

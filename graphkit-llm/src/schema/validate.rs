@@ -52,13 +52,24 @@ impl fmt::Display for SchemaViolation {
 ///
 /// Every violation, each naming the JSON path of the offending value.
 pub fn validate(value: &Value, schema: &Value) -> Result<(), Vec<SchemaViolation>> {
-    let mut violations = Vec::new();
-    Validator { root: schema }.check(value, schema, &Path::root(), 0, &mut violations);
+    let violations = violations_within(value, schema, schema);
     if violations.is_empty() {
         Ok(())
     } else {
         Err(violations)
     }
+}
+
+/// Whether `value` matches `schema`, a part of the document `root` (its `$ref`s resolve
+/// against `root`).
+pub(crate) fn matches_within(value: &Value, schema: &Value, root: &Value) -> bool {
+    violations_within(value, schema, root).is_empty()
+}
+
+fn violations_within(value: &Value, schema: &Value, root: &Value) -> Vec<SchemaViolation> {
+    let mut violations = Vec::new();
+    Validator { root }.check(value, schema, &Path::root(), 0, &mut violations);
+    violations
 }
 
 /// A JSON path under construction (`$`, `$.a`, `$.a[0]`, `$["odd key"]`).
