@@ -11,7 +11,7 @@ use graphkit_examples::entity_intel::{
     EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel, RunSummary,
     TodoStatus, run_entity_intel, sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, search};
+use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, ToolCall};
 use serde_json::{Value, json};
 
@@ -37,6 +37,7 @@ fn options(
         resume: false,
         stream: false,
         progress: Progress::new("todos", true),
+        stop: StopSignal::new(),
     }
 }
 

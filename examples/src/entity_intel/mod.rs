@@ -29,7 +29,10 @@ pub use nodes::{
     AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
 };
 pub use offline::OfflineResearchModel;
-pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
+pub use runner::{
+    BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
+    run_entity_intel,
+};
 pub use state::{
     CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
     TodoBudget,

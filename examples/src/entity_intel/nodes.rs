@@ -33,7 +33,8 @@ pub struct Limits {
     pub max_tool_calls_per_todo: u32,
     /// Model turns without a tool call allowed per todo before it is marked blocked.
     pub max_idle_turns_per_todo: u32,
-    /// Wall time allowed per todo before it is marked blocked (the seed: 5 minutes).
+    /// Working time allowed per todo before it is marked blocked (the seed: 5 minutes).
+    /// Only time a process spent on the todo counts, not time the run was down.
     pub todo_timeout: Duration,
     /// The write-file tool summarizes and resets the conversation when it holds more
     /// messages than this. The seed uses 10 with its own message counting; 6 means "a
@@ -159,12 +160,14 @@ pub async fn research_agent(
     }
 
     let mut budget = state.todo_budget.clone();
+    let session = session_of(&ctx);
     let mut current = state
         .current_todo_id
         .clone()
         .filter(|id| list.get(id).is_some_and(|t| !t.status.is_closed()));
     if let Some(id) = current.clone().filter(|id| *id == budget.todo_id) {
-        let elapsed = Duration::from_millis(u64::try_from(now - budget.started_ms).unwrap_or(0));
+        budget.tick(&session, now);
+        let elapsed = Duration::from_millis(budget.worked_ms);
         let reason = if budget.tool_calls >= limits.max_tool_calls_per_todo {
             Some(format!(
                 "stopped after {} tool calls without completing (limit {})",
@@ -221,6 +224,9 @@ pub async fn research_agent(
             tool_calls: 0,
             idle_turns: 0,
             started_ms: now,
+            worked_ms: 0,
+            session: session.clone(),
+            last_tick_ms: now,
         };
         current = Some(next.id);
     }
@@ -281,6 +287,23 @@ pub async fn research_agent(
         }
     }
     Ok(update.todo_budget(budget).messages(message_ops))
+}
+
+/// The session working on the thread: the runner's [`RUN_SESSION_KEY`](super::runner::RUN_SESSION_KEY)
+/// value, else one per process.
+fn session_of(ctx: &NodeContext) -> String {
+    static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ctx.config()
+        .value(super::runner::RUN_SESSION_KEY)
+        .and_then(Value::as_str)
+        .map_or_else(
+            || {
+                PROCESS
+                    .get_or_init(|| format!("process-{}-{}", std::process::id(), now_ms()))
+                    .clone()
+            },
+            str::to_owned,
+        )
 }
 
 fn block(list: &TodoList, id: &str, reason: &str) -> TodoItem {

@@ -29,6 +29,13 @@ pub enum ExampleError {
     /// An option of the CLI or of a workflow is not usable.
     #[error("{0}")]
     Usage(String),
+    /// `--resume` cannot continue the run: what is missing is named (the thread, the
+    /// database, its write-ahead log, the run directory).
+    #[error("cannot resume: {0}")]
+    Resume(String),
+    /// The run was stopped by Ctrl-C after its last step was checkpointed.
+    #[error("interrupted")]
+    Interrupted,
     /// A model could not be created or called.
     #[error("model: {0}")]
     Model(#[from] graphkit_llm::LlmError),
