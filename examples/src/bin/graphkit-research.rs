@@ -300,7 +300,7 @@ async fn entity_intel_main(
     };
     let (search, search_name) =
         graphkit_examples::shared::search::choose(corpus.as_deref(), model_choice.is_offline())?;
-    let checkpointer = checkpoint.open_for_run(session.previous_status()).await?;
+    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
 
     session.record_start(
         &checkpoint,
@@ -337,8 +337,7 @@ async fn entity_intel_main(
     let summary = match result {
         Ok(summary) => summary,
         Err(err) => {
-            // The error says what went wrong; a failure to record it must not hide it.
-            let _ = session.record_status(RunStatus::Failed);
+            session.record_failure(&err);
             return Err(err);
         }
     };

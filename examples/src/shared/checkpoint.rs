@@ -122,7 +122,8 @@ impl CheckpointChoice {
     }
 
     /// Opens the checkpointer for a new run (creating the SQLite file), or, with
-    /// `resuming = Some(status)` (the status `run.json` recorded), checks first that the
+    /// `resuming = Some(status)` (the status of the run that last wrote the database, see
+    /// [`RunSession::checkpoint_status`](super::RunSession::checkpoint_status)), checks first that the
     /// run's checkpoints are really there: a missing, empty or truncated SQLite file, or
     /// a missing write-ahead log of a run that was killed, is an error naming the file,
     /// never a fresh database.

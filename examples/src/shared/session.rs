@@ -91,6 +91,7 @@ pub struct RunSession {
     previous: Option<RunManifest>,
     given: GivenOptions,
     options: Map<String, Value>,
+    checkpoint_given: bool,
 }
 
 impl RunSession {
@@ -123,6 +124,7 @@ impl RunSession {
                 previous: Some(previous),
                 given,
                 options: Map::new(),
+                checkpoint_given: false,
             });
         }
         let thread = thread.unwrap_or_else(|| new_thread(workflow));
@@ -141,6 +143,7 @@ impl RunSession {
             previous: None,
             given,
             options: Map::new(),
+            checkpoint_given: false,
         })
     }
 
@@ -162,6 +165,20 @@ impl RunSession {
     /// The status the earlier run recorded (on `--resume`).
     pub fn previous_status(&self) -> Option<RunStatus> {
         self.previous.as_ref().map(|m| m.status)
+    }
+
+    /// What [`CheckpointChoice::open_for_run`] needs to check a resume: `None` for a new
+    /// run; on `--resume`, the status of the run that last wrote the database — the
+    /// recorded status for the run's own backend, `Finished` (nothing known) for a
+    /// backend given with `--checkpoint`.
+    pub fn checkpoint_status(&self) -> Option<RunStatus> {
+        self.previous_status().map(|status| {
+            if self.checkpoint_given {
+                RunStatus::Finished
+            } else {
+                status
+            }
+        })
     }
 
     /// The input the earlier run recorded (on `--resume`).
@@ -207,6 +224,7 @@ impl RunSession {
     /// # Errors
     /// [`ExampleError::Usage`] for an unknown backend or `--resume` with `memory`.
     pub fn checkpoint(&mut self, cli: Option<&str>) -> Result<CheckpointChoice, ExampleError> {
+        self.checkpoint_given = cli.is_some();
         let choice = match (cli, &self.previous) {
             (Some(spec), _) => spec.parse()?,
             (None, Some(previous)) => {
@@ -269,6 +287,16 @@ impl RunSession {
         manifest.status = status;
         manifest.updated_at = rfc3339(now_ms());
         manifest.write(self.dir.path())
+    }
+
+    /// Records that this invocation ended with `error`: a resume that could not start
+    /// (an [`ExampleError::Resume`]) leaves `run.json` as it was; anything else marks
+    /// the run failed. Errors writing `run.json` are ignored: `error` is what to report.
+    pub fn record_failure(&self, error: &ExampleError) {
+        let _ = match (error, &self.previous) {
+            (ExampleError::Resume(_), Some(previous)) => previous.write(self.dir.path()),
+            _ => self.record_status(RunStatus::Failed),
+        };
     }
 
     /// The exact command that continues this run.
