@@ -293,18 +293,28 @@ pub fn slug(name: &str) -> String {
     out.trim_end_matches('_').to_owned()
 }
 
-/// The seed's todo id: `{bundleId}_{entityType}_{entitySlug}_{directionKey}`.
+/// The seed's todo id, as in its examples:
+///
+/// - the bundle's guest (a PERSON whose name is in the bundle id):
+///   `{bundleId}_{directionKey}` — `guest_ilan_sobel_001_roleAffiliationConfirmation`;
+/// - any other entity: `{bundleId}_{entityType}_{entitySlug}_{directionKey}` —
+///   `guest_ilan_sobel_001_biz_bioharvest_businessIdentityOverview`,
+///   `guest_ilan_sobel_001_prod_vinia_productCanonicalIdentity` (another person:
+///   `..._person_{slug}_...`).
 pub fn todo_id(
     bundle_id: &str,
     entity: &EntityDirections,
     direction: &ResearchDirection,
 ) -> String {
-    format!(
-        "{bundle_id}_{}_{}_{}",
-        entity.entity_type.tag(),
-        slug(&entity.name),
-        direction.key
-    )
+    let name = slug(&entity.name);
+    if entity.entity_type == EntityType::Person && bundle_id.contains(&name) {
+        return format!("{bundle_id}_{}", direction.key);
+    }
+    let tag = match entity.entity_type {
+        EntityType::Person => "person",
+        other => other.tag(),
+    };
+    format!("{bundle_id}_{tag}_{name}_{}", direction.key)
 }
 
 /// The suggested output file of a todo, as in the seed's "Output Structure":
@@ -321,6 +331,57 @@ pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn todo_ids_follow_the_seeds_examples() {
+        let direction = |key: &str| ResearchDirection {
+            key: key.into(),
+            objective: "x".into(),
+            priority: Priority::High,
+            fields_to_extract: vec![],
+            acceptance_criteria: vec![],
+            source_priorities: vec![],
+            optional: false,
+        };
+        let entity = |entity_type, name: &str| EntityDirections {
+            entity_type,
+            name: name.into(),
+            directions: vec![],
+        };
+        let bundle = "guest_ilan_sobel_001";
+        let cases = [
+            (
+                EntityType::Person,
+                "Ilan Sobel",
+                "roleAffiliationConfirmation",
+                "guest_ilan_sobel_001_roleAffiliationConfirmation",
+            ),
+            (
+                EntityType::Business,
+                "BioHarvest",
+                "businessIdentityOverview",
+                "guest_ilan_sobel_001_biz_bioharvest_businessIdentityOverview",
+            ),
+            (
+                EntityType::Product,
+                "Vinia",
+                "productCanonicalIdentity",
+                "guest_ilan_sobel_001_prod_vinia_productCanonicalIdentity",
+            ),
+            (
+                EntityType::Person,
+                "Dana Roe",
+                "professionalBackground",
+                "guest_ilan_sobel_001_person_dana_roe_professionalBackground",
+            ),
+        ];
+        for (kind, name, key, expected) in cases {
+            assert_eq!(
+                todo_id(bundle, &entity(kind, name), &direction(key)),
+                expected
+            );
+        }
+    }
 
     #[test]
     fn slug_keeps_letters_and_digits_only() {

@@ -6,7 +6,7 @@ use graphkit_llm::{
 };
 use serde_json::{Value, json};
 
-use super::prompts::{DIRECTIONS_MARKER, SUMMARY_MARKER};
+use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
 use super::todo::{GeneratedTodo, GeneratedTodoList};
 
 /// **Offline stand-in, not a language model.** A deterministic program that plays the
@@ -17,12 +17,13 @@ use super::todo::{GeneratedTodo, GeneratedTodoList};
 ///
 /// - **todo generation** (a request with a response format): it reads the directions in
 ///   the prompt and writes one todo per direction with the seed's id convention;
-/// - **agent turns** (a request with tools): it reads the conversation since the last
-///   context reset and takes the next step of the seed's pattern: `todo_get_next` →
-///   `todo_update(in_progress)` → `web_search` (entity name + direction + fields) →
-///   `web_extract` (the top results) → `todo_update(completed)` and
-///   `agent_write_file` in one turn, with findings taken from the extracted pages
-///   (`Label: value` lines matching the todo's fields, with their source URLs);
+/// - **agent turns** (a request with tools): it reads the current todo from the reminder
+///   (the node already chose it and marked it in progress) and the conversation since
+///   the last context reset, and takes the next step of the seed's pattern:
+///   `web_search` (entity name + direction + fields) → `web_extract` (the top results) →
+///   `todo_update(completed)` and `agent_write_file` in one turn, with findings taken
+///   from the extracted pages (`Label: value` lines, and sentences of prose that state a
+///   field, with their source URLs);
 /// - **summaries** (the summarization prompt): two sentences naming the todo and file.
 ///
 /// Everything it writes comes from the corpus and the todo; nothing is invented. It exists
@@ -181,26 +182,30 @@ fn call(name: &str, args: Value) -> ToolCall {
 }
 
 fn agent_turn(messages: &[Message]) -> AssistantMessage {
-    let results = results_since_reset(messages);
-    // Work on the todo of the latest `todo_get_next` that was not followed by a write.
-    let Some(pos) = results
+    // The node already chose the current todo and marked it in progress; the reminder
+    // (the last user message) carries it.
+    let todo = messages
         .iter()
-        .rposition(|(name, _, _)| *name == "todo_get_next")
-    else {
-        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
-    };
-    let after = &results[pos + 1..];
-    if after
-        .iter()
-        .any(|(name, _, err)| *name == "agent_write_file" && !err)
-    {
-        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
-    }
-    let Ok(todo) = serde_json::from_str::<Value>(results[pos].1) else {
+        .rev()
+        .find(|m| matches!(m, Message::User(_)))
+        .and_then(|m| {
+            m.text()
+                .lines()
+                .find_map(|l| l.strip_prefix(CURRENT_TODO_JSON))
+                .and_then(|json| serde_json::from_str::<Value>(json).ok())
+        });
+    let Some(todo) = todo else {
         return AssistantMessage::text(
             "All todos are complete or blocked; nothing left to research.",
         );
     };
+    // Only the work since the last successful write counts for this todo.
+    let results = results_since_reset(messages);
+    let start = results
+        .iter()
+        .rposition(|(name, _, err)| *name == "agent_write_file" && !err)
+        .map_or(0, |i| i + 1);
+    let after = &results[start..];
     let id = todo["id"].as_str().unwrap_or_default().to_owned();
     let has = |tool: &str| {
         after
@@ -209,15 +214,6 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
             .map(|(_, content, _)| *content)
     };
 
-    if has("todo_update").is_none() {
-        return AssistantMessage::with_tool_calls(
-            "",
-            vec![call(
-                "todo_update",
-                json!({"todo_id": id, "status": "in_progress"}),
-            )],
-        );
-    }
     let Some(search) = has("web_search") else {
         return AssistantMessage::with_tool_calls(
             "",

@@ -60,7 +60,7 @@ pub struct TodoReadArgs {
 pub struct TodoUpdateArgs {
     /// The todo to change.
     pub todo_id: String,
-    /// New status: pending, in_progress, completed or blocked.
+    /// New status: pending, in_progress, completed, blocked, or skipped (optional todos only).
     #[serde(default)]
     pub status: Option<TodoStatus>,
     /// Notes to set (findings, or why it is blocked).
@@ -127,7 +127,8 @@ fn todo_tools() -> Vec<DynTool<S>> {
     );
     let update = tool_fn_with_runtime(
         "todo_update",
-        "Update a todo's status (pending, in_progress, completed, blocked) and/or notes.",
+        "Update a todo's status (pending, in_progress, completed, blocked; skipped for optional todos) and/or notes. \
+         A todo counts as completed only once its file is written with agent_write_file.",
         |args: TodoUpdateArgs, rt: Rt| async move {
             let list = &rt.state().todo_list;
             let Some(todo) = list.get(args.todo_id.trim()) else {
@@ -141,6 +142,15 @@ fn todo_tools() -> Vec<DynTool<S>> {
                     ),
                 });
             };
+            if args.status == Some(TodoStatus::Skipped) && !todo.optional {
+                return Err(ToolError::InvalidArguments {
+                    tool: "todo_update".into(),
+                    message: format!(
+                        "todo `{}` is not optional, so it cannot be skipped; research it, or mark it blocked with notes saying why",
+                        todo.id
+                    ),
+                });
+            }
             if args.status.is_none() && args.notes.is_none() {
                 return Err(ToolError::InvalidArguments {
                     tool: "todo_update".into(),
