@@ -23,7 +23,7 @@ mod tools;
 pub use graph::build_graph;
 pub use input::{
     EntitiesResearchDirections, EntityBundle, EntityDirections, EntityType, Priority,
-    ResearchDirection,
+    ResearchDirection, TypedEntityDirections,
 };
 pub use nodes::{
     AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
