@@ -701,3 +701,39 @@ fn the_reminder_gives_the_current_todo_with_its_candidate_sources_and_the_prompt
     assert!(system.contains("already marked in_progress"), "{system}");
     assert!(!system.contains("Mark it as in_progress"), "{system}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sample_lacks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = r#"{"bundles": [{"bundleId": "guest_tobias_achebe_009", "entities": [
+        {"entityType": "BUSINESS", "name": "Corvane Labs", "directions": [
+          {"key": "fundingHistory", "objective": "Find Corvane Labs' funding rounds and who led them.",
+           "fieldsToExtract": ["rounds", "leadInvestors"]}]}]}]}"#;
+    let input = EntitiesResearchDirections::from_json("funding.json", text).expect("input");
+    let opts = options(
+        dir.path(),
+        Arc::new(OfflineResearchModel::new()),
+        Arc::new(InMemorySaver::new()),
+        "prose",
+    );
+    let summary = run_entity_intel(&input, &opts).await.expect("run");
+    assert!(summary.succeeded(), "{summary:#?}");
+    let found = read_json(
+        &dir.path()
+            .join("guest_tobias_achebe_009/biz_corvane_labs_fundingHistory.json"),
+    );
+    let value = |field: &str| {
+        found["fields"][field]["value"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        value("leadInvestors").contains("Fenbridge Ventures"),
+        "{found:#}"
+    );
+    assert!(
+        value("rounds").contains("Series B") && value("rounds").contains("28 million"),
+        "{found:#}"
+    );
+}
