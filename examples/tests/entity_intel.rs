@@ -29,6 +29,7 @@ fn options(
         summary_model: Arc::clone(&model),
         model,
         search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
+        web: None,
         limits: Limits::default(),
         max_concurrency: 3,
         run_dir: RunDir::create(dir).expect("run dir"),
@@ -151,6 +152,7 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
             search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
             summary_model: model,
             summarize_after_messages: Limits::default().summarize_after_messages,
+            web: None,
         },
         CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
     )
@@ -736,4 +738,37 @@ async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sa
         value("rounds").contains("Series B") && value("rounds").contains("28 million"),
         "{found:#}"
     );
+}
+
+#[test]
+fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
+    use graphkit_examples::entity_intel::{ToolDeps, WebTools, research_tools};
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let deps = |web| ToolDeps {
+        search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
+        summary_model: Arc::clone(&model),
+        summarize_after_messages: 0,
+        web,
+    };
+    let names = |deps: &ToolDeps| -> Vec<String> {
+        research_tools(deps)
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .collect()
+    };
+    let online = names(&deps(Some(WebTools::default())));
+    for tool in [
+        "fetch_url",
+        "site_map",
+        "wikipedia_search",
+        "wikipedia_summary",
+        "web_search",
+    ] {
+        assert!(
+            online.iter().any(|n| n == tool),
+            "{tool} missing from {online:?}"
+        );
+    }
+    let offline = names(&deps(None));
+    assert!(!offline.iter().any(|n| n == "fetch_url"), "{offline:?}");
 }

@@ -503,6 +503,7 @@ async fn a_todo_interrupted_and_resumed_after_longer_than_its_timeout_still_comp
             search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
             summary_model: model,
             summarize_after_messages: limits.summarize_after_messages,
+            web: None,
         },
         CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
     )

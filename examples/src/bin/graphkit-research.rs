@@ -243,6 +243,7 @@ async fn entity_intel_main(
                 )?,
                 summary_model: offline,
                 summarize_after_messages: Limits::default().summarize_after_messages,
+                web: Some(entity_intel::WebTools::default()),
             },
             graphkit::CompileOptions::new(),
         )?;
@@ -321,6 +322,8 @@ async fn entity_intel_main(
         model,
         summary_model,
         search,
+        // Real models get the seed's other web tools; the offline stand-in the corpus only.
+        web: (!model_choice.is_offline()).then(entity_intel::WebTools::default),
         limits,
         max_concurrency,
         run_dir: session.dir().clone(),

@@ -19,6 +19,7 @@ mod runner;
 mod state;
 pub mod todo;
 mod tools;
+mod web_tools;
 
 pub use graph::build_graph;
 pub use input::{
@@ -39,6 +40,7 @@ pub use state::{
 };
 pub use todo::{TodoItem, TodoList, TodoStatus};
 pub use tools::{ToolDeps, research_tools};
+pub use web_tools::{SiteMapArgs, WebTools, same_site_links};
 
 /// The sample input shipped with the crate (`examples/inputs/entity-intel.json`).
 pub fn sample_input_path() -> std::path::PathBuf {

@@ -35,6 +35,8 @@ pub struct EntityIntelOptions {
     pub summary_model: Arc<dyn ChatModel>,
     /// The backend of the search and extract tools.
     pub search: Arc<dyn SearchBackend>,
+    /// The seed's other web tools (page fetch, site map, Wikipedia); `None` offline.
+    pub web: Option<super::web_tools::WebTools>,
     /// Per-todo limits.
     pub limits: Limits,
     /// Bundles researched at once.
@@ -201,6 +203,7 @@ pub async fn run_entity_intel(
             search: Arc::clone(&options.search),
             summary_model: Arc::clone(&options.summary_model),
             summarize_after_messages: options.limits.summarize_after_messages,
+            web: options.web.clone(),
         },
         CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
     )?;

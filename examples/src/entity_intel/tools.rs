@@ -34,8 +34,12 @@ pub struct ToolDeps {
     pub search: Arc<dyn SearchBackend>,
     /// The model that writes checkpoint summaries.
     pub summary_model: Arc<dyn ChatModel>,
-    /// Summarize and reset when the history has more messages than this (the seed: 10).
+    /// Summarize and reset when the history has more messages than this (0: after every
+    /// write, as the seed's text says).
     pub summarize_after_messages: usize,
+    /// The seed's other web tools (page fetch, site map, Wikipedia), for runs on the real
+    /// web; `None` offline.
+    pub web: Option<super::web_tools::WebTools>,
 }
 
 impl std::fmt::Debug for ToolDeps {
@@ -95,6 +99,9 @@ pub struct ReadArgs {
 pub fn research_tools(deps: &ToolDeps) -> Vec<DynTool<S>> {
     let mut tools: Vec<DynTool<S>> = todo_tools();
     tools.extend(search_tools::<S>(Arc::clone(&deps.search)));
+    if let Some(web) = &deps.web {
+        tools.extend(web.tools::<S>());
+    }
     tools.extend(file_tools(deps.clone()));
     tools
 }
