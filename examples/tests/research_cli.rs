@@ -146,6 +146,16 @@ fn resume_with_only_the_thread_finds_a_run_started_with_out_and_a_failed_resume_
     let out = dir.path().join("elsewhere").join("run");
     killed_run(dir.path(), &out, "far", &[]);
 
+    let listed = run(&mut cli(dir.path(), &["runs"]));
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains(&format!(
+            "resume: graphkit-research entity-intel --resume --thread far --out {}",
+            out.display()
+        )),
+        "{listed}"
+    );
+
     let resumed = run(&mut cli(
         dir.path(),
         &["entity-intel", "--quiet", "--resume", "--thread", "far"],

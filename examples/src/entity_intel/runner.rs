@@ -240,6 +240,7 @@ pub async fn run_entity_intel(
         }
     });
     let bundles = futures::future::join_all(runs).await;
+    options.progress.end();
 
     let summary = RunSummary {
         workflow: "entity-intel".into(),

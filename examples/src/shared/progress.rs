@@ -142,8 +142,21 @@ impl Progress {
     /// Ends a group's live bar, leaving its last line.
     pub fn finish(&self, group: &str) {
         let mut groups = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(bar) = groups.0.get_mut(group).and_then(|g| g.bar.take()) {
-            bar.finish();
+        if let Some(entry) = groups.0.get_mut(group) {
+            entry.activity = "ended".to_owned();
+            entry.current.clear();
+            let message = describe(self.unit, group, entry);
+            if let Some(bar) = entry.bar.take() {
+                bar.finish_with_message(message);
+            }
+        }
+    }
+
+    /// Ends the live display (after every group finished), so the next output starts on
+    /// a line of its own.
+    pub fn end(&self) {
+        if self.mode == ProgressMode::Live {
+            let _ = writeln!(std::io::stderr().lock());
         }
     }
 
@@ -174,12 +187,12 @@ impl Progress {
         let entry = groups.0.entry(group.to_owned()).or_default();
         let due = change(entry);
         if let Some(multi) = &self.multi {
-            let message = describe(self.unit, entry);
+            let message = describe(self.unit, group, entry);
             let bar = entry.bar.get_or_insert_with(|| {
                 let bar = multi.add(ProgressBar::new(0));
                 bar.set_style(
                     ProgressStyle::with_template(
-                        "{spinner} [{prefix}] {pos}/{len} {msg} [{elapsed_precise}]",
+                        "{spinner} [{prefix}] {pos}/{len} {wide_msg} [{elapsed_precise}]",
                     )
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                 );
@@ -195,13 +208,18 @@ impl Progress {
     }
 }
 
-fn describe(unit: &str, g: &Group) -> String {
+fn describe(unit: &str, group: &str, g: &Group) -> String {
     let mut parts = vec![unit.to_owned()];
     if g.blocked > 0 {
         parts.push(format!("{} blocked", g.blocked));
     }
     if !g.current.is_empty() {
-        parts.push(g.current.clone());
+        // Todo ids start with the group (the bundle id), already shown as the prefix.
+        let short = g
+            .current
+            .strip_prefix(group)
+            .map_or(g.current.as_str(), |rest| rest.trim_start_matches('_'));
+        parts.push(short.to_owned());
     }
     if !g.activity.is_empty() {
         parts.push(g.activity.clone());
