@@ -304,6 +304,7 @@ fn the_cli_reports_malformed_input_with_the_field_and_exit_code_2() {
     std::fs::write(&bad, r#"{"bundles": [{"bundleId": "b1", "entities": [{"entityType": "ROBOT", "name": "X", "directions": []}]}]}"#)
         .expect("write");
     let out = Process::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
         .args(["entity-intel", "--input"])
         .arg(&bad)
         .arg("--out")
@@ -312,6 +313,10 @@ fn the_cli_reports_malformed_input_with_the_field_and_exit_code_2() {
         .expect("run the CLI");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !dir.path().join("run").exists(),
+        "bad input creates no run directory"
+    );
     assert!(
         stderr.contains("bundles[0].entities[0].entityType"),
         "{stderr}"
@@ -329,6 +334,8 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 
 fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> Process {
     let mut cmd = Process::new(env!("CARGO_BIN_EXE_graphkit-research"));
+    // The default root of runs (graphkit-runs/) goes to the test's directory.
+    cmd.current_dir(run_dir.parent().unwrap_or(run_dir));
     cmd.args([
         "entity-intel",
         "--quiet",

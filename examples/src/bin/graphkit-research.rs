@@ -250,6 +250,16 @@ async fn entity_intel_main(
         println!("{}", graph.draw_mermaid());
         return Ok(Outcome::Finished);
     }
+    // Bad input or a bad model spec is reported before anything is created.
+    let given_input = common
+        .input
+        .as_deref()
+        .map(EntitiesResearchDirections::from_file)
+        .transpose()?;
+    common.model.parse::<ModelChoice>()?;
+    if let Some(spec) = &common.summary_model {
+        spec.parse::<ModelChoice>()?;
+    }
     let mut session = RunSession::begin(RunRequest {
         thread: common.thread.clone(),
         out: common.out.clone(),
@@ -259,8 +269,8 @@ async fn entity_intel_main(
     })?;
 
     // Input: --input, else the run's own (on resume), else the sample.
-    let input = match (&common.input, session.saved_input()) {
-        (Some(path), _) => EntitiesResearchDirections::from_file(path)?,
+    let input = match (given_input, session.saved_input()) {
+        (Some(input), _) => input,
         (None, Some(saved)) => EntitiesResearchDirections::from_json(
             &session.dir().join("run.json").display().to_string(),
             &saved.to_string(),
