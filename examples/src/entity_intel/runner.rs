@@ -411,6 +411,8 @@ async fn drive(
         .map_err(|e| ExampleError::io("create", output_directory, e))?;
 
     let group = bundle.bundle_id.as_str();
+    // The tools the model asked for last: what the `tools` node is running.
+    let mut called_tools = String::new();
     let mut stream = graph.stream_with(
         run_input,
         config,
@@ -453,6 +455,9 @@ async fn drive(
                 if let Some(todo) = plain["current_todo_id"].as_str() {
                     options.progress.current(group, todo);
                 }
+                if let Some(names) = last_tool_calls(&plain) {
+                    called_tools = names;
+                }
                 if options.stream {
                     emit_json_line(
                         &json!({"type": "update", "bundle": group, "node": &*node, "update": plain}),
@@ -464,6 +469,9 @@ async fn drive(
                     let what = match &*task.node {
                         super::nodes::RESEARCH_AGENT => "research_agent: model call".to_owned(),
                         super::nodes::GENERATE_TODOS => "generate_todos: model call".to_owned(),
+                        graphkit_tools::TOOLS_NODE if !called_tools.is_empty() => {
+                            format!("tools: {called_tools}")
+                        }
                         node => format!("{node} running"),
                     };
                     options.progress.activity(group, &what);
@@ -481,6 +489,18 @@ async fn drive(
             bundle.bundle_id
         ))
     })
+}
+
+/// The names of the tool calls of the last assistant message in a plain update
+/// (`web_search, web_extract`), if it has any.
+fn last_tool_calls(plain: &Value) -> Option<String> {
+    let last = plain["messages"].as_array()?.last()?;
+    let names: Vec<&str> = last["tool_calls"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
 }
 
 fn report(progress: &Progress, bundle: &str, event: &Value) {

@@ -26,7 +26,7 @@ pub enum ProgressMode {
 /// Progress of a run, shared by its tasks (clones share everything).
 ///
 /// ```text
-/// ⠋ [guest_mara_lindqvist_001] 3/5 todos · guest_..._professionalBackground · research_agent: model call · 9 model calls, 4.1k tokens [00:00:42]
+/// ⠋ [guest_mara_lindqvist_001] 3/5 todos · tools: web_search · 9 model calls, 4.1k tokens · biz_halvard_biosciences_businessHistory [00:00:42]
 /// ```
 #[derive(Debug, Clone)]
 pub struct Progress {
@@ -209,17 +209,10 @@ impl Progress {
 }
 
 fn describe(unit: &str, group: &str, g: &Group) -> String {
+    // Short facts first: a narrow terminal cuts the end (the todo id).
     let mut parts = vec![unit.to_owned()];
     if g.blocked > 0 {
         parts.push(format!("{} blocked", g.blocked));
-    }
-    if !g.current.is_empty() {
-        // Todo ids start with the group (the bundle id), already shown as the prefix.
-        let short = g
-            .current
-            .strip_prefix(group)
-            .map_or(g.current.as_str(), |rest| rest.trim_start_matches('_'));
-        parts.push(short.to_owned());
     }
     if !g.activity.is_empty() {
         parts.push(g.activity.clone());
@@ -233,5 +226,13 @@ fn describe(unit: &str, group: &str, g: &Group) -> String {
             g.tokens.to_string()
         }
     ));
+    if !g.current.is_empty() {
+        // Todo ids start with the group (the bundle id), already shown as the prefix.
+        let short = g
+            .current
+            .strip_prefix(group)
+            .map_or(g.current.as_str(), |rest| rest.trim_start_matches('_'));
+        parts.push(short.to_owned());
+    }
     parts.join(" · ")
 }
