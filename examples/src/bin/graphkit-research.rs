@@ -173,49 +173,15 @@ fn main() -> ExitCode {
             Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));
-                Ok(Outcome::Finished)
+                Ok(RunStatus::Finished)
             }
         }
     });
     match result {
-        Ok(outcome) => outcome.exit_code(),
+        Ok(status) => ExitCode::from(status.exit_code()),
         Err(err) => {
             eprintln!("error: {err}");
-            match err {
-                ExampleError::Usage(_) | ExampleError::Input { .. } | ExampleError::Resume(_) => {
-                    ExitCode::from(2)
-                }
-                _ => ExitCode::from(1),
-            }
-        }
-    }
-}
-
-/// How a workflow run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    /// Every unit finished (exit 0).
-    Finished,
-    /// A unit failed (exit 1).
-    Failed,
-    /// Stopped by Ctrl-C after a checkpoint (exit 130, as a shell reports SIGINT).
-    Interrupted,
-}
-
-impl Outcome {
-    fn exit_code(self) -> ExitCode {
-        match self {
-            Self::Finished => ExitCode::SUCCESS,
-            Self::Failed => ExitCode::from(1),
-            Self::Interrupted => ExitCode::from(130),
-        }
-    }
-
-    fn status(self) -> RunStatus {
-        match self {
-            Self::Finished => RunStatus::Finished,
-            Self::Failed => RunStatus::Failed,
-            Self::Interrupted => RunStatus::Interrupted,
+            ExitCode::from(err.exit_code())
         }
     }
 }
@@ -223,11 +189,11 @@ impl Outcome {
 async fn entity_intel_main(
     args: EntityIntelArgs,
     matches: &ArgMatches,
-) -> Result<Outcome, ExampleError> {
+) -> Result<RunStatus, ExampleError> {
     let common = args.common;
     if common.print_input_schema {
         println!("{}", EntitiesResearchDirections::schema_json());
-        return Ok(Outcome::Finished);
+        return Ok(RunStatus::Finished);
     }
     if common.print_graph {
         let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
@@ -248,7 +214,7 @@ async fn entity_intel_main(
             graphkit::CompileOptions::new(),
         )?;
         println!("{}", graph.draw_mermaid());
-        return Ok(Outcome::Finished);
+        return Ok(RunStatus::Finished);
     }
     // Bad input or a bad model spec is reported before anything is created.
     let given_input = common
@@ -354,35 +320,17 @@ async fn entity_intel_main(
             return Err(err);
         }
     };
-    let outcome = if summary.interrupted() {
-        Outcome::Interrupted
+    let status = if summary.interrupted() {
+        RunStatus::Interrupted
     } else if summary.succeeded() {
-        Outcome::Finished
+        RunStatus::Finished
     } else {
-        Outcome::Failed
+        RunStatus::Failed
     };
-    session.record_status(outcome.status())?;
-    // With --stream, stdout carries JSON lines only: the human summary goes to stderr.
     let text = format!(
         "{}summary: {}\n",
         summary.render(),
         session.dir().join("run_summary.json").display()
     );
-    if common.stream {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    match outcome {
-        Outcome::Finished => {}
-        Outcome::Interrupted => eprintln!(
-            "interrupted; every finished step is checkpointed. Continue with:\n  {}",
-            session.resume_command()
-        ),
-        Outcome::Failed => eprintln!(
-            "some bundles failed; continue with:\n  {}",
-            session.resume_command()
-        ),
-    }
-    Ok(outcome)
+    session.finish(status, &text, common.stream)
 }

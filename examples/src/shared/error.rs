@@ -45,6 +45,17 @@ pub enum ExampleError {
 }
 
 impl ExampleError {
+    /// The process exit code for this error: 2 for bad usage, bad input, or a resume that
+    /// cannot start (the message says what to change); 130 when interrupted; 1 otherwise
+    /// (a backend or model that failed).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Input { .. } | Self::Resume(_) => 2,
+            Self::Interrupted => 130,
+            _ => 1,
+        }
+    }
+
     /// An I/O error about `path`.
     pub fn io(action: &'static str, path: &Path, error: std::io::Error) -> Self {
         Self::Io {

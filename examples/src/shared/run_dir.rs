@@ -122,6 +122,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// The process exit code for a run that ended so: 0 finished, 1 failed (or still
+    /// running), 130 interrupted (as a shell reports SIGINT).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Finished => 0,
+            Self::Failed | Self::Running => 1,
+            Self::Interrupted => 130,
+        }
+    }
+
     /// The status as shown by `graphkit-research runs`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -299,6 +299,39 @@ impl RunSession {
         };
     }
 
+    /// Ends the invocation: records `status` in `run.json`, prints `summary` (to stdout,
+    /// or to stderr with `--stream`, whose stdout carries JSON lines only), and for a
+    /// failed or interrupted run the exact command that continues it. Returns `status`
+    /// (its [`exit_code`](RunStatus::exit_code) is the process's).
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when `run.json` cannot be written.
+    pub fn finish(
+        &self,
+        status: RunStatus,
+        summary: &str,
+        stream: bool,
+    ) -> Result<RunStatus, ExampleError> {
+        self.record_status(status)?;
+        if stream {
+            eprint!("{summary}");
+        } else {
+            print!("{summary}");
+        }
+        match status {
+            RunStatus::Interrupted => eprintln!(
+                "interrupted; every finished step is checkpointed. Continue with:\n  {}",
+                self.resume_command()
+            ),
+            RunStatus::Failed | RunStatus::Running => eprintln!(
+                "some units failed; continue with:\n  {}",
+                self.resume_command()
+            ),
+            RunStatus::Finished => {}
+        }
+        Ok(status)
+    }
+
     /// The exact command that continues this run.
     pub fn resume_command(&self) -> String {
         resume_command(self.workflow, &self.root, &self.thread, self.dir.path())
