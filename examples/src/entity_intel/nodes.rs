@@ -319,13 +319,19 @@ pub async fn research_agent(
     Ok(update.todo_budget(budget).messages(message_ops))
 }
 
-/// `true` when the provider stopped the reply at the token cap (`length` for OpenAI-style
-/// servers, `max_tokens` for Anthropic).
+/// `true` when the provider stopped a tool call at the token cap (`length` for
+/// OpenAI-style servers, `max_tokens` for Anthropic): the reply has tool calls, or text
+/// that is a tool call or JSON in the making. Prose cut short is left as it is.
 fn was_cut_short(reply: &graphkit_llm::AssistantMessage) -> bool {
-    matches!(
+    let cut = matches!(
         reply.finish_reason.as_deref(),
         Some("length" | "max_tokens" | "max_output_tokens")
-    )
+    );
+    let text = reply.content.trim_start();
+    cut && (!reply.tool_calls.is_empty()
+        || text.starts_with('{')
+        || text.starts_with("```")
+        || text.contains("<tool_call>"))
 }
 
 /// Todos marked completed for which no file was recorded.
