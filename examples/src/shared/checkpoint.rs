@@ -268,3 +268,35 @@ impl fmt::Display for CheckpointChoice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_json_keeps_sqlite_paths_relative_and_postgres_urls_without_passwords() {
+        let dir = Path::new("/runs/a");
+        let inside = CheckpointChoice::Sqlite(dir.join("checkpoints.sqlite"));
+        assert_eq!(inside.to_manifest(dir), "sqlite:checkpoints.sqlite");
+        assert_eq!(
+            CheckpointChoice::from_manifest("sqlite:checkpoints.sqlite", Path::new("/moved/b"))
+                .ok(),
+            Some(CheckpointChoice::Sqlite(
+                "/moved/b/checkpoints.sqlite".into()
+            ))
+        );
+        let outside = CheckpointChoice::Sqlite("/data/cp.sqlite".into());
+        assert_eq!(outside.to_manifest(dir), "sqlite:/data/cp.sqlite");
+
+        let pg = CheckpointChoice::Postgres("postgres://app:secret@db:5432/x".into());
+        let recorded = pg.to_manifest(dir);
+        assert_eq!(recorded, "postgres:postgres://app:***@db:5432/x");
+        assert!(CheckpointChoice::from_manifest(&recorded, dir).is_err());
+        let no_password =
+            CheckpointChoice::Postgres("postgres://postgres@127.0.0.1:5432/test".into());
+        assert_eq!(
+            CheckpointChoice::from_manifest(&no_password.to_manifest(dir), dir).ok(),
+            Some(no_password)
+        );
+    }
+}
