@@ -253,6 +253,9 @@ pub async fn run_entity_intel(
         bundles,
     };
     options.run_dir.write_json("run_summary.json", &summary)?;
+    if options.stream {
+        emit_json_line(&json!({"type": "summary", "summary": summary}));
+    }
     Ok(summary)
 }
 
