@@ -459,6 +459,9 @@ fn stream_prints_only_json_lines_with_plain_values_on_stdout() {
         stderr(&out).contains("todos completed"),
         "the summary goes to stderr"
     );
+    let last = lines.last().expect("lines");
+    assert_eq!(last["type"], "summary", "{last}");
+    assert_eq!(last["summary"]["bundles"].as_array().map(Vec::len), Some(3));
 }
 
 #[test]
