@@ -76,7 +76,7 @@ fn todo_files(run: &Path) -> Vec<PathBuf> {
 fn killed_run(cwd: &Path, out: &Path, thread: &str, extra: &[&str]) {
     let mut child = cli(
         cwd,
-        &["entity-intel", "--quiet", "--offline-delay-ms", "20"],
+        &["entity-intel", "--quiet", "--offline-delay-ms", "50"],
     )
     .args(["--max-concurrency", "1", "--thread", thread])
     .arg("--out")
@@ -388,7 +388,7 @@ fn ctrl_c_checkpoints_exits_non_zero_and_prints_the_exact_resume_command() {
     let out = dir.path().join("sigint");
     let child = cli(
         dir.path(),
-        &["entity-intel", "--quiet", "--offline-delay-ms", "20"],
+        &["entity-intel", "--quiet", "--offline-delay-ms", "100"],
     )
     .args(["--max-concurrency", "1", "--thread", "sigint", "--out"])
     .arg(&out)
@@ -419,8 +419,9 @@ fn ctrl_c_checkpoints_exits_non_zero_and_prints_the_exact_resume_command() {
     );
     assert_eq!(read_json(&out.join("run.json"))["status"], "interrupted");
 
+    // The printed command, plus an option given now (it wins over run.json's delay).
     let args: Vec<&str> = command.split(' ').skip(1).collect();
-    let resumed = run(&mut cli(dir.path(), &args));
+    let resumed = run(cli(dir.path(), &args).args(["--offline-delay-ms", "0"]));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     all_todos_completed(&out);
 }
