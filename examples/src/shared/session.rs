@@ -82,6 +82,26 @@ impl RunRequest {
 }
 
 /// One invocation of a workflow: a new run, or the continuation of one.
+///
+/// ```
+/// use graphkit_examples::shared::{RunRequest, RunSession, RunStatus};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let root = tempfile::tempdir()?;
+/// let mut session = RunSession::begin(RunRequest {
+///     root: root.path().into(),
+///     thread: Some("t1".into()),
+///     ..RunRequest::new("due-diligence")
+/// })?;
+/// let max_depth: u32 = session.option("max_depth", 3)?; // run.json's value on --resume
+/// let checkpoint = session.checkpoint(None)?; // sqlite:<run dir>/checkpoints.sqlite
+/// session.record_start(&checkpoint, serde_json::json!({"topic": "x"}))?;
+/// // ... run the graph, with a StopSignal for Ctrl-C ...
+/// session.record_status(RunStatus::Interrupted)?;
+/// assert_eq!(max_depth, 3);
+/// assert_eq!(session.resume_command(), "graphkit-research due-diligence --resume --thread t1");
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct RunSession {
     workflow: &'static str,
