@@ -259,6 +259,9 @@ pub async fn run_entity_intel(
     Ok(summary)
 }
 
+/// How often plain progress says what is still running (a slow model call).
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The [`RunConfig`] value naming one process's continuous stretch of work on a thread
 /// (one graph invocation). The per-todo timeout counts time only within a session, so
 /// time spent down between a kill and a resume is not time spent working.
@@ -426,11 +429,17 @@ async fn drive(
             StreamMode::Checkpoints,
         ],
     );
+    let mut heartbeat =
+        tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     loop {
         // A stop request is honoured at the next checkpoint: the step in progress is saved.
         let event = tokio::select! {
             event = stream.next() => event,
             () = options.stop.requested(), if !options.stop.is_requested() => continue,
+            _ = heartbeat.tick() => {
+                options.progress.heartbeat(group);
+                continue;
+            }
         };
         let Some(event) = event else { break };
         let event = match event {

@@ -52,6 +52,7 @@ struct Group {
     total: usize,
     current: String,
     activity: String,
+    activity_since: Option<std::time::Instant>,
     model_calls: u64,
     tokens: u64,
     bar: Option<ProgressBar>,
@@ -125,8 +126,29 @@ impl Progress {
     pub fn activity(&self, group: &str, what: &str) {
         self.update(group, |g| {
             g.activity = what.to_owned();
+            g.activity_since = Some(std::time::Instant::now());
             false
         });
+    }
+
+    /// In line mode, a line saying what is still running and for how long (call it every
+    /// few seconds while a group works, so a slow model shows activity in logs too); the
+    /// live bar ticks on its own, and quiet prints nothing.
+    pub fn heartbeat(&self, group: &str) {
+        if self.mode != ProgressMode::Lines {
+            return;
+        }
+        let line = {
+            let groups = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            groups.0.get(group).and_then(|g| {
+                let since = g.activity_since?.elapsed().as_secs();
+                (!g.activity.is_empty())
+                    .then(|| format!("still working: {} ({since} s)", g.activity))
+            })
+        };
+        if let Some(line) = line {
+            let _ = writeln!(std::io::stderr().lock(), "[{group}] {line}");
+        }
     }
 
     /// Adds model calls and tokens to a group's totals (shown on the live bar and in the
