@@ -3,7 +3,8 @@
 //! The tool layer of graphkit: the [`Tool`] trait and tools made from async fns
 //! ([`tool_fn`], [`tool_fn_with_runtime`]); the [`ToolNode`] that runs the tool calls of
 //! the last assistant message and merges their state updates; the [`tools_condition`]
-//! router; a prebuilt [`ReactAgent`]; prebuilt tools (sandboxed files, a todo list kept in
+//! router; a prebuilt [`ReactAgent`] and [`Supervisor`] (a model delegating to worker
+//! graphs through handoff tools); [`GraphTool`], a compiled graph as a tool; prebuilt tools (sandboxed files, a todo list kept in
 //! the graph state, think, web search, URL fetch, Wikipedia, arXiv); and an MCP client.
 //!
 //! Graph states are your own structs: implement [`MessagesState`] (one line with
@@ -40,21 +41,25 @@ mod agent;
 
 mod error;
 mod function;
+mod graph_tool;
 
 pub mod mcp;
 mod node;
 pub mod prebuilt;
 mod state;
+mod supervisor;
 mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
 pub use error::{Result, ToolError};
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
+pub use graph_tool::{GraphTool, reply_with_last_message};
 pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
 pub use prebuilt::fs::SandboxedFs;
 pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
+pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
 
 /// Re-exports used by [`messages_state!`]. Not public API.
