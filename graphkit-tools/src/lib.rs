@@ -35,7 +35,8 @@
 //! # Ok::<(), graphkit::Error>(()) }).unwrap();
 //! ```
 //!
-//! The guide page `docs/tools.md` explains each part.
+//! The guide page `docs/tools.md` explains each part; `docs/supervisor.md` and
+//! `docs/agent-as-tool.md` cover the supervisor and graphs as tools.
 
 mod agent;
 
@@ -61,6 +62,16 @@ pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, to
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
+
+/// docs/supervisor.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/supervisor.md")]
+pub struct SupervisorDoctests;
+
+/// docs/agent-as-tool.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/agent-as-tool.md")]
+pub struct AgentAsToolDoctests;
 
 /// Re-exports used by [`messages_state!`]. Not public API.
 #[doc(hidden)]
