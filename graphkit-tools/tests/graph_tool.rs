@@ -3,6 +3,8 @@
 //!
 //! The models here are test doubles (`ScriptedModel`) that replay fixed replies.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -4,6 +4,8 @@
 //! Every model here is a test double (`FunctionModel`): it decides from the conversation,
 //! it does not think.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -526,4 +528,121 @@ async fn a_mapped_worker_gets_its_input_and_maps_its_result_into_the_supervisor_
     assert_eq!(done.topics, ["otters"]);
     let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
     assert!(answers.contains(&"an article about otters"), "{answers:?}");
+}
+
+/// A worker that asks a human before answering.
+fn asking_worker(runs: Arc<AtomicUsize>) -> CompiledGraph<AgentState> {
+    let mut graph = StateGraph::<AgentState>::new();
+    graph
+        .add_node("work", move |ctx: NodeContext| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let answer = ctx.interrupt("publish?")?;
+                Ok::<_, Error>(AgentStateUpdate::new().messages(vec![Message::Assistant(
+                    AssistantMessage::text(format!("human said {answer}")),
+                )]))
+            }
+        })
+        .add_edge(START, "work");
+    graph.compile().unwrap()
+}
+
+#[tokio::test]
+async fn an_interrupt_inside_a_worker_pauses_the_supervisor_and_resumes_at_that_worker() {
+    let (research_runs, writer_runs, boss_calls) = (counter(), counter(), counter());
+    let team = Supervisor::new(
+        boss(vec![vec!["research"], vec!["writer"]], boss_calls.clone()),
+        [
+            Worker::new(
+                "research",
+                "Finds facts.",
+                worker("Paris", research_runs.clone()),
+            ),
+            Worker::new("writer", "Writes.", asking_worker(writer_runs.clone())),
+        ],
+    )
+    .compile_with(CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())))
+    .unwrap();
+    let config = RunConfig::new().thread_id("team-3");
+
+    let paused = team
+        .invoke_with(AgentState::user("go"), config.clone())
+        .await;
+    let Err(Error::Interrupted { interrupts, .. }) = paused else {
+        panic!("expected a pause, got {paused:?}");
+    };
+    assert_eq!(interrupts.len(), 1);
+    assert_eq!(
+        (interrupts[0].node.as_str(), &interrupts[0].payload),
+        ("writer", &json!("publish?"))
+    );
+
+    let done = team
+        .invoke_with(graphkit::Command::resume("yes"), config)
+        .await
+        .unwrap();
+    assert_eq!(research_runs.load(Ordering::SeqCst), 1);
+    assert_eq!(writer_runs.load(Ordering::SeqCst), 2);
+    assert_eq!(boss_calls.load(Ordering::SeqCst), 3);
+    let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
+    assert!(answers.contains(&"human said \"yes\""), "{answers:?}");
+}
+
+#[tokio::test]
+async fn handoffs_beyond_the_limit_are_refused_and_the_supervisor_answers() {
+    let math_runs = counter();
+    let team = Supervisor::new(
+        boss(vec![vec!["math"], vec!["math"], vec!["math"]], counter()),
+        [Worker::new(
+            "math",
+            "Does arithmetic.",
+            worker("42", math_runs.clone()),
+        )],
+    )
+    .max_handoffs(2)
+    .compile()
+    .unwrap();
+    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    assert_eq!(math_runs.load(Ordering::SeqCst), 2);
+    let refusal = done
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Tool(t) if t.is_error => Some(t.content.as_str()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(refusal.contains("limit of 2 delegations"), "{refusal}");
+    assert_eq!(done.messages.last().map(Message::text), Some("done"));
+}
+
+#[tokio::test]
+async fn the_supervisors_own_tools_answer_and_return_to_the_supervisor() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let clock = graphkit_tools::tool_fn("clock", "Tells the time.", |_: NoArgs| async {
+        Ok::<_, graphkit_tools::ToolError>("noon")
+    });
+    let model = FunctionModel::new(|request| {
+        Ok(match request.messages.last() {
+            Some(Message::Tool(t)) => AssistantMessage::text(format!("It is {}.", t.content)),
+            _ => AssistantMessage::with_tool_calls("", vec![ToolCall::new("clock", json!({}))]),
+        })
+    });
+    let math_runs = counter();
+    let team = Supervisor::new(
+        model,
+        [Worker::new(
+            "math",
+            "Does arithmetic.",
+            worker("42", math_runs.clone()),
+        )],
+    )
+    .tools([Arc::new(clock) as graphkit_tools::DynTool<AgentState>])
+    .compile()
+    .unwrap();
+    let done = team.invoke(AgentState::user("time?")).await.unwrap();
+    assert_eq!(math_runs.load(Ordering::SeqCst), 0);
+    assert_eq!(done.messages.last().map(Message::text), Some("It is noon."));
 }
