@@ -4,8 +4,9 @@
 //! ([`tool_fn`], [`tool_fn_with_runtime`]); the [`ToolNode`] that runs the tool calls of
 //! the last assistant message and merges their state updates; the [`tools_condition`]
 //! router; a prebuilt [`ReactAgent`] and [`Supervisor`] (a model delegating to worker
-//! graphs through handoff tools); [`GraphTool`], a compiled graph as a tool; prebuilt tools (sandboxed files, a todo list kept in
-//! the graph state, think, web search, URL fetch, Wikipedia, arXiv); and an MCP client.
+//! graphs through handoff tools); [`GraphTool`], a compiled graph as a tool; prebuilt
+//! tools (sandboxed files, a todo list kept in the graph state, think, web search, URL
+//! fetch, Wikipedia, arXiv); and an MCP client.
 //!
 //! Graph states are your own structs: implement [`MessagesState`] (one line with
 //! [`messages_state!`]) so tools and the agent can find the conversation, or use the

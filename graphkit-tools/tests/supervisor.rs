@@ -646,3 +646,34 @@ async fn the_supervisors_own_tools_answer_and_return_to_the_supervisor() {
     assert_eq!(math_runs.load(Ordering::SeqCst), 0);
     assert_eq!(done.messages.last().map(Message::text), Some("It is noon."));
 }
+
+#[tokio::test]
+async fn a_worker_addressing_a_parent_graph_fails_with_a_clear_error() {
+    let mut rogue = StateGraph::<AgentState>::new();
+    rogue
+        .add_node("work", |_: Arc<AgentState>| async {
+            graphkit::Command::<AgentState>::new()
+                .goto("writer")
+                .to_parent()
+        })
+        .add_edge(START, "work");
+    let team = Supervisor::new(
+        boss(vec![vec!["rogue"]], counter()),
+        [Worker::new(
+            "rogue",
+            "Misbehaves.",
+            rogue.compile().unwrap(),
+        )],
+    )
+    .compile()
+    .unwrap();
+    let err = team.invoke(AgentState::user("go")).await.unwrap_err();
+    let message = format!(
+        "{err}: {:?}",
+        std::error::Error::source(&err).map(ToString::to_string)
+    );
+    assert!(
+        message.contains("cannot address a parent graph"),
+        "{message}"
+    );
+}

@@ -107,7 +107,8 @@ impl<S: MessagesState> RunWorker<S> for SharedState<S> {
                 ctx,
                 None,
             )
-            .await?;
+            .await
+            .map_err(no_parent_command)?;
         Ok(WorkerResult {
             added: added_messages(state.messages(), done.messages()),
             update: None,
@@ -131,11 +132,24 @@ impl<S: MessagesState, C: MessagesState> RunWorker<S> for Mapped<S, C> {
         let done = self
             .graph
             .invoke_in_task(C::default(), RunInput::Update(input), ctx, None)
-            .await?;
+            .await
+            .map_err(no_parent_command)?;
         Ok(WorkerResult {
             added: added_messages(state.messages(), done.messages()),
             update: Some((self.output)(&done)),
         })
+    }
+}
+
+/// A worker's `Command::to_parent()` would address whatever runs the supervisor, not the
+/// supervisor: refuse it clearly.
+fn no_parent_command(error: Error) -> Error {
+    match error {
+        Error::ParentCommand { node, .. } => Error::NoParentGraph {
+            node,
+            reason: "a supervisor's worker cannot address a parent graph; end the worker and let the supervisor route",
+        },
+        other => other,
     }
 }
 
