@@ -322,3 +322,53 @@ async fn an_agent_can_be_a_tool_answering_with_its_last_message() {
         .unwrap();
     assert!(matches!(out, ToolOutput::Content(text) if text == "Paris"));
 }
+
+#[tokio::test]
+async fn parallel_calls_of_one_graph_tool_stream_under_their_own_call_namespaces() {
+    let model = ScriptedModel::new([
+        AssistantMessage::with_tool_calls(
+            "",
+            vec![
+                ToolCall::new("count_words", json!({"text": "a"})).with_id("call_1"),
+                ToolCall::new("count_words", json!({"text": "b c"})).with_id("call_2"),
+            ],
+        ),
+        AssistantMessage::text("ok"),
+    ]);
+    let agent = ReactAgent::<AgentState>::new(
+        model,
+        [count_tool(counter(
+            Arc::new(AtomicUsize::new(0)),
+            false,
+            false,
+        ))],
+    )
+    .compile()
+    .unwrap();
+    let mut events = agent.stream_with(
+        AgentState::user("count"),
+        RunConfig::new(),
+        StreamMode::Custom,
+    );
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        let event = event.unwrap();
+        if let StreamPayload::Custom { payload, .. } = event.payload {
+            seen.push((event.namespace.join("/"), payload["counting"].to_string()));
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("tools:2/count_words:call_1".to_owned(), r#""a""#.to_owned()),
+            (
+                "tools:2/count_words:call_2".to_owned(),
+                r#""b c""#.to_owned()
+            ),
+        ]
+    );
+    let done = events.into_final_state().unwrap();
+    let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
+    assert_eq!(answers[2..4], ["1 words", "2 words"]);
+}
