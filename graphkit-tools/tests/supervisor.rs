@@ -677,3 +677,25 @@ async fn a_worker_addressing_a_parent_graph_fails_with_a_clear_error() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn parallel_handoffs_count_towards_the_limit_in_call_order() {
+    let (math_runs, research_runs) = (counter(), counter());
+    let team = Supervisor::new(
+        boss(vec![vec!["math", "research"]], counter()),
+        [
+            Worker::new("math", "Does arithmetic.", worker("42", math_runs.clone())),
+            Worker::new(
+                "research",
+                "Finds facts.",
+                worker("Paris", research_runs.clone()),
+            ),
+        ],
+    )
+    .max_handoffs(1)
+    .compile()
+    .unwrap();
+    team.invoke(AgentState::user("go")).await.unwrap();
+    assert_eq!(math_runs.load(Ordering::SeqCst), 1);
+    assert_eq!(research_runs.load(Ordering::SeqCst), 0);
+}

@@ -52,27 +52,28 @@ pub(crate) struct HandoffTool {
 impl HandoffTool {
     /// Why this call may not hand off, if it may not.
     fn refusal(&self, history: &[Message], call_id: &str) -> Option<String> {
-        let done = successful_handoffs_this_turn(history, &self.rules.names);
-        if done >= self.rules.max_handoffs {
-            return Some(format!(
-                "refused: the limit of {} delegations for this user turn is reached; answer the user with what the workers found",
-                self.rules.max_handoffs
-            ));
-        }
-        if !self.rules.one_per_turn {
-            return None;
-        }
-        let Some(Message::Assistant(asked)) = history.last() else {
-            return None;
+        // The handoffs asked before this one in the same reply (parallel calls all see
+        // the same snapshot, so they are counted here, in call order).
+        let earlier: Vec<&ToolCall> = match history.last() {
+            Some(Message::Assistant(asked)) => asked
+                .tool_calls
+                .iter()
+                .take_while(|c| c.id != call_id)
+                .filter(|c| self.rules.names.contains(&c.name))
+                .collect(),
+            _ => Vec::new(),
         };
-        let first = asked
-            .tool_calls
-            .iter()
-            .find(|c| self.rules.names.contains(&c.name))?;
-        (first.id != call_id).then(|| {
-            format!(
+        if let (true, Some(first)) = (self.rules.one_per_turn, earlier.first()) {
+            return Some(format!(
                 "refused: only one worker per turn, and this turn already calls `{}`. Wait for that worker's answer, then call `{}` in a later turn if it is still needed",
                 first.name, self.name
+            ));
+        }
+        let done = successful_handoffs_this_turn(history, &self.rules.names);
+        (done + earlier.len() >= self.rules.max_handoffs).then(|| {
+            format!(
+                "refused: the limit of {} delegations for this user turn is reached; answer the user with what the workers found",
+                self.rules.max_handoffs
             )
         })
     }
