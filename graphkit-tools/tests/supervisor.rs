@@ -699,3 +699,54 @@ async fn parallel_handoffs_count_towards_the_limit_in_call_order() {
     assert_eq!(math_runs.load(Ordering::SeqCst), 1);
     assert_eq!(research_runs.load(Ordering::SeqCst), 0);
 }
+
+/// Test double: calls `handoff` until the conversation has its answer, then says `answer`.
+fn delegate_once(handoff: &'static str, answer: &'static str) -> FunctionModel {
+    FunctionModel::new(move |request| {
+        let handed_off = request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool(t) if t.name.as_deref() == Some(handoff)));
+        Ok(if handed_off {
+            AssistantMessage::text(answer)
+        } else {
+            AssistantMessage::with_tool_calls("", vec![ToolCall::new(handoff, json!({}))])
+        })
+    })
+}
+
+#[tokio::test]
+async fn a_supervisor_can_be_a_worker_of_another_supervisor() {
+    let math_runs = counter();
+    let team = Supervisor::new(
+        delegate_once("transfer_to_math", "team says 42"),
+        [Worker::new(
+            "math",
+            "Does arithmetic.",
+            worker("42", math_runs.clone()),
+        )],
+    )
+    .compile()
+    .unwrap();
+    let top = Supervisor::new(
+        delegate_once("transfer_to_team", "done"),
+        [Worker::new("team", "A team with a mathematician.", team)],
+    )
+    .compile()
+    .unwrap();
+    let mut events = top.stream_with(
+        AgentState::user("go"),
+        RunConfig::new().subgraphs(true),
+        StreamMode::Custom,
+    );
+    let mut namespaces = Vec::new();
+    while let Some(event) = events.next().await {
+        namespaces.push(event.unwrap().namespace.join("/"));
+    }
+    assert_eq!(namespaces, ["team:3/math:3"]);
+    let done = events.into_final_state().unwrap();
+    assert_eq!(math_runs.load(Ordering::SeqCst), 1);
+    let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
+    assert!(answers.contains(&"team says 42"), "{answers:?}");
+    assert_eq!(answers.last(), Some(&"done"));
+}
