@@ -108,18 +108,33 @@ pub enum LlmError {
         raw: String,
     },
 
-    /// The model's structured output did not parse into the requested type, even after one
-    /// retry that showed the model the error.
+    /// The model's structured output was still not accepted after every retry: it did not
+    /// parse, broke the schema, or failed a validator (see
+    /// [`StructuredModel`](crate::StructuredModel)).
     #[error(
-        "the model's reply does not match the schema of {type_name} ({error}); raw reply: {raw}"
+        "the model's reply does not match the schema of {type_name} after {attempts} attempt(s) ({error}); \
+         raise `retries`, make the prompt or the validators clearer, or use a stronger model; raw reply: {}",
+        shorten(.raw)
     )]
     StructuredOutput {
         /// The Rust type that was requested.
         type_name: &'static str,
-        /// The last parse or validation error.
+        /// The last problem found: a parse error, schema violations, or validator messages.
         error: String,
         /// The model's last raw reply.
         raw: String,
+        /// How many replies were asked for in all (the retries plus one).
+        attempts: usize,
+    },
+
+    /// A [`StandInModel`](crate::StandInModel) (an offline test double) got a request it
+    /// has no handler for, or its handler answered in a way the request does not allow.
+    #[error("StandInModel {model:?}: {problem}")]
+    StandIn {
+        /// The stand-in's name.
+        model: String,
+        /// What went wrong and what to add or change.
+        problem: String,
     },
 
     /// A [`ScriptedModel`](crate::ScriptedModel) was called more times than it has replies.

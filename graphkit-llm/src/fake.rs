@@ -25,6 +25,18 @@ impl From<String> for AssistantMessage {
     }
 }
 
+impl From<ToolCall> for AssistantMessage {
+    fn from(call: ToolCall) -> Self {
+        Self::with_tool_calls("", vec![call])
+    }
+}
+
+impl From<Vec<ToolCall>> for AssistantMessage {
+    fn from(calls: Vec<ToolCall>) -> Self {
+        Self::with_tool_calls("", calls)
+    }
+}
+
 /// **Test double.** A model that returns replies from a queue, in order, and records the
 /// requests it received.
 ///

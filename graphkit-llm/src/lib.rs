@@ -4,7 +4,13 @@
 //! [`ChatModel`] trait with tool calling, streaming and structured output, providers
 //! speaking the real wire protocols (OpenAI chat completions and every OpenAI-compatible
 //! server, Anthropic messages, Ollama), retries and rate limits, usage accounting, and
-//! test doubles ([`ScriptedModel`], [`FunctionModel`]).
+//! test doubles ([`ScriptedModel`], [`FunctionModel`], and the offline stand-in harness
+//! [`StandInModel`]).
+//!
+//! Structured output ([`ChatModel::with_structured_output`]) checks every reply against
+//! the JSON Schema of the requested type ([`schema`]), runs your validators ([`checks`]
+//! has ready-made ones), retries with the problems shown to the model, and uses OpenAI's
+//! strict mode where it can: see `docs/structured-output.md`.
 //!
 //! ```no_run
 //! use graphkit_llm::{ChatModel, Message, init_chat_model};
@@ -21,6 +27,7 @@
 //! The guide page `docs/llm.md` has the how-tos.
 
 mod accounting;
+pub mod checks;
 mod error;
 mod fake;
 mod graph;
@@ -28,7 +35,9 @@ mod message;
 mod model;
 pub mod providers;
 mod request;
+pub mod schema;
 mod spec;
+mod standin;
 mod stream;
 mod structured;
 mod transport;
@@ -47,6 +56,12 @@ pub use providers::ollama::OllamaModel;
 pub use providers::openai::OpenAiModel;
 pub use request::{CallOptions, ChatRequest, ResponseFormat, ToolChoice, ToolSpec, schema_for};
 pub use spec::{ModelSpec, init_chat_model, init_chat_model_with};
+pub use standin::StandInModel;
 pub use stream::{ChatChunk, ChatStream, MessageAssembler, ToolCallChunk};
-pub use structured::StructuredModel;
+pub use structured::{DEFAULT_RETRIES, StructuredModel};
 pub use transport::ClientOptions;
+
+/// docs/structured-output.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/structured-output.md")]
+pub struct StructuredOutputDoctests;

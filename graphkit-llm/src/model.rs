@@ -118,8 +118,10 @@ pub trait ChatModel: Send + Sync {
     }
 
     /// This model answering with a `T`: the schema of `T` goes to the provider's native
-    /// structured-output mechanism and the reply is parsed (retrying once with the error
-    /// shown to the model).
+    /// structured-output mechanism, and the reply is checked against that schema, parsed,
+    /// and run through any validators, retrying with the problems shown to the model
+    /// ([`DEFAULT_RETRIES`](crate::DEFAULT_RETRIES) times unless
+    /// [`retries`](StructuredModel::retries) says otherwise).
     fn with_structured_output<T: JsonSchema + DeserializeOwned>(self) -> StructuredModel<Self, T>
     where
         Self: Sized,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::message::Message;
+use crate::message::{Message, ToolMessage};
 
 /// One call to a chat model, as providers receive it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -40,6 +40,48 @@ impl ChatRequest {
     pub fn with_options(mut self, options: CallOptions) -> Self {
         self.options = options;
         self
+    }
+
+    /// The text of the last user message, or `""` when there is none.
+    pub fn last_user_text(&self) -> &str {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::User(_)))
+            .map_or("", Message::text)
+    }
+
+    /// Every tool result in the conversation, oldest first.
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolMessage> {
+        self.messages.iter().filter_map(as_tool_result)
+    }
+
+    /// The tool results that answer the latest assistant turn (empty when the conversation
+    /// does not end with tool results).
+    pub fn latest_tool_results(&self) -> impl Iterator<Item = &ToolMessage> {
+        let start = self
+            .messages
+            .iter()
+            .rposition(|m| !matches!(m, Message::Tool(_)))
+            .map_or(0, |i| i + 1);
+        self.messages[start..].iter().filter_map(as_tool_result)
+    }
+
+    /// The names of the tools this request offers, in order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.name.as_str())
+    }
+
+    /// Whether this request offers a tool called `name`.
+    pub fn offers_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+}
+
+fn as_tool_result(message: &Message) -> Option<&ToolMessage> {
+    match message {
+        Message::Tool(t) => Some(t),
+        _ => None,
     }
 }
 
@@ -180,6 +222,12 @@ pub struct ResponseFormat {
     pub description: Option<String>,
     /// The JSON Schema.
     pub schema: Value,
+    /// Whether to ask for OpenAI's strict mode (`"strict": true`, with the schema rewritten
+    /// by [`schema::openai_strict`](crate::schema::openai_strict)). `None` leaves it to the
+    /// provider: the OpenAI API uses strict mode when the schema allows it, OpenAI-compatible
+    /// servers do not. Other providers ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
 }
 
 impl ResponseFormat {
@@ -209,7 +257,15 @@ impl ResponseFormat {
             },
             description,
             schema,
+            strict: None,
         }
+    }
+
+    /// The same format with strict mode forced on (`true`) or off (`false`).
+    #[must_use]
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = Some(strict);
+        self
     }
 }
 
@@ -222,4 +278,42 @@ pub fn schema_for<T: JsonSchema>() -> Value {
         map.remove("title");
     }
     schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{AssistantMessage, ToolCall};
+    use serde_json::json;
+
+    #[test]
+    fn request_helpers_read_the_last_question_the_latest_results_and_the_tools() {
+        let call = ToolCall::new("search", json!({})).with_id("c1");
+        let mut request = ChatRequest::new(vec![
+            Message::system("s"),
+            Message::user("first"),
+            Message::tool_result("old", "stale"),
+            Message::user("second"),
+            Message::from(AssistantMessage::with_tool_calls("", vec![call])),
+            Message::tool_result("c1", "fresh"),
+        ])
+        .with_tools([ToolSpec::new(
+            "search",
+            "Search.",
+            json!({"type": "object"}),
+        )]);
+        assert_eq!(request.last_user_text(), "second");
+        assert_eq!(request.tool_results().count(), 2);
+        let latest: Vec<&str> = request
+            .latest_tool_results()
+            .map(|t| t.content.as_str())
+            .collect();
+        assert_eq!(latest, ["fresh"]);
+        assert_eq!(request.tool_names().collect::<Vec<_>>(), ["search"]);
+        assert!(request.offers_tool("search") && !request.offers_tool("fetch"));
+
+        request.messages.push(Message::user("third"));
+        assert_eq!(request.latest_tool_results().count(), 0);
+        assert_eq!(ChatRequest::default().last_user_text(), "");
+    }
 }

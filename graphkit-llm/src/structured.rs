@@ -1,40 +1,77 @@
-//! Structured output: a model that answers with a typed value.
+//! Structured output: a model that answers with a typed value, checked before it is
+//! accepted and retried with the problem shown to the model.
 
-use std::marker::PhantomData;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::error::{LlmError, Result};
 use crate::message::{AssistantMessage, Message};
 use crate::model::ChatModel;
 use crate::request::{ChatRequest, ResponseFormat};
+use crate::schema::{drop_optional_nulls, validate};
+
+/// How many times [`StructuredModel`] asks again after a reply it cannot accept, unless
+/// [`retries`](StructuredModel::retries) says otherwise: one, so a model gets one chance to
+/// correct itself and a broken one costs two calls, not more.
+pub const DEFAULT_RETRIES: usize = 1;
+
+type Validator<T> = dyn Fn(&T) -> std::result::Result<(), String> + Send + Sync;
 
 /// A model that answers with a `T` (see [`ChatModel::with_structured_output`]).
 ///
-/// The schema of `T` is sent through the provider's native mechanism (OpenAI
-/// `response_format` with `json_schema`, Anthropic forced tool use, Ollama `format`). If
-/// the reply does not parse into `T`, the model is asked once more with the error shown
-/// to it; if that fails too, the error carries the raw reply.
+/// The schema of `T` goes out through the provider's native mechanism (OpenAI
+/// `response_format` with `json_schema` — in strict mode on the OpenAI API, see
+/// [`strict`](Self::strict) —, Anthropic forced tool use, Ollama `format`). Each reply is
+/// accepted only when all of these pass, in order:
+///
+/// 1. it is JSON (a Markdown code fence around it is tolerated);
+/// 2. it matches the JSON Schema of `T` (see [`schema::validate`](crate::schema::validate)),
+///    after `null`s for optional properties are dropped
+///    ([`schema::drop_optional_nulls`](crate::schema::drop_optional_nulls));
+/// 3. it deserializes into `T`;
+/// 4. every validator added with [`validate`](Self::validate) returns `Ok`.
+///
+/// Otherwise the reply and a user message quoting every problem found are added to the
+/// conversation and the model is asked again, up to [`retries`](Self::retries) times
+/// ([`DEFAULT_RETRIES`] unless set). When the last reply fails too, the call ends with
+/// [`LlmError::StructuredOutput`] carrying that reply and its problems.
 ///
 /// ```
-/// use graphkit_llm::{ChatModel, Message, ScriptedModel};
+/// use graphkit_llm::checks::word_range;
+/// use graphkit_llm::{ChatModel, LlmError, Message, ScriptedModel};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
 ///
-/// #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+/// #[derive(Debug, Deserialize, JsonSchema)]
 /// struct Verdict { approved: bool, reason: String }
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let model = ScriptedModel::new([r#"{"approved": true, "reason": "fine"}"#]).with_structured_output::<Verdict>();
-/// let verdict = model.invoke(&[Message::user("Review this.")]).await?;
-/// assert!(verdict.approved);
-/// # Ok::<(), graphkit_llm::LlmError>(()) }).unwrap();
+/// let model = ScriptedModel::new([
+///     r#"{"approved": "yes"}"#,                          // wrong type, missing field
+///     r#"{"approved": true, "reason": "fine"}"#,         // too short for the validator
+///     r#"{"approved": true, "reason": "the tests pass"}"#,
+/// ]);
+/// let judge = model
+///     .clone()
+///     .with_structured_output::<Verdict>()
+///     .retries(2)
+///     .validate(|v| word_range("reason", &v.reason, 3..));
+/// let verdict = judge.invoke(&[Message::user("Review this.")]).await?;
+/// assert_eq!(verdict.reason, "the tests pass");
+/// let second_try = model.requests()[1].messages.last().unwrap().text().to_owned();
+/// assert!(second_try.contains("`$.approved`: expected boolean, found string \"yes\""));
+/// assert!(second_try.contains("missing required property `reason`"));
+/// # Ok::<(), LlmError>(()) }).unwrap();
 /// ```
 pub struct StructuredModel<M, T> {
     model: M,
     format: ResponseFormat,
-    output: PhantomData<fn() -> T>,
+    retries: usize,
+    check_schema: bool,
+    validators: Vec<Arc<Validator<T>>>,
 }
 
 impl<M: std::fmt::Debug, T> std::fmt::Debug for StructuredModel<M, T> {
@@ -42,6 +79,10 @@ impl<M: std::fmt::Debug, T> std::fmt::Debug for StructuredModel<M, T> {
         f.debug_struct("StructuredModel")
             .field("model", &self.model)
             .field("format", &self.format.name)
+            .field("strict", &self.format.strict)
+            .field("retries", &self.retries)
+            .field("check_schema", &self.check_schema)
+            .field("validators", &self.validators.len())
             .finish()
     }
 }
@@ -51,7 +92,9 @@ impl<M: Clone, T> Clone for StructuredModel<M, T> {
         Self {
             model: self.model.clone(),
             format: self.format.clone(),
-            output: PhantomData,
+            retries: self.retries,
+            check_schema: self.check_schema,
+            validators: self.validators.clone(),
         }
     }
 }
@@ -61,8 +104,62 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         Self {
             model,
             format: ResponseFormat::for_type::<T>(),
-            output: PhantomData,
+            retries: DEFAULT_RETRIES,
+            check_schema: true,
+            validators: Vec::new(),
         }
+    }
+
+    /// Asks again at most `retries` times after a reply that is not accepted (0: never;
+    /// the model is called at most `retries + 1` times per [`invoke`](Self::invoke)).
+    #[must_use]
+    pub fn retries(mut self, retries: usize) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Adds a check of the parsed value; `Err(message)` rejects the reply and the message
+    /// is shown to the model on the retry. Several validators can be added; every failing
+    /// one is reported at once. [`checks`](crate::checks) has ready-made ones.
+    ///
+    /// ```
+    /// # use graphkit_llm::{ChatModel, ScriptedModel, checks::{non_empty, required_headings}};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// # struct Report { body: String, sources: Vec<String> }
+    /// let writer = ScriptedModel::new(["{}"])
+    ///     .with_structured_output::<Report>()
+    ///     .validate(|r| required_headings("body", &r.body, &["Findings", "Sources"]))
+    ///     .validate(|r| non_empty("sources", &r.sources))
+    ///     .validate(|r| if r.sources.iter().all(|s| s.starts_with("http")) { Ok(()) } else {
+    ///         Err("every entry of `sources` must be a URL".into())
+    ///     });
+    /// ```
+    #[must_use]
+    pub fn validate(
+        mut self,
+        check: impl Fn(&T) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.validators.push(Arc::new(check));
+        self
+    }
+
+    /// Forces OpenAI strict mode on (`true`: a schema it cannot express is then an
+    /// [`LlmError::InvalidRequest`]) or off (`false`). Unset, the OpenAI API gets strict
+    /// mode whenever the schema can be rewritten for it (see
+    /// [`schema::openai_strict`](crate::schema::openai_strict)) and OpenAI-compatible
+    /// servers never do. Other providers ignore it.
+    #[must_use]
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.format.strict = Some(strict);
+        self
+    }
+
+    /// Turns the local JSON Schema check (step 2) off or on (it is on by default). Turn it
+    /// off only for a hand-written `JsonSchema` impl whose schema serde does not follow.
+    #[must_use]
+    pub fn schema_validation(mut self, on: bool) -> Self {
+        self.check_schema = on;
+        self
     }
 
     /// The response format sent to the provider.
@@ -70,34 +167,45 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         &self.format
     }
 
-    /// Asks the model and parses its reply into `T`.
+    /// How many retries a call may make.
+    pub fn max_retries(&self) -> usize {
+        self.retries
+    }
+
+    /// Asks the model and returns its reply as a `T`, retrying as described on the type.
     pub async fn invoke(&self, messages: &[Message]) -> Result<T> {
         self.invoke_with_raw(messages).await.map(|(value, _)| value)
     }
 
-    /// Like [`invoke`](Self::invoke), also returning the raw reply (for usage and tracing).
+    /// Like [`invoke`](Self::invoke), also returning the accepted raw reply (for usage and
+    /// tracing).
     pub async fn invoke_with_raw(&self, messages: &[Message]) -> Result<(T, AssistantMessage)> {
         let mut conversation = messages.to_vec();
-        let first = self.ask(&conversation).await?;
-        let error = match parse_reply::<T>(&first.content) {
-            Ok(value) => return Ok((value, first)),
-            Err(error) => error,
-        };
-        tracing::info!(model = self.model.model_name(), %error, "structured output did not parse; asking once more");
-        conversation.push(first.into());
-        conversation.push(Message::user(format!(
-            "Your reply could not be read as the requested JSON: {error}. \
-             Reply again with only a JSON value that matches the schema `{}`.",
-            self.format.name
-        )));
-        let second = self.ask(&conversation).await?;
-        match parse_reply::<T>(&second.content) {
-            Ok(value) => Ok((value, second)),
-            Err(error) => Err(LlmError::StructuredOutput {
-                type_name: std::any::type_name::<T>(),
-                error,
-                raw: second.content,
-            }),
+        let mut attempts = 0;
+        loop {
+            let reply = self.ask(&conversation).await?;
+            attempts += 1;
+            let problems = match self.accept(&reply.content) {
+                Ok(value) => return Ok((value, reply)),
+                Err(problems) => problems,
+            };
+            if attempts > self.retries {
+                return Err(LlmError::StructuredOutput {
+                    type_name: std::any::type_name::<T>(),
+                    error: problems.join("; "),
+                    raw: reply.content,
+                    attempts,
+                });
+            }
+            tracing::info!(
+                model = self.model.model_name(),
+                format = %self.format.name,
+                attempt = attempts,
+                problems = %problems.join("; "),
+                "structured output not accepted; asking again"
+            );
+            conversation.push(reply.into());
+            conversation.push(Message::user(correction(&self.format.name, &problems)));
         }
     }
 
@@ -106,10 +214,47 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         request.response_format = Some(self.format.clone());
         self.model.invoke_request(request).await
     }
+
+    /// The reply as a `T`, or every problem found (each written for the model).
+    fn accept(&self, content: &str) -> std::result::Result<T, Vec<String>> {
+        let mut value = parse_json(content).map_err(|e| vec![e])?;
+        drop_optional_nulls(&mut value, &self.format.schema);
+        if self.check_schema
+            && let Err(violations) = validate(&value, &self.format.schema)
+        {
+            return Err(violations.iter().map(ToString::to_string).collect());
+        }
+        let parsed: T = serde_json::from_value(value)
+            .map_err(|e| vec![format!("the JSON does not fit the expected shape: {e}")])?;
+        let failed: Vec<String> = self
+            .validators
+            .iter()
+            .filter_map(|check| check(&parsed).err())
+            .collect();
+        if failed.is_empty() {
+            Ok(parsed)
+        } else {
+            Err(failed)
+        }
+    }
 }
 
-/// Parses a reply into `T`, tolerating a Markdown code fence around the JSON.
-fn parse_reply<T: DeserializeOwned>(content: &str) -> std::result::Result<T, String> {
+/// The follow-up message after a rejected reply: every problem, then what to do.
+fn correction(format: &str, problems: &[String]) -> String {
+    let mut text = String::from("Your reply was not accepted:\n");
+    for problem in problems {
+        text.push_str("- ");
+        text.push_str(problem);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "Reply again with only a JSON value that matches the schema `{format}`, with these problems fixed."
+    ));
+    text
+}
+
+/// Parses a reply as JSON, tolerating a Markdown code fence around it.
+fn parse_json(content: &str) -> std::result::Result<Value, String> {
     let text = content.trim();
     let text = text
         .strip_prefix("```json")
@@ -118,32 +263,34 @@ fn parse_reply<T: DeserializeOwned>(content: &str) -> std::result::Result<T, Str
         .unwrap_or(text)
         .trim();
     if text.is_empty() {
-        return Err("the reply is empty".into());
+        return Err("the reply is empty; it must be a JSON value".into());
     }
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    serde_json::from_str(text).map_err(|e| format!("the reply is not valid JSON: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    #[derive(Debug, serde::Deserialize, PartialEq)]
-    struct Point {
-        x: i32,
+    #[test]
+    fn parse_json_accepts_fenced_json_and_names_the_problem() {
+        assert_eq!(parse_json("```json\n{\"x\": 1}\n```"), Ok(json!({"x": 1})));
+        assert_eq!(parse_json(" {\"x\": 2} "), Ok(json!({"x": 2})));
+        let err = parse_json("{\"x\": ").expect_err("truncated");
+        assert!(err.starts_with("the reply is not valid JSON: EOF"), "{err}");
+        assert_eq!(
+            parse_json("  ").expect_err("empty"),
+            "the reply is empty; it must be a JSON value"
+        );
     }
 
     #[test]
-    fn parse_reply_accepts_fenced_json_and_names_the_problem() {
+    fn the_correction_lists_every_problem() {
         assert_eq!(
-            parse_reply::<Point>("```json\n{\"x\": 1}\n```"),
-            Ok(Point { x: 1 })
-        );
-        assert_eq!(parse_reply::<Point>(" {\"x\": 2} "), Ok(Point { x: 2 }));
-        let err = parse_reply::<Point>("{\"y\": 1}").expect_err("missing field");
-        assert!(err.contains("missing field `x`"), "{err}");
-        assert_eq!(
-            parse_reply::<Point>("  ").expect_err("empty"),
-            "the reply is empty"
+            correction("City", &["`$`: a".into(), "`$.b`: c".into()]),
+            "Your reply was not accepted:\n- `$`: a\n- `$.b`: c\n\
+             Reply again with only a JSON value that matches the schema `City`, with these problems fixed."
         );
     }
 }

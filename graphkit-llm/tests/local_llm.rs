@@ -187,6 +187,43 @@ async fn openai_compatible_json_schema_output_parses_into_a_struct() {
     assert!(raw.content.trim_start().starts_with('{'), "{}", raw.content);
 }
 
+/// A note with an optional field and a defaulted list, so strict mode has work to do.
+#[allow(dead_code)] // parsing into the type is the check
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Note {
+    mood: Mood,
+    reason: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[tokio::test]
+async fn a_strict_mode_schema_is_accepted_by_a_real_server_and_replies_are_validated() {
+    let Some(url) = server_url("strict structured output") else {
+        return;
+    };
+    let result = openai(&url)
+        .with_options(deterministic(96))
+        .with_structured_output::<Note>()
+        .strict(true)
+        .retries(1)
+        .validate(|note| {
+            if note.tags.len() <= 5 {
+                Ok(())
+            } else {
+                Err("`tags` must have at most 5 items".into())
+            }
+        })
+        .invoke(&[Message::user("I won the lottery! Describe my mood.")])
+        .await;
+    match result {
+        Ok(note) => assert!(matches!(note.mood, Mood::Happy | Mood::Sad)),
+        // A 135M model may ramble past the validator; then exactly two calls were made.
+        Err(LlmError::StructuredOutput { attempts, .. }) => assert_eq!(attempts, 2),
+        Err(other) => panic!("the server should accept the strict schema: {other}"),
+    }
+}
+
 #[tokio::test]
 async fn openai_compatible_error_reply_is_an_http_error_with_the_servers_message() {
     let Some(url) = server_url("error reply") else {
@@ -197,6 +234,7 @@ async fn openai_compatible_error_reply_is_an_http_error_with_the_servers_message
         name: "broken".into(),
         description: None,
         schema: json!({"type": "nonsense"}),
+        strict: None,
     });
     let err = openai(&url)
         .invoke_request(request)

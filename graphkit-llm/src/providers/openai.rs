@@ -11,7 +11,8 @@ use super::{
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
-use crate::request::{ChatRequest, ToolChoice, ToolSpec};
+use crate::request::{ChatRequest, ResponseFormat, ToolChoice, ToolSpec};
+use crate::schema::openai_strict;
 use crate::stream::{ChatChunk, ChatStream, ToolCallChunk, parse_arguments};
 use crate::transport::{ClientOptions, Transport};
 
@@ -120,8 +121,46 @@ impl OpenAiModel {
         Ok(headers)
     }
 
+    /// The `response_format` field: `json_schema`, in strict mode when the format asks for
+    /// it, or (unset) on the OpenAI API when the schema can be made strict.
+    fn response_format(&self, format: &ResponseFormat) -> Result<Value> {
+        let strict_schema = match format.strict {
+            Some(false) => None,
+            None if self.compatible => None,
+            None => openai_strict(&format.schema)
+                .inspect_err(|reason| {
+                    tracing::debug!(format = %format.name, %reason, "schema cannot use strict mode; sending it without");
+                })
+                .ok(),
+            Some(true) => Some(openai_strict(&format.schema).map_err(|reason| {
+                LlmError::InvalidRequest(format!(
+                    "the schema `{}` cannot be sent in OpenAI strict mode: {reason}; \
+                     turn strict mode off for it (`.strict(false)`) or change the type",
+                    format.name
+                ))
+            })?),
+        };
+        let mut json_schema = json!({"name": format.name});
+        if let Some(description) = &format.description {
+            json_schema["description"] = json!(description);
+        }
+        match strict_schema {
+            Some(schema) => {
+                json_schema["schema"] = schema;
+                json_schema["strict"] = json!(true);
+            }
+            None => json_schema["schema"] = format.schema.clone(),
+        }
+        Ok(json!({"type": "json_schema", "json_schema": json_schema}))
+    }
+
     /// The request body, exactly as sent.
-    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Value {
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::InvalidRequest`] when the request forces strict mode on a schema that
+    /// strict mode cannot express.
+    pub fn request_body(&self, request: &ChatRequest, stream: bool) -> Result<Value> {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.model));
         body.insert(
@@ -158,20 +197,13 @@ impl OpenAiModel {
             body.insert("stop".into(), json!(options.stop));
         }
         if let Some(format) = &request.response_format {
-            let mut schema = json!({"name": format.name, "schema": format.schema});
-            if let Some(description) = &format.description {
-                schema["description"] = json!(description);
-            }
-            body.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": schema}),
-            );
+            body.insert("response_format".into(), self.response_format(format)?);
         }
         if stream {
             body.insert("stream".into(), json!(true));
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        Value::Object(body)
+        Ok(Value::Object(body))
     }
 }
 
@@ -331,7 +363,7 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage> {
-        let body = self.request_body(&request, false);
+        let body = self.request_body(&request, false)?;
         let reply = self
             .transport
             .post_json(&self.url(), &self.headers()?, &body)
@@ -340,7 +372,7 @@ impl ChatModel for OpenAiModel {
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream> {
-        let body = self.request_body(&request, true);
+        let body = self.request_body(&request, true)?;
         let admitted = self
             .transport
             .post_stream(&self.url(), &self.headers()?, &body)
