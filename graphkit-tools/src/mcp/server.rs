@@ -611,7 +611,8 @@ fn decode_arguments<A: DeserializeOwned>(tool: &str, arguments: Value) -> Result
     })
 }
 
-/// Names the arguments an object schema does not declare, unless it allows extra ones.
+/// Names the arguments an object schema does not declare, unless it allows extra ones or
+/// declares more through subschemas (a flattened enum gives `oneOf`, ...).
 fn unexpected_arguments(
     schema: &Map<String, Value>,
     arguments: &Map<String, Value>,
@@ -621,6 +622,18 @@ fn unexpected_arguments(
         schema.get("additionalProperties"),
         None | Some(Value::Bool(false))
     ) {
+        return None;
+    }
+    const MORE_PROPERTIES: [&str; 7] = [
+        "oneOf",
+        "anyOf",
+        "allOf",
+        "$ref",
+        "if",
+        "patternProperties",
+        "dependentSchemas",
+    ];
+    if MORE_PROPERTIES.iter().any(|key| schema.contains_key(*key)) {
         return None;
     }
     let unexpected: Vec<String> = arguments
@@ -677,5 +690,54 @@ fn server_error(server: &str, message: String) -> ToolError {
     ToolError::Mcp {
         server: server.to_owned(),
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn extra_arguments_are_named_with_the_accepted_ones() {
+        let schema = object(json!({"type": "object", "properties": {"a": {}, "b": {}}}));
+        let message = unexpected_arguments(&schema, &object(json!({"a": 1, "zz": 2})));
+        assert_eq!(
+            message.as_deref(),
+            Some("unexpected argument `zz`; the accepted arguments are `a`, `b`")
+        );
+        assert_eq!(
+            unexpected_arguments(&schema, &object(json!({"a": 1}))),
+            None
+        );
+    }
+
+    #[test]
+    fn schemas_that_allow_or_declare_more_properties_accept_extra_arguments() {
+        let open = object(
+            json!({"type": "object", "properties": {"a": {}}, "additionalProperties": true}),
+        );
+        let flattened_enum = object(json!({
+            "type": "object",
+            "properties": {"query": {}},
+            "oneOf": [{"properties": {"exact": {}}}, {"properties": {"distance": {}}}]
+        }));
+        let arguments = object(json!({"query": "x", "exact": true}));
+        assert_eq!(unexpected_arguments(&open, &arguments), None);
+        assert_eq!(unexpected_arguments(&flattened_enum, &arguments), None);
+    }
+
+    #[test]
+    fn tool_names_follow_the_mcp_rule() {
+        assert!(check_tool_name("analyze_events.v2-beta").is_ok());
+        assert!(check_tool_name("").is_err());
+        assert!(check_tool_name("two words").is_err());
+        assert!(check_tool_name(&"x".repeat(129)).is_err());
     }
 }
