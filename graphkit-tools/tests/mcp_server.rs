@@ -245,7 +245,7 @@ async fn served_tools_work_inside_a_graph_through_the_client() {
     let graphkit_tools::ToolOutput::Content(text) = out else {
         panic!("content expected")
     };
-    assert!(text.contains("42"), "{text}");
+    assert_eq!(text, r#"{"result":42}"#, "the JSON once, not twice");
     client.close().await;
 }
 

@@ -481,14 +481,18 @@ impl<S: State> Tool<S> for McpTool {
                 self.info.name, self.client.name, result.text
             )));
         }
-        Ok(ToolOutput::Content(
-            match (&result.structured, result.text.is_empty()) {
-                (Some(structured), true) => structured.to_string(),
-                (Some(structured), false) => {
-                    format!("{}\n\nstructured content: {structured}", result.text)
-                }
-                (None, _) => result.text,
-            },
-        ))
+        Ok(ToolOutput::Content(match &result.structured {
+            None => result.text,
+            Some(structured) if result.text.is_empty() => structured.to_string(),
+            // The text is already the structured content as JSON (as the spec recommends):
+            // once is enough for the model.
+            Some(structured)
+                if serde_json::from_str::<Value>(&result.text).ok().as_ref()
+                    == Some(structured) =>
+            {
+                result.text
+            }
+            Some(structured) => format!("{}\n\nstructured content: {structured}", result.text),
+        }))
     }
 }
