@@ -72,6 +72,9 @@ pub trait State:
 
 /// The item type of a list field (used by generated code to name its update type).
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(merge_by = ...)]` and `#[reducer(capped(...))]` need a `Vec<T>` field, not `{Self}`"
+)]
 pub trait ListField {
     /// The item type.
     type Item;
