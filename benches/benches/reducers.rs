@@ -1,5 +1,6 @@
 //! Reducer throughput through the derived `State::apply` (what the scheduler calls): append,
-//! merge-by-key (on a list of messages and on a map), add and last value, at growing sizes.
+//! merge-by-key (on a list of messages and on a map), merge by a computed key, capped
+//! history, add and last value, at growing sizes.
 //!
 //! `cargo bench -p graphkit-benches --bench reducers`
 #![allow(missing_docs)]
@@ -150,6 +151,118 @@ fn merge_by_key_map(c: &mut Criterion) {
     group.finish();
 }
 
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Fact {
+    kind: String,
+    doi: Option<String>,
+    title: String,
+}
+
+/// Scholar references are keyed by their lower-cased DOI, else their title; notes are not.
+fn reference_key(fact: &Fact) -> Option<String> {
+    (fact.kind == "scholar_reference").then(|| {
+        fact.doi
+            .as_ref()
+            .map_or_else(|| fact.title.to_lowercase(), |doi| doi.to_lowercase())
+    })
+}
+
+fn fold_history(summary: Option<String>, folded: Vec<String>) -> String {
+    let mut summary = summary.unwrap_or_default();
+    summary.push_str(&folded.concat());
+    summary
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Research {
+    #[reducer(merge_by = reference_key)]
+    facts: Vec<Fact>,
+    #[reducer(capped(max = 5, fold = fold_history))]
+    history: Vec<String>,
+}
+
+fn fact(i: usize) -> Fact {
+    Fact {
+        kind: if i.is_multiple_of(2) {
+            "scholar_reference"
+        } else {
+            "note"
+        }
+        .into(),
+        doi: Some(format!("10.1000/{i}")),
+        title: format!("Paper {i}"),
+    }
+}
+
+/// Merge by a computed key: one new reference into `n` facts (the key of every fact is
+/// computed once: O(n)), and `n` facts (half replacing) into `n`; and one entry onto a
+/// history capped at 5 after `n` entries.
+fn merge_by_and_capped(c: &mut Criterion) {
+    let mut group = c.benchmark_group("reducer/merge_by/one_new_reference_into");
+    for n in SIZES {
+        group.throughput(Throughput::Elements(1));
+        let base = Research {
+            facts: (0..n).map(fact).collect(),
+            ..Research::default()
+        };
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_batched(
+                || (base.clone(), ResearchUpdate::new().facts(vec![fact(2 * n)])),
+                |(mut state, update)| {
+                    state.apply_update(update).expect("no last-value fields");
+                    state
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("reducer/merge_by/batch");
+    for n in SIZES {
+        group.throughput(Throughput::Elements(n as u64));
+        let base = Research {
+            facts: (0..n).map(fact).collect(),
+            ..Research::default()
+        };
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_batched(
+                || {
+                    let update = (n / 2..n + n / 2).map(fact).collect::<Vec<_>>();
+                    (base.clone(), ResearchUpdate::new().facts(update))
+                },
+                |(mut state, update)| {
+                    state.apply_update(update).expect("no last-value fields");
+                    state
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("reducer/capped/entries");
+    for n in SIZES {
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, &n| {
+            b.iter_batched(
+                || {
+                    (0..n)
+                        .map(|i| ResearchUpdate::new().history(vec![i.to_string()]))
+                        .collect::<Vec<_>>()
+                },
+                |updates| {
+                    let mut state = Research::default();
+                    for update in updates {
+                        state.apply_update(update).expect("no last-value fields");
+                    }
+                    black_box(state.history.len())
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 /// `n` separate updates of an add field, and of a last-value field (one step each).
 fn add_and_last_value(c: &mut Criterion) {
     for (name, make) in [
@@ -190,6 +303,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = reducers;
     config = config();
-    targets = append, merge_by_key_list, merge_by_key_map, add_and_last_value
+    targets = append, merge_by_key_list, merge_by_key_map, merge_by_and_capped, add_and_last_value
 }
 criterion_main!(reducers);
