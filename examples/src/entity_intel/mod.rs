@@ -31,7 +31,7 @@ pub use nodes::{
 pub use offline::OfflineResearchModel;
 pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
 pub use state::{
-    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
+    CompletedResearch, EntityIntelResearchState, FailedWrite, EntityIntelResearchStateUpdate, ResearchOutput,
     TodoBudget,
 };
 pub use todo::{TodoItem, TodoList, TodoStatus};

@@ -158,6 +158,27 @@ pub async fn research_agent(
         message_ops = KeyedUpdate::replace(messages.clone());
     }
 
+    // A todo marked completed whose output could not be saved is blocked with the reason.
+    for failed in state.unsaved_outputs() {
+        let Some(id) = failed.todo_id.as_deref() else {
+            continue;
+        };
+        if list.get(id).is_some_and(|t| t.status == TodoStatus::Completed) {
+            let reason = format!(
+                "its output {} could not be saved: {}",
+                failed.filename, failed.error
+            );
+            let blocked = block(&list, id, &reason);
+            list.todos
+                .iter_mut()
+                .filter(|t| t.id == id)
+                .for_each(|t| *t = blocked.clone());
+            changed.push(blocked);
+            ctx.writer()
+                .custom(json!({"event": "todo_blocked", "todoId": id, "reason": reason}));
+        }
+    }
+
     let mut budget = state.todo_budget.clone();
     let mut current = state
         .current_todo_id
@@ -338,7 +359,8 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 }
 
 /// `should_continue_or_finalize`: to the tool node when the model called tools; to
-/// `finalize_output` when no todo is open; back to `research_agent` otherwise.
+/// `finalize_output` when no todo is open (and none is completed without its output, which
+/// `research_agent` blocks first); back to `research_agent` otherwise.
 pub fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
         .messages
@@ -346,7 +368,7 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
         .is_some_and(|m| !m.tool_calls().is_empty())
     {
         TOOLS_NODE
-    } else if state.todo_list.open_count() == 0 {
+    } else if state.todo_list.open_count() == 0 && !state.completed_without_output() {
         FINALIZE_OUTPUT
     } else {
         RESEARCH_AGENT

@@ -286,7 +286,19 @@ async fn run_bundle(
     {
         Ok(state) => {
             let list = &state.todo_list;
-            summary.status = "finished".into();
+            let unsaved: Vec<String> = state
+                .unsaved_outputs()
+                .map(|f| format!("{}: {}", f.filename, f.error))
+                .collect();
+            if unsaved.is_empty() {
+                summary.status = "finished".into();
+            } else {
+                summary.error = Some(format!(
+                    "{} research output(s) could not be saved: {}",
+                    unsaved.len(),
+                    unsaved.join("; ")
+                ));
+            }
             summary.total_todos = list.todos.len();
             summary.completed_todos = list.count(TodoStatus::Completed);
             summary.blocked_todos = list.count(TodoStatus::Blocked);

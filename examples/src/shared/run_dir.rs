@@ -66,7 +66,9 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), Exam
     write_text_atomic(path, &text)
 }
 
-/// Writes `text` to `path` through a temporary file and a rename (parents created).
+/// Writes `text` to `path` through a temporary file and a rename (parents created). On
+/// failure `path` keeps its previous content and the temporary file is removed
+/// ([`graphkit_tools::write_atomic`]).
 ///
 /// # Errors
 /// [`ExampleError::Io`] when the file cannot be written.
@@ -74,9 +76,8 @@ pub fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| ExampleError::io("create", dir, e))?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| ExampleError::io("write", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ExampleError::io("rename into", path, e))
+    graphkit_tools::write_atomic(path, text.as_bytes())
+        .map_err(|e| ExampleError::io("write", path, e))
 }
 
 /// `run.json`: what a run was started with, so `--resume` can continue it with the same
