@@ -71,7 +71,7 @@ pub use run::stream::{
 pub use run::thread::StateSnapshot;
 pub use state::{
     Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, KeyedVec, LastValue, ListOp,
-    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites,
+    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).

@@ -20,7 +20,7 @@ pub use append::{Append, AppendUpdate, ListOp};
 pub use keyed::Keyed;
 pub use keyed_vec::KeyedVec;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
-pub use reducer::{Add, LastValue, Reducer};
+pub use reducer::{Add, LastValue, Reducer, Summable};
 
 use crate::error::Error;
 
