@@ -2,6 +2,8 @@
 //! and back. They share the transport (reliability) and the stream framing here.
 
 pub mod anthropic;
+#[cfg(test)]
+mod fuzz;
 pub mod ollama;
 pub mod openai;
 
