@@ -162,3 +162,15 @@ async fn writes_racing_a_link_swapper_never_land_outside() {
         .collect();
     assert!(leaked.is_empty(), "files written outside: {leaked:?}");
 }
+
+#[test]
+fn a_corpus_folder_with_self_links_is_indexed_once_instead_of_hanging() {
+    use graphkit_tools::prebuilt::search::LocalCorpus;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("docs")).unwrap();
+    std::fs::write(dir.path().join("docs/a.md"), "# Alpha\nalpha text").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("docs"), dir.path().join("docs/self")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("docs/up")).unwrap();
+    let corpus = LocalCorpus::open(dir.path()).unwrap();
+    assert_eq!(corpus.len(), 1);
+}
