@@ -141,7 +141,7 @@ async fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("error: {err}");
-            ExitCode::from(2)
+            ExitCode::from(err.exit_code())
         }
     }
 }

@@ -38,6 +38,16 @@ pub enum ExampleError {
 }
 
 impl ExampleError {
+    /// The process exit code for this error: 2 for bad usage or bad input (the command
+    /// line must change), 1 for everything else (a backend that cannot be reached, an I/O
+    /// or model failure: the same command may work later).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Input { .. } => 2,
+            _ => 1,
+        }
+    }
+
     /// An I/O error about `path`.
     pub fn io(action: &'static str, path: &Path, error: std::io::Error) -> Self {
         Self::Io {
