@@ -108,3 +108,29 @@ async fn an_output_that_cannot_be_saved_blocks_its_todo_and_fails_the_bundle() {
         .collect();
     assert_eq!(names, ["research_complete.json"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn temporary_files_left_by_a_killed_process_are_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut input = EntitiesResearchDirections::from_file(&sample_input_path()).expect("sample");
+    input.bundles.truncate(1);
+    input.bundles[0].entities.truncate(1);
+    input.bundles[0].entities[0].directions.truncate(1);
+    let bundle_dir = dir.path().join(&input.bundles[0].bundle_id);
+    std::fs::create_dir_all(&bundle_dir).expect("bundle dir");
+    // What a process killed mid-write leaves (no process has pid u32::MAX).
+    std::fs::write(dir.path().join("run_summary.tmp-4294967295"), "{").expect("write");
+    std::fs::write(bundle_dir.join(".a.json.tmp-4294967295-0"), "{").expect("write");
+    let model = Arc::new(graphkit_examples::entity_intel::OfflineResearchModel::new());
+    let summary = run_entity_intel(&input, &options(dir.path(), model))
+        .await
+        .expect("run");
+    assert!(summary.succeeded(), "{summary:#?}");
+    let leftovers: Vec<_> = [dir.path(), bundle_dir.as_path()]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).expect("list"))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

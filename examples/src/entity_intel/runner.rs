@@ -257,6 +257,13 @@ async fn run_bundle(
     let thread = bundle_thread(&options.thread, &bundle.bundle_id);
     let output_directory = options.run_dir.join(&bundle.bundle_id);
     let output_directory = std::path::absolute(&output_directory).unwrap_or(output_directory);
+    // A process killed while saving an output leaves its temporary file; the output itself
+    // kept its previous content.
+    if let Err(err) = graphkit_tools::remove_stale_temp_files(&output_directory)
+        && err.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %err, dir = %output_directory.display(), "could not remove stale temporary files");
+    }
     let mut summary = BundleSummary {
         bundle_id: bundle.bundle_id.clone(),
         thread_id: thread.clone(),

@@ -21,6 +21,9 @@ impl RunDir {
         let root = root.into();
         std::fs::create_dir_all(&root)
             .map_err(|e| ExampleError::io("create the run directory", &root, e))?;
+        // Half-written files of a process killed mid-write (their targets are intact).
+        graphkit_tools::remove_stale_temp_files(&root)
+            .map_err(|e| ExampleError::io("clean up", &root, e))?;
         Ok(Self { root })
     }
 

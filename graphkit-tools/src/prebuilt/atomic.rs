@@ -76,6 +76,42 @@ pub(crate) fn write_atomic_at(dir: BorrowedFd<'_>, name: &OsStr, bytes: &[u8]) -
     written
 }
 
+/// Removes temporary files that [`write_atomic`] (or an older `<name>.tmp-<pid>` scheme)
+/// left in `dir` when its process was killed mid-write: files named `….tmp-<pid>` or
+/// `….tmp-<pid>-<n>` whose process no longer runs. Files of running processes (this one
+/// included) are kept. Returns how many were removed.
+///
+/// Knowing whether a process runs needs `/proc` (Linux); elsewhere nothing is removed.
+///
+/// # Errors
+/// When `dir` cannot be listed.
+pub fn remove_stale_temp_files(dir: &Path) -> io::Result<usize> {
+    let proc_fs = Path::new("/proc/self").exists();
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        let running = !proc_fs || Path::new(&format!("/proc/{pid}")).exists();
+        if !running && entry.file_type().is_ok_and(|t| t.is_file()) {
+            std::fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The process id in a temporary file's name (`….tmp-<pid>` or `….tmp-<pid>-<n>`).
+fn temp_owner(name: &str) -> Option<u32> {
+    let (_, tail) = name.rsplit_once(".tmp-")?;
+    let pid = tail.split_once('-').map_or(tail, |(pid, n)| {
+        if n.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" }
+    });
+    pid.parse().ok()
+}
+
 /// A short, unique temporary name: `.` + at most 40 bytes of `name` + `.tmp-<pid>-<n>`,
 /// so even a name at the file system's limit gets a temporary name that fits.
 fn temp_name(name: &OsStr) -> OsString {
@@ -100,6 +136,30 @@ mod tests {
         let err = write_atomic(&dir.path().join(&long), b"data").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn temporary_files_of_dead_processes_are_removed_and_others_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        // u32::MAX is above any pid limit, so no such process runs.
+        let dead = [".a.json.tmp-4294967295-3", "run.tmp-4294967295"];
+        let kept = [
+            format!(".b.json.tmp-{}-0", std::process::id()),
+            "notes.tmp-abc".to_owned(),
+            "report.json".to_owned(),
+        ];
+        for name in dead.iter().copied().chain(kept.iter().map(String::as_str)) {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        assert_eq!(remove_stale_temp_files(dir.path()).unwrap(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut expected = kept.to_vec();
+        expected.sort();
+        assert_eq!(left, expected);
     }
 
     #[test]

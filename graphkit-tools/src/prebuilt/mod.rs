@@ -12,5 +12,5 @@ pub mod think;
 pub mod todo;
 pub mod wikipedia;
 
-pub use atomic::write_atomic;
+pub use atomic::{remove_stale_temp_files, write_atomic};
 pub use http::html_to_markdown;
