@@ -28,7 +28,10 @@ fn input_that_is_not_an_object_with_bundles_says_what_was_expected() {
         let out = run(dir.path(), &["--input", path.to_str().expect("utf-8")]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
-        assert!(stderr.contains("an object with `bundles`"), "{name}: {stderr}");
+        assert!(
+            stderr.contains("an object with `bundles`"),
+            "{name}: {stderr}"
+        );
         assert!(stderr.contains(found), "{name}: {stderr}");
         assert!(!stderr.contains("invalid type"), "{name}: {stderr}");
     }

@@ -98,7 +98,10 @@ async fn an_output_that_cannot_be_saved_blocks_its_todo_and_fails_the_bundle() {
     let todo = &master["todoList"]["todos"][0];
     assert_eq!(todo["status"], TodoStatus::Blocked.as_str(), "{todo}");
     assert!(
-        todo["notes"].as_str().unwrap_or_default().contains("could not be saved"),
+        todo["notes"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("could not be saved"),
         "{todo}"
     );
     // Nothing but the master file: no 0-byte output, no temporary file.

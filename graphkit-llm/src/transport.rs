@@ -259,10 +259,7 @@ impl Transport {
     /// The whole body as text, at most `max_response_bytes` of it.
     async fn read_body(&self, url: &str, mut response: reqwest::Response) -> Result<String> {
         let limit = self.options.max_response_bytes;
-        if response
-            .content_length()
-            .is_some_and(|n| n > limit as u64)
-        {
+        if response.content_length().is_some_and(|n| n > limit as u64) {
             return Err(self.too_large());
         }
         let mut body = Vec::new();
@@ -328,11 +325,18 @@ const RETRY_AFTER_CEILING: Duration = Duration::from_secs(24 * 60 * 60);
 /// are ignored.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let read = |name: &str| {
-        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
+        let value = headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
         (value >= 0.0).then_some(value)
     };
     let clamp = |secs: f64| {
-        Duration::try_from_secs_f64(secs).map_or(RETRY_AFTER_CEILING, |d| d.min(RETRY_AFTER_CEILING))
+        Duration::try_from_secs_f64(secs)
+            .map_or(RETRY_AFTER_CEILING, |d| d.min(RETRY_AFTER_CEILING))
     };
     if let Some(ms) = read("retry-after-ms") {
         return Some(clamp(ms / 1000.0));

@@ -86,8 +86,10 @@ async fn a_streamed_reply_above_the_size_limit_stops_with_a_clear_error() {
 /// A server on 127.0.0.1 that answers with stream headers and one chunk, then holds the
 /// connection open without sending anything more.
 async fn stalling_server() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("bound"));
     let task = tokio::spawn(async move {
         let Ok((mut socket, _)) = listener.accept().await else {
             return;
@@ -116,10 +118,7 @@ async fn a_stalled_stream_is_reported_as_a_timeout_not_a_decoding_error() {
             .timeout(Duration::from_millis(300))
             .max_retries(0),
     );
-    let mut stream = model
-        .stream(&history())
-        .await
-        .expect("headers arrive");
+    let mut stream = model.stream(&history()).await.expect("headers arrive");
     let first = stream.next().await.expect("a first piece").expect("ok");
     assert_eq!(first.content, "Hel");
     let err = loop {

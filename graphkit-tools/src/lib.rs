@@ -52,9 +52,9 @@ pub use error::{Result, ToolError};
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
 pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
 pub use prebuilt::fs::SandboxedFs;
-pub use prebuilt::{remove_stale_temp_files, write_atomic};
 pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
+pub use prebuilt::{remove_stale_temp_files, write_atomic};
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
 

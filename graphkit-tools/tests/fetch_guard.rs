@@ -5,9 +5,9 @@
 
 use std::net::IpAddr;
 
-use graphkit_tools::prebuilt::html_to_markdown;
-use graphkit_tools::prebuilt::fetch::{UrlFetcher, is_public};
 use graphkit_tools::ToolError;
+use graphkit_tools::prebuilt::fetch::{UrlFetcher, is_public};
+use graphkit_tools::prebuilt::html_to_markdown;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -18,25 +18,25 @@ fn public(address: &str) -> bool {
 #[test]
 fn ipv6_addresses_that_embed_a_private_ipv4_are_not_public() {
     for embedded in [
-        "::ffff:127.0.0.1",              // IPv4-mapped
-        "::127.0.0.1",                   // IPv4-compatible
-        "::10.0.0.1",                    // IPv4-compatible, private
-        "64:ff9b::7f00:1",               // NAT64 of 127.0.0.1
-        "64:ff9b::a9fe:a9fe",            // NAT64 of 169.254.169.254 (cloud metadata)
-        "64:ff9b:1::a00:1",              // NAT64 local use
-        "2002:7f00:1::1",                // 6to4 of 127.0.0.1
-        "2002:c0a8:101::1",              // 6to4 of 192.168.1.1
+        "::ffff:127.0.0.1",                     // IPv4-mapped
+        "::127.0.0.1",                          // IPv4-compatible
+        "::10.0.0.1",                           // IPv4-compatible, private
+        "64:ff9b::7f00:1",                      // NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",                   // NAT64 of 169.254.169.254 (cloud metadata)
+        "64:ff9b:1::a00:1",                     // NAT64 local use
+        "2002:7f00:1::1",                       // 6to4 of 127.0.0.1
+        "2002:c0a8:101::1",                     // 6to4 of 192.168.1.1
         "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo, client 127.0.0.1 (inverted)
-        "2001:0:a00:1:8000:63bf:fefd:fcfb", // Teredo, server 10.0.0.1
-        "2001:db8::1",                   // documentation
+        "2001:0:a00:1:8000:63bf:fefd:fcfb",     // Teredo, server 10.0.0.1
+        "2001:db8::1",                          // documentation
     ] {
         assert!(!public(embedded), "{embedded} must not count as public");
     }
     for fine in [
         "::ffff:93.184.216.34",
-        "64:ff9b::5db8:d822",                    // NAT64 of 93.184.216.34
-        "2002:5db8:d822::1",                     // 6to4 of 93.184.216.34
-        "2001:0:4136:e378:8000:63bf:fefd:fcfb",  // Teredo, client 1.2.3.4
+        "64:ff9b::5db8:d822",                   // NAT64 of 93.184.216.34
+        "2002:5db8:d822::1",                    // 6to4 of 93.184.216.34
+        "2001:0:4136:e378:8000:63bf:fefd:fcfb", // Teredo, client 1.2.3.4
         "2606:4700:4700::1111",
     ] {
         assert!(public(fine), "{fine} is public");
@@ -53,7 +53,10 @@ async fn urls_with_embedded_loopback_addresses_are_refused_before_connecting() {
         "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
     ] {
         let err = UrlFetcher::new().fetch(url).await.unwrap_err();
-        assert!(matches!(err, ToolError::AddressRefused { .. }), "{url}: {err}");
+        assert!(
+            matches!(err, ToolError::AddressRefused { .. }),
+            "{url}: {err}"
+        );
     }
 }
 
@@ -89,7 +92,10 @@ async fn a_compressed_body_is_refused_so_the_size_limit_counts_real_bytes() {
     assert!(err.to_string().contains("gzip"), "{err}");
     let request = &server.received_requests().await.unwrap()[0];
     assert_eq!(
-        request.headers.get("accept-encoding").map(|v| v.to_str().unwrap()),
+        request
+            .headers
+            .get("accept-encoding")
+            .map(|v| v.to_str().unwrap()),
         Some("identity")
     );
 }
@@ -133,7 +139,7 @@ fn deeply_nested_markup_is_flattened_and_keeps_its_text() {
 /// Runs `test` in a child process of this test binary with `HTTP_PROXY` set (the
 /// environment cannot be changed safely inside a running multi-threaded test).
 async fn in_child_with_proxy(test: &str, proxy: &str) -> std::process::Output {
-    tokio::process::Command::new(std::env::current_exe().unwrap())
+    tokio::process::Command::new(std::env::current_exe().expect("the test binary"))
         .args(["--exact", test, "--nocapture", "--include-ignored"])
         .env("GRAPHKIT_PROXY_CHILD", "1")
         .env("HTTP_PROXY", proxy)
@@ -143,7 +149,7 @@ async fn in_child_with_proxy(test: &str, proxy: &str) -> std::process::Output {
         .env_remove("no_proxy")
         .output()
         .await
-        .unwrap()
+        .expect("the child test runs")
 }
 
 #[tokio::test]

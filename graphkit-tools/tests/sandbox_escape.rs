@@ -46,7 +46,10 @@ async fn a_file_link_planted_in_the_tree_is_neither_read_nor_written_through() {
 
     let err = fs.read("notes/leak.txt", 0).await.unwrap_err();
     assert!(refused(&err), "{err}");
-    let err = fs.write("notes/leak.txt", "overwritten", false).await.unwrap_err();
+    let err = fs
+        .write("notes/leak.txt", "overwritten", false)
+        .await
+        .unwrap_err();
     assert!(refused(&err), "{err}");
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
     // Listing shows the link as an entry and does not descend through links.
@@ -88,10 +91,7 @@ async fn a_failed_replace_keeps_the_previous_content_and_no_temporary_file() {
         .write("out/report.md", "second version", false)
         .await
         .unwrap_err();
-    assert_eq!(
-        fs.read("out/report.md", 0).await.unwrap(),
-        "first version"
-    );
+    assert_eq!(fs.read("out/report.md", 0).await.unwrap(), "first version");
     // A replace whose rename fails (a directory is in the way) removes its temporary file.
     std::fs::create_dir_all(fs.root().join("out/taken/inner")).unwrap();
     let err = graphkit_tools::write_atomic(&fs.root().join("out/taken"), b"x").unwrap_err();

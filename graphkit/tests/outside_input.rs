@@ -31,12 +31,17 @@ fn an_add_field_that_would_overflow_is_an_error_naming_the_field() {
     let err = state
         .apply_update(TallyUpdate::new().small(100))
         .unwrap_err();
-    assert!(matches!(err, Error::AddOverflow { field: "small" }), "{err}");
+    assert!(
+        matches!(err, Error::AddOverflow { field: "small" }),
+        "{err}"
+    );
     assert!(err.to_string().contains("`small`"), "{err}");
     assert_eq!(state.small, 200, "the field keeps its value");
 
     let mut state = Tally::default();
-    state.apply_update(TallyUpdate::new().big(i64::MIN)).unwrap();
+    state
+        .apply_update(TallyUpdate::new().big(i64::MIN))
+        .unwrap();
     let err = state.apply_update(TallyUpdate::new().big(-1)).unwrap_err();
     assert!(matches!(err, Error::AddOverflow { field: "big" }), "{err}");
 }
@@ -59,10 +64,7 @@ async fn a_node_overflowing_an_add_field_fails_the_run_with_the_field_named() {
     .add_edge(START, "count")
     .add_edge("count", END);
     let graph = g.compile().unwrap();
-    let err = graph
-        .invoke(TallyUpdate::new().small(1))
-        .await
-        .unwrap_err();
+    let err = graph.invoke(TallyUpdate::new().small(1)).await.unwrap_err();
     assert!(err.to_string().contains("`small`"), "{err}");
 }
 
@@ -97,7 +99,7 @@ fn graph(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Tally> {
     .add_edge(START, "a")
     .add_edge("a", END);
     g.compile_with(CompileOptions::new().checkpointer(saver))
-        .unwrap()
+        .expect("the graph compiles")
 }
 
 fn thread(id: &str) -> RunConfig {
@@ -145,11 +147,19 @@ async fn a_checkpoint_with_an_absurd_step_is_corrupt_not_a_panic() {
 
 fn json_fragment() -> impl Strategy<Value = String> {
     prop_oneof![
-        Just(r#"{"state":{"log":["x"],"small":1,"big":2},"next":[{"node":"a"}],"joins":[]}"#.to_owned()),
-        Just(r#"{"writes":[{"node":"a","updates":[{"big":9223372036854775807}]}],"next":[]}"#.to_owned()),
+        Just(
+            r#"{"state":{"log":["x"],"small":1,"big":2},"next":[{"node":"a"}],"joins":[]}"#
+                .to_owned()
+        ),
+        Just(
+            r#"{"writes":[{"node":"a","updates":[{"big":9223372036854775807}]}],"next":[]}"#
+                .to_owned()
+        ),
         Just(r#"{"state":{"small":300}}"#.to_owned()),
         Just(r#"{"state":{"big":1e400},"joins":[[true,false,true]]}"#.to_owned()),
-        Just(r#"{"next":[{"node":"nowhere","input":{"x":1}}],"joins":[[true],[false]]}"#.to_owned()),
+        Just(
+            r#"{"next":[{"node":"nowhere","input":{"x":1}}],"joins":[[true],[false]]}"#.to_owned()
+        ),
         "[ -~]{0,80}",
     ]
 }

@@ -347,31 +347,6 @@ pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> 
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slug_keeps_letters_and_digits_only() {
-        assert_eq!(slug("Halvard Biosciences, Inc."), "halvard_biosciences_inc");
-        assert_eq!(slug("  NX-7 "), "nx_7");
-    }
-
-    #[test]
-    fn unknown_priority_names_the_field_path() {
-        let text = r#"{"bundles":[{"bundleId":"b1","entities":[{"entityType":"BUSINESS","name":"Acme",
-            "directions":[{"key":"identity","objective":"x","priority":"URGENT"}]}]}]}"#;
-        let err = EntitiesResearchDirections::from_json("input.json", text)
-            .expect_err("bad priority")
-            .to_string();
-        assert!(
-            err.contains("bundles[0].entities[0].directions[0].priority"),
-            "{err}"
-        );
-        assert!(err.contains("input.json"), "{err}");
-    }
-}
-
 /// What the input must be, for messages.
 const EXPECTED: &str = "expected an object with `bundles` (a list of entity bundles; `--print-input-schema` shows the format)";
 
@@ -395,4 +370,29 @@ fn not_an_object(text: &str) -> Option<String> {
         Err(e) => return Some(format!("not valid JSON ({e}); {EXPECTED}")),
     };
     Some(format!("{EXPECTED}, found {found}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slug_keeps_letters_and_digits_only() {
+        assert_eq!(slug("Halvard Biosciences, Inc."), "halvard_biosciences_inc");
+        assert_eq!(slug("  NX-7 "), "nx_7");
+    }
+
+    #[test]
+    fn unknown_priority_names_the_field_path() {
+        let text = r#"{"bundles":[{"bundleId":"b1","entities":[{"entityType":"BUSINESS","name":"Acme",
+            "directions":[{"key":"identity","objective":"x","priority":"URGENT"}]}]}]}"#;
+        let err = EntitiesResearchDirections::from_json("input.json", text)
+            .expect_err("bad priority")
+            .to_string();
+        assert!(
+            err.contains("bundles[0].entities[0].directions[0].priority"),
+            "{err}"
+        );
+        assert!(err.contains("input.json"), "{err}");
+    }
 }

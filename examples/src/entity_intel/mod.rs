@@ -31,8 +31,8 @@ pub use nodes::{
 pub use offline::OfflineResearchModel;
 pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
 pub use state::{
-    CompletedResearch, EntityIntelResearchState, FailedWrite, EntityIntelResearchStateUpdate, ResearchOutput,
-    TodoBudget,
+    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
+    ResearchOutput, TodoBudget,
 };
 pub use todo::{TodoItem, TodoList, TodoStatus};
 pub use tools::{ToolDeps, research_tools};

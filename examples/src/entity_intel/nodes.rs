@@ -163,7 +163,10 @@ pub async fn research_agent(
         let Some(id) = failed.todo_id.as_deref() else {
             continue;
         };
-        if list.get(id).is_some_and(|t| t.status == TodoStatus::Completed) {
+        if list
+            .get(id)
+            .is_some_and(|t| t.status == TodoStatus::Completed)
+        {
             let reason = format!(
                 "its output {} could not be saved: {}",
                 failed.filename, failed.error

@@ -10,13 +10,37 @@ use crate::stream::MessageAssembler;
 /// Arbitrary JSON, biased towards the keys and shapes the providers read.
 fn arb_json() -> impl Strategy<Value = Value> {
     let key = prop_oneof![
-        Just("choices"), Just("message"), Just("delta"), Just("content"), Just("tool_calls"),
-        Just("function"), Just("arguments"), Just("name"), Just("id"), Just("index"),
-        Just("usage"), Just("prompt_tokens"), Just("completion_tokens"), Just("input_tokens"),
-        Just("output_tokens"), Just("type"), Just("content_block"), Just("text"), Just("input"),
-        Just("partial_json"), Just("stop_reason"), Just("finish_reason"), Just("done"),
-        Just("error"), Just("model"), Just("text_delta"), Just("tool_use"), Just("message_delta"),
-        Just("content_block_delta"), Just("content_block_start"), Just("message_start"),
+        Just("choices"),
+        Just("message"),
+        Just("delta"),
+        Just("content"),
+        Just("tool_calls"),
+        Just("function"),
+        Just("arguments"),
+        Just("name"),
+        Just("id"),
+        Just("index"),
+        Just("usage"),
+        Just("prompt_tokens"),
+        Just("completion_tokens"),
+        Just("input_tokens"),
+        Just("output_tokens"),
+        Just("type"),
+        Just("content_block"),
+        Just("text"),
+        Just("input"),
+        Just("partial_json"),
+        Just("stop_reason"),
+        Just("finish_reason"),
+        Just("done"),
+        Just("error"),
+        Just("model"),
+        Just("text_delta"),
+        Just("tool_use"),
+        Just("message_delta"),
+        Just("content_block_delta"),
+        Just("content_block_start"),
+        Just("message_start"),
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
@@ -30,8 +54,9 @@ fn arb_json() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(5, 64, 6, move |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::vec((key.clone(), inner), 0..6)
-                .prop_map(|pairs| Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())),
+            proptest::collection::vec((key.clone(), inner), 0..6).prop_map(|pairs| Value::Object(
+                pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            )),
         ]
     })
 }

@@ -122,31 +122,29 @@ fn bounded<B: AsRef<[u8]> + Send + 'static>(
         max_bytes,
     } = limits;
     let stalled = move || LlmError::StreamStalled { provider, idle };
-    futures::stream::unfold(Some((bytes, 0usize)), move |state| {
-        async move {
-            let (mut bytes, total) = state?;
-            let item = match tokio::time::timeout(idle, bytes.next()).await {
-                Err(_) => Err(stalled()),
-                Ok(None) => return None,
-                Ok(Some(Err(e))) if e.is_timeout() => Err(stalled()),
-                Ok(Some(Err(e))) => Err(LlmError::MalformedResponse {
+    futures::stream::unfold(Some((bytes, 0usize)), move |state| async move {
+        let (mut bytes, total) = state?;
+        let item = match tokio::time::timeout(idle, bytes.next()).await {
+            Err(_) => Err(stalled()),
+            Ok(None) => return None,
+            Ok(Some(Err(e))) if e.is_timeout() => Err(stalled()),
+            Ok(Some(Err(e))) => Err(LlmError::MalformedResponse {
+                provider,
+                detail: format!("the stream broke: {e}"),
+                raw: String::new(),
+            }),
+            Ok(Some(Ok(piece))) if total + piece.as_ref().len() > max_bytes => {
+                Err(LlmError::ResponseTooLarge {
                     provider,
-                    detail: format!("the stream broke: {e}"),
-                    raw: String::new(),
-                }),
-                Ok(Some(Ok(piece))) if total + piece.as_ref().len() > max_bytes => {
-                    Err(LlmError::ResponseTooLarge {
-                        provider,
-                        limit: max_bytes,
-                    })
-                }
-                Ok(Some(Ok(piece))) => {
-                    let total = total + piece.as_ref().len();
-                    return Some((Ok(piece), Some((bytes, total))));
-                }
-            };
-            Some((item, None))
-        }
+                    limit: max_bytes,
+                })
+            }
+            Ok(Some(Ok(piece))) => {
+                let total = total + piece.as_ref().len();
+                return Some((Ok(piece), Some((bytes, total))));
+            }
+        };
+        Some((item, None))
     })
     .boxed()
 }

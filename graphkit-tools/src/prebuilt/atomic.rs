@@ -107,7 +107,11 @@ pub fn remove_stale_temp_files(dir: &Path) -> io::Result<usize> {
 fn temp_owner(name: &str) -> Option<u32> {
     let (_, tail) = name.rsplit_once(".tmp-")?;
     let pid = tail.split_once('-').map_or(tail, |(pid, n)| {
-        if n.bytes().all(|b| b.is_ascii_digit()) { pid } else { "" }
+        if n.bytes().all(|b| b.is_ascii_digit()) {
+            pid
+        } else {
+            ""
+        }
     });
     pid.parse().ok()
 }
@@ -134,7 +138,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let long = "x".repeat(300);
         let err = write_atomic(&dir.path().join(&long), b"data").unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()));
+        assert_eq!(
+            err.raw_os_error(),
+            Some(rustix::io::Errno::NAMETOOLONG.raw_os_error())
+        );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

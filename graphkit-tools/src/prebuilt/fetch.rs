@@ -157,7 +157,10 @@ impl UrlFetcher {
             .await
             .map_err(|_| ToolError::Request {
                 url: url.to_owned(),
-                message: format!("timed out after {:?} (the fetch's time limit)", self.timeout),
+                message: format!(
+                    "timed out after {:?} (the fetch's time limit)",
+                    self.timeout
+                ),
             })?
     }
 

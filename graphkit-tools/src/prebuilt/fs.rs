@@ -481,12 +481,10 @@ fn list_blocking(
                 continue;
             }
             let kind = match entry.file_type() {
-                FileType::Unknown => rustix::fs::statat(
-                    &dir,
-                    name,
-                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                )
-                .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+                FileType::Unknown => {
+                    rustix::fs::statat(&dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                        .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode))
+                }
                 known => known,
             };
             let rel = prefix.join(name);

@@ -114,8 +114,8 @@ pub const MAX_NESTING: usize = 24;
 
 /// Elements that never hold others.
 const VOID: &[&str] = &[
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
-    "track", "wbr",
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr",
 ];
 /// Elements whose end tag is usually left out: they do not count as nesting.
 const IMPLICITLY_CLOSED: &[&str] = &[
@@ -139,10 +139,7 @@ pub(crate) fn cap_nesting(html: &str) -> std::borrow::Cow<'_, str> {
             Some(rest) => (true, rest),
             None => (false, inner),
         };
-        let name_len = rest
-            .bytes()
-            .take_while(u8::is_ascii_alphanumeric)
-            .count();
+        let name_len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
         if name_len == 0 {
             continue; // comments, doctypes, stray `<`
         }

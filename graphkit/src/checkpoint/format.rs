@@ -106,10 +106,7 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
     if !(-1..=MAX_STORED_STEP).contains(&record.step) {
         return Err(corrupt(
             record,
-            format!(
-                "its step {} is outside -1..={MAX_STORED_STEP}",
-                record.step
-            ),
+            format!("its step {} is outside -1..={MAX_STORED_STEP}", record.step),
         ));
     }
     let body: Body<S> = serde_json::from_slice(&record.payload).map_err(|e| {

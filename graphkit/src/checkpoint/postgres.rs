@@ -492,13 +492,17 @@ impl Checkpointer for PostgresSaver {
 fn connect_options(url: &str, backend: &'static str) -> Result<PgConnectOptions, Error> {
     let options = PgConnectOptions::from_str(url).map_err(|e| Error::Backend {
         backend,
-        message: format!("invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"),
+        message: format!(
+            "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"
+        ),
     })?;
     let host = options.get_host().to_owned();
-    Ok(match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        Some(literal) => options.host(literal),
-        None => options,
-    })
+    Ok(
+        match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(literal) => options.host(literal),
+            None => options,
+        },
+    )
 }
 
 async fn close(connection: PgConnection) {
