@@ -84,6 +84,28 @@ pub enum LlmError {
         raw: String,
     },
 
+    /// The reply is larger than the configured limit; reading stopped there.
+    #[error(
+        "{provider} sent a reply larger than {limit} bytes; raise `ClientOptions::max_response_bytes` if such replies are expected"
+    )]
+    ResponseTooLarge {
+        /// The provider.
+        provider: &'static str,
+        /// The limit in force.
+        limit: usize,
+    },
+
+    /// A streamed reply went silent for longer than the idle timeout.
+    #[error(
+        "{provider} stream stalled: no data for {idle:?}; the server may be overloaded, retry the call or raise `ClientOptions::timeout`"
+    )]
+    StreamStalled {
+        /// The provider.
+        provider: &'static str,
+        /// The idle timeout in force.
+        idle: Duration,
+    },
+
     /// A streamed reply ended before the provider's end-of-stream marker.
     #[error(
         "{provider} stream ended before it was complete (no {expected}); the connection was probably cut, retry the call"

@@ -46,6 +46,9 @@ pub struct ClientOptions {
     pub max_backoff: Duration,
     /// The longest `Retry-After` honoured; longer waits fail the call. Default 120 s.
     pub max_retry_after: Duration,
+    /// The largest reply read, in bytes (a whole body, or a whole stream); larger replies
+    /// fail with [`LlmError::ResponseTooLarge`]. Default 32 MiB.
+    pub max_response_bytes: usize,
     /// At most this many requests in flight per model. Default: no limit.
     pub max_concurrency: Option<usize>,
     /// At most this many requests started per minute per model. Default: no limit.
@@ -61,6 +64,7 @@ impl Default for ClientOptions {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(120),
+            max_response_bytes: 32 * 1024 * 1024,
             max_concurrency: None,
             requests_per_minute: None,
         }
@@ -87,6 +91,13 @@ impl ClientOptions {
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.initial_backoff = initial;
         self.max_backoff = max;
+        self
+    }
+
+    /// Sets the largest reply read, in bytes.
+    #[must_use]
+    pub fn max_response_bytes(mut self, limit: usize) -> Self {
+        self.max_response_bytes = limit;
         self
     }
 
@@ -128,6 +139,7 @@ impl std::fmt::Debug for Transport {
 pub(crate) struct Admitted {
     pub(crate) response: reqwest::Response,
     pub(crate) slot: Option<OwnedSemaphorePermit>,
+    pub(crate) limits: StreamLimits,
 }
 
 impl Transport {
@@ -160,11 +172,7 @@ impl Transport {
     ) -> Result<Value> {
         let attempt = || async {
             let admitted = self.send(url, headers, body, true).await?;
-            let text = admitted
-                .response
-                .text()
-                .await
-                .map_err(|e| self.request_error(url, e))?;
+            let text = self.read_body(url, admitted.response).await?;
             serde_json::from_str::<Value>(&text).map_err(|e| LlmError::MalformedResponse {
                 provider: self.provider,
                 detail: format!("the body is not JSON ({e})"),
@@ -232,7 +240,11 @@ impl Transport {
             .map_err(|e| self.request_error(url, e))?;
         let status = response.status();
         if status.is_success() {
-            return Ok(Admitted { response, slot });
+            return Ok(Admitted {
+                response,
+                slot,
+                limits: self.stream_limits(),
+            });
         }
         let retry_after = retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
@@ -242,6 +254,42 @@ impl Transport {
             message: error_message(&text),
             retry_after,
         })
+    }
+
+    /// The whole body as text, at most `max_response_bytes` of it.
+    async fn read_body(&self, url: &str, mut response: reqwest::Response) -> Result<String> {
+        let limit = self.options.max_response_bytes;
+        if response.content_length().is_some_and(|n| n > limit as u64) {
+            return Err(self.too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(piece) = response
+            .chunk()
+            .await
+            .map_err(|e| self.request_error(url, e))?
+        {
+            if body.len() + piece.len() > limit {
+                return Err(self.too_large());
+            }
+            body.extend_from_slice(&piece);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
+    fn too_large(&self) -> LlmError {
+        LlmError::ResponseTooLarge {
+            provider: self.provider,
+            limit: self.options.max_response_bytes,
+        }
+    }
+
+    /// The limits a streamed body is read under.
+    fn stream_limits(&self) -> StreamLimits {
+        StreamLimits {
+            provider: self.provider,
+            idle: self.options.timeout,
+            max_bytes: self.options.max_response_bytes,
+        }
     }
 
     pub(crate) fn request_error(&self, url: &str, error: reqwest::Error) -> LlmError {
@@ -260,15 +308,40 @@ impl Transport {
     }
 }
 
+/// How a streamed body is bounded: the silence allowed between two pieces, and its size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamLimits {
+    pub(crate) provider: &'static str,
+    pub(crate) idle: Duration,
+    pub(crate) max_bytes: usize,
+}
+
+/// The longest wait a `Retry-After` header is read as; anything longer (`1e20`, `inf`) is
+/// this, and so above any sensible [`ClientOptions::max_retry_after`], which fails the call.
+const RETRY_AFTER_CEILING: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// The wait a response asks for: `retry-after-ms` (OpenAI), else `Retry-After` in seconds.
+/// Values of any size are clamped to [`RETRY_AFTER_CEILING`]; negative or unreadable ones
+/// are ignored.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let read = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    if let Some(ms) = read("retry-after-ms").filter(|v| v.is_finite() && *v >= 0.0) {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+    let read = |name: &str| {
+        let value = headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
+        (value >= 0.0).then_some(value)
+    };
+    let clamp = |secs: f64| {
+        Duration::try_from_secs_f64(secs)
+            .map_or(RETRY_AFTER_CEILING, |d| d.min(RETRY_AFTER_CEILING))
+    };
+    if let Some(ms) = read("retry-after-ms") {
+        return Some(clamp(ms / 1000.0));
     }
-    read("retry-after")
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Duration::from_secs_f64)
+    read("retry-after").map(clamp)
 }
 
 /// The human-readable message of an error body in any of the providers' shapes:
@@ -303,6 +376,22 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
         headers.insert("retry-after-ms", HeaderValue::from_static("150"));
         assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+    }
+
+    #[test]
+    fn retry_after_of_any_size_is_clamped_instead_of_panicking() {
+        for huge in ["1e20", "1e308", "inf", "18446744073709551616"] {
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after", HeaderValue::from_static(huge));
+            assert_eq!(retry_after(&headers), Some(RETRY_AFTER_CEILING), "{huge}");
+            let mut headers = HeaderMap::new();
+            headers.insert("retry-after-ms", HeaderValue::from_static(huge));
+            assert_eq!(retry_after(&headers), Some(RETRY_AFTER_CEILING), "{huge}");
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("-5"));
+        headers.insert("retry-after-ms", HeaderValue::from_static("NaN"));
+        assert_eq!(retry_after(&headers), None);
     }
 
     #[test]

@@ -61,6 +61,7 @@ pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
 pub use prebuilt::fs::SandboxedFs;
 pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
+pub use prebuilt::{remove_stale_temp_files, write_atomic};
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};

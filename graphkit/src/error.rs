@@ -75,6 +75,15 @@ pub enum Error {
         second: String,
     },
 
+    /// An `#[reducer(add)]` field's sum does not fit its type.
+    #[error(
+        "field `{field}` (#[reducer(add)]) would overflow its type, so the step that wrote it fails; use a wider type (u64, i128, f64) or check the deltas written to it"
+    )]
+    AddOverflow {
+        /// The field.
+        field: &'static str,
+    },
+
     /// The run took more super-steps than allowed.
     #[error(
         "recursion limit of {limit} super-steps reached without finishing; if the graph is meant to run longer, raise it with `RunConfig::recursion_limit`, otherwise check the loop's exit condition"

@@ -71,7 +71,8 @@ pub use run::stream::{
 pub use run::thread::StateSnapshot;
 pub use state::{
     Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, KeyedVec, LastValue, ListOp,
-    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, append_capped, merge_by,
+    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable, append_capped,
+    merge_by,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).

@@ -213,18 +213,24 @@ impl EntitiesResearchDirections {
     /// (`bundles[1].entities[0].directions[2].priority: unknown variant ...`), or a
     /// semantic problem (empty bundle, duplicate ids, a bundle id that is not a slug).
     pub fn from_json(source: &str, text: &str) -> Result<Self, ExampleError> {
+        if let Some(message) = not_an_object(text) {
+            return Err(ExampleError::Input {
+                origin: source.to_owned(),
+                message,
+            });
+        }
         let de = &mut serde_json::Deserializer::from_str(text);
         let parsed: Self = serde_path_to_error::deserialize(de).map_err(|err| {
             let path = err.path().to_string();
             let inner = err.into_inner();
-            let field = if path == "." {
-                "the top level".to_owned()
+            let message = if path == "." {
+                format!("{EXPECTED}: {inner}")
             } else {
-                format!("field `{path}`")
+                format!("field `{path}`: {inner}")
             };
             ExampleError::Input {
                 origin: source.to_owned(),
-                message: format!("{field}: {inner}"),
+                message,
             }
         })?;
         let mut parsed = parsed;
@@ -238,12 +244,35 @@ impl EntitiesResearchDirections {
         Ok(parsed)
     }
 
-    /// Reads and parses a directions file.
+    /// The largest input file read (16 MiB): a directions file is a few kilobytes.
+    pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+    /// Reads and parses a directions file of at most [`MAX_FILE_BYTES`](Self::MAX_FILE_BYTES).
     ///
     /// # Errors
-    /// As [`from_json`](Self::from_json), or [`ExampleError::Io`] when the file cannot be read.
+    /// As [`from_json`](Self::from_json), [`ExampleError::Input`] for a file above the
+    /// limit, or [`ExampleError::Io`] when the file cannot be read.
     pub fn from_file(path: &Path) -> Result<Self, ExampleError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ExampleError::io("read", path, e))?;
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| ExampleError::io("read", path, e))?;
+        // Read through a limit: the size on disk says nothing for /dev/zero or a pipe.
+        let mut bytes = Vec::new();
+        file.take(Self::MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ExampleError::io("read", path, e))?;
+        if bytes.len() as u64 > Self::MAX_FILE_BYTES {
+            return Err(ExampleError::Input {
+                origin: path.display().to_string(),
+                message: format!(
+                    "the file is larger than {} MiB; a directions file is a JSON object with `bundles`, usually a few kilobytes",
+                    Self::MAX_FILE_BYTES / (1024 * 1024)
+                ),
+            });
+        }
+        let text = String::from_utf8(bytes).map_err(|e| ExampleError::Input {
+            origin: path.display().to_string(),
+            message: format!("the file is not UTF-8 text ({e})"),
+        })?;
         Self::from_json(&path.display().to_string(), &text)
     }
 
@@ -402,6 +431,31 @@ pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> 
         slug(&entity.name),
         direction.key
     )
+}
+
+/// What the input must be, for messages.
+const EXPECTED: &str = "expected an object with `bundles` (a list of entity bundles; `--print-input-schema` shows the format)";
+
+/// What is wrong with an input that is not a JSON object at all, said in terms of what was
+/// expected rather than serde's internals; `None` for an object.
+fn not_an_object(text: &str) -> Option<String> {
+    let found = match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => return None,
+        Ok(serde_json::Value::Array(_)) => "a list",
+        Ok(serde_json::Value::String(_)) => "a string",
+        Ok(serde_json::Value::Number(_)) => "a number",
+        Ok(serde_json::Value::Bool(_)) => "a boolean",
+        Ok(serde_json::Value::Null) => "null",
+        Err(e) if e.is_eof() => {
+            return Some(format!(
+                "the JSON ends too early (line {}, column {}); {EXPECTED}",
+                e.line(),
+                e.column()
+            ));
+        }
+        Err(e) => return Some(format!("not valid JSON ({e}); {EXPECTED}")),
+    };
+    Some(format!("{EXPECTED}, found {found}"))
 }
 
 #[cfg(test)]

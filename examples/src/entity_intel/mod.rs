@@ -35,8 +35,8 @@ pub use runner::{
     run_entity_intel,
 };
 pub use state::{
-    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
-    TodoBudget,
+    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
+    ResearchOutput, TodoBudget,
 };
 pub use todo::{TodoItem, TodoList, TodoStatus};
 pub use tools::{ToolDeps, research_tools};

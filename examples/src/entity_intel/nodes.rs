@@ -159,10 +159,37 @@ pub async fn research_agent(
         message_ops = KeyedUpdate::replace(messages.clone());
     }
 
+    // A todo marked completed whose output could not be saved is blocked with the reason.
+    for failed in state.unsaved_outputs() {
+        let Some(id) = failed.todo_id.as_deref() else {
+            continue;
+        };
+        if list
+            .get(id)
+            .is_some_and(|t| t.status == TodoStatus::Completed)
+        {
+            let reason = format!(
+                "its output {} could not be saved: {}",
+                failed.filename, failed.error
+            );
+            let blocked = block(&list, id, &reason);
+            list.todos
+                .iter_mut()
+                .filter(|t| t.id == id)
+                .for_each(|t| *t = blocked.clone());
+            changed.push(blocked);
+            ctx.writer()
+                .custom(json!({"event": "todo_blocked", "todoId": id, "reason": reason}));
+        }
+    }
     // A todo counts as completed only once its file was written: one marked completed
     // without a recorded write goes back to in progress.
     for id in completed_without_file(&state) {
-        if let Some(todo) = list.todos.iter_mut().find(|t| t.id == id) {
+        if let Some(todo) = list
+            .todos
+            .iter_mut()
+            .find(|t| t.id == id && t.status == TodoStatus::Completed)
+        {
             todo.status = TodoStatus::InProgress;
             todo.notes = format!(
                 "{} | Marked completed without a written file: save the output with agent_write_file.",
@@ -430,7 +457,8 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 }
 
 /// `should_continue_or_finalize`: to the tool node when the model called tools; to
-/// `finalize_output` when no todo is open (and every completed one has its file); back to
+/// `finalize_output` when no todo is open and every completed one has its file (a todo
+/// whose output could not be saved is blocked first by `research_agent`); back to
 /// `research_agent` otherwise.
 pub fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
@@ -439,7 +467,10 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
         .is_some_and(|m| !m.tool_calls().is_empty())
     {
         TOOLS_NODE
-    } else if state.todo_list.open_count() == 0 && completed_without_file(state).is_empty() {
+    } else if state.todo_list.open_count() == 0
+        && completed_without_file(state).is_empty()
+        && !state.completed_without_output()
+    {
         FINALIZE_OUTPUT
     } else {
         RESEARCH_AGENT

@@ -299,6 +299,13 @@ async fn run_bundle(
     let thread = bundle_thread(&options.thread, &bundle.bundle_id);
     let output_directory = options.run_dir.join(&bundle.bundle_id);
     let output_directory = std::path::absolute(&output_directory).unwrap_or(output_directory);
+    // A process killed while saving an output leaves its temporary file; the output itself
+    // kept its previous content.
+    if let Err(err) = graphkit_tools::remove_stale_temp_files(&output_directory)
+        && err.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %err, dir = %output_directory.display(), "could not remove stale temporary files");
+    }
     let mut summary = BundleSummary {
         bundle_id: bundle.bundle_id.clone(),
         thread_id: thread.clone(),
@@ -332,7 +339,19 @@ async fn run_bundle(
     {
         Ok(state) => {
             let list = &state.todo_list;
-            summary.status = "finished".into();
+            let unsaved: Vec<String> = state
+                .unsaved_outputs()
+                .map(|f| format!("{}: {}", f.filename, f.error))
+                .collect();
+            if unsaved.is_empty() {
+                summary.status = "finished".into();
+            } else {
+                summary.error = Some(format!(
+                    "{} research output(s) could not be saved: {}",
+                    unsaved.len(),
+                    unsaved.join("; ")
+                ));
+            }
             summary.total_todos = list.todos.len();
             summary.completed_todos = list.count(TodoStatus::Completed);
             summary.blocked_todos = list.count(TodoStatus::Blocked);

@@ -61,6 +61,11 @@ pub struct EntityIntelResearchState {
     /// Output tokens reported by the provider.
     #[reducer(add)]
     pub output_tokens: u64,
+    /// Outputs `agent_write_file` could not save (a todo with one of these and no saved
+    /// output is blocked, not completed, and the bundle is reported as failed).
+    #[reducer(append)]
+    #[serde(default)]
+    pub failed_writes: Vec<FailedWrite>,
 }
 
 graphkit_tools::messages_state!(EntityIntelResearchState, messages);
@@ -79,6 +84,42 @@ pub struct CompletedResearch {
     pub todo_id: Option<String>,
     /// When it was written (RFC 3339).
     pub timestamp: String,
+}
+
+/// An output that could not be saved, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedWrite {
+    /// The todo it belonged to.
+    pub todo_id: Option<String>,
+    /// The file name as the agent gave it.
+    pub filename: String,
+    /// The error, as the model was told.
+    pub error: String,
+}
+
+impl EntityIntelResearchState {
+    /// The failed writes of todos that have no saved output (a later successful write of
+    /// the same todo makes up for a failed one).
+    pub fn unsaved_outputs(&self) -> impl Iterator<Item = &FailedWrite> {
+        self.failed_writes.iter().filter(|failed| {
+            !self
+                .completed_research
+                .iter()
+                .any(|done| done.todo_id == failed.todo_id)
+        })
+    }
+
+    /// Whether a todo is marked completed although its output could not be saved.
+    pub fn completed_without_output(&self) -> bool {
+        self.unsaved_outputs().any(|failed| {
+            failed.todo_id.as_deref().is_some_and(|id| {
+                self.todo_list
+                    .get(id)
+                    .is_some_and(|t| t.status == super::todo::TodoStatus::Completed)
+            })
+        })
+    }
 }
 
 /// The structured research of one direction: the written file's content.

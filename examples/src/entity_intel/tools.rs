@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use super::prompts;
 use super::state::{
-    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
+    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
+    ResearchOutput,
 };
 use super::todo::{TodoItem, TodoStatus};
 use crate::shared::time::{now_ms, rfc3339};
@@ -235,10 +236,24 @@ async fn write_file(args: WriteArgs, rt: Rt, deps: &ToolDeps) -> Result<ToolOutp
         Value::String(_) => args.content.clone(),
         json => serde_json::to_string_pretty(json).unwrap_or_else(|_| args.content.clone()),
     };
-    fs.write(filename, &content, false).await?;
+    let todo_id = state.current_todo_id.clone();
+    if let Err(err) = fs.write(filename, &content, false).await {
+        // Nothing was saved (the file keeps its previous content). Record it, so the todo
+        // cannot end completed and the bundle is reported as failed, and tell the model.
+        tracing::warn!(error = %err, filename, "saving a research output failed");
+        let reply = format!(
+            "Error: the output was NOT saved: {err}. Do not mark the todo completed; \
+             write it again under a shorter, valid file name (e.g. the todo's outputFile)."
+        );
+        let update = EntityIntelResearchStateUpdate::new().failed_writes(vec![FailedWrite {
+            todo_id,
+            filename: filename.to_owned(),
+            error: err.to_string(),
+        }]);
+        return Ok(ToolOutput::update(update, reply));
+    }
     let filepath = fs.resolve(filename)?.display().to_string();
 
-    let todo_id = state.current_todo_id.clone();
     let update = EntityIntelResearchStateUpdate::new()
         .completed_research(vec![CompletedResearch {
             filename: filename.to_owned(),

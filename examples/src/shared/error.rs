@@ -46,8 +46,9 @@ pub enum ExampleError {
 
 impl ExampleError {
     /// The process exit code for this error: 2 for bad usage, bad input, or a resume that
-    /// cannot start (the message says what to change); 130 when interrupted; 1 otherwise
-    /// (a backend or model that failed).
+    /// cannot start (the command line must change; the message says what); 130 when
+    /// interrupted; 1 for everything else (a backend that cannot be reached, an I/O or
+    /// model failure: the same command may work later).
     pub fn exit_code(&self) -> u8 {
         match self {
             Self::Usage(_) | Self::Input { .. } | Self::Resume(_) => 2,

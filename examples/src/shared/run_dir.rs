@@ -25,6 +25,9 @@ impl RunDir {
         let root = root.into();
         std::fs::create_dir_all(&root)
             .map_err(|e| ExampleError::io("create the run directory", &root, e))?;
+        // Half-written files of a process killed mid-write (their targets are intact).
+        graphkit_tools::remove_stale_temp_files(&root)
+            .map_err(|e| ExampleError::io("clean up", &root, e))?;
         Ok(Self { root })
     }
 
@@ -85,7 +88,9 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), Exam
     write_text_atomic(path, &text)
 }
 
-/// Writes `text` to `path` through a temporary file and a rename (parents created).
+/// Writes `text` to `path` through a temporary file and a rename (parents created). On
+/// failure `path` keeps its previous content and the temporary file is removed
+/// ([`graphkit_tools::write_atomic`]).
 ///
 /// # Errors
 /// [`ExampleError::Io`] when the file cannot be written.
@@ -93,17 +98,8 @@ pub fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| ExampleError::io("create", dir, e))?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, text)
-        .map_err(|e| ExampleError::io("write", &tmp, e))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path).map_err(|e| ExampleError::io("rename into", path, e))
-        });
-    if written.is_err() {
-        // Never leave the temporary file behind; the previous content of `path` survives.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+    graphkit_tools::write_atomic(path, text.as_bytes())
+        .map_err(|e| ExampleError::io("write", path, e))
 }
 
 /// Where a run stands, as recorded in `run.json`.

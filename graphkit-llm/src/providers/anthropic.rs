@@ -213,7 +213,7 @@ fn usage_of(usage: Option<&Value>) -> Option<Usage> {
     })
 }
 
-fn parse_reply(body: &Value, structured: Option<&str>) -> Result<AssistantMessage> {
+pub(super) fn parse_reply(body: &Value, structured: Option<&str>) -> Result<AssistantMessage> {
     let malformed = |detail: &str| LlmError::MalformedResponse {
         provider: PROVIDER,
         detail: detail.into(),
@@ -263,7 +263,7 @@ fn parse_reply(body: &Value, structured: Option<&str>) -> Result<AssistantMessag
     })
 }
 
-fn parse_stream_payload(payload: &str) -> Result<Step> {
+pub(super) fn parse_stream_payload(payload: &str) -> Result<Step> {
     let value = parse_payload(PROVIDER, payload)?;
     let index = value.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
     let chunk = match value.get("type").and_then(Value::as_str) {

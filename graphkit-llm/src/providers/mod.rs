@@ -2,15 +2,17 @@
 //! and back. They share the transport (reliability) and the stream framing here.
 
 pub mod anthropic;
+#[cfg(test)]
+mod fuzz;
 pub mod ollama;
 pub mod openai;
 
-use eventsource_stream::Eventsource;
+use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
 
 use crate::error::{LlmError, Result, shorten};
 use crate::stream::ChatChunk;
-use crate::transport::Admitted;
+use crate::transport::{Admitted, StreamLimits};
 
 /// How a streamed body is cut into payloads.
 #[derive(Debug, Clone, Copy)]
@@ -37,20 +39,24 @@ fn payloads(
     provider: &'static str,
     framing: Framing,
 ) -> BoxStream<'static, Result<String>> {
-    let Admitted { response, slot } = admitted;
-    let bytes = response.bytes_stream();
-    let transport_error = move |detail: String| LlmError::MalformedResponse {
-        provider,
-        detail: format!("the stream broke: {detail}"),
-        raw: String::new(),
-    };
+    let Admitted {
+        response,
+        slot,
+        limits,
+    } = admitted;
+    let bytes = bounded(response.bytes_stream().boxed(), limits);
     let stream = match framing {
         Framing::Sse => bytes
             .eventsource()
             .map(move |event| {
-                event
-                    .map(|e| e.data)
-                    .map_err(|e| transport_error(e.to_string()))
+                event.map(|e| e.data).map_err(|e| match e {
+                    EventStreamError::Transport(e) => e,
+                    other => LlmError::MalformedResponse {
+                        provider,
+                        detail: format!("the event stream is not valid: {other}"),
+                        raw: String::new(),
+                    },
+                })
             })
             .boxed(),
         Framing::Lines => {
@@ -88,7 +94,7 @@ fn payloads(
                             let text = String::from_utf8_lossy(&line).trim().to_owned();
                             (!text.is_empty()).then_some(Ok(text))
                         }
-                        Err(e) => Some(Err(transport_error(e.to_string()))),
+                        Err(e) => Some(Err(e)),
                     }
                 })
                 .boxed()
@@ -101,6 +107,46 @@ fn payloads(
             item
         })
         .boxed()
+}
+
+/// The body's pieces, failing with [`LlmError::StreamStalled`] when no piece comes within
+/// the idle timeout and with [`LlmError::ResponseTooLarge`] past the size limit. The first
+/// error ends the stream.
+fn bounded<B: AsRef<[u8]> + Send + 'static>(
+    bytes: BoxStream<'static, reqwest::Result<B>>,
+    limits: StreamLimits,
+) -> BoxStream<'static, Result<B>> {
+    let StreamLimits {
+        provider,
+        idle,
+        max_bytes,
+    } = limits;
+    let stalled = move || LlmError::StreamStalled { provider, idle };
+    futures::stream::unfold(Some((bytes, 0usize)), move |state| async move {
+        let (mut bytes, total) = state?;
+        let item = match tokio::time::timeout(idle, bytes.next()).await {
+            Err(_) => Err(stalled()),
+            Ok(None) => return None,
+            Ok(Some(Err(e))) if e.is_timeout() => Err(stalled()),
+            Ok(Some(Err(e))) => Err(LlmError::MalformedResponse {
+                provider,
+                detail: format!("the stream broke: {e}"),
+                raw: String::new(),
+            }),
+            Ok(Some(Ok(piece))) if total + piece.as_ref().len() > max_bytes => {
+                Err(LlmError::ResponseTooLarge {
+                    provider,
+                    limit: max_bytes,
+                })
+            }
+            Ok(Some(Ok(piece))) => {
+                let total = total + piece.as_ref().len();
+                return Some((Ok(piece), Some((bytes, total))));
+            }
+        };
+        Some((item, None))
+    })
+    .boxed()
 }
 
 /// Turns a streamed response into chunks with `parse`, failing with

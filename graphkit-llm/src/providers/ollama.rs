@@ -182,7 +182,7 @@ fn check_error(value: &Value) -> Result<()> {
     }
 }
 
-fn parse_reply(body: &Value) -> Result<AssistantMessage> {
+pub(super) fn parse_reply(body: &Value) -> Result<AssistantMessage> {
     check_error(body)?;
     let message = body
         .get("message")

@@ -261,7 +261,7 @@ fn usage_of(value: &Value) -> Option<Usage> {
     })
 }
 
-fn parse_reply(provider: &'static str, body: &Value) -> Result<AssistantMessage> {
+pub(super) fn parse_reply(provider: &'static str, body: &Value) -> Result<AssistantMessage> {
     let malformed = |detail: &str| LlmError::MalformedResponse {
         provider,
         detail: detail.into(),
@@ -309,7 +309,7 @@ fn parse_reply(provider: &'static str, body: &Value) -> Result<AssistantMessage>
     })
 }
 
-fn parse_stream_payload(provider: &'static str, payload: &str) -> Result<Step> {
+pub(super) fn parse_stream_payload(provider: &'static str, payload: &str) -> Result<Step> {
     if payload.trim() == "[DONE]" {
         return Ok(Step::Done(None));
     }

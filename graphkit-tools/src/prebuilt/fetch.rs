@@ -1,7 +1,7 @@
 //! `fetch_url`: download a page and turn its HTML into markdown, with a timeout, a size
 //! limit and a guard against private and loopback addresses.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ pub struct UrlFetcher {
     timeout: Duration,
     max_bytes: u64,
     allow_private: bool,
+    use_env_proxy: bool,
 }
 
 impl Default for UrlFetcher {
@@ -62,17 +63,32 @@ impl UrlFetcher {
             timeout: Duration::from_secs(20),
             max_bytes: 2 * 1024 * 1024,
             allow_private: false,
+            use_env_proxy: false,
         }
     }
 
-    /// Sets the timeout of the whole request.
+    /// Sends requests through the proxy of `HTTP_PROXY` / `HTTPS_PROXY` / `ALL_PROXY`.
+    ///
+    /// Off by default: through a proxy the connection goes wherever the proxy resolves
+    /// the host, so the address guard can still refuse names and literal addresses but
+    /// can no longer pin the connection to the checked address.
+    #[must_use]
+    pub fn use_env_proxy(mut self, on: bool) -> Self {
+        self.use_env_proxy = on;
+        self
+    }
+
+    /// Sets the time limit of the whole fetch (every redirect, the body and its
+    /// conversion to markdown).
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
-    /// Sets the most bytes read from a response; longer bodies are cut (and marked).
+    /// Sets the most bytes read from a response, and the most bytes of content returned;
+    /// longer bodies are cut (and marked). Compressed bodies are not accepted, so the limit
+    /// bounds the decoded size.
     #[must_use]
     pub fn max_bytes(mut self, n: u64) -> Self {
         self.max_bytes = n;
@@ -132,11 +148,23 @@ impl UrlFetcher {
             .filter(|_| host_for_lookup.parse::<IpAddr>().is_err()))
     }
 
-    /// Fetches `url`.
+    /// Fetches `url`, all within the fetcher's time limit.
     ///
     /// # Errors
     /// Invalid or refused URLs, HTTP error statuses, timeouts, unsupported content types.
     pub async fn fetch(&self, url: &str) -> Result<FetchedPage, ToolError> {
+        tokio::time::timeout(self.timeout, self.fetch_within_limit(url))
+            .await
+            .map_err(|_| ToolError::Request {
+                url: url.to_owned(),
+                message: format!(
+                    "timed out after {:?} (the fetch's time limit)",
+                    self.timeout
+                ),
+            })?
+    }
+
+    async fn fetch_within_limit(&self, url: &str) -> Result<FetchedPage, ToolError> {
         let mut current = Url::parse(url).map_err(|e| ToolError::InvalidUrl {
             url: url.to_owned(),
             reason: e.to_string(),
@@ -146,7 +174,11 @@ impl UrlFetcher {
             let mut builder = reqwest::Client::builder()
                 .timeout(self.timeout)
                 .redirect(reqwest::redirect::Policy::none())
+                .default_headers(identity_encoding())
                 .user_agent(concat!("graphkit-tools/", env!("CARGO_PKG_VERSION")));
+            if !self.use_env_proxy {
+                builder = builder.no_proxy();
+            }
             if let (Some(addr), Some(host)) = (pinned, current.host_str()) {
                 builder = builder.resolve(host, addr);
             }
@@ -189,13 +221,38 @@ impl UrlFetcher {
                     "{shown} is `{content_type}`, not a text or HTML page"
                 )));
             }
-            let (body, truncated) = http::read_limited(&shown, response, self.max_bytes).await?;
-            let text = String::from_utf8_lossy(&body);
-            let content = if content_type.contains("html") {
-                http::html_to_markdown(&text)
+            let encoding = response
+                .headers()
+                .get(reqwest::header::CONTENT_ENCODING)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case("identity"))
+                .map(str::to_owned);
+            if let Some(encoding) = encoding {
+                return Err(ToolError::Unsupported(format!(
+                    "{shown} came `{encoding}`-encoded although an uncompressed body was asked for; compressed bodies are refused so the size limit holds"
+                )));
+            }
+            let (body, mut truncated) =
+                http::read_limited(&shown, response, self.max_bytes).await?;
+            let text = String::from_utf8_lossy(&body).into_owned();
+            let mut content = if content_type.contains("html") {
+                // Off the async workers; linear in the input (see `html_to_markdown`).
+                tokio::task::spawn_blocking(move || http::html_to_markdown(&text))
+                    .await
+                    .map_err(|e| ToolError::failed(format!("converting {shown} failed: {e}")))?
             } else {
-                text.into_owned()
+                text
             };
+            let limit = usize::try_from(self.max_bytes).unwrap_or(usize::MAX);
+            if content.len() > limit {
+                let mut cut = limit;
+                while !content.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                content.truncate(cut);
+                truncated = true;
+            }
             return Ok(FetchedPage {
                 url: shown,
                 content_type,
@@ -230,33 +287,92 @@ impl UrlFetcher {
     }
 }
 
+/// `Accept-Encoding: identity`: the size limit counts the bytes the page really has.
+fn identity_encoding() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        reqwest::header::HeaderValue::from_static("identity"),
+    );
+    headers
+}
+
 /// `true` for addresses on the public internet.
+///
+/// IPv6 addresses that carry an IPv4 address are judged by that IPv4 address:
+/// IPv4-mapped (`::ffff:0:0/96`) and IPv4-compatible (`::/96`) addresses, NAT64
+/// (`64:ff9b::/96`, RFC 6052; the local-use `64:ff9b:1::/48` of RFC 8215 is never public),
+/// 6to4 (`2002::/16`, RFC 3056) and Teredo (`2001::/32`, RFC 4380: both the server address
+/// and the client address, which is stored bit-inverted in the last 32 bits).
+///
+/// ```
+/// use std::net::IpAddr;
+/// use graphkit_tools::prebuilt::fetch::is_public;
+///
+/// let public = |s: &str| is_public(s.parse::<IpAddr>().unwrap());
+/// assert!(public("93.184.216.34"));
+/// assert!(!public("127.0.0.1"));
+/// assert!(!public("64:ff9b::7f00:1")); // NAT64 of 127.0.0.1
+/// assert!(!public("2002:c0a8:0101::1")); // 6to4 of 192.168.1.1
+/// assert!(public("2606:4700::1111"));
+/// ```
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b)) // CGNAT
-                || (a == 198 && (18..20).contains(&b)) // benchmarking
-                || a >= 240)
-        }
+        IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
+            let embedded = embedded_ipv4(v6);
+            if !embedded.is_empty() {
+                return embedded.into_iter().all(is_public_v4);
             }
-            let first = v6.segments()[0];
+            let [first, second, ..] = v6.segments();
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00 // unique local
-                || (first & 0xffc0) == 0xfe80) // link local
+                || (first & 0xffc0) == 0xfe80 // link local
+                || (first & 0xffc0) == 0xfec0 // site local (deprecated)
+                || (first == 0x2001 && second == 0x0db8) // documentation
+                || (first == 0x0064 && second == 0xff9b) // NAT64 local use (64:ff9b:1::/48)
+                || (first == 0x0100 && v6.segments()[1..4] == [0, 0, 0])) // discard-only
         }
     }
+}
+
+fn is_public_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, ..] = v4.octets();
+    !(v4.is_loopback()
+        || v4.is_private()
+        || v4.is_link_local()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || v4.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // CGNAT
+        || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF protocol assignments
+        || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || a >= 240)
+}
+
+/// The IPv4 addresses an IPv6 address carries (empty when it carries none).
+fn embedded_ipv4(v6: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if let Some(mapped) = v6.to_ipv4_mapped() {
+        return vec![mapped];
+    }
+    if s[..6] == [0, 0, 0, 0, 0, 0] && !(v6.is_loopback() || v6.is_unspecified()) {
+        return vec![v4(s[6], s[7])]; // IPv4-compatible
+    }
+    if s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
+        return vec![v4(s[6], s[7])]; // NAT64 well-known prefix
+    }
+    if s[0] == 0x2002 {
+        return vec![v4(s[1], s[2])]; // 6to4
+    }
+    if s[0] == 0x2001 && s[1] == 0 {
+        // Teredo: server IPv4, flags, port, then the client IPv4 with every bit inverted.
+        return vec![v4(s[2], s[3]), v4(!s[6], !s[7])];
+    }
+    Vec::new()
 }

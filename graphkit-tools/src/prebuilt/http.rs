@@ -9,16 +9,29 @@ use crate::error::ToolError;
 pub(crate) fn client(timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(timeout)
+        .no_proxy()
         .user_agent(concat!("graphkit-tools/", env!("CARGO_PKG_VERSION")))
         .build()
         .unwrap_or_else(|_| reqwest::Client::new())
 }
 
+/// A failed request as a [`ToolError::Request`] whose message keeps the whole cause chain
+/// (connection refused, reset, DNS failure, TLS), not only reqwest's summary.
 pub(crate) fn request_error(url: &str, err: &reqwest::Error) -> ToolError {
     let message = if err.is_timeout() {
         "timed out".to_owned()
     } else {
-        err.to_string()
+        let mut message = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !message.contains(&text) {
+                message.push_str(": ");
+                message.push_str(&text);
+            }
+            source = cause.source();
+        }
+        message
     };
     ToolError::Request {
         url: url.to_owned(),
@@ -85,10 +98,75 @@ pub(crate) async fn get_text(
 }
 
 /// HTML to markdown-like text (headings, lists, links kept), wrapped at 100 columns.
+///
+/// Markup nested deeper than [`MAX_NESTING`] elements is flattened first (its text is
+/// kept, its tags dropped), so the conversion time stays linear in the input: deeply
+/// nested lists are otherwise quadratic or worse in the renderer.
 pub fn html_to_markdown(html: &str) -> String {
+    let html = cap_nesting(html);
     html2text::config::plain()
         .string_from_read(html.as_bytes(), 100)
-        .unwrap_or_else(|_| strip_tags(html))
+        .unwrap_or_else(|_| strip_tags(&html))
+}
+
+/// How deep elements may nest before [`html_to_markdown`] drops the deeper tags.
+pub const MAX_NESTING: usize = 24;
+
+/// Elements that never hold others.
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr",
+];
+/// Elements whose end tag is usually left out: they do not count as nesting.
+const IMPLICITLY_CLOSED: &[&str] = &[
+    "li", "p", "dt", "dd", "tr", "td", "th", "option", "thead", "tbody", "tfoot",
+];
+
+/// `html` with every tag deeper than [`MAX_NESTING`] removed (text kept). One pass, linear.
+pub(crate) fn cap_nesting(html: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = String::new();
+    let (mut copied, mut at, mut depth) = (0usize, 0usize, 0usize);
+    while let Some(offset) = html[at..].find('<') {
+        let start = at + offset;
+        // No `>` after this `<` means none after any later `<` either: stop (linear).
+        let Some(length) = html[start..].find('>') else {
+            break;
+        };
+        let end = start + length;
+        at = end + 1;
+        let inner = &html[start + 1..end];
+        let (closing, rest) = match inner.strip_prefix('/') {
+            Some(rest) => (true, rest),
+            None => (false, inner),
+        };
+        let name_len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        if name_len == 0 {
+            continue; // comments, doctypes, stray `<`
+        }
+        let name = &rest[..name_len];
+        let is = |list: &[&str]| list.iter().any(|t| t.eq_ignore_ascii_case(name));
+        let flat = is(VOID) || is(IMPLICITLY_CLOSED) || inner.ends_with('/');
+        let too_deep = if flat {
+            depth >= MAX_NESTING
+        } else if closing {
+            let deep = depth > MAX_NESTING;
+            depth = depth.saturating_sub(1);
+            deep
+        } else {
+            depth += 1;
+            depth > MAX_NESTING
+        };
+        if too_deep {
+            out.push_str(&html[copied..start]);
+            out.push(' ');
+            copied = end + 1;
+        }
+    }
+    if copied == 0 {
+        return std::borrow::Cow::Borrowed(html);
+    }
+    out.push_str(&html[copied..]);
+    std::borrow::Cow::Owned(out)
 }
 
 /// The text of `<title>`, if any.

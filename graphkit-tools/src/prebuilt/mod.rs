@@ -2,6 +2,8 @@
 //! extraction, URL fetch, Wikipedia and arXiv.
 
 pub mod arxiv;
+mod atomic;
+mod beneath;
 pub mod fetch;
 pub mod fs;
 pub(crate) mod http;
@@ -11,4 +13,5 @@ pub mod think;
 pub mod todo;
 pub mod wikipedia;
 
+pub use atomic::{remove_stale_temp_files, write_atomic};
 pub use http::html_to_markdown;

@@ -242,13 +242,23 @@ fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
 impl LocalCorpus {
     /// Indexes every `.md`, `.markdown`, `.html`, `.htm` and `.txt` file under `dir`.
     ///
+    /// Symbolic links to directories are followed, each directory at most once, so a link
+    /// cycle (a folder linking to itself or an ancestor) ends the walk instead of hanging it.
+    ///
     /// # Errors
     /// [`ToolError::Io`] when the directory cannot be read.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, ToolError> {
+        use std::os::unix::fs::MetadataExt;
         let root = dir.as_ref();
         let mut files = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(current) = stack.pop() {
+            // (device, inode) names a directory however many links lead to it.
+            let identity = std::fs::metadata(&current).map(|m| (m.dev(), m.ino()));
+            if identity.is_ok_and(|id| !seen.insert(id)) {
+                continue;
+            }
             let entries = std::fs::read_dir(&current).map_err(|source| ToolError::Io {
                 action: "list",
                 path: current.display().to_string(),

@@ -306,10 +306,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     #[must_use]
                     pub fn #ident(mut self, delta: #ty) -> Self {
                         self.#ident = Some(match self.#ident.take() {
-                            Some(mut previous) => {
-                                previous += delta;
-                                previous
-                            }
+                            Some(previous) => #gk::Summable::add_saturating(previous, delta),
                             None => delta,
                         });
                         self
@@ -317,7 +314,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 },
                 quote! {
                     if let Some(value) = update.#ident {
-                        <#gk::Add as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
+                        if !#gk::Summable::add_checked(&mut self.#ident, value) {
+                            return ::core::result::Result::Err(#gk::Error::AddOverflow { field: #fname });
+                        }
                     }
                 },
             ),

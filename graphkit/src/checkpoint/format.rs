@@ -88,7 +88,12 @@ fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> Error {
     }
 }
 
-/// Decodes a record's body, checking its format version.
+/// The largest step a stored checkpoint may claim. No run comes near it (a step a
+/// nanosecond for three days); anything above is a garbled row, and would overflow the
+/// step counter.
+pub(crate) const MAX_STORED_STEP: i64 = 1 << 48;
+
+/// Decodes a record's body, checking its format version and its step.
 pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>, Error> {
     if record.format_version > FORMAT_VERSION {
         return Err(Error::CheckpointVersion {
@@ -97,6 +102,12 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
             found: record.format_version,
             supported: FORMAT_VERSION,
         });
+    }
+    if !(-1..=MAX_STORED_STEP).contains(&record.step) {
+        return Err(corrupt(
+            record,
+            format!("its step {} is outside -1..={MAX_STORED_STEP}", record.step),
+        ));
     }
     let body: Body<S> = serde_json::from_slice(&record.payload).map_err(|e| {
         corrupt(

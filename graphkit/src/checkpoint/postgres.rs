@@ -11,7 +11,10 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Connection, Row};
 use tokio::sync::Mutex;
 
@@ -96,10 +99,20 @@ impl std::fmt::Debug for PostgresSaver {
 }
 
 impl PostgresSaver {
-    /// Connects to the database at `url` (for example `postgres://user@host:5432/db`) and
-    /// migrates its schema.
+    /// How long [`connect`](Self::connect) waits for the server by default.
+    pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// Connects to the database at `url` (for example `postgres://user@host:5432/db`, or
+    /// `postgres://user@[::1]:5432/db` for an IPv6 address) and migrates its schema.
+    /// Gives up after [`CONNECT_TIMEOUT`](Self::CONNECT_TIMEOUT) with the cause
+    /// (connection refused, unknown host, no answer).
     pub async fn connect(url: &str) -> Result<Self, Error> {
-        Self::from_pool(Self::connect_pool(url, BACKEND).await?).await
+        Self::connect_with_timeout(url, Self::CONNECT_TIMEOUT).await
+    }
+
+    /// [`connect`](Self::connect) with its own connect timeout.
+    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, Error> {
+        Self::from_pool(Self::connect_pool(url, BACKEND, timeout).await?).await
     }
 
     /// Uses an existing pool (for example one shared with a
@@ -118,12 +131,44 @@ impl PostgresSaver {
         &self.pool
     }
 
-    pub(crate) async fn connect_pool(url: &str, backend: &'static str) -> Result<PgPool, Error> {
+    pub(crate) async fn connect_pool(
+        url: &str,
+        backend: &'static str,
+        timeout: Duration,
+    ) -> Result<PgPool, Error> {
+        let options = connect_options(url, backend)?;
+        // One direct attempt first: the pool retries a refused connection until its
+        // acquire timeout and then says only "timed out"; this reports the cause at once.
+        let host = options.get_host();
+        let where_to = if host.contains(':') {
+            format!("[{host}]:{}", options.get_port())
+        } else {
+            format!("{host}:{}", options.get_port())
+        };
+        match tokio::time::timeout(timeout, PgConnection::connect_with(&options)).await {
+            Err(_) => {
+                return Err(Error::Backend {
+                    backend,
+                    message: format!(
+                        "cannot connect to {where_to}: no answer within {timeout:?}; check the host and port, or raise the connect timeout"
+                    ),
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(backend_error(
+                    backend,
+                    &format!("cannot connect to {where_to}"),
+                    e,
+                ));
+            }
+            Ok(Ok(connection)) => close(connection).await,
+        }
         PgPoolOptions::new()
             .max_connections(8)
-            .connect(url)
+            .acquire_timeout(timeout.max(Duration::from_secs(1)))
+            .connect_with(options)
             .await
-            .map_err(|e| backend_error(backend, "cannot connect", e))
+            .map_err(|e| backend_error(backend, &format!("cannot connect to {where_to}"), e))
     }
 
     /// Applies the migrations of `component` that the database has not seen, in order, in one
@@ -440,6 +485,24 @@ impl Checkpointer for PostgresSaver {
         close(connection).await;
         Ok(())
     }
+}
+
+/// The connect options of `url`; an IPv6 literal host (`[::1]`) loses its brackets, which
+/// the URL keeps but a socket address must not have.
+fn connect_options(url: &str, backend: &'static str) -> Result<PgConnectOptions, Error> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| Error::Backend {
+        backend,
+        message: format!(
+            "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"
+        ),
+    })?;
+    let host = options.get_host().to_owned();
+    Ok(
+        match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            Some(literal) => options.host(literal),
+            None => options,
+        },
+    )
 }
 
 async fn close(connection: PgConnection) {

@@ -5,12 +5,18 @@ use sqlx::{ColumnIndex, Decode, Row, Type};
 use super::{CheckpointRecord, CheckpointSource, FORMAT_VERSION};
 use crate::error::Error;
 
-/// An [`Error::Backend`] saying what was being done.
+/// An [`Error::Backend`] saying what was being done. A database's own error gives its
+/// message and SQLSTATE code, without the server's C source position that PostgreSQL's
+/// display adds (`at line 1234` of some server file, which only confuses).
 pub(crate) fn backend_error(backend: &'static str, doing: &str, error: sqlx::Error) -> Error {
-    Error::Backend {
-        backend,
-        message: format!("{doing}: {error}"),
-    }
+    let message = match &error {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{doing}: {} (SQLSTATE {code})", db.message()),
+            None => format!("{doing}: {}", db.message()),
+        },
+        other => format!("{doing}: {other}"),
+    };
+    Error::Backend { backend, message }
 }
 
 /// Reads one checkpoint row; anything that does not decode is a [`Error::CorruptCheckpoint`]

@@ -309,18 +309,37 @@ impl RetryPolicy {
     }
 
     /// The wait before attempt number `attempt` (2 for the first retry), without jitter.
+    /// Never above `max_interval`; intervals up to `Duration::MAX` work (no overflow).
     pub fn delay_before(&self, attempt: u32) -> Duration {
         let exponent = attempt.saturating_sub(2).min(64) as i32;
         let secs = self.initial_interval.as_secs_f64() * self.backoff_factor.powi(exponent);
-        Duration::from_secs_f64(secs.min(self.max_interval.as_secs_f64()))
+        // f64 seconds round: near Duration::MAX the product may not convert back.
+        Duration::try_from_secs_f64(secs.min(self.max_interval.as_secs_f64()))
+            .map_or(self.max_interval, |d| d.min(self.max_interval))
     }
 
     pub(crate) fn jittered_delay(&self, attempt: u32) -> Duration {
         let base = self.delay_before(attempt);
         if self.jitter {
-            base.mul_f64(1.0 + rand::random::<f64>())
+            let secs = base.as_secs_f64() * (1.0 + rand::random::<f64>());
+            Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
         } else {
             base
+        }
+    }
+}
+
+#[cfg(test)]
+mod retry_tests {
+    use super::*;
+
+    #[test]
+    fn jitter_on_a_delay_near_duration_max_saturates() {
+        let policy = RetryPolicy::new(3)
+            .initial_interval(Duration::MAX)
+            .max_interval(Duration::MAX);
+        for attempt in 2..6 {
+            assert!(policy.jittered_delay(attempt) >= Duration::from_secs(1 << 62));
         }
     }
 }

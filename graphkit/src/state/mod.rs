@@ -24,7 +24,7 @@ pub use keyed::Keyed;
 pub use keyed_vec::KeyedVec;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
 pub use merge_by::merge_by;
-pub use reducer::{Add, LastValue, Reducer};
+pub use reducer::{Add, LastValue, Reducer, Summable};
 
 use crate::error::Error;
 

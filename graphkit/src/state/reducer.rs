@@ -31,8 +31,79 @@ impl<T> Reducer<T> for LastValue {
 }
 
 /// Sum deltas into a number (`#[reducer(add)]`).
+///
+/// Derived states add through [`Summable`], so a sum that would overflow the field's type
+/// is an [`Error::AddOverflow`](crate::Error::AddOverflow) naming the field, in debug and
+/// release builds alike (the field keeps its value and the step fails).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Add;
+
+/// A number an `#[reducer(add)]` field can hold: integers (checked), floats, [`Duration`](std::time::Duration)s.
+///
+/// Implement it for your own number types to use them with `#[reducer(add)]`.
+pub trait Summable: Sized {
+    /// Adds `delta` in place; `false` (and `self` unchanged) when the sum does not fit.
+    fn add_checked(&mut self, delta: Self) -> bool;
+
+    /// `self + delta`, saturating at the type's bounds (combines deltas in an update).
+    #[must_use]
+    fn add_saturating(self, delta: Self) -> Self;
+}
+
+macro_rules! summable_int {
+    ($($t:ty),*) => {$(
+        impl Summable for $t {
+            fn add_checked(&mut self, delta: Self) -> bool {
+                match self.checked_add(delta) {
+                    Some(sum) => {
+                        *self = sum;
+                        true
+                    }
+                    None => false,
+                }
+            }
+
+            fn add_saturating(self, delta: Self) -> Self {
+                self.saturating_add(delta)
+            }
+        }
+    )*};
+}
+summable_int!(
+    u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize
+);
+
+macro_rules! summable_float {
+    ($($t:ty),*) => {$(
+        impl Summable for $t {
+            fn add_checked(&mut self, delta: Self) -> bool {
+                *self += delta;
+                true
+            }
+
+            fn add_saturating(self, delta: Self) -> Self {
+                self + delta
+            }
+        }
+    )*};
+}
+summable_float!(f32, f64);
+
+impl Summable for std::time::Duration {
+    fn add_checked(&mut self, delta: Self) -> bool {
+        match self.checked_add(delta) {
+            Some(sum) => {
+                *self = sum;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn add_saturating(self, delta: Self) -> Self {
+        self.saturating_add(delta)
+    }
+}
 
 impl<T: AddAssign> Reducer<T> for Add {
     type Update = T;

@@ -51,9 +51,13 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    /// Connects to the database at `url` and migrates its schema.
+    /// Connects to the database at `url` and migrates its schema, giving up after
+    /// [`PostgresSaver::CONNECT_TIMEOUT`] with the cause.
     pub async fn connect(url: &str) -> Result<Self, Error> {
-        Self::from_pool(PostgresSaver::connect_pool(url, BACKEND).await?).await
+        Self::from_pool(
+            PostgresSaver::connect_pool(url, BACKEND, PostgresSaver::CONNECT_TIMEOUT).await?,
+        )
+        .await
     }
 
     /// Uses an existing pool, migrating its schema first.
