@@ -37,6 +37,7 @@
 //! The guide page `docs/tools.md` explains each part.
 
 mod agent;
+mod audit;
 
 mod error;
 mod function;
@@ -48,6 +49,7 @@ mod state;
 mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
+pub use audit::AuditLog;
 pub use error::{Result, ToolError};
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
 pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
