@@ -132,7 +132,9 @@ mod tests {
         let path = dir.path().join("trail.jsonl");
         let audit = AuditLog::open(&path).unwrap();
         for i in 0..5 {
-            audit.append(&json!({"seq": i, "text": "line\nbreak"})).unwrap();
+            audit
+                .append(&json!({"seq": i, "text": "line\nbreak"}))
+                .unwrap();
         }
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 5);
@@ -146,8 +148,14 @@ mod tests {
     fn reopening_appends_after_the_existing_events() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/dir/trail.jsonl");
-        AuditLog::open(&path).unwrap().append(&json!({"run": 1})).unwrap();
-        AuditLog::open(&path).unwrap().append(&json!({"run": 2})).unwrap();
+        AuditLog::open(&path)
+            .unwrap()
+            .append(&json!({"run": 1}))
+            .unwrap();
+        AuditLog::open(&path)
+            .unwrap()
+            .append(&json!({"run": 2}))
+            .unwrap();
         let events = AuditLog::read(&path).unwrap();
         assert_eq!(events, vec![json!({"run": 1}), json!({"run": 2})]);
     }

@@ -40,6 +40,44 @@ enum Workflow {
     /// in RUN_DIR/BUNDLE/, run_summary.json and run.json in RUN_DIR.
     #[command(name = "entity-intel")]
     EntityIntel(EntityIntelArgs),
+
+    /// Enhanced Due Diligence research agent: initialize -> generate_queries -> parallel
+    /// execute_search (one Send per query) -> analyze_and_reflect -> (max depth | reflection
+    /// stop | stagnation) -> map_connections -> synthesize_report (18 sections).
+    ///
+    /// Outputs in RUN_DIR: reports/SESSION_report.json and .html, audit/SESSION.jsonl (append-only
+    /// audit trail), run_summary.json and run.json. With no SUBJECT and no --input, lists the
+    /// offline corpus's (fictional) subjects and runs the first.
+    #[command(name = "due-diligence")]
+    DueDiligence(DueDiligenceCommand),
+}
+
+#[derive(Debug, Args)]
+struct DueDiligenceCommand {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    #[command(flatten)]
+    args: graphkit_examples::due_diligence::DueDiligenceArgs,
+}
+
+impl From<CommonArgs> for graphkit_examples::due_diligence::CommonOptions {
+    fn from(c: CommonArgs) -> Self {
+        Self {
+            model: c.model,
+            out: c.out,
+            thread: c.thread,
+            resume: c.resume,
+            checkpoint: c.checkpoint,
+            input: c.input,
+            print_input_schema: c.print_input_schema,
+            print_graph: c.print_graph,
+            stream: c.stream,
+            quiet: c.quiet,
+            offline_delay_ms: c.offline_delay_ms,
+            corpus: c.corpus,
+        }
+    }
 }
 
 /// Options every workflow has.
@@ -135,6 +173,9 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.workflow {
         Workflow::EntityIntel(args) => entity_intel_main(args).await,
+        Workflow::DueDiligence(cmd) => {
+            graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args).await
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
