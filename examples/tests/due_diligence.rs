@@ -20,7 +20,7 @@ use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend
 use serde_json::Value;
 
 fn corpus() -> Arc<dyn SearchBackend> {
-    Arc::new(LocalCorpus::open(corpus_dir()).unwrap())
+    Arc::new(LocalCorpus::open(corpus_dir()).expect("corpus"))
 }
 
 fn options(
@@ -36,7 +36,7 @@ fn options(
         search,
         results_per_search: 3,
         max_concurrent_searches: 5,
-        run_dir: RunDir::create(dir).unwrap(),
+        run_dir: RunDir::create(dir).expect("run dir"),
         checkpointer,
         thread: "t1".into(),
         resume,
@@ -46,11 +46,11 @@ fn options(
 }
 
 async fn run(investigation: Investigation) -> (tempfile::TempDir, DueDiligenceOutcome) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("tempdir");
     let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
     let outcome = run_due_diligence(&investigation, &options(dir.path(), corpus(), saver, false))
         .await
-        .unwrap();
+        .expect("run");
     (dir, outcome)
 }
 
@@ -63,7 +63,7 @@ fn investigation(subject: &str, max_depth: u32, stagnation: u32) -> Investigatio
 }
 
 fn audit_events(outcome: &DueDiligenceOutcome) -> Vec<Value> {
-    AuditLog::read(&outcome.summary.audit_trail).unwrap()
+    AuditLog::read(&outcome.summary.audit_trail).expect("audit trail")
 }
 
 #[tokio::test]
@@ -303,7 +303,7 @@ struct FaultySearch {
 impl FaultySearch {
     fn new(fail_on: Option<&'static str>, block_at: Option<usize>) -> Self {
         Self {
-            inner: LocalCorpus::open(corpus_dir()).unwrap(),
+            inner: LocalCorpus::open(corpus_dir()).expect("corpus"),
             fail_on,
             block_at,
             calls: AtomicUsize::new(0),
@@ -368,8 +368,8 @@ async fn a_failed_search_is_recorded_and_the_others_go_on() {
 }
 
 fn comparable(state: &DueDiligenceState) -> Value {
-    let mut report = serde_json::to_value(state.report.as_deref().unwrap()).unwrap();
-    let meta = report["metadata"].as_object_mut().unwrap();
+    let mut report = serde_json::to_value(state.report.as_deref().expect("report")).expect("json");
+    let meta = report["metadata"].as_object_mut().expect("metadata");
     for volatile in ["session_id", "start_time", "end_time"] {
         meta.remove(volatile);
     }

@@ -219,12 +219,9 @@ pub fn section_lines(text: &str, heading: &str) -> Vec<String> {
                 .starts_with(&heading.to_lowercase());
             continue;
         }
-        if inside {
-            if let Some(item) = line.strip_prefix("- ").or_else(|| line.strip_prefix("* ")) {
-                if !item.trim().is_empty() {
-                    lines.push(item.trim().to_owned());
-                }
-            }
+        let item = line.strip_prefix("- ").or_else(|| line.strip_prefix("* "));
+        if let Some(item) = item.map(str::trim).filter(|i| inside && !i.is_empty()) {
+            lines.push(item.to_owned());
         }
     }
     lines

@@ -364,9 +364,9 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.3em .6em
         }
         out.push_str("</ul>");
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<h2>Metadata</h2><pre>{}</pre></body></html>\n",
+        "<h2>Metadata</h2><pre>{}</pre></body></html>",
         escape(&serde_json::to_string_pretty(meta).unwrap_or_default())
     );
     out
