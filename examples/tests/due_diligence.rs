@@ -491,3 +491,73 @@ async fn the_entity_intel_corpus_does_not_see_the_due_diligence_corpus() {
             .all(|h| !h.url.contains("README"))
     );
 }
+
+#[tokio::test]
+async fn a_round_with_no_new_query_goes_straight_to_reflection() {
+    use graphkit_examples::due_diligence::schemas::{ReflectionOutput, SearchQueriesList};
+    use graphkit_llm::{AssistantMessage, FunctionModel, ResponseFormat};
+    // A strategy model that proposes the same query every round and always wants more.
+    let strategy = FunctionModel::new(|request| {
+        let format = request
+            .response_format
+            .as_ref()
+            .expect("structured request");
+        let reply = if format.name == ResponseFormat::for_type::<SearchQueriesList>().name {
+            serde_json::json!({"queries": ["Orrin Castellane biography"]})
+        } else {
+            assert_eq!(
+                format.name,
+                ResponseFormat::for_type::<ReflectionOutput>().name
+            );
+            serde_json::json!({"analysis_summary": "", "should_continue": true, "reasoning": "more", "query_strategy": "- Orrin Castellane biography"})
+        };
+        Ok(AssistantMessage::text(reply.to_string()))
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let mut opts = options(dir.path(), corpus(), saver, false);
+    opts.strategy_model = Arc::new(strategy);
+    let outcome = run_due_diligence(&investigation("Orrin Castellane", 5, 1), &opts)
+        .await
+        .expect("run");
+    let state = &outcome.state;
+    assert_eq!(state.queries_executed, ["Orrin Castellane biography"]);
+    assert_eq!(
+        state.search_iterations[1].queries.len(),
+        0,
+        "depth 1 searched nothing"
+    );
+    assert_eq!(
+        state.termination_reason,
+        Some(TerminationReason::Stagnation)
+    );
+    assert!(
+        audit_events(&outcome)
+            .iter()
+            .any(|e| e["event"] == "no_new_queries")
+    );
+}
+
+#[test]
+fn the_guide_shows_the_graph_as_drawn() {
+    use graphkit_examples::due_diligence::{AuditTrail, Deps, build_graph, default_prices};
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let deps = Deps {
+        strategy_model: Arc::clone(&model),
+        search_model: model,
+        search: corpus(),
+        results_per_search: 3,
+        audit: AuditTrail::new(std::env::temp_dir()),
+        prices: default_prices(),
+        reports_dir: std::env::temp_dir(),
+    };
+    let graph = build_graph(Arc::new(deps), graphkit::CompileOptions::new()).expect("graph");
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/workflows/due-diligence.md"),
+    )
+    .expect("guide");
+    assert!(
+        guide.contains(graph.draw_mermaid().trim()),
+        "update the Mermaid block of docs/workflows/due-diligence.md"
+    );
+}
