@@ -561,3 +561,113 @@ fn the_guide_shows_the_graph_as_drawn() {
         "update the Mermaid block of docs/workflows/due-diligence.md"
     );
 }
+
+fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"));
+    cmd.args([
+        "due-diligence",
+        "Orrin Castellane",
+        "--quiet",
+        "--max-depth",
+        "5",
+        "--offline-delay-ms",
+        "30",
+    ])
+    .args(["--max-concurrent-searches", "1", "--thread", thread])
+    .arg("--out")
+    .arg(run_dir)
+    .args(extra)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    cmd
+}
+
+fn events_in(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(run_dir.join("audit"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|f| AuditLog::read(f.path()).unwrap_or_default())
+        .collect()
+}
+
+fn report_in(run_dir: &Path) -> Value {
+    let reports = std::fs::read_dir(run_dir.join("reports")).expect("reports");
+    let path = reports
+        .flatten()
+        .map(|f| f.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a report");
+    let mut report: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("report")).expect("json");
+    let meta = report["metadata"].as_object_mut().expect("metadata");
+    for volatile in ["session_id", "start_time", "end_time"] {
+        meta.remove(volatile);
+    }
+    report
+}
+
+#[test]
+fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_searches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = dir.path().join("reference");
+    assert!(
+        cli(&reference, "ref", &[])
+            .status()
+            .expect("reference run")
+            .success()
+    );
+
+    let run = dir.path().join("killed");
+    let mut child = cli(&run, "kill", &[]).spawn().expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(&run)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    assert!(
+        cli(&run, "kill", &["--resume"])
+            .status()
+            .expect("resume")
+            .success()
+    );
+    assert_eq!(report_in(&run), report_in(&reference));
+    let events = events_in(&run);
+    let mut searched: Vec<(u64, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .map(|e| {
+            (
+                e["depth"].as_u64().unwrap_or(0),
+                e["query"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let total = searched.len();
+    searched.sort_unstable();
+    searched.dedup();
+    assert_eq!(
+        searched.len(),
+        total,
+        "a search event repeats: {searched:?}"
+    );
+    assert_eq!(
+        total,
+        events_in(&reference)
+            .iter()
+            .filter(|e| e["event"] == "search")
+            .count()
+    );
+}

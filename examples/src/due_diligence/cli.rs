@@ -59,6 +59,11 @@ pub struct DueDiligenceArgs {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub results_per_search: usize,
 
+    /// Output tokens allowed per model call (real models; bounds a weak model that would
+    /// otherwise write until its context is full).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_tokens_per_call: u32,
+
     /// Run every fictional persona of the offline corpus and print entity and red-flag
     /// recall per persona.
     #[arg(long)]
@@ -185,8 +190,16 @@ pub async fn run(common: CommonOptions, args: DueDiligenceArgs) -> Result<bool, 
     let search_spec = model(&args.search_model, saved.as_ref().map(|s| &s.search_model));
     let strategy_choice: ModelChoice = strategy_spec.parse()?;
     let search_choice: ModelChoice = search_spec.parse()?;
-    let strategy_model = strategy_choice.build(Arc::clone(&offline))?;
-    let search_model = search_choice.build(offline)?;
+    let strategy_model = bounded(
+        strategy_choice.build(Arc::clone(&offline))?,
+        &strategy_choice,
+        args.max_tokens_per_call,
+    );
+    let search_model = bounded(
+        search_choice.build(offline)?,
+        &search_choice,
+        args.max_tokens_per_call,
+    );
     let all_offline = strategy_choice.is_offline() && search_choice.is_offline();
     let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
     let (search, search_name) = match &common.corpus {
@@ -256,6 +269,14 @@ pub async fn run(common: CommonOptions, args: DueDiligenceArgs) -> Result<bool, 
         options.run_dir.join("run_summary.json").display()
     );
     Ok(true)
+}
+
+/// A real model with at most `max_tokens` output tokens per call (the stand-in as is).
+fn bounded(model: Arc<dyn ChatModel>, choice: &ModelChoice, max_tokens: u32) -> Arc<dyn ChatModel> {
+    if choice.is_offline() {
+        return model;
+    }
+    Arc::new(model.with_options(graphkit_llm::CallOptions::new().max_tokens(max_tokens)))
 }
 
 /// The investigation from `--input` and the flags (flags win); with neither a subject nor
@@ -336,8 +357,16 @@ async fn evaluate_personas(
             investigation.max_depth = n;
         }
         let options = DueDiligenceOptions {
-            strategy_model: strategy.build(Arc::clone(&offline))?,
-            search_model: search_model.build(Arc::clone(&offline))?,
+            strategy_model: bounded(
+                strategy.build(Arc::clone(&offline))?,
+                &strategy,
+                args.max_tokens_per_call,
+            ),
+            search_model: bounded(
+                search_model.build(Arc::clone(&offline))?,
+                &search_model,
+                args.max_tokens_per_call,
+            ),
             search: crate::shared::search::corpus(
                 &common.corpus.clone().unwrap_or_else(corpus_dir),
             )?,

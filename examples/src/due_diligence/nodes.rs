@@ -313,9 +313,17 @@ pub async fn execute_search(
         Ok(output) => (Some(output), None),
         Err(error) => (None, Some(error)),
     };
+    let event = if deps
+        .audit
+        .first_search(&state.session_id, task.depth, &task.query)
+    {
+        "search"
+    } else {
+        "search_repeated"
+    };
     deps.audit(
         &state,
-        "search",
+        event,
         json!({"query": task.query, "ok": error.is_none(), "error": error,
                "sources": output.as_ref().map(|o| o.sources.iter().map(|s| &s.url).collect::<Vec<_>>()),
                "duration_ms": duration_ms}),

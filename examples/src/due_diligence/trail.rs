@@ -1,7 +1,7 @@
 //! [`AuditTrail`]: the per-session JSONL audit files (`audit/{session_id}.jsonl`) on top
 //! of graphkit-tools' [`AuditLog`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -17,6 +17,7 @@ use crate::shared::time::{now_ms, rfc3339};
 pub struct AuditTrail {
     dir: PathBuf,
     logs: Mutex<HashMap<String, AuditLog>>,
+    searched: Mutex<HashSet<(String, u32, String)>>,
 }
 
 impl AuditTrail {
@@ -25,7 +26,28 @@ impl AuditTrail {
         Self {
             dir: dir.into(),
             logs: Mutex::default(),
+            searched: Mutex::default(),
         }
+    }
+
+    /// `true` the first time a search of `query` at `depth` is reported for `session_id`
+    /// in this trail (the file's earlier events included): a resumed run that repeats a
+    /// search killed before its result was saved logs it as `search_repeated`, not as a
+    /// second `search`.
+    pub fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
+        let mut searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
+        if !searched.iter().any(|(s, _, _)| s == session_id) {
+            for event in AuditLog::read(self.path(session_id)).unwrap_or_default() {
+                if event["event"] == "search" {
+                    let depth = u32::try_from(event["depth"].as_u64().unwrap_or(0)).unwrap_or(0);
+                    let query = event["query"].as_str().unwrap_or("").to_owned();
+                    searched.insert((session_id.to_owned(), depth, query));
+                }
+            }
+            // Marks the session as loaded even when its file had no search yet.
+            searched.insert((session_id.to_owned(), u32::MAX, String::new()));
+        }
+        searched.insert((session_id.to_owned(), depth, query.to_owned()))
     }
 
     /// The audit file of `session_id`.
