@@ -167,8 +167,7 @@ pub async fn run_due_diligence(
 
     let mut resumed = false;
     let input: RunInput<DueDiligenceState> = match graph.get_state(&config).await {
-        Ok(snapshot) if !options.resume => {
-            let _ = snapshot;
+        Ok(_) if !options.resume => {
             return Err(ExampleError::Usage(format!(
                 "thread {} already has a run; continue it with `--resume --thread {}`, or start a new one with another --thread",
                 options.thread, options.thread
