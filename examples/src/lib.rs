@@ -15,6 +15,8 @@
 //!
 //! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
 //! - [`entity_intel`]: the entity-intel research agent (seed 000).
+//! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
 
+pub mod due_diligence;
 pub mod entity_intel;
 pub mod shared;

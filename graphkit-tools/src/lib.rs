@@ -41,6 +41,7 @@
 //! `docs/agent-as-tool.md` cover the supervisor and graphs as tools.
 
 mod agent;
+mod audit;
 
 mod error;
 mod function;
@@ -54,6 +55,7 @@ mod supervisor;
 mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
+pub use audit::AuditLog;
 pub use error::{Result, ToolError};
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
 pub use graph_tool::{GraphTool, reply_with_last_message};

@@ -43,6 +43,16 @@ enum Workflow {
     #[command(name = "entity-intel")]
     EntityIntel(EntityIntelArgs),
 
+    /// Enhanced Due Diligence research agent: initialize -> generate_queries -> parallel
+    /// execute_search (one Send per query) -> analyze_and_reflect -> (max depth | reflection
+    /// stop | stagnation) -> map_connections -> synthesize_report (18 sections).
+    ///
+    /// Outputs in RUN_DIR: reports/SESSION_report.json and .html, audit/SESSION.jsonl (append-only
+    /// audit trail), run_summary.json and run.json. With no SUBJECT and no --input, lists the
+    /// offline corpus's (fictional) subjects and runs the first.
+    #[command(name = "due-diligence")]
+    DueDiligence(DueDiligenceCommand),
+
     /// List past runs (under graphkit-runs/, and those started with --out elsewhere) with
     /// their status and the command that resumes them.
     Runs(RunsArgs),
@@ -53,6 +63,34 @@ struct RunsArgs {
     /// The root of the run directories.
     #[arg(long, value_name = "DIR", default_value = DEFAULT_ROOT)]
     root: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DueDiligenceCommand {
+    #[command(flatten)]
+    common: CommonArgs,
+
+    #[command(flatten)]
+    args: graphkit_examples::due_diligence::DueDiligenceArgs,
+}
+
+impl From<CommonArgs> for graphkit_examples::due_diligence::CommonOptions {
+    fn from(c: CommonArgs) -> Self {
+        Self {
+            model: c.model,
+            out: c.out,
+            thread: c.thread,
+            resume: c.resume,
+            checkpoint: c.checkpoint,
+            input: c.input,
+            print_input_schema: c.print_input_schema,
+            print_graph: c.print_graph,
+            stream: c.stream,
+            quiet: c.quiet,
+            offline_delay_ms: c.offline_delay_ms,
+            corpus: c.corpus,
+        }
+    }
 }
 
 /// Options every workflow has.
@@ -171,6 +209,17 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.workflow {
             Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
+            Workflow::DueDiligence(cmd) => {
+                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args)
+                    .await
+                    .map(|ok| {
+                        if ok {
+                            RunStatus::Finished
+                        } else {
+                            RunStatus::Failed
+                        }
+                    })
+            }
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));
                 Ok(RunStatus::Finished)

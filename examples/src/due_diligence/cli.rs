@@ -1,0 +1,393 @@
+//! `graphkit-research due-diligence`: the workflow's own options and the command's entry
+//! point, [`run`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use graphkit_llm::ChatModel;
+use serde::{Deserialize, Serialize};
+
+use super::evaluate;
+use super::input::{Investigation, corpus_dir, personas_path, read_personas};
+use super::nodes::Deps;
+use super::offline::OfflineDueDiligenceModel;
+use super::runner::{DueDiligenceOptions, run_due_diligence};
+use crate::shared::time::{now_ms, rfc3339};
+use crate::shared::{CheckpointChoice, ExampleError, ModelChoice, Progress, RunDir, RunManifest};
+
+/// The options of `graphkit-research due-diligence` (besides the common ones).
+#[derive(Debug, Clone, Args)]
+pub struct DueDiligenceArgs {
+    /// The person or organization to investigate [default: with no --input, the first
+    /// subject of the offline corpus].
+    #[arg(value_name = "SUBJECT")]
+    pub subject: Option<String>,
+
+    /// What is known about the subject (role, country, why it is investigated).
+    #[arg(long, value_name = "TEXT")]
+    pub context: Option<String>,
+
+    /// Iterations of search and reflection, 1 to 20 [default: 3, or the --input's].
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+
+    /// Queries per iteration, 1 to 50 [default: 5, or the --input's].
+    #[arg(long, value_name = "N")]
+    pub max_queries_per_depth: Option<u32>,
+
+    /// Searches run at once.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_concurrent_searches: usize,
+
+    /// Iterations without a new entity that stop the research; 0 = off [default: 2, or the
+    /// --input's].
+    #[arg(long, value_name = "N")]
+    pub stagnation_threshold: Option<u32>,
+
+    /// The model for query generation and reflection [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    pub strategy_model: Option<String>,
+
+    /// The model for search extraction, entity merge, connection mapping and the report
+    /// [default: --model].
+    #[arg(long, value_name = "SPEC")]
+    pub search_model: Option<String>,
+
+    /// Pages read per search.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub results_per_search: usize,
+
+    /// Output tokens allowed per model call (real models; bounds a weak model that would
+    /// otherwise write until its context is full).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_tokens_per_call: u32,
+
+    /// Run every fictional persona of the offline corpus and print entity and red-flag
+    /// recall per persona.
+    #[arg(long)]
+    pub evaluate: bool,
+}
+
+/// The common options of the CLI, as the bin passes them.
+#[derive(Debug, Clone, Default)]
+pub struct CommonOptions {
+    /// `--model`.
+    pub model: String,
+    /// `--out`.
+    pub out: Option<PathBuf>,
+    /// `--thread`.
+    pub thread: Option<String>,
+    /// `--resume`.
+    pub resume: bool,
+    /// `--checkpoint`.
+    pub checkpoint: Option<String>,
+    /// `--input`.
+    pub input: Option<PathBuf>,
+    /// `--print-input-schema`.
+    pub print_input_schema: bool,
+    /// `--print-graph`.
+    pub print_graph: bool,
+    /// `--stream`.
+    pub stream: bool,
+    /// `--quiet`.
+    pub quiet: bool,
+    /// `--offline-delay-ms`.
+    pub offline_delay_ms: u64,
+    /// `--corpus`.
+    pub corpus: Option<PathBuf>,
+}
+
+/// What `run.json` keeps of a due-diligence run (its `input` field), so `--resume`
+/// continues with the same investigation and models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SavedRun {
+    investigation: Investigation,
+    strategy_model: String,
+    search_model: String,
+}
+
+/// A new thread id: `dd-<utc time>-<pid>`.
+fn new_thread() -> String {
+    let stamp: String = rfc3339(now_ms())
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    format!("dd-{stamp}-{}", std::process::id())
+}
+
+/// The command: prints the schema or the graph, evaluates, or runs one investigation.
+/// Returns `true` on success.
+///
+/// # Errors
+/// [`ExampleError`] for bad input or options (naming the field), or a failed run.
+pub async fn run(common: CommonOptions, args: DueDiligenceArgs) -> Result<bool, ExampleError> {
+    if common.print_input_schema {
+        println!("{}", Investigation::schema_json());
+        return Ok(true);
+    }
+    let offline: Arc<dyn ChatModel> = Arc::new(
+        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
+    );
+    if common.print_graph {
+        let deps = Arc::new(Deps {
+            strategy_model: Arc::clone(&offline),
+            search_model: offline,
+            search: crate::shared::search::corpus(&corpus_dir())?,
+            results_per_search: 3,
+            audit: super::trail::AuditTrail::new(std::env::temp_dir()),
+            prices: super::nodes::default_prices(),
+            reports_dir: std::env::temp_dir(),
+        });
+        let graph = super::graph::build_graph(deps, graphkit::CompileOptions::new())?;
+        println!("{}", graph.draw_mermaid());
+        return Ok(true);
+    }
+    if args.evaluate {
+        return evaluate_personas(&common, &args, offline).await;
+    }
+
+    let thread = common.thread.clone().unwrap_or_else(new_thread);
+    let run_dir = RunDir::create(
+        common
+            .out
+            .clone()
+            .unwrap_or_else(|| RunDir::default_for("due-diligence", &thread)),
+    )?;
+    let manifest = RunManifest::read(run_dir.path())?;
+    let saved: Option<SavedRun> = match manifest.as_ref().filter(|_| common.resume) {
+        Some(m) => {
+            Some(
+                serde_json::from_value(m.input.clone()).map_err(|e| ExampleError::Input {
+                    origin: run_dir.join(RunManifest::FILE).display().to_string(),
+                    message: e.to_string(),
+                })?,
+            )
+        }
+        None if common.resume => {
+            return Err(ExampleError::Usage(format!(
+                "nothing to resume in {}: no run.json there; pass the same --out as the first run",
+                run_dir.path().display()
+            )));
+        }
+        None => None,
+    };
+
+    let investigation = match &saved {
+        Some(saved) => saved.investigation.clone(),
+        None => investigation_from(&common, &args)?,
+    };
+    let model = |role: &Option<String>, saved_spec: Option<&String>| -> String {
+        role.clone()
+            .or_else(|| saved_spec.cloned())
+            .unwrap_or_else(|| common.model.clone())
+    };
+    let strategy_spec = model(
+        &args.strategy_model,
+        saved.as_ref().map(|s| &s.strategy_model),
+    );
+    let search_spec = model(&args.search_model, saved.as_ref().map(|s| &s.search_model));
+    let strategy_choice: ModelChoice = strategy_spec.parse()?;
+    let search_choice: ModelChoice = search_spec.parse()?;
+    let strategy_model = bounded(
+        strategy_choice.build(Arc::clone(&offline))?,
+        &strategy_choice,
+        args.max_tokens_per_call,
+    );
+    let search_model = bounded(
+        search_choice.build(offline)?,
+        &search_choice,
+        args.max_tokens_per_call,
+    );
+    let all_offline = strategy_choice.is_offline() && search_choice.is_offline();
+    let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
+    let (search, search_name) = match &common.corpus {
+        Some(dir) => crate::shared::search::choose(Some(dir), true)?,
+        // Real models with a Tavily key search the web; otherwise this workflow's corpus.
+        None if !all_offline && tavily => crate::shared::search::choose(None, false)?,
+        None => crate::shared::search::choose(Some(&corpus_dir()), true)?,
+    };
+    let checkpoint: CheckpointChoice = match &common.checkpoint {
+        Some(spec) => spec.parse()?,
+        None => match manifest.as_ref().filter(|_| common.resume) {
+            Some(m) if !m.checkpoint.starts_with("postgres") => m.checkpoint.parse()?,
+            _ => CheckpointChoice::Sqlite(run_dir.join("checkpoints.sqlite")),
+        },
+    };
+    if common.resume && !checkpoint.is_durable() {
+        return Err(ExampleError::Usage(
+            "--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into(),
+        ));
+    }
+    if !common.resume {
+        let input = SavedRun {
+            investigation: investigation.clone(),
+            strategy_model: strategy_spec.clone(),
+            search_model: search_spec.clone(),
+        };
+        run_dir.write_json(
+            RunManifest::FILE,
+            &RunManifest {
+                workflow: "due-diligence".into(),
+                thread: thread.clone(),
+                model: strategy_spec.clone(),
+                summary_model: Some(search_spec.clone()),
+                checkpoint: checkpoint.to_string(),
+                created_at: rfc3339(now_ms()),
+                input: serde_json::to_value(&input).unwrap_or_default(),
+                options: serde_json::Map::new(),
+                status: crate::shared::RunStatus::Running,
+                pid: Some(std::process::id()),
+                updated_at: rfc3339(now_ms()),
+            },
+        )?;
+    }
+    let progress = Progress::new("searches", common.quiet);
+    progress.note(
+        "run",
+        &format!(
+            "due-diligence {:?}, thread {thread}, max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
+            investigation.subject,
+            investigation.max_depth,
+            run_dir.path().display()
+        ),
+    );
+    let options = DueDiligenceOptions {
+        strategy_model,
+        search_model,
+        search,
+        results_per_search: args.results_per_search,
+        max_concurrent_searches: args.max_concurrent_searches,
+        run_dir,
+        checkpointer: checkpoint.open().await?,
+        thread,
+        resume: common.resume,
+        stream: common.stream,
+        progress,
+    };
+    let outcome = run_due_diligence(&investigation, &options).await?;
+    print!("{}", outcome.summary.render());
+    println!(
+        "summary: {}",
+        options.run_dir.join("run_summary.json").display()
+    );
+    Ok(true)
+}
+
+/// A real model with at most `max_tokens` output tokens per call (the stand-in as is).
+fn bounded(model: Arc<dyn ChatModel>, choice: &ModelChoice, max_tokens: u32) -> Arc<dyn ChatModel> {
+    if choice.is_offline() {
+        return model;
+    }
+    Arc::new(model.with_options(graphkit_llm::CallOptions::new().max_tokens(max_tokens)))
+}
+
+/// The investigation from `--input` and the flags (flags win); with neither a subject nor
+/// an input, the offline corpus's first subject (its subjects are listed on stderr).
+fn investigation_from(
+    common: &CommonOptions,
+    args: &DueDiligenceArgs,
+) -> Result<Investigation, ExampleError> {
+    let mut investigation = match (&common.input, &args.subject) {
+        (Some(path), _) => Investigation::from_file(path)?,
+        (None, Some(subject)) => Investigation::new(subject.clone(), String::new()),
+        (None, None) => {
+            let personas = read_personas(&personas_path())?;
+            eprintln!("no subject given; the offline corpus has these (fictional) subjects:");
+            for p in &personas {
+                eprintln!("  {:<20} {}", p.subject, p.context);
+            }
+            let first = personas.first().ok_or_else(|| {
+                ExampleError::Usage(
+                    "the personas file lists no subject; pass one: due-diligence \"Subject\""
+                        .into(),
+                )
+            })?;
+            eprintln!("running the first: {}", first.subject);
+            Investigation::new(first.subject.clone(), first.context.clone())
+        }
+    };
+    if let (Some(_), Some(subject)) = (&common.input, &args.subject) {
+        investigation.subject = subject.clone();
+    }
+    if let Some(context) = &args.context {
+        investigation.context = context.clone();
+    }
+    if let Some(n) = args.max_depth {
+        investigation.max_depth = n;
+    }
+    if let Some(n) = args.max_queries_per_depth {
+        investigation.max_queries_per_depth = n;
+    }
+    if let Some(n) = args.stagnation_threshold {
+        investigation.stagnation_threshold = n;
+    }
+    let origin = common.input.as_ref().map_or_else(
+        || "the command line".to_owned(),
+        |p| p.display().to_string(),
+    );
+    investigation
+        .validate()
+        .map_err(|message| ExampleError::Input { origin, message })?;
+    Ok(investigation)
+}
+
+async fn evaluate_personas(
+    common: &CommonOptions,
+    args: &DueDiligenceArgs,
+    offline: Arc<dyn ChatModel>,
+) -> Result<bool, ExampleError> {
+    let personas = read_personas(&personas_path())?;
+    let strategy: ModelChoice = args
+        .strategy_model
+        .clone()
+        .unwrap_or_else(|| common.model.clone())
+        .parse()?;
+    let search_model: ModelChoice = args
+        .search_model
+        .clone()
+        .unwrap_or_else(|| common.model.clone())
+        .parse()?;
+    let root = common
+        .out
+        .clone()
+        .unwrap_or_else(|| RunDir::default_for("due-diligence", &format!("eval-{}", new_thread())));
+    let mut scores = Vec::new();
+    for persona in &personas {
+        let mut investigation =
+            Investigation::new(persona.subject.clone(), persona.context.clone());
+        if let Some(n) = args.max_depth {
+            investigation.max_depth = n;
+        }
+        let options = DueDiligenceOptions {
+            strategy_model: bounded(
+                strategy.build(Arc::clone(&offline))?,
+                &strategy,
+                args.max_tokens_per_call,
+            ),
+            search_model: bounded(
+                search_model.build(Arc::clone(&offline))?,
+                &search_model,
+                args.max_tokens_per_call,
+            ),
+            search: crate::shared::search::corpus(
+                &common.corpus.clone().unwrap_or_else(corpus_dir),
+            )?,
+            results_per_search: args.results_per_search,
+            max_concurrent_searches: args.max_concurrent_searches,
+            run_dir: RunDir::create(root.join(&persona.id))?,
+            checkpointer: CheckpointChoice::Memory.open().await?,
+            thread: persona.id.clone(),
+            resume: false,
+            stream: false,
+            progress: Progress::new("searches", true),
+        };
+        let outcome = run_due_diligence(&investigation, &options).await?;
+        scores.push(evaluate::score(persona, &outcome.state));
+    }
+    print!("{}", evaluate::render(&scores));
+    RunDir::create(&root)?.write_json("evaluation.json", &scores)?;
+    println!("runs and evaluation.json in {}", root.display());
+    Ok(true)
+}

@@ -1,0 +1,44 @@
+//! # due_diligence — the Enhanced Due Diligence research agent (seed 001)
+//!
+//! A subject (person or organization) plus context goes through a reflection-driven loop:
+//! `generate_queries` (strategy model) → `execute_search` (one `Send` per query, in
+//! parallel, bounded) → `analyze_and_reflect` (reflection, then an LLM entity merge; the
+//! depth is incremented before routing) → route, in the seed's order: max depth, reflection
+//! stop, stagnation, else loop. Every finalize path goes through `map_connections` (the
+//! entity graph) to `synthesize_report` (18 sections with risk assessment and metadata).
+//! Outputs: `reports/{session_id}_report.json` and `.html`, the append-only JSONL audit
+//! trail `audit/{session_id}.jsonl`, and `run_summary.json`.
+//!
+//! The guide page `docs/workflows/due-diligence.md` explains the graph, the state, the
+//! models per role, the outputs, the evaluation and the limits.
+
+mod cli;
+pub mod evaluate;
+mod graph;
+mod input;
+mod nodes;
+mod offline;
+pub mod prompts;
+pub mod report;
+mod runner;
+pub mod schemas;
+mod state;
+mod trail;
+
+pub use cli::{CommonOptions, DueDiligenceArgs, run};
+pub use graph::build_graph;
+pub use input::{Investigation, Persona, corpus_dir, personas_path, read_personas};
+pub use nodes::{
+    ANALYZE_AND_REFLECT, Deps, EXECUTE_SEARCH, GENERATE_QUERIES, INITIALIZE, MAP_CONNECTIONS,
+    SYNTHESIZE_REPORT, SearchTask, default_prices, fan_out_searches, reconcile_entities,
+    route_after_reflection, select_queries, should_continue_research,
+};
+pub use offline::OfflineDueDiligenceModel;
+pub use runner::{
+    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceSummary, run_due_diligence,
+};
+pub use state::{
+    DueDiligenceState, DueDiligenceStateUpdate, RiskIndicators, SearchIterationData,
+    SearchMemoryEntry, TerminationReason,
+};
+pub use trail::AuditTrail;

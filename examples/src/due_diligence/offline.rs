@@ -1,0 +1,802 @@
+//! [`OfflineDueDiligenceModel`]: the deterministic offline stand-in for both model roles.
+
+use async_trait::async_trait;
+use graphkit_llm::{
+    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, ResponseFormat, new_message_id,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::nodes::reconcile_entities;
+use super::prompts::{data_of, section_lines};
+use super::schemas::{
+    ConnectionMappingOutput, DueDiligenceReport, Entity, EntityMergeOutput, EntityType,
+    EvidenceRating, Finding, GraphEdge, GraphNode, Importance, Indicator, Pattern,
+    ReflectionOutput, ReportSection, Risk, RiskAssessment, RiskLevel, SearchQueriesList, Severity,
+    Source, Strength, SuspiciousConnection, WebSearchOutput, normalize,
+};
+
+/// **Offline stand-in, not a language model.** A deterministic program that plays both
+/// model roles of the due-diligence graph (strategy and search) so the workflow runs with
+/// no key and no network (the default, `--model offline`).
+///
+/// It answers each request by the structured output it asks for (the response format's
+/// schema name) and reads only what a real model would read: the prompt's data block.
+///
+/// - `SearchQueriesList`: at depth 0, four broad queries (biography, career, finances,
+///   legal record) naming the subject; later, the lines of the latest query strategy.
+/// - `WebSearchOutput`: the pages that name the subject's surname; the summary is their
+///   titles and first sentences, the key facts their `- **Label:** value` lines with the
+///   page URL.
+/// - `ReflectionOutput`: sorts the key facts into the five sections; continues while a
+///   `See also` lead has not been searched yet (leads from pages with a red flag first).
+/// - `EntityMergeOutput`: parses the Entities section and merges names and aliases.
+/// - `ConnectionMappingOutput`: edges from the Relationships lines, importance from red
+///   flags and connections, suspicious connections from the red flags.
+/// - `DueDiligenceReport`: the 18 sections filled from the digest by keyword rules.
+///
+/// Everything it writes comes from the corpus pages; nothing is invented. Use `--model`,
+/// `--strategy-model` and `--search-model` with real providers for real research.
+#[derive(Debug, Clone, Default)]
+pub struct OfflineDueDiligenceModel {
+    delay: std::time::Duration,
+}
+
+impl OfflineDueDiligenceModel {
+    /// The stand-in.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Waits this long before every reply, like a model would (progress demos, kill tests).
+    #[must_use]
+    pub fn with_delay(mut self, delay: std::time::Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+}
+
+fn is<T: schemars::JsonSchema>(format: &ResponseFormat) -> bool {
+    ResponseFormat::for_type::<T>().name == format.name
+}
+
+fn to_json(value: &impl Serialize) -> Result<String, LlmError> {
+    serde_json::to_string(value).map_err(|e| LlmError::InvalidRequest(e.to_string()))
+}
+
+#[async_trait]
+impl ChatModel for OfflineDueDiligenceModel {
+    fn model_name(&self) -> &str {
+        "offline-due-diligence"
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        let prompt = request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::User(_)))
+            .map(Message::text)
+            .unwrap_or("");
+        let (Some(format), Some(data)) = (request.response_format.as_ref(), data_of(prompt)) else {
+            return Err(LlmError::InvalidRequest(
+                "the offline due-diligence model answers only the workflow's structured requests"
+                    .into(),
+            ));
+        };
+        let text = if is::<SearchQueriesList>(format) {
+            to_json(&queries(&data))?
+        } else if is::<WebSearchOutput>(format) {
+            to_json(&web_search(&data))?
+        } else if is::<ReflectionOutput>(format) {
+            to_json(&reflection(&data))?
+        } else if is::<EntityMergeOutput>(format) {
+            to_json(&merge(&data))?
+        } else if is::<ConnectionMappingOutput>(format) {
+            to_json(&connections(&data))?
+        } else if is::<DueDiligenceReport>(format) {
+            to_json(&report(&data))?
+        } else {
+            return Err(LlmError::InvalidRequest(format!(
+                "the offline due-diligence model does not know the schema {}",
+                format.name
+            )));
+        };
+        let mut reply = AssistantMessage::text(text);
+        reply.id = new_message_id();
+        reply.model = Some(self.model_name().to_owned());
+        Ok(reply)
+    }
+}
+
+fn str_of<'a>(data: &'a Value, key: &str) -> &'a str {
+    data.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(data: &Value, key: &str) -> Vec<String> {
+    data.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn queries(data: &Value) -> SearchQueriesList {
+    let subject = str_of(data, "subject");
+    let depth = data.get("depth").and_then(Value::as_u64).unwrap_or(0);
+    let queries = if depth == 0 {
+        [
+            "biography background",
+            "professional career companies",
+            "financial assets ownership",
+            "legal litigation regulatory",
+        ]
+        .iter()
+        .map(|topic| format!("{subject} {topic}"))
+        .collect()
+    } else {
+        str_of(data, "query_strategy")
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- "))
+            .map(str::to_owned)
+            .collect()
+    };
+    SearchQueriesList { queries }
+}
+
+/// `Label: value (source: URL)` → (label, value, URL).
+fn parse_fact(fact: &str) -> (&str, &str, &str) {
+    let (body, source) = fact
+        .rsplit_once(" (source: ")
+        .map_or((fact, ""), |(b, s)| (b, s.trim_end_matches(')')));
+    let (label, value) = body.split_once(": ").unwrap_or(("", body));
+    (label.trim(), value.trim(), source.trim())
+}
+
+fn web_search(data: &Value) -> WebSearchOutput {
+    let subject = str_of(data, "subject");
+    let surname = subject
+        .split_whitespace()
+        .last()
+        .unwrap_or("")
+        .to_lowercase();
+    let mut out = WebSearchOutput {
+        query: str_of(data, "query").to_owned(),
+        ..WebSearchOutput::default()
+    };
+    let mut summary = Vec::new();
+    for page in data
+        .get("pages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (title, url, content) = (
+            str_of(page, "title"),
+            str_of(page, "url"),
+            str_of(page, "content"),
+        );
+        if surname.is_empty() || !content.to_lowercase().contains(&surname) {
+            continue;
+        }
+        let first_sentence = content
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
+            .and_then(|l| l.split(". ").next())
+            .unwrap_or("");
+        summary.push(format!(
+            "{title}: {}.",
+            first_sentence.trim_end_matches('.')
+        ));
+        for line in content.lines() {
+            let Some(rest) = line.trim().strip_prefix("- **") else {
+                continue;
+            };
+            let Some((label, value)) = rest.split_once(":**") else {
+                continue;
+            };
+            out.key_facts.push(format!(
+                "{}: {} (source: {url})",
+                label.trim(),
+                value.trim()
+            ));
+        }
+        out.sources.push(Source {
+            url: url.to_owned(),
+            title: title.to_owned(),
+        });
+    }
+    out.summary = if summary.is_empty() {
+        format!("No page found by this search is about {subject}.")
+    } else {
+        summary.join(" ")
+    };
+    out
+}
+
+fn reflection(data: &Value) -> ReflectionOutput {
+    let executed: Vec<String> = strings(data, "queries_executed")
+        .iter()
+        .map(|q| normalize(q))
+        .collect();
+    let (mut findings, mut entities, mut links, mut risks) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut leads: Vec<(bool, String)> = Vec::new();
+    for result in data
+        .get("results")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let facts = strings(result, "key_facts");
+        let has_flag = facts.iter().any(|f| parse_fact(f).0 == "Red flag");
+        for fact in &facts {
+            let (label, value, source) = parse_fact(fact);
+            match label {
+                "Person" | "Organization" | "Location" => entities.push(fact.clone()),
+                "Link" => links.push(format!("{value} (source: {source})")),
+                "Red flag" | "Neutral" | "Positive" => risks.push(fact.clone()),
+                "See also" => leads.push((has_flag, value.to_owned())),
+                _ => findings.push(fact.clone()),
+            }
+        }
+    }
+    for gap in strings(data, "previous_gaps") {
+        leads.push((false, gap));
+    }
+    leads.sort_by_key(|(flag, _)| !flag);
+    let mut open: Vec<String> = Vec::new();
+    for (_, lead) in leads {
+        if !executed.contains(&normalize(&lead))
+            && !open.iter().any(|o| normalize(o) == normalize(&lead))
+        {
+            open.push(lead);
+        }
+    }
+    let dedup = |mut v: Vec<String>| {
+        let mut seen = Vec::new();
+        v.retain(|x| {
+            let fresh = !seen.contains(x);
+            seen.push(x.clone());
+            fresh
+        });
+        v
+    };
+    let section = |title: &str, lines: Vec<String>| {
+        let body: String = dedup(lines).iter().map(|l| format!("- {l}\n")).collect();
+        format!("## {title}\n{body}")
+    };
+    let analysis_summary = [
+        section("Findings", findings),
+        section("Entities", entities),
+        section("Relationships", links),
+        section("Risk assessment", risks),
+        section("Gaps", open.clone()),
+    ]
+    .join("\n");
+    let should_continue = !open.is_empty();
+    ReflectionOutput {
+        analysis_summary,
+        should_continue,
+        reasoning: if should_continue {
+            format!(
+                "{} lead(s) from the pages are not searched yet.",
+                open.len()
+            )
+        } else {
+            "Every lead the pages suggest has been searched; further searches would repeat what is known.".into()
+        },
+        query_strategy: if should_continue {
+            let lines: String = open.iter().map(|l| format!("- {l}\n")).collect();
+            format!("Follow the open leads, red flags first:\n{lines}")
+        } else {
+            String::new()
+        },
+    }
+}
+
+/// `Person: Name (also known as A; B) — description (source: URL)` → an entity.
+fn parse_entity(line: &str, depth: u32) -> Option<Entity> {
+    let (label, value, source) = parse_fact(line);
+    let entity_type = match label {
+        "Person" => EntityType::Person,
+        "Organization" => EntityType::Organization,
+        "Location" => EntityType::Location,
+        _ => return None,
+    };
+    let (head, description) = value.split_once(" — ").unwrap_or((value, ""));
+    let (name, aliases) = match head.split_once(" (also known as ") {
+        Some((name, rest)) => (
+            name,
+            rest.trim_end_matches(')')
+                .split(';')
+                .map(|a| a.trim().to_owned())
+                .collect(),
+        ),
+        None => (head, Vec::new()),
+    };
+    Some(Entity {
+        name: name.trim().to_owned(),
+        entity_type,
+        aliases,
+        description: description.trim().to_owned(),
+        first_seen_depth: depth,
+        sources: if source.is_empty() {
+            Vec::new()
+        } else {
+            vec![source.to_owned()]
+        },
+    })
+}
+
+fn indicator(line: &str) -> (String, Indicator) {
+    let (label, value, source) = parse_fact(line);
+    (
+        label.to_owned(),
+        Indicator {
+            text: value.to_owned(),
+            source: source.to_owned(),
+        },
+    )
+}
+
+fn merge(data: &Value) -> EntityMergeOutput {
+    let depth = u32::try_from(data.get("depth").and_then(Value::as_u64).unwrap_or(0)).unwrap_or(0);
+    let existing: Vec<Entity> = data
+        .get("existing_entities")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let summary = str_of(data, "analysis_summary");
+    let found: Vec<Entity> = section_lines(summary, "Entities")
+        .iter()
+        .filter_map(|l| parse_entity(l, depth))
+        .collect();
+    let (entities, _) = reconcile_entities(&existing, found, depth);
+    let mut out = EntityMergeOutput {
+        entities,
+        ..EntityMergeOutput::default()
+    };
+    for line in section_lines(summary, "Risk assessment") {
+        match indicator(&line) {
+            (label, item) if label == "Red flag" => out.red_flags.push(item),
+            (label, item) if label == "Neutral" => out.neutral.push(item),
+            (label, item) if label == "Positive" => out.positive.push(item),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn entities_of(data: &Value) -> Vec<Entity> {
+    data.get("entities")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+fn indicators(data: &Value, key: &str) -> Vec<Indicator> {
+    data.get(key)
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default()
+}
+
+/// The entities a text mentions (by name or alias).
+fn mentioned<'a>(entities: &'a [Entity], text: &str) -> Vec<&'a Entity> {
+    let text = text.to_lowercase();
+    entities
+        .iter()
+        .filter(|e| {
+            std::iter::once(&e.name)
+                .chain(&e.aliases)
+                .any(|n| text.contains(&n.to_lowercase()))
+        })
+        .collect()
+}
+
+fn severity_of(text: &str) -> Severity {
+    let t = text.to_lowercase();
+    if ["sanction", "designated", "embargo", "brib"]
+        .iter()
+        .any(|k| t.contains(k))
+    {
+        Severity::High
+    } else {
+        Severity::Medium
+    }
+}
+
+fn connections(data: &Value) -> ConnectionMappingOutput {
+    let subject = str_of(data, "subject");
+    let entities = entities_of(data);
+    let flags = indicators(data, "red_flags");
+    let resolve = |name: &str| {
+        entities
+            .iter()
+            .find(|e| e.is_named(name.trim()))
+            .map(|e| e.name.clone())
+    };
+    let mut edges: Vec<GraphEdge> = Vec::new();
+    for line in strings(data, "relationships") {
+        let (body, source) = line
+            .rsplit_once(" (source: ")
+            .map_or((line.as_str(), ""), |(b, s)| (b, s.trim_end_matches(')')));
+        let parts: Vec<&str> = body.split(" — ").collect();
+        let [a, relationship, b] = parts[..] else {
+            continue;
+        };
+        let (Some(source_id), Some(target_id)) = (resolve(a), resolve(b)) else {
+            continue;
+        };
+        if edges.iter().any(|e| {
+            e.source == source_id && e.target == target_id && e.relationship == relationship
+        }) {
+            continue;
+        }
+        edges.push(GraphEdge {
+            source: source_id,
+            target: target_id,
+            relationship: relationship.to_owned(),
+            evidence: body.to_owned(),
+            sources: if source.is_empty() {
+                Vec::new()
+            } else {
+                vec![source.to_owned()]
+            },
+        });
+    }
+    let degree = |name: &str| {
+        edges
+            .iter()
+            .filter(|e| e.source == name || e.target == name)
+            .count()
+    };
+    let nodes = entities
+        .iter()
+        .map(|e| {
+            let flagged = flags
+                .iter()
+                .any(|f| !mentioned(std::slice::from_ref(e), &f.text).is_empty());
+            let (importance, importance_reasoning) = if e.is_named(subject) {
+                (
+                    Importance::High,
+                    "the subject of the investigation".to_owned(),
+                )
+            } else if flagged {
+                (Importance::High, "named in a red flag".to_owned())
+            } else if degree(&e.name) > 0 {
+                (
+                    Importance::Medium,
+                    format!("connected to {} other entit(ies)", degree(&e.name)),
+                )
+            } else {
+                (
+                    Importance::Low,
+                    "mentioned, with no mapped connection".to_owned(),
+                )
+            };
+            GraphNode {
+                id: e.name.clone(),
+                name: e.name.clone(),
+                entity_type: e.entity_type,
+                importance,
+                importance_reasoning,
+            }
+        })
+        .collect();
+    let patterns = entities
+        .iter()
+        .filter(|e| degree(&e.name) >= 3)
+        .map(|e| {
+            let mut others: Vec<String> = edges
+                .iter()
+                .filter_map(|x| {
+                    if x.source == e.name {
+                        Some(x.target.clone())
+                    } else if x.target == e.name {
+                        Some(x.source.clone())
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            others.dedup();
+            Pattern {
+                description: format!(
+                    "{} recurs across {} connections: {}",
+                    e.name,
+                    others.len(),
+                    others.join(", ")
+                ),
+                entities: std::iter::once(e.name.clone()).chain(others).collect(),
+            }
+        })
+        .collect();
+    let suspicious_connections = flags
+        .iter()
+        .filter_map(|f| {
+            let named: Vec<String> = mentioned(&entities, &f.text)
+                .iter()
+                .map(|e| e.name.clone())
+                .collect();
+            (!named.is_empty()).then(|| SuspiciousConnection {
+                description: f.text.clone(),
+                entities: named,
+                severity: severity_of(&f.text),
+                reasoning: format!("tied to a red flag (source: {})", f.source),
+            })
+        })
+        .collect();
+    ConnectionMappingOutput {
+        nodes,
+        edges,
+        patterns,
+        suspicious_connections,
+    }
+}
+
+fn finding(text: &str, source: &str) -> Finding {
+    Finding {
+        statement: text.to_owned(),
+        sources: if source.is_empty() {
+            Vec::new()
+        } else {
+            vec![source.to_owned()]
+        },
+    }
+}
+
+fn facts_labelled(facts: &[String], labels: &[&str]) -> Vec<Finding> {
+    facts
+        .iter()
+        .map(|f| parse_fact(f))
+        .filter(|(label, _, _)| labels.contains(label))
+        .map(|(_, value, source)| finding(value, source))
+        .collect()
+}
+
+fn section(summary: String, findings: Vec<Finding>) -> ReportSection {
+    ReportSection { summary, findings }
+}
+
+fn matching(items: &[Indicator], keywords: &[&str]) -> Vec<Finding> {
+    items
+        .iter()
+        .filter(|i| {
+            let t = i.text.to_lowercase();
+            keywords.iter().any(|k| t.contains(k))
+        })
+        .map(|i| finding(&i.text, &i.source))
+        .collect()
+}
+
+fn category_of(text: &str) -> &'static str {
+    let t = text.to_lowercase();
+    if ["sanction", "designated", "embargo"]
+        .iter()
+        .any(|k| t.contains(k))
+    {
+        "sanctions"
+    } else if ["brib", "procurement", "prosecutor"]
+        .iter()
+        .any(|k| t.contains(k))
+    {
+        "corruption"
+    } else if ["shell", "nominee", "not disclosed", "undisclosed"]
+        .iter()
+        .any(|k| t.contains(k))
+    {
+        "governance and transparency"
+    } else {
+        "litigation and reputation"
+    }
+}
+
+fn report(data: &Value) -> DueDiligenceReport {
+    let subject = str_of(data, "subject");
+    let facts = strings(data, "key_facts");
+    let entities = entities_of(data);
+    let risk = data.get("risk_indicators").cloned().unwrap_or(Value::Null);
+    let (flags, neutral, positive) = (
+        indicators(&risk, "red_flags"),
+        indicators(&risk, "neutral"),
+        indicators(&risk, "positive"),
+    );
+    let graph: ConnectionMappingOutput = data
+        .get("entity_graph")
+        .cloned()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let the_subject = entities.iter().find(|e| e.is_named(subject));
+    let all: Vec<Indicator> = flags
+        .iter()
+        .chain(&neutral)
+        .chain(&positive)
+        .cloned()
+        .collect();
+
+    let risks: Vec<Risk> = flags
+        .iter()
+        .map(|f| Risk {
+            category: category_of(&f.text).to_owned(),
+            severity: severity_of(&f.text),
+            description: f.text.clone(),
+            evidence: vec![f.source.clone()],
+        })
+        .collect();
+    let overall_risk = match risks.iter().map(|r| r.severity).max() {
+        Some(Severity::Critical) => RiskLevel::Critical,
+        Some(Severity::High) => RiskLevel::High,
+        Some(_) => RiskLevel::Medium,
+        None => RiskLevel::Low,
+    };
+    let level = format!("{overall_risk:?}").to_lowercase();
+    let executive_summary = match flags.first() {
+        Some(first) => format!(
+            "Overall risk for {subject}: {level}. {} red flag(s) were found, the first: {} {} positive item(s) were found.",
+            flags.len(),
+            first.text,
+            positive.len()
+        ),
+        None => format!(
+            "Overall risk for {subject}: {level}. No red flag was found; {} positive item(s) were found.",
+            positive.len()
+        ),
+    };
+    let sanctions = matching(&all, &["sanction", "designat", "embargo"]);
+    let mut gaps = strings(data, "open_gaps");
+    if sanctions.is_empty() {
+        gaps.push(format!("No sanctions or PEP list was screened directly; no designation of {subject} was found in the sources."));
+    }
+    let mut recommendations: Vec<String> = flags
+        .iter()
+        .map(|f| match category_of(&f.text) {
+            "sanctions" => format!("Escalate to sanctions compliance and obtain licensing advice before any dealing: {}", f.text),
+            "corruption" => format!("Request the status of the investigation and a legal opinion: {}", f.text),
+            "governance and transparency" => format!("Obtain beneficial-ownership and disclosure documents: {}", f.text),
+            _ => format!("Review the underlying records: {}", f.text),
+        })
+        .collect();
+    recommendations.push(format!(
+        "Verify {subject}'s identity documents against the aliases found."
+    ));
+    DueDiligenceReport {
+        executive_summary,
+        subject_overview: section(
+            the_subject.map_or_else(
+                || format!("{subject}: no profile found."),
+                |e| format!("{}: {}", e.name, e.description),
+            ),
+            facts_labelled(&facts, &["Person"])
+                .into_iter()
+                .filter(|f| f.statement.starts_with(subject))
+                .collect(),
+        ),
+        scope_and_methodology: format!(
+            "{} queries over {} iteration(s) of search and reflection; the loop stopped by {}. Sources: the offline corpus.",
+            strings(data, "queries_executed").len(),
+            data.get("depth_reached")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            str_of(data, "termination_reason")
+        ),
+        identity_verification: section(
+            the_subject.map_or_else(String::new, |e| {
+                format!("Also known as: {}.", e.aliases.join("; "))
+            }),
+            the_subject
+                .map(|e| {
+                    e.sources
+                        .iter()
+                        .map(|s| finding(&format!("{} identified", e.name), s))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        professional_history: section(
+            String::new(),
+            facts_labelled(&facts, &["Role", "Education"]),
+        ),
+        corporate_affiliations: section(
+            String::new(),
+            entities
+                .iter()
+                .filter(|e| e.entity_type == EntityType::Organization)
+                .map(|e| {
+                    finding(
+                        &format!("{}: {}", e.name, e.description),
+                        e.sources.first().map_or("", String::as_str),
+                    )
+                })
+                .collect(),
+        ),
+        financial_profile: section(String::new(), facts_labelled(&facts, &["Finance"])),
+        legal_and_regulatory: section(
+            String::new(),
+            matching(
+                &all,
+                &[
+                    "court",
+                    "claim",
+                    "tribunal",
+                    "prosecutor",
+                    "investigat",
+                    "designat",
+                    "lawsuit",
+                    "settled",
+                ],
+            ),
+        ),
+        sanctions_and_pep_screening: section(
+            if sanctions.is_empty() {
+                "No sanctions designation found in the sources.".into()
+            } else {
+                String::new()
+            },
+            sanctions,
+        ),
+        adverse_media: section(
+            String::new(),
+            flags.iter().map(|f| finding(&f.text, &f.source)).collect(),
+        ),
+        key_relationships: section(
+            String::new(),
+            graph
+                .edges
+                .iter()
+                .map(|e| {
+                    finding(
+                        &format!("{} — {} — {}", e.source, e.relationship, e.target),
+                        e.sources.first().map_or("", String::as_str),
+                    )
+                })
+                .collect(),
+        ),
+        suspicious_patterns: section(
+            graph
+                .patterns
+                .iter()
+                .map(|p| p.description.clone())
+                .collect::<Vec<_>>()
+                .join(" "),
+            graph
+                .suspicious_connections
+                .iter()
+                .map(|s| finding(&s.description, ""))
+                .collect(),
+        ),
+        risk_assessment: RiskAssessment {
+            overall_risk,
+            risks,
+        },
+        red_flags: flags.iter().map(|f| finding(&f.text, &f.source)).collect(),
+        mitigating_factors: positive
+            .iter()
+            .map(|p| finding(&p.text, &p.source))
+            .collect(),
+        evidence_strength: flags
+            .iter()
+            .chain(&positive)
+            .map(|i| EvidenceRating {
+                finding: i.text.clone(),
+                strength: if i.source.is_empty() {
+                    Strength::Weak
+                } else {
+                    Strength::Moderate
+                },
+                sources: vec![i.source.clone()],
+            })
+            .collect(),
+        information_gaps: gaps,
+        recommendations_and_next_steps: recommendations,
+    }
+}

@@ -1,0 +1,673 @@
+//! The due-diligence workflow (seed 001), offline: end to end, routing order, dedup,
+//! failed searches, kill and resume, bad input, evaluation.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use graphkit::checkpoint::{Checkpointer, SqliteSaver};
+use graphkit_examples::due_diligence::{
+    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceState, Investigation,
+    OfflineDueDiligenceModel, TerminationReason, corpus_dir, evaluate, personas_path,
+    read_personas, run_due_diligence, select_queries, should_continue_research,
+};
+use graphkit_examples::shared::{Progress, RunDir};
+use graphkit_llm::ChatModel;
+use graphkit_tools::AuditLog;
+use graphkit_tools::ToolError;
+use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
+use serde_json::Value;
+
+fn corpus() -> Arc<dyn SearchBackend> {
+    Arc::new(LocalCorpus::open(corpus_dir()).expect("corpus"))
+}
+
+fn options(
+    dir: &Path,
+    search: Arc<dyn SearchBackend>,
+    checkpointer: Arc<dyn Checkpointer>,
+    resume: bool,
+) -> DueDiligenceOptions {
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    DueDiligenceOptions {
+        strategy_model: Arc::clone(&model),
+        search_model: model,
+        search,
+        results_per_search: 3,
+        max_concurrent_searches: 5,
+        run_dir: RunDir::create(dir).expect("run dir"),
+        checkpointer,
+        thread: "t1".into(),
+        resume,
+        stream: false,
+        progress: Progress::new("searches", true),
+    }
+}
+
+async fn run(investigation: Investigation) -> (tempfile::TempDir, DueDiligenceOutcome) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let outcome = run_due_diligence(&investigation, &options(dir.path(), corpus(), saver, false))
+        .await
+        .expect("run");
+    (dir, outcome)
+}
+
+fn investigation(subject: &str, max_depth: u32, stagnation: u32) -> Investigation {
+    Investigation {
+        max_depth,
+        stagnation_threshold: stagnation,
+        ..Investigation::new(subject, "")
+    }
+}
+
+fn audit_events(outcome: &DueDiligenceOutcome) -> Vec<Value> {
+    AuditLog::read(&outcome.summary.audit_trail).expect("audit trail")
+}
+
+#[tokio::test]
+async fn offline_run_writes_the_18_section_report_html_audit_trail_and_summary() {
+    let (dir, outcome) = run(investigation("Orrin Castellane", 5, 2)).await;
+    let state = &outcome.state;
+    assert_eq!(
+        state.termination_reason,
+        Some(TerminationReason::ReflectionStop)
+    );
+    assert_eq!(state.current_depth, 3, "depths 0, 1 and 2 ran");
+
+    // Facts reachable only through depth-1 queries were found.
+    let names: Vec<&str> = state
+        .discovered_entities
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    for name in [
+        "Orrin Castellane",
+        "Blackfen Holdings Ltd",
+        "Merrow Trade SA",
+        "Idris Fenwick",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let subject = &state.discovered_entities[0];
+    assert!(
+        subject.aliases.iter().any(|a| a == "O. Castellane"),
+        "{:?}",
+        subject.aliases
+    );
+    let first_depth_of = |name: &str| {
+        state
+            .discovered_entities
+            .iter()
+            .find(|e| e.name == name)
+            .unwrap()
+            .first_seen_depth
+    };
+    assert_eq!(first_depth_of("Idris Fenwick"), 1);
+    assert_eq!(first_depth_of("Varro Maritime Authority"), 2);
+
+    // The JSON report: 18 sections plus metadata.
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&outcome.summary.report_json).unwrap())
+            .unwrap();
+    let sections = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "metadata")
+        .count();
+    assert_eq!(sections, 18);
+    assert_eq!(json["risk_assessment"]["overall_risk"], "high");
+    assert_eq!(json["red_flags"].as_array().unwrap().len(), 2);
+    assert_eq!(json["metadata"]["termination_reason"], "reflection_stop");
+    assert_eq!(
+        json["metadata"]["models"]["strategy"],
+        "offline-due-diligence"
+    );
+    assert_eq!(
+        json["metadata"]["statistics"]["searches"],
+        state.search_count
+    );
+    assert!(
+        state
+            .entity_graph
+            .edges
+            .iter()
+            .any(|e| e.source == "Blackfen Holdings Ltd" && e.target == "Merrow Trade SA")
+    );
+    assert!(!state.entity_graph.suspicious_connections.is_empty());
+
+    // The HTML report: self-contained, risk level and graph at the top.
+    let html = std::fs::read_to_string(&outcome.summary.report_html).unwrap();
+    assert!(html.contains("Overall risk: HIGH"));
+    assert!(html.contains("<svg") && html.contains("Blackfen Holdings Ltd"));
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+
+    // The audit trail: every node's start and end, each search once, model calls, routing.
+    let events = audit_events(&outcome);
+    let count = |kind: &str| events.iter().filter(|e| e["event"] == kind).count();
+    assert_eq!(count("search") as u64, state.search_count);
+    assert_eq!(count("routing"), 3);
+    assert!(count("model_call") > 10);
+    for node in [
+        "initialize",
+        "generate_queries",
+        "analyze_and_reflect",
+        "map_connections",
+        "synthesize_report",
+    ] {
+        assert!(
+            events
+                .iter()
+                .any(|e| e["event"] == "node_end" && e["node"] == node),
+            "{node}"
+        );
+    }
+    assert!(
+        events
+            .iter()
+            .all(|e| e["session_id"] == state.session_id.as_str() && e["ts"].is_string())
+    );
+    assert!(dir.path().join("run_summary.json").exists());
+}
+
+#[tokio::test]
+async fn max_depth_is_checked_before_the_reflection() {
+    // At depth 2 the reflection recommends stopping, but max depth (3) is checked first.
+    let (_dir, outcome) = run(investigation("Orrin Castellane", 3, 2)).await;
+    assert_eq!(
+        outcome.state.termination_reason,
+        Some(TerminationReason::MaxDepth)
+    );
+    assert_eq!(outcome.state.current_depth, 3);
+    assert!(!outcome.state.should_continue);
+
+    let (_dir, outcome) = run(investigation("Orrin Castellane", 1, 2)).await;
+    assert_eq!(
+        outcome.state.termination_reason,
+        Some(TerminationReason::MaxDepth)
+    );
+    assert_eq!(outcome.state.search_iterations.len(), 1);
+    assert!(
+        outcome.state.report.is_some(),
+        "max depth also finalizes through the report"
+    );
+}
+
+#[tokio::test]
+async fn stagnation_stops_a_run_that_finds_no_new_entities() {
+    // Depth 1 (the tram depot page) adds no entity while the reflection still has a lead.
+    let (_dir, outcome) = run(investigation("Teodor Vasquel", 5, 1)).await;
+    let state = &outcome.state;
+    assert_eq!(
+        state.termination_reason,
+        Some(TerminationReason::Stagnation)
+    );
+    assert!(state.should_continue, "the reflection wanted to go on");
+    assert_eq!(state.entity_count_history, [3, 3]);
+    assert!(state.report.is_some());
+
+    // With the default threshold (2) the same subject goes on and finds the shell company.
+    let (_dir, outcome) = run(investigation("Teodor Vasquel", 5, 2)).await;
+    assert_eq!(
+        outcome.state.termination_reason,
+        Some(TerminationReason::ReflectionStop)
+    );
+    assert!(
+        outcome
+            .state
+            .discovered_entities
+            .iter()
+            .any(|e| e.name == "Caldera Nominees Ltd")
+    );
+}
+
+#[test]
+fn routing_checks_max_depth_then_reflection_then_stagnation() {
+    use TerminationReason::*;
+    let stagnant = [3, 3, 3];
+    assert_eq!(
+        should_continue_research(3, 3, false, &stagnant, 1),
+        Some(MaxDepth)
+    );
+    assert_eq!(
+        should_continue_research(2, 3, false, &stagnant, 1),
+        Some(ReflectionStop)
+    );
+    assert_eq!(
+        should_continue_research(2, 3, true, &stagnant, 2),
+        Some(Stagnation)
+    );
+    assert_eq!(should_continue_research(2, 3, true, &[3, 5], 1), None);
+    assert_eq!(
+        should_continue_research(1, 3, true, &[3], 1),
+        None,
+        "one iteration cannot stagnate"
+    );
+    assert_eq!(
+        should_continue_research(2, 3, true, &stagnant, 0),
+        None,
+        "0 turns stagnation off"
+    );
+}
+
+#[test]
+fn queries_are_deduplicated_and_red_flag_queries_come_first() {
+    let mut state = DueDiligenceState {
+        subject: "Orrin Castellane".into(),
+        current_depth: 1,
+        max_queries_per_depth: 3,
+        queries_executed: vec!["Orrin Castellane biography".into()],
+        ..DueDiligenceState::default()
+    };
+    state
+        .risk_indicators
+        .red_flags
+        .push(graphkit_examples::due_diligence::schemas::Indicator {
+            text: "Merrow Trade SA was designated".into(),
+            source: String::new(),
+        });
+    let picked = select_queries(
+        &state,
+        vec![
+            "  orrin   CASTELLANE biography ".into(),
+            "Harlow Bunkering claim".into(),
+            "harlow bunkering CLAIM".into(),
+            "Merrow Trade SA designation".into(),
+            "".into(),
+            "Castellane yacht".into(),
+            "Castellane art".into(),
+        ],
+    );
+    assert_eq!(
+        picked,
+        [
+            "Merrow Trade SA designation",
+            "Harlow Bunkering claim",
+            "Castellane yacht"
+        ]
+    );
+}
+
+/// **Test double.** The corpus, except that queries containing `fail_on` fail, and the
+/// `block_at`-th search (1-based) never returns (a process killed mid-search).
+struct FaultySearch {
+    inner: LocalCorpus,
+    fail_on: Option<&'static str>,
+    block_at: Option<usize>,
+    calls: AtomicUsize,
+    blocked: Arc<tokio::sync::Notify>,
+}
+
+impl FaultySearch {
+    fn new(fail_on: Option<&'static str>, block_at: Option<usize>) -> Self {
+        Self {
+            inner: LocalCorpus::open(corpus_dir()).expect("corpus"),
+            fail_on,
+            block_at,
+            calls: AtomicUsize::new(0),
+            blocked: Arc::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl SearchBackend for FaultySearch {
+    async fn search(&self, query: &str, max: usize) -> Result<Vec<SearchResult>, ToolError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if Some(call) == self.block_at {
+            self.blocked.notify_one();
+            std::future::pending::<()>().await;
+        }
+        if self.fail_on.is_some_and(|f| query.contains(f)) {
+            return Err(ToolError::failed(
+                "search backend unavailable (test double)",
+            ));
+        }
+        self.inner.search(query, max).await
+    }
+
+    async fn extract(&self, urls: &[String]) -> Result<Vec<ExtractedPage>, ToolError> {
+        self.inner.extract(urls).await
+    }
+}
+
+#[tokio::test]
+async fn a_failed_search_is_recorded_and_the_others_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let search = Arc::new(FaultySearch::new(Some("legal"), None));
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let outcome = run_due_diligence(
+        &investigation("Orrin Castellane", 5, 2),
+        &options(dir.path(), search, saver, false),
+    )
+    .await
+    .unwrap();
+    let state = &outcome.state;
+    let failed: Vec<_> = state
+        .search_memory
+        .iter()
+        .filter(|s| s.error.is_some())
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0].query.contains("legal"));
+    assert_eq!(state.search_iterations[0].queries.len(), 4);
+    assert_eq!(state.search_iterations[0].errors.len(), 1);
+    assert!(state.error_count >= 1);
+    assert_eq!(
+        state.termination_reason,
+        Some(TerminationReason::ReflectionStop)
+    );
+    let events = audit_events(&outcome);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "search" && e["ok"] == false)
+    );
+}
+
+fn comparable(state: &DueDiligenceState) -> Value {
+    let mut report = serde_json::to_value(state.report.as_deref().expect("report")).expect("json");
+    let meta = report["metadata"].as_object_mut().expect("metadata");
+    for volatile in ["session_id", "start_time", "end_time"] {
+        meta.remove(volatile);
+    }
+    report
+}
+
+#[tokio::test]
+async fn a_killed_run_resumes_without_repeating_searches_and_writes_the_same_report() {
+    let (_dir, reference) = run(investigation("Orrin Castellane", 5, 2)).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("checkpoints.sqlite");
+    // First process: one search at a time; the third search hangs, and the run is killed.
+    let search = Arc::new(FaultySearch::new(None, Some(3)));
+    let blocked = Arc::clone(&search.blocked);
+    let mut first = options(
+        dir.path(),
+        search,
+        Arc::new(SqliteSaver::open(&db).await.unwrap()),
+        false,
+    );
+    first.max_concurrent_searches = 1;
+    let task = tokio::spawn(async move {
+        let _ = run_due_diligence(&investigation("Orrin Castellane", 5, 2), &first).await;
+    });
+    blocked.notified().await;
+    task.abort();
+    let _ = task.await;
+
+    // Second process: same database and run directory.
+    let second = options(
+        dir.path(),
+        corpus(),
+        Arc::new(SqliteSaver::open(&db).await.unwrap()),
+        true,
+    );
+    let outcome = run_due_diligence(&investigation("Orrin Castellane", 5, 2), &second)
+        .await
+        .unwrap();
+    assert!(outcome.summary.resumed);
+    assert_eq!(comparable(&outcome.state), comparable(&reference.state));
+
+    let events = audit_events(&outcome);
+    let mut searched: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .map(|e| e["query"].as_str().unwrap())
+        .collect();
+    let total = searched.len();
+    searched.sort_unstable();
+    searched.dedup();
+    assert_eq!(searched.len(), total, "a search was repeated: {searched:?}");
+    assert_eq!(total as u64, reference.state.search_count);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "node_end" && e["node"] == "initialize")
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn bad_input_names_the_field() {
+    let err = |text: &str| {
+        Investigation::from_json("input.json", text)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(r#"{"subject": ""}"#).contains("`subject` is empty"));
+    assert!(err(r#"{"subject": "X", "max_depth": 0}"#).contains("`max_depth` is 0"));
+    assert!(err(r#"{"subject": "X", "max_depth": 1000}"#).contains("`max_depth` is 1000"));
+    assert!(err(r#"{"subject": "X", "max_depth": "deep"}"#).contains("field `max_depth`"));
+    assert!(err(r#"{"subjekt": "X"}"#).contains("subjekt"));
+    assert!(err(r#"{"subject": "X""#).contains("input.json"));
+
+    // The runner refuses an invalid investigation before anything runs.
+    let dir = tempfile::tempdir().unwrap();
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let bad = Investigation {
+        max_depth: 0,
+        ..Investigation::new("X", "")
+    };
+    let error = run_due_diligence(&bad, &options(dir.path(), corpus(), saver, false))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("max_depth"), "{error}");
+}
+
+#[tokio::test]
+async fn evaluation_recalls_every_expected_entity_and_red_flag_offline() {
+    for persona in read_personas(&personas_path()).unwrap() {
+        let (_dir, outcome) = run(Investigation::new(
+            persona.subject.clone(),
+            persona.context.clone(),
+        ))
+        .await;
+        let score = evaluate::score(&persona, &outcome.state);
+        assert_eq!(score.entity_recall(), 1.0, "{score:?}");
+        assert_eq!(score.red_flag_recall(), 1.0, "{score:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_entity_intel_corpus_does_not_see_the_due_diligence_corpus() {
+    let entity_intel =
+        LocalCorpus::open(graphkit_examples::shared::search::default_corpus_dir()).unwrap();
+    let hits = entity_intel
+        .search("Castellane Blackfen Quellbright Vasquel", 20)
+        .await
+        .unwrap();
+    assert!(hits.is_empty(), "{hits:?}");
+    let ours = LocalCorpus::open(corpus_dir()).unwrap();
+    assert!(
+        ours.search("Castellane", 5)
+            .await
+            .unwrap()
+            .iter()
+            .all(|h| !h.url.contains("README"))
+    );
+}
+
+#[tokio::test]
+async fn a_round_with_no_new_query_goes_straight_to_reflection() {
+    use graphkit_examples::due_diligence::schemas::{ReflectionOutput, SearchQueriesList};
+    use graphkit_llm::{AssistantMessage, FunctionModel, ResponseFormat};
+    // A strategy model that proposes the same query every round and always wants more.
+    let strategy = FunctionModel::new(|request| {
+        let format = request
+            .response_format
+            .as_ref()
+            .expect("structured request");
+        let reply = if format.name == ResponseFormat::for_type::<SearchQueriesList>().name {
+            serde_json::json!({"queries": ["Orrin Castellane biography"]})
+        } else {
+            assert_eq!(
+                format.name,
+                ResponseFormat::for_type::<ReflectionOutput>().name
+            );
+            serde_json::json!({"analysis_summary": "", "should_continue": true, "reasoning": "more", "query_strategy": "- Orrin Castellane biography"})
+        };
+        Ok(AssistantMessage::text(reply.to_string()))
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let mut opts = options(dir.path(), corpus(), saver, false);
+    opts.strategy_model = Arc::new(strategy);
+    let outcome = run_due_diligence(&investigation("Orrin Castellane", 5, 1), &opts)
+        .await
+        .expect("run");
+    let state = &outcome.state;
+    assert_eq!(state.queries_executed, ["Orrin Castellane biography"]);
+    assert_eq!(
+        state.search_iterations[1].queries.len(),
+        0,
+        "depth 1 searched nothing"
+    );
+    assert_eq!(
+        state.termination_reason,
+        Some(TerminationReason::Stagnation)
+    );
+    assert!(
+        audit_events(&outcome)
+            .iter()
+            .any(|e| e["event"] == "no_new_queries")
+    );
+}
+
+#[test]
+fn the_guide_shows_the_graph_as_drawn() {
+    use graphkit_examples::due_diligence::{AuditTrail, Deps, build_graph, default_prices};
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let deps = Deps {
+        strategy_model: Arc::clone(&model),
+        search_model: model,
+        search: corpus(),
+        results_per_search: 3,
+        audit: AuditTrail::new(std::env::temp_dir()),
+        prices: default_prices(),
+        reports_dir: std::env::temp_dir(),
+    };
+    let graph = build_graph(Arc::new(deps), graphkit::CompileOptions::new()).expect("graph");
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/workflows/due-diligence.md"),
+    )
+    .expect("guide");
+    assert!(
+        guide.contains(graph.draw_mermaid().trim()),
+        "update the Mermaid block of docs/workflows/due-diligence.md"
+    );
+}
+
+fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"));
+    cmd.args([
+        "due-diligence",
+        "Orrin Castellane",
+        "--quiet",
+        "--max-depth",
+        "5",
+        "--offline-delay-ms",
+        "30",
+    ])
+    .args(["--max-concurrent-searches", "1", "--thread", thread])
+    .arg("--out")
+    .arg(run_dir)
+    .args(extra)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    cmd
+}
+
+fn events_in(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(run_dir.join("audit"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|f| AuditLog::read(f.path()).unwrap_or_default())
+        .collect()
+}
+
+fn report_in(run_dir: &Path) -> Value {
+    let reports = std::fs::read_dir(run_dir.join("reports")).expect("reports");
+    let path = reports
+        .flatten()
+        .map(|f| f.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a report");
+    let mut report: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("report")).expect("json");
+    let meta = report["metadata"].as_object_mut().expect("metadata");
+    for volatile in ["session_id", "start_time", "end_time"] {
+        meta.remove(volatile);
+    }
+    report
+}
+
+#[test]
+fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_searches() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = dir.path().join("reference");
+    assert!(
+        cli(&reference, "ref", &[])
+            .status()
+            .expect("reference run")
+            .success()
+    );
+
+    let run = dir.path().join("killed");
+    let mut child = cli(&run, "kill", &[]).spawn().expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(&run)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    assert!(
+        cli(&run, "kill", &["--resume"])
+            .status()
+            .expect("resume")
+            .success()
+    );
+    assert_eq!(report_in(&run), report_in(&reference));
+    let events = events_in(&run);
+    let mut searched: Vec<(u64, &str)> = events
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .map(|e| {
+            (
+                e["depth"].as_u64().unwrap_or(0),
+                e["query"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let total = searched.len();
+    searched.sort_unstable();
+    searched.dedup();
+    assert_eq!(
+        searched.len(),
+        total,
+        "a search event repeats: {searched:?}"
+    );
+    assert_eq!(
+        total,
+        events_in(&reference)
+            .iter()
+            .filter(|e| e["event"] == "search")
+            .count()
+    );
+}
