@@ -15,6 +15,8 @@
 //!
 //! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
 //! - [`entity_intel`]: the entity-intel research agent (seed 000).
+//! - [`arxiv_research`]: the plan-driven arXiv deep research workflow (seed 002).
 
+pub mod arxiv_research;
 pub mod entity_intel;
 pub mod shared;
