@@ -551,3 +551,60 @@ async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_
     assert_eq!(all, (1..=5).map(|n| format!("Widget paper {n}")).collect::<Vec<_>>(), "before {before:?}, after {after:?}");
     assert_eq!(report(&resumed), report(&whole));
 }
+
+#[test]
+fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninterrupted_run() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_graphkit-research");
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, killed) = (dir.path().join("whole"), dir.path().join("killed"));
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["arxiv-research", "-q", "--out"])
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // A slow run (the stand-in waits 200 ms per reply, one paper at a time), killed with
+    // SIGKILL once the first summary is saved.
+    let mut child = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["arxiv-research", "--offline-delay-ms", "200", "--max-concurrency", "1", "--out"])
+        .arg(&killed)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        let first = line.contains("expander: 1 paper(s) summarised");
+        seen.push(line);
+        if first {
+            break;
+        }
+    }
+    assert!(seen.last().is_some_and(|l| l.contains("expander: 1")), "{seen:#?}");
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    assert!(!killed.join("report.md").exists());
+
+    let out = Command::new(bin)
+        .current_dir(dir.path())
+        .args(["arxiv-research", "--resume", "--out"])
+        .arg(&killed)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("resuming from the last checkpoint"), "{err}");
+    assert!(!err.contains("PLAN STEP"), "the resumed run redid a plan step: {err}");
+    // At least the first summary was kept: the resumed run summarises at most four.
+    assert!(!err.contains("expander: 5 paper(s)"), "{err}");
+    let read = |d: &std::path::Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    assert_eq!(read(&killed, "report.md"), read(&whole, "report.md"));
+    assert_eq!(read(&killed, "facts.json"), read(&whole, "facts.json"));
+}

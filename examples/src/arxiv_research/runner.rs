@@ -129,9 +129,9 @@ pub async fn run_arxiv_research(options: &ArxivResearchOptions) -> Result<Resear
     let mut stream = graph.stream_with(
         input,
         config,
-        [StreamMode::Updates, StreamMode::Checkpoints],
+        [StreamMode::Updates, StreamMode::Tasks, StreamMode::Checkpoints],
     );
-    let (mut steps_done, mut total_steps) = (0, 0);
+    let (mut steps_done, mut total_steps, mut expanded) = (0, 0, 0);
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -153,6 +153,17 @@ pub async fn run_arxiv_research(options: &ArxivResearchOptions) -> Result<Resear
                 if options.stream {
                     emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
                 }
+            }
+            // Summaries finish one by one inside the expander's super-step (each saved as
+            // a pending write at once); the step's updates come when all are done.
+            StreamPayload::Task(task)
+                if &*task.node == EXPANDER
+                    && matches!(task.kind, graphkit::TaskEventKind::End { .. }) =>
+            {
+                expanded += 1;
+                options
+                    .progress
+                    .note(group, &format!("expander: {expanded} paper(s) summarised"));
             }
             StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
                 return Err(ExampleError::Interrupted);
