@@ -20,3 +20,8 @@
 pub mod arxiv_research;
 pub mod entity_intel;
 pub mod shared;
+
+/// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.
+#[doc = include_str!("../../docs/workflows/arxiv-research.md")]
+#[cfg(doctest)]
+pub struct ArxivResearchGuide;

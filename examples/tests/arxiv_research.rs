@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit::State;
+use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit_examples::arxiv_research::{
     self as ar, ArxivResearchOptions, CorpusPaper, Fact, FactKind, GraphDeps, NodeDeps,
     OfflineArxiv, OfflineArxivServer, ResearchState, ResearchStateUpdate, reference_key,
@@ -154,12 +154,22 @@ fn paper(id: &str, title: &str, pdf: bool) -> CorpusPaper {
 fn five_papers() -> OfflineArxiv {
     OfflineArxiv::from_papers(
         (1..=5)
-            .map(|n| paper(&format!("2401.0000{n}v1"), &format!("Widget paper {n}"), true))
+            .map(|n| {
+                paper(
+                    &format!("2401.0000{n}v1"),
+                    &format!("Widget paper {n}"),
+                    true,
+                )
+            })
             .collect(),
     )
 }
 
-fn deps(model: Arc<dyn ChatModel>, server: &OfflineArxivServer, expander: Option<Arc<dyn ChatModel>>) -> GraphDeps {
+fn deps(
+    model: Arc<dyn ChatModel>,
+    server: &OfflineArxivServer,
+    expander: Option<Arc<dyn ChatModel>>,
+) -> GraphDeps {
     GraphDeps {
         supervisor: Arc::clone(&model),
         worker: Arc::clone(&model),
@@ -174,7 +184,13 @@ fn deps(model: Arc<dyn ChatModel>, server: &OfflineArxivServer, expander: Option
     }
 }
 
-fn options(topic: &str, k: u32, deps: GraphDeps, saver: Arc<dyn Checkpointer>, thread: &str) -> ArxivResearchOptions {
+fn options(
+    topic: &str,
+    k: u32,
+    deps: GraphDeps,
+    saver: Arc<dyn Checkpointer>,
+    thread: &str,
+) -> ArxivResearchOptions {
     ArxivResearchOptions {
         topic: topic.into(),
         top_k: 5,
@@ -190,13 +206,19 @@ fn options(topic: &str, k: u32, deps: GraphDeps, saver: Arc<dyn Checkpointer>, t
 }
 
 async fn run(corpus: OfflineArxiv, adds: usize, k: u32) -> (ResearchState, StandInModel) {
-    let server = corpus.serve().await.unwrap();
+    let server = corpus.serve().await.expect("start the offline arXiv server");
     let model = ar::offline_model(adds);
     let shared: Arc<dyn ChatModel> = Arc::new(model.clone());
     let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
-    let state = ar::run_arxiv_research(&options("widgets", k, deps(shared, &server, None), saver, "t"))
-        .await
-        .unwrap();
+    let state = ar::run_arxiv_research(&options(
+        "widgets",
+        k,
+        deps(shared, &server, None),
+        saver,
+        "t",
+    ))
+    .await
+    .expect("the run finishes");
     (state, model)
 }
 
@@ -229,7 +251,10 @@ async fn the_fact_gate_admits_exactly_k_of_five_papers_the_worker_adds() {
         .iter()
         .map(|f| f.title.as_deref().unwrap())
         .collect();
-    assert_eq!(first, ["Widget paper 1", "Widget paper 2", "Widget paper 3"]);
+    assert_eq!(
+        first,
+        ["Widget paper 1", "Widget paper 2", "Widget paper 3"]
+    );
     // Step 2 offers the same five again: the three known collapse, two are new.
     let second: Vec<&str> = references_of_step(&state, 1)
         .iter()
@@ -298,13 +323,17 @@ async fn each_plan_step_starts_with_cleared_pending_facts_and_a_reset_count() {
 // ---------------------------------------------------------------- PDF fallback
 
 #[tokio::test]
-async fn the_expander_reads_the_pdf_and_falls_back_to_the_abstract_without_one_or_for_a_corrupt_one() {
+async fn the_expander_reads_the_pdf_and_falls_back_to_the_abstract_without_one_or_for_a_corrupt_one()
+ {
     let corpus = OfflineArxiv::from_papers(vec![
         paper("2401.00001v1", "Good PDF", true),
         paper("2401.00002v1", "No PDF", false),
         paper("2401.00003v1", "Corrupt PDF", true),
     ])
-    .with_pdf_bytes("2401.00003v1", b"%PDF-1.4\nthis is not a PDF body\n%%EOF".to_vec());
+    .with_pdf_bytes(
+        "2401.00003v1",
+        b"%PDF-1.4\nthis is not a PDF body\n%%EOF".to_vec(),
+    );
     let server = corpus.serve().await.unwrap();
     let arxiv = server.client();
     let fact = |id: &str, title: &str| Fact {
@@ -317,9 +346,15 @@ async fn the_expander_reads_the_pdf_and_falls_back_to_the_abstract_without_one_o
     assert_eq!(source, "pdf");
     assert!(text.contains("Full text body of Good PDF"), "{text}");
     let (source, text) = ar::paper_text(&arxiv, &fact("2401.00002v1", "No PDF")).await;
-    assert_eq!((source, text.contains("No PDF abstract")), ("abstract", true));
+    assert_eq!(
+        (source, text.contains("No PDF abstract")),
+        ("abstract", true)
+    );
     let (source, text) = ar::paper_text(&arxiv, &fact("2401.00003v1", "Corrupt PDF")).await;
-    assert_eq!((source, text.contains("Corrupt PDF abstract")), ("abstract", true));
+    assert_eq!(
+        (source, text.contains("Corrupt PDF abstract")),
+        ("abstract", true)
+    );
 
     // Through the graph: every paper still gets a summary, marked with its source.
     let (state, _) = run(
@@ -337,11 +372,20 @@ async fn the_expander_reads_the_pdf_and_falls_back_to_the_abstract_without_one_o
         .facts
         .iter()
         .filter(|f| f.is_reference())
-        .map(|f| (f.title.as_deref().unwrap(), f.summary_source.as_deref().unwrap()))
+        .map(|f| {
+            (
+                f.title.as_deref().unwrap(),
+                f.summary_source.as_deref().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         sources,
-        [("Good widget PDF", "pdf"), ("No widget PDF", "abstract"), ("Corrupt widget PDF", "abstract")]
+        [
+            ("Good widget PDF", "pdf"),
+            ("No widget PDF", "abstract"),
+            ("Corrupt widget PDF", "abstract")
+        ]
     );
 }
 
@@ -353,7 +397,10 @@ fn the_generated_pdf_is_a_real_pdf_whose_text_can_be_extracted() {
         .unwrap()
         .block_on(graphkit_tools::prebuilt::arxiv::pdf_text(pdf))
         .unwrap();
-    assert!(text.contains("Hello (PDF) world") && text.contains("second line"), "{text}");
+    assert!(
+        text.contains("Hello (PDF) world") && text.contains("second line"),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------- synthesizer
@@ -379,12 +426,18 @@ async fn the_synthesizer_cites_only_references_with_an_extended_summary() {
         ..ResearchState::default()
     };
     let d = deps(Arc::new(model.clone()), &server, None);
-    let update = ar::synthesizer(Arc::new(state), Arc::new(d.nodes)).await.unwrap();
+    let update = ar::synthesizer(Arc::new(state), Arc::new(d.nodes))
+        .await
+        .unwrap();
     let mut after = ResearchState::default();
     after.apply_update(update).unwrap();
     let draft = &after.facts[0];
     assert_eq!(draft.kind, FactKind::Draft);
-    assert!(draft.content.contains("## Sources\n\n1. *Summarised*"), "{}", draft.content);
+    assert!(
+        draft.content.contains("## Sources\n\n1. *Summarised*"),
+        "{}",
+        draft.content
+    );
     assert!(!draft.content.contains("Bare"), "{}", draft.content);
     assert!(draft.content.contains("*Summarised*"));
     assert_eq!(ar::cited_numbers(&draft.content).iter().max(), Some(&1));
@@ -393,7 +446,10 @@ async fn the_synthesizer_cites_only_references_with_an_extended_summary() {
     }
     assert_eq!(after.messages[0].text(), draft.content);
     let asked = model.requests()[0].last_user_text().to_owned();
-    assert!(asked.contains("[1] Summarised") && !asked.contains("Bare"), "{asked}");
+    assert!(
+        asked.contains("[1] Summarised") && !asked.contains("Bare"),
+        "{asked}"
+    );
 }
 
 // ---------------------------------------------------------------- bad input
@@ -401,16 +457,26 @@ async fn the_synthesizer_cites_only_references_with_an_extended_summary() {
 #[test]
 fn an_empty_topic_or_k_zero_is_refused_with_what_to_do() {
     let err = ar::check_options("  ", 5, 3, 6).unwrap_err();
-    assert!(matches!(err, ExampleError::Usage(ref m) if m.contains("the topic is empty")), "{err}");
+    assert!(
+        matches!(err, ExampleError::Usage(ref m) if m.contains("the topic is empty")),
+        "{err}"
+    );
     let err = ar::check_options("t", 5, 0, 6).unwrap_err();
-    assert!(err.to_string().contains("--max-citations-per-step must be at least 1"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("--max-citations-per-step must be at least 1"),
+        "{err}"
+    );
     assert_eq!(err.exit_code(), 2);
 }
 
 #[test]
 fn the_cli_refuses_an_empty_topic_and_k_zero_with_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();
-    for args in [vec!["arxiv-research", ""], vec!["arxiv-research", "x", "--max-citations-per-step", "0"]] {
+    for args in [
+        vec!["arxiv-research", ""],
+        vec!["arxiv-research", "x", "--max-citations-per-step", "0"],
+    ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
             .current_dir(dir.path())
             .args(&args)
@@ -419,12 +485,16 @@ fn the_cli_refuses_an_empty_topic_and_k_zero_with_exit_code_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("error: "), "{err}");
-        assert!(!dir.path().join("graphkit-runs").exists(), "bad input created a run directory");
+        assert!(
+            !dir.path().join("graphkit-runs").exists(),
+            "bad input created a run directory"
+        );
     }
 }
 
 #[tokio::test]
-async fn an_atom_feed_that_does_not_parse_reaches_the_worker_as_a_clear_tool_error_and_the_run_still_ends() {
+async fn an_atom_feed_that_does_not_parse_reaches_the_worker_as_a_clear_tool_error_and_the_run_still_ends()
+ {
     let broken = five_papers().with_feed("<feed><entry><title>cut off");
     let server = broken.serve().await.unwrap();
     let err = server.client().search("widgets", 5).await.unwrap_err();
@@ -438,12 +508,23 @@ async fn an_atom_feed_that_does_not_parse_reaches_the_worker_as_a_clear_tool_err
         .filter(|t| t.is_error && t.name.as_deref() == Some(ar::ARXIV_SEARCH))
         .map(|t| t.content.clone())
         .collect();
-    assert!(!tool_errors.is_empty() && tool_errors[0].contains("Atom"), "{tool_errors:?}");
+    assert!(
+        !tool_errors.is_empty() && tool_errors[0].contains("Atom"),
+        "{tool_errors:?}"
+    );
     assert!(state.done);
     assert!(state.facts.iter().all(|f| !f.is_reference()));
-    let draft = state.facts.iter().find(|f| f.kind == FactKind::Draft).unwrap();
+    let draft = state
+        .facts
+        .iter()
+        .find(|f| f.kind == FactKind::Draft)
+        .unwrap();
     assert!(draft.content.contains("No source could be summarised"));
-    assert!(draft.content.contains("No new reference was admitted for plan step(s) 1, 2, 3"));
+    assert!(
+        draft
+            .content
+            .contains("No new reference was admitted for plan step(s) 1, 2, 3")
+    );
 }
 
 // ---------------------------------------------------------------- kill and resume
@@ -476,13 +557,14 @@ impl ChatModel for DiesAt {
             .find_map(|l| l.strip_prefix("Title: "))
             .unwrap_or_default()
             .to_owned();
-        self.answered.lock().unwrap().push(title);
+        self.answered.lock().expect("not poisoned").push(title);
         self.inner.chat(request).await
     }
 }
 
 #[tokio::test]
-async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_and_reports_the_same() {
+async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_and_reports_the_same()
+ {
     // Uninterrupted.
     let (whole, _) = run(five_papers(), 5, 3).await;
     let report = |s: &ResearchState| {
@@ -508,7 +590,11 @@ async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_
     let opts = options(
         "widgets",
         3,
-        deps(Arc::clone(&model), &server, Some(first.clone() as Arc<dyn ChatModel>)),
+        deps(
+            Arc::clone(&model),
+            &server,
+            Some(first.clone() as Arc<dyn ChatModel>),
+        ),
         Arc::clone(&saver),
         "killed",
     );
@@ -537,7 +623,9 @@ async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_
     let mut resumed = None;
     for _ in 0..10_000 {
         match ar::run_arxiv_research(&opts).await {
-            Err(ExampleError::Graph(graphkit::Error::ThreadBusy(_))) => tokio::task::yield_now().await,
+            Err(ExampleError::Graph(graphkit::Error::ThreadBusy(_))) => {
+                tokio::task::yield_now().await
+            }
             other => {
                 resumed = Some(other.unwrap());
                 break;
@@ -548,7 +636,13 @@ async fn a_run_killed_in_the_expander_resumes_without_summarising_a_paper_twice_
     let after = second.answered.lock().unwrap().clone();
     let mut all: Vec<String> = before.iter().chain(after.iter()).cloned().collect();
     all.sort();
-    assert_eq!(all, (1..=5).map(|n| format!("Widget paper {n}")).collect::<Vec<_>>(), "before {before:?}, after {after:?}");
+    assert_eq!(
+        all,
+        (1..=5)
+            .map(|n| format!("Widget paper {n}"))
+            .collect::<Vec<_>>(),
+        "before {before:?}, after {after:?}"
+    );
     assert_eq!(report(&resumed), report(&whole));
 }
 
@@ -565,13 +659,24 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
         .arg(&whole)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // A slow run (the stand-in waits 200 ms per reply, one paper at a time), killed with
     // SIGKILL once the first summary is saved.
     let mut child = Command::new(bin)
         .current_dir(dir.path())
-        .args(["arxiv-research", "--offline-delay-ms", "200", "--max-concurrency", "1", "--out"])
+        .args([
+            "arxiv-research",
+            "--offline-delay-ms",
+            "200",
+            "--max-concurrency",
+            "1",
+            "--out",
+        ])
         .arg(&killed)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -587,7 +692,10 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
             break;
         }
     }
-    assert!(seen.last().is_some_and(|l| l.contains("expander: 1")), "{seen:#?}");
+    assert!(
+        seen.last().is_some_and(|l| l.contains("expander: 1")),
+        "{seen:#?}"
+    );
     child.kill().expect("SIGKILL");
     child.wait().unwrap();
     assert!(!killed.join("report.md").exists());
@@ -601,7 +709,10 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("resuming from the last checkpoint"), "{err}");
-    assert!(!err.contains("PLAN STEP"), "the resumed run redid a plan step: {err}");
+    assert!(
+        !err.contains("PLAN STEP"),
+        "the resumed run redid a plan step: {err}"
+    );
     // At least the first summary was kept: the resumed run summarises at most four.
     assert!(!err.contains("expander: 5 paper(s)"), "{err}");
     let read = |d: &std::path::Path, f: &str| std::fs::read_to_string(d.join(f)).unwrap();

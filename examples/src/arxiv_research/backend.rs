@@ -351,7 +351,10 @@ fn atom_entry(paper: &CorpusPaper) -> String {
         summary = xml_escape(&paper.summary),
     );
     for author in &paper.authors {
-        entry.push_str(&format!("<author><name>{}</name></author>\n", xml_escape(author)));
+        entry.push_str(&format!(
+            "<author><name>{}</name></author>\n",
+            xml_escape(author)
+        ));
     }
     if let Some(doi) = &paper.doi {
         entry.push_str(&format!("<arxiv:doi>{}</arxiv:doi>\n", xml_escape(doi)));
@@ -413,7 +416,9 @@ pub fn text_pdf(paragraphs: &[String]) -> Vec<u8> {
         pdf.extend_from_slice(format!("{} 0 obj\n{object}\nendobj\n", at + 1).as_bytes());
     }
     let xref = pdf.len();
-    pdf.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    pdf.extend_from_slice(
+        format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes(),
+    );
     for offset in offsets {
         pdf.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
     }

@@ -10,11 +10,14 @@ use graphkit_llm::ChatModel;
 use super::backend::OfflineArxiv;
 use super::graph::GraphDeps;
 use super::nodes::{DEFAULT_MAX_CITATIONS, NodeDeps};
-use super::runner::{ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts};
+use super::runner::{
+    ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts,
+};
 use super::standin::offline_model;
 use super::tools::DEFAULT_TOP_K;
 use crate::shared::{
-    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus, StopSignal,
+    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
+    StopSignal,
 };
 
 /// The topic researched when none is given.
@@ -124,7 +127,11 @@ fn role_models(
 }
 
 /// The graph's dependencies for `models` and `arxiv`.
-fn graph_deps(models: RoleModels, arxiv: graphkit_tools::prebuilt::arxiv::Arxiv, max_steps: usize) -> GraphDeps {
+fn graph_deps(
+    models: RoleModels,
+    arxiv: graphkit_tools::prebuilt::arxiv::Arxiv,
+    max_steps: usize,
+) -> GraphDeps {
     GraphDeps {
         supervisor: models.supervisor,
         worker: models.worker,
@@ -154,19 +161,27 @@ pub async fn arxiv_research_main(
             "arxiv-research does not take {flag}; give the topic as an argument"
         )));
     }
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        offline_model(3).with_delay(Duration::from_millis(common.offline_delay_ms)),
-    );
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model(3).with_delay(Duration::from_millis(common.offline_delay_ms)));
     if common.print_graph {
         let models = role_models(&Default::default(), "offline", &offline)?;
-        let deps = graph_deps(models, graphkit_tools::prebuilt::arxiv::Arxiv::new(), args.max_steps);
+        let deps = graph_deps(
+            models,
+            graphkit_tools::prebuilt::arxiv::Arxiv::new(),
+            args.max_steps,
+        );
         let graph = super::graph::build_graph(&deps, graphkit::CompileOptions::new())?;
         println!("{}", graph.draw_mermaid());
         return Ok(RunStatus::Finished);
     }
     let given_topic = args.topic.clone();
     if let Some(topic) = &given_topic {
-        check_options(topic, args.top_k, args.max_citations_per_step, args.max_steps)?;
+        check_options(
+            topic,
+            args.top_k,
+            args.max_citations_per_step,
+            args.max_steps,
+        )?;
     }
     check_options("-", args.top_k, args.max_citations_per_step, args.max_steps)?;
     let mut session = RunSession::begin(RunRequest {
@@ -182,7 +197,8 @@ pub async fn arxiv_research_main(
         (None, None) => DEFAULT_TOPIC.to_owned(),
     };
     let model_spec: String = session.option("model", common.model.clone())?;
-    let summary_spec: Option<String> = session.option("summary_model", common.summary_model.clone())?;
+    let summary_spec: Option<String> =
+        session.option("summary_model", common.summary_model.clone())?;
     let specs: [Option<String>; 5] = [
         session.option("planner_model", args.planner_model.clone())?,
         session.option("supervisor_model", args.supervisor_model.clone())?,
@@ -206,9 +222,17 @@ pub async fn arxiv_research_main(
     let (server, arxiv, backend) = if choice.is_offline() && !live_arxiv {
         let server = OfflineArxiv::shipped()?.serve().await?;
         let arxiv = server.client();
-        (Some(server), arxiv, "the offline corpus (examples/fixtures/arxiv)")
+        (
+            Some(server),
+            arxiv,
+            "the offline corpus (examples/fixtures/arxiv)",
+        )
     } else {
-        (None, graphkit_tools::prebuilt::arxiv::Arxiv::new(), "arXiv (export.arxiv.org)")
+        (
+            None,
+            graphkit_tools::prebuilt::arxiv::Arxiv::new(),
+            "arXiv (export.arxiv.org)",
+        )
     };
     let deps = graph_deps(models, arxiv, max_steps);
     let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;

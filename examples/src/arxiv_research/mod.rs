@@ -28,10 +28,12 @@ pub use graph::{GraphDeps, build_graph, build_supervisor};
 pub use nodes::{
     ADVANCE, ARXIV_AGENT, DEFAULT_MAX_CITATIONS, EXPANDER, ExtendedSummary, FACT_GATE, FINISH,
     MAX_CITATIONS_KEY, NodeDeps, PLANNER, ReportBody, STEP_ITERATOR, SUPERVISOR, SYNTHESIZER,
-    after_advance, cited_numbers, citations_in_range, expander, fact_gate, finish, gate, paper_text,
-    planner, source_line, step_iterator, synthesizer,
+    after_advance, citations_in_range, cited_numbers, expander, fact_gate, finish, gate,
+    paper_text, planner, source_line, step_iterator, synthesizer,
 };
-pub use runner::{ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts};
+pub use runner::{
+    ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts,
+};
 pub use standin::offline_model;
 pub use state::{
     Fact, FactKind, Plan, PlanStep, ResearchState, ResearchStateUpdate, arxiv_id_from_url,

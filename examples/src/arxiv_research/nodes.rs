@@ -40,7 +40,8 @@ pub const DEFAULT_MAX_CITATIONS: u32 = 3;
 /// The most characters of paper text given to the expander.
 pub const MAX_PAPER_CHARS: usize = 12_000;
 
-type NodeResult = Result<ResearchStateUpdate, Box<dyn std::error::Error + std::marker::Send + Sync>>;
+type NodeResult =
+    Result<ResearchStateUpdate, Box<dyn std::error::Error + std::marker::Send + Sync>>;
 
 /// The models of each role and the arXiv client the nodes use.
 #[derive(Clone)]
@@ -99,7 +100,10 @@ pub async fn planner(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResu
 /// # Errors
 /// No plan, or `step_idx` past its end (a bug).
 pub async fn step_iterator(state: Arc<ResearchState>) -> NodeResult {
-    let plan = state.plan.as_ref().ok_or("step_iterator ran without a plan")?;
+    let plan = state
+        .plan
+        .as_ref()
+        .ok_or("step_iterator ran without a plan")?;
     let step = plan
         .steps
         .get(state.step_idx)
@@ -121,7 +125,12 @@ pub async fn fact_gate(state: Arc<ResearchState>, config: RunConfig) -> NodeResu
         .and_then(serde_json::Value::as_u64)
         .and_then(|k| u32::try_from(k).ok())
         .unwrap_or(DEFAULT_MAX_CITATIONS);
-    let (admitted, count) = gate(&state.facts, &state.pending_facts, k, state.step_citation_count);
+    let (admitted, count) = gate(
+        &state.facts,
+        &state.pending_facts,
+        k,
+        state.step_citation_count,
+    );
     let mut facts = admitted;
     facts.extend(deliverable_facts(&state));
     Ok(ResearchStateUpdate::new()
@@ -175,7 +184,10 @@ fn deliverable_facts(state: &ResearchState) -> Vec<Fact> {
     let mut facts = Vec::new();
     match with_marker {
         Some(text) => {
-            let body = text.split_once(DELIVERABLE).map_or(*text, |(_, b)| b).trim();
+            let body = text
+                .split_once(DELIVERABLE)
+                .map_or(*text, |(_, b)| b)
+                .trim();
             facts.push(Fact {
                 step_idx: step,
                 source_agent: Some(ARXIV_AGENT.into()),
@@ -322,7 +334,9 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> Node
     let body = if sources.is_empty() {
         SECTIONS
             .iter()
-            .map(|s| format!("## {s}\n\nNo source could be summarised, so nothing is claimed here.\n"))
+            .map(|s| {
+                format!("## {s}\n\nNo source could be summarised, so nothing is claimed here.\n")
+            })
             .collect::<Vec<_>>()
             .join("\n")
     } else {

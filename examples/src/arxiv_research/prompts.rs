@@ -56,7 +56,13 @@ results), then answer with a block that starts with the line ==DELIVERABLE== and
 step's expected output, citing the papers by arXiv id.";
 
 /// The expander's request for one paper.
-pub fn expander(topic: &str, main_query: &str, reference: &Fact, source: &str, text: &str) -> String {
+pub fn expander(
+    topic: &str,
+    main_query: &str,
+    reference: &Fact,
+    source: &str,
+    text: &str,
+) -> String {
     format!(
         "Write a focused extended summary (150 to 300 words) of this paper for a review.\n\
          Topic: {topic}\nMain query: {main_query}\nTitle: {title}\nSource of the text: {source}\n\

@@ -60,7 +60,12 @@ impl std::fmt::Debug for ArxivResearchOptions {
 ///
 /// # Errors
 /// [`ExampleError::Usage`] for an empty topic, `K = 0`, `top_k = 0` or `max_steps = 0`.
-pub fn check_options(topic: &str, top_k: usize, k: u32, max_steps: usize) -> Result<(), ExampleError> {
+pub fn check_options(
+    topic: &str,
+    top_k: usize,
+    k: u32,
+    max_steps: usize,
+) -> Result<(), ExampleError> {
     if topic.trim().is_empty() {
         return Err(ExampleError::Usage(
             "the topic is empty; give a research topic, e.g. `arxiv-research \"speculative decoding\"`".into(),
@@ -101,7 +106,9 @@ pub fn compiled(
 /// # Errors
 /// [`ExampleError::Interrupted`] after Ctrl-C (the last step is checkpointed);
 /// [`ExampleError::Graph`] when a node fails (bad feed, planner without a plan, ...).
-pub async fn run_arxiv_research(options: &ArxivResearchOptions) -> Result<ResearchState, ExampleError> {
+pub async fn run_arxiv_research(
+    options: &ArxivResearchOptions,
+) -> Result<ResearchState, ExampleError> {
     let graph = compiled(&options.deps, Arc::clone(&options.checkpointer))?;
     let max_steps = options.deps.nodes.max_steps;
     let config = RunConfig::new()
@@ -118,18 +125,24 @@ pub async fn run_arxiv_research(options: &ArxivResearchOptions) -> Result<Resear
             return Ok(snapshot.values);
         }
         Ok(_) => {
-            options.progress.note(group, "resuming from the last checkpoint");
+            options
+                .progress
+                .note(group, "resuming from the last checkpoint");
             RunInput::Continue
         }
-        Err(GraphError::CheckpointNotFound { .. }) => {
-            ResearchStateUpdate::new().topic(options.topic.clone()).into()
-        }
+        Err(GraphError::CheckpointNotFound { .. }) => ResearchStateUpdate::new()
+            .topic(options.topic.clone())
+            .into(),
         Err(err) => return Err(err.into()),
     };
     let mut stream = graph.stream_with(
         input,
         config,
-        [StreamMode::Updates, StreamMode::Tasks, StreamMode::Checkpoints],
+        [
+            StreamMode::Updates,
+            StreamMode::Tasks,
+            StreamMode::Checkpoints,
+        ],
     );
     let (mut steps_done, mut total_steps, mut expanded) = (0, 0, 0);
     loop {
@@ -149,7 +162,14 @@ pub async fn run_arxiv_research(options: &ArxivResearchOptions) -> Result<Resear
                 if let Some(steps) = plain["plan"]["steps"].as_array() {
                     total_steps = steps.len();
                 }
-                report_update(&options.progress, group, &node, &plain, &mut steps_done, total_steps);
+                report_update(
+                    &options.progress,
+                    group,
+                    &node,
+                    &plain,
+                    &mut steps_done,
+                    total_steps,
+                );
                 if options.stream {
                     emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
                 }
@@ -197,10 +217,15 @@ fn report_update(
         }
         FACT_GATE => {
             *steps_done += 1;
-            let admitted = plain["facts"]
-                .as_array()
-                .map_or(0, |f| f.iter().filter(|f| f["kind"] == "scholar_reference").count());
-            progress.note(group, &format!("fact gate: {admitted} new reference(s) admitted"));
+            let admitted = plain["facts"].as_array().map_or(0, |f| {
+                f.iter()
+                    .filter(|f| f["kind"] == "scholar_reference")
+                    .count()
+            });
+            progress.note(
+                group,
+                &format!("fact gate: {admitted} new reference(s) admitted"),
+            );
             progress.set(group, *steps_done, 0, total);
         }
         EXPANDER => {
@@ -238,8 +263,16 @@ pub fn write_artifacts(
     write_text_atomic(&dot_path, &graph.draw_dot())?;
     let mut lines = vec![
         format!("report: {}", dir.join("report.md").display()),
-        format!("facts: {}  plan: {}", dir.join("facts.json").display(), dir.join("plan.json").display()),
-        format!("graph: {} and {}", dir.join("graph.mmd").display(), dot_path.display()),
+        format!(
+            "facts: {}  plan: {}",
+            dir.join("facts.json").display(),
+            dir.join("plan.json").display()
+        ),
+        format!(
+            "graph: {} and {}",
+            dir.join("graph.mmd").display(),
+            dot_path.display()
+        ),
     ];
     let png = dir.join("graph.png");
     match std::process::Command::new("dot")

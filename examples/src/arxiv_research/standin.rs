@@ -198,7 +198,11 @@ fn report_for(request: &str) -> String {
     let topic = labelled(request, "Topic:");
     let cite = |from: usize| -> String {
         let picked: Vec<&(usize, String)> = sources.iter().skip(from).step_by(2).collect();
-        let picked = if picked.is_empty() { sources.iter().collect() } else { picked };
+        let picked = if picked.is_empty() {
+            sources.iter().collect()
+        } else {
+            picked
+        };
         picked
             .iter()
             .map(|(n, title)| format!("*{title}* [{n}]"))

@@ -246,7 +246,11 @@ pub fn normalize_url(raw: &str) -> Option<String> {
     let raw = raw.trim();
     let without_fragment = raw.split('#').next().unwrap_or_default();
     let rest = match without_fragment.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") => rest,
+        Some((scheme, rest))
+            if scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https") =>
+        {
+            rest
+        }
         Some((scheme, rest)) => return Some(format!("{}://{rest}", scheme.to_lowercase())),
         None => without_fragment,
     };
