@@ -206,7 +206,10 @@ fn options(
 }
 
 async fn run(corpus: OfflineArxiv, adds: usize, k: u32) -> (ResearchState, StandInModel) {
-    let server = corpus.serve().await.expect("start the offline arXiv server");
+    let server = corpus
+        .serve()
+        .await
+        .expect("start the offline arXiv server");
     let model = ar::offline_model(adds);
     let shared: Arc<dyn ChatModel> = Arc::new(model.clone());
     let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());

@@ -62,10 +62,11 @@ pub struct ArxivResearchArgs {
     #[arg(long, value_name = "SPEC")]
     pub synthesizer_model: Option<String>,
 
-    /// Search the real arXiv (export.arxiv.org) even with the offline model. Real models
-    /// use it by default; the offline model uses the local corpus.
-    #[arg(long)]
-    pub live_arxiv: bool,
+    /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, served
+    /// from 127.0.0.1) or `live` (export.arxiv.org) [default: offline with the offline
+    /// model, live with a real one].
+    #[arg(long, value_name = "BACKEND", value_parser = ["offline", "live"])]
+    pub arxiv: Option<String>,
 }
 
 /// The common options of `graphkit-research` this workflow uses.
@@ -212,14 +213,17 @@ pub async fn arxiv_research_main(
     let k: u32 = session.option("max_citations_per_step", args.max_citations_per_step)?;
     let max_steps: usize = session.option("max_steps", args.max_steps)?;
     let max_concurrency: usize = session.option("max_concurrency", common.max_concurrency)?;
-    let live_arxiv: bool = session.option("live_arxiv", args.live_arxiv)?;
+    let arxiv_backend: Option<String> = session.option("arxiv", args.arxiv.clone())?;
     check_options(&topic, top_k, k, max_steps)?;
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
     let choice = model_spec.parse::<ModelChoice>()?;
     let models = role_models(&specs, &model_spec, &offline)?;
     // The offline corpus is served to the real arXiv client from 127.0.0.1.
-    let (server, arxiv, backend) = if choice.is_offline() && !live_arxiv {
+    let offline_arxiv = arxiv_backend
+        .as_deref()
+        .map_or(choice.is_offline(), |b| b == "offline");
+    let (server, arxiv, backend) = if offline_arxiv {
         let server = OfflineArxiv::shipped()?.serve().await?;
         let arxiv = server.client();
         (

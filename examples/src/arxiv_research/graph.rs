@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
-use graphkit_llm::ChatModel;
+use graphkit_llm::{CallOptions, ChatModel};
 use graphkit_tools::{OutputMode, ReactAgent, Supervisor, Worker};
 
 use super::nodes::{
@@ -38,8 +38,14 @@ pub struct GraphDeps {
 /// # Errors
 /// [`graphkit::Error`] when the graph does not validate (a bug).
 pub fn build_supervisor(deps: &GraphDeps) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
+    // Every reply is bounded, so a weak model cannot talk forever.
+    let bounded = |model: &Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
+        Arc::new(
+            Arc::clone(model).with_options(CallOptions::new().temperature(0.0).max_tokens(1024)),
+        )
+    };
     let worker = ReactAgent::<ResearchState>::from_shared(
-        Arc::clone(&deps.worker),
+        bounded(&deps.worker),
         worker_tools(&deps.nodes.arxiv),
     )
     .system_prompt(prompts::WORKER)
@@ -58,7 +64,7 @@ pub fn build_supervisor(deps: &GraphDeps) -> Result<CompiledGraph<ResearchState>
         },
         |done: &ResearchState| ResearchStateUpdate::new().pending_facts(done.pending_facts.clone()),
     );
-    Supervisor::from_shared(Arc::clone(&deps.supervisor), [worker])
+    Supervisor::from_shared(bounded(&deps.supervisor), [worker])
         .system_prompt(prompts::SUPERVISOR)
         .output_mode(OutputMode::LastMessage)
         .one_worker_per_turn()

@@ -80,7 +80,7 @@ pub async fn planner(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResu
     }
     let max_steps = deps.max_steps.max(1);
     let mut plan = Arc::clone(&deps.planner)
-        .with_options(CallOptions::new().temperature(0.0))
+        .with_options(CallOptions::new().temperature(0.0).max_tokens(1024))
         .with_structured_output::<Plan>()
         .retries(1)
         .validate(|plan: &Plan| non_empty("steps", &plan.steps))
@@ -264,7 +264,7 @@ pub async fn expander(
         .map_or(state.topic.as_str(), |p| p.main_query.as_str());
     let prompt = prompts::expander(&state.topic, main_query, &reference, source, &text);
     let summary = Arc::clone(&deps.expander)
-        .with_options(CallOptions::new().temperature(0.0))
+        .with_options(CallOptions::new().temperature(0.0).max_tokens(800))
         .with_structured_output::<ExtendedSummary>()
         .retries(1)
         .validate(|s: &ExtendedSummary| word_range("summary", &s.summary, 150..=300))
@@ -341,7 +341,7 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> Node
             .join("\n")
     } else {
         Arc::clone(&deps.synthesizer)
-            .with_options(CallOptions::new().temperature(0.0))
+            .with_options(CallOptions::new().temperature(0.0).max_tokens(2048))
             .with_structured_output::<ReportBody>()
             .retries(1)
             .validate(|r: &ReportBody| required_headings("markdown", &r.markdown, &SECTIONS))
