@@ -245,6 +245,7 @@ pub fn after_advance(state: &ResearchState) -> Vec<Goto> {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ExtendedSummary {
     /// The focused summary, 150 to 300 words.
+    #[schemars(length(max = 2400))]
     pub summary: String,
 }
 

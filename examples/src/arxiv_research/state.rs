@@ -39,14 +39,18 @@ pub struct ResearchState {
 
 graphkit_tools::messages_state!(ResearchState, messages);
 
-/// The research plan (structured output of the planner).
+/// The research plan (structured output of the planner). The schema bounds lengths, so
+/// a server that enforces it by grammar keeps a weak model from running on.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     /// The seed query for searches.
+    #[schemars(length(max = 200))]
     pub main_query: String,
     /// The ordered steps.
+    #[schemars(length(min = 1, max = 8))]
     pub steps: Vec<PlanStep>,
     /// What a good answer achieves.
+    #[schemars(length(max = 5))]
     pub success_criteria: Vec<String>,
 }
 
@@ -54,8 +58,10 @@ pub struct Plan {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanStep {
     /// What to do.
+    #[schemars(length(max = 300))]
     pub task: String,
     /// What the step should produce.
+    #[schemars(length(max = 300))]
     pub expected_output: String,
 }
 
