@@ -722,3 +722,44 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
     assert_eq!(read(&killed, "report.md"), read(&whole, "report.md"));
     assert_eq!(read(&killed, "facts.json"), read(&whole, "facts.json"));
 }
+
+/// A weak real model (the local llama.cpp server) on the offline corpus: the run ends on
+/// its own within its limits — a report, or a clear error from the planner or the
+/// synthesizer — and never panics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weak_real_model_ends_on_its_own_within_limits() {
+    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
+        eprintln!(
+            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
+        );
+        return;
+    };
+    let model = graphkit_llm::init_chat_model(&format!(
+        "openai-compatible:{}#smol",
+        url.trim_end_matches('/')
+    ))
+    .expect("model");
+    let server = OfflineArxiv::shipped()
+        .expect("corpus")
+        .serve()
+        .await
+        .expect("server");
+    let mut d = deps(model, &server, None);
+    d.nodes.max_steps = 1;
+    d.worker_max_iterations = 3;
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    match ar::run_arxiv_research(&options("speculative decoding", 3, d, saver, "weak")).await {
+        Ok(state) => {
+            assert!(state.done);
+            assert!(state.facts.iter().any(|f| f.kind == FactKind::Draft));
+        }
+        Err(err) => {
+            let text = err.to_string();
+            assert!(
+                text.contains("the planner gave no usable plan")
+                    || text.contains("the synthesizer gave no acceptable report"),
+                "{text}"
+            );
+        }
+    }
+}
