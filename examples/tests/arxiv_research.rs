@@ -669,7 +669,9 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
     );
 
     // A slow run (the stand-in waits 200 ms per reply, one paper at a time), killed with
-    // SIGKILL once the first summary is saved.
+    // SIGKILL once the second summary has finished: a task's end is reported just before
+    // its pending write is saved, and with one paper at a time the second starts only
+    // after the first is saved — so at least one summary is on disk.
     let mut child = Command::new(bin)
         .current_dir(dir.path())
         .args([
@@ -689,14 +691,14 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
     let mut seen = Vec::new();
     for line in stderr.lines() {
         let line = line.unwrap();
-        let first = line.contains("expander: 1 paper(s) summarised");
+        let second = line.contains("expander: 2 paper(s) summarised");
         seen.push(line);
-        if first {
+        if second {
             break;
         }
     }
     assert!(
-        seen.last().is_some_and(|l| l.contains("expander: 1")),
+        seen.last().is_some_and(|l| l.contains("expander: 2")),
         "{seen:#?}"
     );
     child.kill().expect("SIGKILL");
@@ -762,4 +764,79 @@ async fn a_weak_real_model_ends_on_its_own_within_limits() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn each_step_keeps_the_workers_deliverable_as_a_finding() {
+    let (state, _) = run(five_papers(), 3, 3).await;
+    let findings: Vec<&Fact> = state
+        .facts
+        .iter()
+        .filter(|f| f.kind == FactKind::Finding)
+        .collect();
+    assert_eq!(findings.len(), 3);
+    assert!(
+        findings[0].content.starts_with("Find the main methods"),
+        "{}",
+        findings[0].content
+    );
+    assert!(findings[0].content.contains("(arXiv:2401.00001v1)"));
+    assert_eq!(findings[2].step_idx, Some(2));
+    assert!(state.facts.iter().all(|f| f.kind != FactKind::Note));
+}
+
+#[tokio::test]
+async fn a_missing_deliverable_block_or_a_step_never_delegated_leaves_a_note() {
+    use graphkit_llm::{Message, ToolCall};
+    let handed_back = Message::Assistant(AssistantMessage::with_tool_calls(
+        "",
+        vec![ToolCall::new(
+            "transfer_back_to_supervisor",
+            serde_json::json!({}),
+        )],
+    ));
+    let state = |messages: Vec<Message>| {
+        Arc::new(ResearchState {
+            messages,
+            ..ResearchState::default()
+        })
+    };
+    let plain = state(vec![
+        Message::user("PLAN STEP 1/1\nTask: t"),
+        Message::assistant("Some papers, no block."),
+        handed_back,
+    ]);
+    let update = ar::fact_gate(plain, graphkit::RunConfig::new())
+        .await
+        .unwrap();
+    let mut after = ResearchState::default();
+    after.apply_update(update).unwrap();
+    let kinds: Vec<(FactKind, &str)> = after
+        .facts
+        .iter()
+        .map(|f| (f.kind, f.content.as_str()))
+        .collect();
+    assert_eq!(kinds[1], (FactKind::Finding, "Some papers, no block."));
+    assert_eq!(kinds[0].0, FactKind::Note);
+    assert!(
+        kinds[0].1.contains("no ==DELIVERABLE== block"),
+        "{}",
+        kinds[0].1
+    );
+
+    let never = state(vec![
+        Message::user("PLAN STEP 1/1\nTask: t"),
+        Message::assistant("I'll do it myself."),
+    ]);
+    let update = ar::fact_gate(never, graphkit::RunConfig::new())
+        .await
+        .unwrap();
+    let mut after = ResearchState::default();
+    after.apply_update(update).unwrap();
+    assert_eq!(after.facts.len(), 1);
+    assert!(
+        after.facts[0].content.contains("did not delegate"),
+        "{}",
+        after.facts[0].content
+    );
 }

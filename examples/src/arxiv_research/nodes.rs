@@ -166,55 +166,53 @@ pub fn gate(existing: &[Fact], pending: &[Fact], k: u32, already: u32) -> (Vec<F
     (admitted, count)
 }
 
-/// The step's deliverable (the worker's answer after the last PLAN STEP) as a `finding`,
-/// plus a `note` when it lacks the `==DELIVERABLE==` block.
+/// The step's deliverable as a `finding`: the worker's answer, i.e. the message the
+/// supervisor handed back (the one before its `transfer_back_to_supervisor` record), with
+/// the text after `==DELIVERABLE==`. A `note` records a missing block, or a step the
+/// supervisor never delegated.
 fn deliverable_facts(state: &ResearchState) -> Vec<Fact> {
     let start = state
         .messages
         .iter()
         .rposition(|m| matches!(m, Message::User(_)) && m.text().starts_with(PLAN_STEP))
         .map_or(0, |at| at + 1);
-    let answers: Vec<&str> = state.messages[start..]
+    let turn = &state.messages[start..];
+    let answer = turn
         .iter()
-        .filter(|m| matches!(m, Message::Assistant(_)) && !m.text().trim().is_empty())
-        .map(Message::text)
-        .collect();
+        .position(|m| m.tool_calls().iter().any(|c| c.name == HANDOFF_BACK))
+        .and_then(|at| at.checked_sub(1))
+        .map(|at| &turn[at])
+        .filter(|m| matches!(m, Message::Assistant(_)))
+        .map(Message::text);
     let step = Some(state.step_idx);
-    let with_marker = answers.iter().find(|t| t.contains(DELIVERABLE));
-    let mut facts = Vec::new();
-    match with_marker {
-        Some(text) => {
-            let body = text
-                .split_once(DELIVERABLE)
-                .map_or(*text, |(_, b)| b)
-                .trim();
-            facts.push(Fact {
-                step_idx: step,
-                source_agent: Some(ARXIV_AGENT.into()),
-                ..Fact::new(FactKind::Finding, body)
-            });
-        }
-        None => {
-            facts.push(Fact {
-                step_idx: step,
-                ..Fact::new(
-                    FactKind::Note,
-                    format!(
-                        "step {}: the worker gave no {DELIVERABLE} block; its last message is kept as the finding",
-                        state.step_idx + 1
-                    ),
-                )
-            });
-            if let Some(text) = answers.first() {
-                facts.push(Fact {
-                    step_idx: step,
-                    ..Fact::new(FactKind::Finding, *text)
-                });
-            }
-        }
+    let n = state.step_idx + 1;
+    let note = |text: String| Fact {
+        step_idx: step,
+        ..Fact::new(FactKind::Note, text)
+    };
+    let finding = |text: &str| Fact {
+        step_idx: step,
+        source_agent: Some(ARXIV_AGENT.into()),
+        ..Fact::new(FactKind::Finding, text.trim())
+    };
+    match answer {
+        None => vec![note(format!(
+            "step {n}: the supervisor did not delegate the step to a worker"
+        ))],
+        Some(text) => match text.split_once(DELIVERABLE) {
+            Some((_, body)) => vec![finding(body)],
+            None => vec![
+                note(format!(
+                    "step {n}: the worker gave no {DELIVERABLE} block; its last message is kept as the finding"
+                )),
+                finding(text),
+            ],
+        },
     }
-    facts
 }
+
+/// The tool the supervisor's handoff-back record calls.
+const HANDOFF_BACK: &str = "transfer_back_to_supervisor";
 
 /// `advance`: `step_idx += 1`.
 pub async fn advance(state: Arc<ResearchState>) -> ResearchStateUpdate {
