@@ -13,6 +13,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::state::strip_version;
 use crate::shared::ExampleError;
 
 /// One paper of the offline corpus.
@@ -186,7 +187,7 @@ impl OfflineArxiv {
             .papers
             .iter()
             .find(|p| p.id == id)
-            .or_else(|| self.papers.iter().find(|p| unversioned(&p.id) == id))?;
+            .or_else(|| self.papers.iter().find(|p| strip_version(&p.id) == id))?;
         if !paper.pdf {
             return None;
         }
@@ -204,12 +205,6 @@ impl OfflineArxiv {
         }
         Some(text_pdf(&lines))
     }
-}
-
-fn unversioned(id: &str) -> &str {
-    id.rfind('v')
-        .filter(|&at| at > 0 && id[at + 1..].bytes().all(|b| b.is_ascii_digit()))
-        .map_or(id, |at| &id[..at])
 }
 
 /// A running offline server; dropping it stops the server.

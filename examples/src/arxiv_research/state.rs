@@ -199,7 +199,8 @@ pub fn normalize_arxiv_id(raw: &str) -> Option<String> {
     (!id.is_empty()).then(|| id.to_owned())
 }
 
-fn strip_version(id: &str) -> &str {
+/// `id` without a trailing version suffix (`2401.00001v2` → `2401.00001`).
+pub(crate) fn strip_version(id: &str) -> &str {
     match id.rfind('v') {
         Some(at)
             if at > 0
