@@ -840,3 +840,51 @@ async fn a_missing_deliverable_block_or_a_step_never_delegated_leaves_a_note() {
         after.facts[0].content
     );
 }
+
+#[tokio::test]
+async fn top_k_comes_from_the_run_config_and_bounds_what_the_search_returns() {
+    let server = five_papers().serve().await.expect("server");
+    let model = ar::offline_model(5);
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let mut opts = options(
+        "widgets",
+        5,
+        deps(Arc::new(model.clone()), &server, None),
+        saver,
+        "k",
+    );
+    opts.top_k = 2;
+    let state = ar::run_arxiv_research(&opts)
+        .await
+        .expect("the run finishes");
+    // The search tool's schema offers no result count to the model...
+    let request = model
+        .requests()
+        .into_iter()
+        .find(|r| r.offers_tool(ar::ARXIV_SEARCH))
+        .expect("a worker request");
+    let search = request
+        .tools
+        .iter()
+        .find(|t| t.name == ar::ARXIV_SEARCH)
+        .expect("search tool");
+    assert_eq!(search.parameters["required"], serde_json::json!(["query"]));
+    assert!(search.parameters["properties"].get("max_results").is_none());
+    // ...and every search returned the two of the run config.
+    let results: Vec<usize> = model
+        .requests()
+        .iter()
+        .flat_map(|r| r.tool_results())
+        .filter(|t| t.name.as_deref() == Some(ar::ARXIV_SEARCH))
+        .map(|t| {
+            serde_json::from_str::<Vec<ar::SearchHit>>(&t.content)
+                .expect("hits")
+                .len()
+        })
+        .collect();
+    assert!(
+        !results.is_empty() && results.iter().all(|&n| n == 2),
+        "{results:?}"
+    );
+    assert_eq!(state.facts.iter().filter(|f| f.is_reference()).count(), 2);
+}
