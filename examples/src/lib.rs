@@ -15,8 +15,15 @@
 //!
 //! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
 //! - [`entity_intel`]: the entity-intel research agent (seed 000).
+//! - [`arxiv_research`]: the plan-driven arXiv deep research workflow (seed 002).
 //! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
 
+pub mod arxiv_research;
 pub mod due_diligence;
 pub mod entity_intel;
 pub mod shared;
+
+/// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.
+#[doc = include_str!("../../docs/workflows/arxiv-research.md")]
+#[cfg(doctest)]
+pub struct ArxivResearchGuide;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use graphkit_examples::arxiv_research;
 use graphkit_examples::entity_intel::{
     self, EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel,
     run_entity_intel,
@@ -42,6 +43,14 @@ enum Workflow {
     /// in RUN_DIR/BUNDLE/, run_summary.json and run.json in RUN_DIR.
     #[command(name = "entity-intel")]
     EntityIntel(EntityIntelArgs),
+
+    /// arXiv deep research (plan-driven): planner -> per plan step a supervisor hands the
+    /// step to an arXiv worker (search, add references) -> fact gate (at most K new
+    /// references per step) -> expander (PDF or abstract -> 150-300-word summaries) ->
+    /// synthesizer (Context, Techniques, Evidence, Limitations, Implications, numbered
+    /// sources). Outputs in RUN_DIR: report.md, facts.json, plan.json, graph.mmd, graph.dot.
+    #[command(name = "arxiv-research")]
+    ArxivResearch(ArxivResearchCli),
 
     /// Enhanced Due Diligence research agent: initialize -> generate_queries -> parallel
     /// execute_search (one Send per query) -> analyze_and_reflect -> (max depth | reflection
@@ -163,6 +172,39 @@ struct CommonArgs {
 }
 
 #[derive(Debug, Args)]
+struct ArxivResearchCli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    args: arxiv_research::ArxivResearchArgs,
+}
+
+impl CommonArgs {
+    fn flags(self) -> arxiv_research::CommonFlags {
+        arxiv_research::CommonFlags {
+            unsupported: [
+                (self.input.is_some(), "--input"),
+                (self.corpus.is_some(), "--corpus"),
+                (self.print_input_schema, "--print-input-schema"),
+            ]
+            .into_iter()
+            .find_map(|(given, flag)| given.then_some(flag)),
+            model: self.model,
+            summary_model: self.summary_model,
+            out: self.out,
+            thread: self.thread,
+            resume: self.resume,
+            checkpoint: self.checkpoint,
+            max_concurrency: self.max_concurrency,
+            print_graph: self.print_graph,
+            stream: self.stream,
+            quiet: self.quiet,
+            offline_delay_ms: self.offline_delay_ms,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
 struct EntityIntelArgs {
     #[command(flatten)]
     common: CommonArgs,
@@ -209,6 +251,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.workflow {
             Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
+            Workflow::ArxivResearch(cli) => {
+                arxiv_research::arxiv_research_main(cli.args, cli.common.flags(), &sub).await
+            }
             Workflow::DueDiligence(cmd) => {
                 graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args)
                     .await

@@ -1,0 +1,298 @@
+//! `graphkit-research arxiv-research`: the subcommand's own options and its main.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{ArgMatches, Args};
+use graphkit_llm::ChatModel;
+
+use super::backend::OfflineArxiv;
+use super::graph::GraphDeps;
+use super::nodes::{DEFAULT_MAX_CITATIONS, NodeDeps};
+use super::runner::{
+    ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts,
+};
+use super::standin::offline_model;
+use super::tools::DEFAULT_TOP_K;
+use crate::shared::{
+    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
+    StopSignal,
+};
+
+/// The topic researched when none is given.
+pub const DEFAULT_TOPIC: &str = "retrieval-augmented generation for question answering";
+
+/// The options of `arxiv-research` besides the common ones.
+#[derive(Debug, Clone, Args)]
+pub struct ArxivResearchArgs {
+    /// The research topic [default: "retrieval-augmented generation for question answering"].
+    #[arg(value_name = "TOPIC")]
+    pub topic: Option<String>,
+
+    /// Search results per arxiv_search call (from the run config, never chosen by the model).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TOP_K)]
+    pub top_k: usize,
+
+    /// K: new references the fact gate admits per plan step.
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_MAX_CITATIONS)]
+    pub max_citations_per_step: u32,
+
+    /// The most plan steps kept from the planner.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub max_steps: usize,
+
+    /// The planner's model (default: --model).
+    #[arg(long, value_name = "SPEC")]
+    pub planner_model: Option<String>,
+
+    /// The supervisor's model (default: --model).
+    #[arg(long, value_name = "SPEC")]
+    pub supervisor_model: Option<String>,
+
+    /// The arxiv_agent worker's model (default: --model).
+    #[arg(long, value_name = "SPEC")]
+    pub worker_model: Option<String>,
+
+    /// The expander's model (default: --summary-model, else --model).
+    #[arg(long, value_name = "SPEC")]
+    pub expander_model: Option<String>,
+
+    /// The synthesizer's model (default: --model).
+    #[arg(long, value_name = "SPEC")]
+    pub synthesizer_model: Option<String>,
+
+    /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, served
+    /// from 127.0.0.1) or `live` (export.arxiv.org) [default: offline with the offline
+    /// model, live with a real one].
+    #[arg(long, value_name = "BACKEND", value_parser = ["offline", "live"])]
+    pub arxiv: Option<String>,
+}
+
+/// The common options of `graphkit-research` this workflow uses.
+#[derive(Debug, Clone, Default)]
+pub struct CommonFlags {
+    /// `--model`.
+    pub model: String,
+    /// `--summary-model`.
+    pub summary_model: Option<String>,
+    /// `--out`.
+    pub out: Option<PathBuf>,
+    /// `--thread`.
+    pub thread: Option<String>,
+    /// `--resume`.
+    pub resume: bool,
+    /// `--checkpoint`.
+    pub checkpoint: Option<String>,
+    /// `--max-concurrency` (papers summarised at once).
+    pub max_concurrency: usize,
+    /// `--print-graph`.
+    pub print_graph: bool,
+    /// `--stream`.
+    pub stream: bool,
+    /// `--quiet`.
+    pub quiet: bool,
+    /// `--offline-delay-ms`.
+    pub offline_delay_ms: u64,
+    /// `--input` or `--corpus` were given (not used by this workflow).
+    pub unsupported: Option<&'static str>,
+}
+
+/// The models of the five roles.
+struct RoleModels {
+    planner: Arc<dyn ChatModel>,
+    supervisor: Arc<dyn ChatModel>,
+    worker: Arc<dyn ChatModel>,
+    expander: Arc<dyn ChatModel>,
+    synthesizer: Arc<dyn ChatModel>,
+}
+
+fn role_models(
+    specs: &[Option<String>; 5],
+    default: &str,
+    offline: &Arc<dyn ChatModel>,
+) -> Result<RoleModels, ExampleError> {
+    let build = |spec: &Option<String>| -> Result<Arc<dyn ChatModel>, ExampleError> {
+        spec.as_deref()
+            .unwrap_or(default)
+            .parse::<ModelChoice>()?
+            .build(Arc::clone(offline))
+    };
+    Ok(RoleModels {
+        planner: build(&specs[0])?,
+        supervisor: build(&specs[1])?,
+        worker: build(&specs[2])?,
+        expander: build(&specs[3])?,
+        synthesizer: build(&specs[4])?,
+    })
+}
+
+/// The graph's dependencies for `models` and `arxiv`.
+fn graph_deps(
+    models: RoleModels,
+    arxiv: graphkit_tools::prebuilt::arxiv::Arxiv,
+    max_steps: usize,
+) -> GraphDeps {
+    GraphDeps {
+        supervisor: models.supervisor,
+        worker: models.worker,
+        nodes: NodeDeps {
+            planner: models.planner,
+            expander: models.expander,
+            synthesizer: models.synthesizer,
+            arxiv,
+            max_steps,
+        },
+        worker_max_iterations: 8,
+    }
+}
+
+/// The subcommand: checks the options, starts or resumes the run, runs the graph,
+/// writes the artifacts.
+///
+/// # Errors
+/// Bad options (exit 2), a resume that cannot start, a failed run.
+pub async fn arxiv_research_main(
+    args: ArxivResearchArgs,
+    common: CommonFlags,
+    matches: &ArgMatches,
+) -> Result<RunStatus, ExampleError> {
+    if let Some(flag) = common.unsupported {
+        return Err(ExampleError::Usage(format!(
+            "arxiv-research does not take {flag}; give the topic as an argument"
+        )));
+    }
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model(3).with_delay(Duration::from_millis(common.offline_delay_ms)));
+    if common.print_graph {
+        let models = role_models(&Default::default(), "offline", &offline)?;
+        let deps = graph_deps(
+            models,
+            graphkit_tools::prebuilt::arxiv::Arxiv::new(),
+            args.max_steps,
+        );
+        let graph = super::graph::build_graph(&deps, graphkit::CompileOptions::new())?;
+        println!("{}", graph.draw_mermaid());
+        return Ok(RunStatus::Finished);
+    }
+    let given_topic = args.topic.clone();
+    if let Some(topic) = &given_topic {
+        check_options(
+            topic,
+            args.top_k,
+            args.max_citations_per_step,
+            args.max_steps,
+        )?;
+    }
+    check_options("-", args.top_k, args.max_citations_per_step, args.max_steps)?;
+    let mut session = RunSession::begin(RunRequest {
+        thread: common.thread.clone(),
+        out: common.out.clone(),
+        resume: common.resume,
+        given: GivenOptions::from_matches(matches),
+        ..RunRequest::new("arxiv-research")
+    })?;
+    let topic: String = match (given_topic, session.saved_input()) {
+        (Some(topic), _) => topic,
+        (None, Some(saved)) => saved["topic"].as_str().unwrap_or(DEFAULT_TOPIC).to_owned(),
+        (None, None) => DEFAULT_TOPIC.to_owned(),
+    };
+    let model_spec: String = session.option("model", common.model.clone())?;
+    let summary_spec: Option<String> =
+        session.option("summary_model", common.summary_model.clone())?;
+    let specs: [Option<String>; 5] = [
+        session.option("planner_model", args.planner_model.clone())?,
+        session.option("supervisor_model", args.supervisor_model.clone())?,
+        session.option("worker_model", args.worker_model.clone())?,
+        session
+            .option("expander_model", args.expander_model.clone())?
+            .or(summary_spec),
+        session.option("synthesizer_model", args.synthesizer_model.clone())?,
+    ];
+    let top_k: usize = session.option("top_k", args.top_k)?;
+    let k: u32 = session.option("max_citations_per_step", args.max_citations_per_step)?;
+    let max_steps: usize = session.option("max_steps", args.max_steps)?;
+    let max_concurrency: usize = session.option("max_concurrency", common.max_concurrency)?;
+    let arxiv_backend: Option<String> = session.option("arxiv", args.arxiv.clone())?;
+    check_options(&topic, top_k, k, max_steps)?;
+    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
+
+    let choice = model_spec.parse::<ModelChoice>()?;
+    let models = role_models(&specs, &model_spec, &offline)?;
+    // The offline corpus is served to the real arXiv client from 127.0.0.1.
+    let offline_arxiv = arxiv_backend
+        .as_deref()
+        .map_or(choice.is_offline(), |b| b == "offline");
+    let (server, arxiv, backend) = if offline_arxiv {
+        let server = OfflineArxiv::shipped()?.serve().await?;
+        let arxiv = server.client();
+        (
+            Some(server),
+            arxiv,
+            "the offline corpus (examples/fixtures/arxiv)",
+        )
+    } else {
+        (
+            None,
+            graphkit_tools::prebuilt::arxiv::Arxiv::new(),
+            "arXiv (export.arxiv.org)",
+        )
+    };
+    let deps = graph_deps(models, arxiv, max_steps);
+    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
+    session.record_start(&checkpoint, serde_json::json!({ "topic": topic }))?;
+    let progress = Progress::new("steps", common.quiet);
+    progress.note(
+        "run",
+        &format!(
+            "arxiv-research, thread {}, topic \"{topic}\", model {model_spec}, search {backend}, top-k {top_k}, K {k}, checkpoints {checkpoint}, outputs in {}",
+            session.thread(),
+            session.dir().path().display()
+        ),
+    );
+    let options = ArxivResearchOptions {
+        topic,
+        top_k,
+        max_citations_per_step: k,
+        deps,
+        checkpointer: Arc::clone(&checkpointer.saver),
+        thread: session.thread().to_owned(),
+        max_concurrency,
+        stream: common.stream,
+        progress,
+        stop: StopSignal::on_ctrl_c(common.quiet),
+    };
+    let result = run_arxiv_research(&options).await;
+    options.progress.end();
+    let written = match &result {
+        Ok(state) => compiled(&options.deps, Arc::clone(&options.checkpointer))
+            .and_then(|graph| write_artifacts(session.dir().path(), state, &graph)),
+        Err(_) => Ok(Vec::new()),
+    };
+    drop(options);
+    drop(server);
+    checkpointer.close().await;
+    let state = match result.and_then(|state| written.map(|lines| (state, lines))) {
+        Ok(done) => done,
+        Err(ExampleError::Interrupted) => {
+            return session.finish(RunStatus::Interrupted, "", common.stream);
+        }
+        Err(err) => {
+            session.record_failure(&err);
+            return Err(err);
+        }
+    };
+    let (state, lines) = state;
+    let references = state.facts.iter().filter(|f| f.is_reference()).count();
+    let summarised = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && f.extended_summary.is_some())
+        .count();
+    let text = format!(
+        "{} plan steps, {references} references, {summarised} summarised\n{}\n",
+        state.plan.as_ref().map_or(0, |p| p.steps.len()),
+        lines.join("\n")
+    );
+    session.finish(RunStatus::Finished, &text, common.stream)
+}

@@ -1,0 +1,449 @@
+//! The nodes: planner → step_iterator → (supervisor) → fact_gate → advance → expander →
+//! synthesizer → finish, and the router after `advance`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use graphkit::{AppendUpdate, Goto, Input, RunConfig, Send};
+use graphkit_llm::checks::{non_empty, required_headings, word_range};
+use graphkit_llm::{CallOptions, ChatModel, Message};
+use graphkit_tools::prebuilt::arxiv::Arxiv;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::prompts::{self, DELIVERABLE, PLAN_STEP, SECTIONS};
+use super::state::{Fact, FactKind, Plan, ResearchState, ResearchStateUpdate, reference_key};
+
+/// Node name: the planner.
+pub const PLANNER: &str = "planner";
+/// Node name: emits one PLAN STEP.
+pub const STEP_ITERATOR: &str = "step_iterator";
+/// Node name: the compiled supervisor (a subgraph).
+pub const SUPERVISOR: &str = "supervisor";
+/// The worker's name (a node inside the supervisor).
+pub const ARXIV_AGENT: &str = "arxiv_agent";
+/// Node name: admits at most K references per step.
+pub const FACT_GATE: &str = "fact_gate";
+/// Node name: next step or on to the expander.
+pub const ADVANCE: &str = "advance";
+/// Node name: one extended summary per admitted paper (one `Send` each).
+pub const EXPANDER: &str = "expander";
+/// Node name: the report.
+pub const SYNTHESIZER: &str = "synthesizer";
+/// Node name: sets `done`.
+pub const FINISH: &str = "finish";
+
+/// The run-config key of K (`--max-citations-per-step`).
+pub const MAX_CITATIONS_KEY: &str = "max_citations_per_step";
+/// The default K.
+pub const DEFAULT_MAX_CITATIONS: u32 = 3;
+/// The most characters of paper text given to the expander.
+pub const MAX_PAPER_CHARS: usize = 12_000;
+
+type NodeResult =
+    Result<ResearchStateUpdate, Box<dyn std::error::Error + std::marker::Send + Sync>>;
+
+/// The models of each role and the arXiv client the nodes use.
+#[derive(Clone)]
+pub struct NodeDeps {
+    /// Writes the plan.
+    pub planner: Arc<dyn ChatModel>,
+    /// Writes the extended summaries.
+    pub expander: Arc<dyn ChatModel>,
+    /// Writes the report.
+    pub synthesizer: Arc<dyn ChatModel>,
+    /// The arXiv client (PDFs for the expander).
+    pub arxiv: Arxiv,
+    /// The most plan steps kept.
+    pub max_steps: usize,
+}
+
+impl std::fmt::Debug for NodeDeps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeDeps")
+            .field("max_steps", &self.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `planner`: makes a [`Plan`] when there is none (or it has no steps) and resets
+/// `step_idx`; otherwise changes nothing.
+///
+/// # Errors
+/// An empty topic; a model that gives no usable plan (after one retry).
+pub async fn planner(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResult {
+    if state.plan.as_ref().is_some_and(|p| !p.steps.is_empty()) {
+        return Ok(ResearchStateUpdate::new());
+    }
+    if state.topic.trim().is_empty() {
+        return Err("the topic is empty; give a research topic".into());
+    }
+    let max_steps = deps.max_steps.max(1);
+    let mut plan = Arc::clone(&deps.planner)
+        .with_options(CallOptions::new().temperature(0.0).max_tokens(1024))
+        .with_structured_output::<Plan>()
+        .retries(1)
+        .validate(|plan: &Plan| non_empty("steps", &plan.steps))
+        .invoke(&[Message::user(prompts::planner(&state.topic, max_steps))])
+        .await
+        .map_err(|e| format!("the planner gave no usable plan: {e}"))?;
+    plan.steps.truncate(max_steps);
+    if plan.main_query.trim().is_empty() {
+        plan.main_query.clone_from(&state.topic);
+    }
+    Ok(ResearchStateUpdate::new().plan(Some(plan)).step_idx(0))
+}
+
+/// `step_iterator`: one PLAN STEP message for the current step; resets the step's count
+/// and clears `pending_facts` with the clear sentinel.
+///
+/// # Errors
+/// No plan, or `step_idx` past its end (a bug).
+pub async fn step_iterator(state: Arc<ResearchState>) -> NodeResult {
+    let plan = state
+        .plan
+        .as_ref()
+        .ok_or("step_iterator ran without a plan")?;
+    let step = plan
+        .steps
+        .get(state.step_idx)
+        .ok_or("step_iterator ran past the last plan step")?;
+    let message = prompts::plan_step(&state.topic, plan, state.step_idx, step);
+    Ok(ResearchStateUpdate::new()
+        .messages(vec![Message::user(message)])
+        .step_citation_count(0)
+        .pending_facts(AppendUpdate::clear()))
+}
+
+/// `fact_gate`: admits, in `pending_facts` order, at most `K − step_citation_count` new
+/// scholar references (new = key not yet in `facts`; repeats collapse), every other
+/// pending fact unbudgeted; records the step's deliverable as a `finding` (and a `note`
+/// when the worker gave no `==DELIVERABLE==` block); counts and clears.
+pub async fn fact_gate(state: Arc<ResearchState>, config: RunConfig) -> NodeResult {
+    let k = config
+        .value(MAX_CITATIONS_KEY)
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|k| u32::try_from(k).ok())
+        .unwrap_or(DEFAULT_MAX_CITATIONS);
+    let (admitted, count) = gate(
+        &state.facts,
+        &state.pending_facts,
+        k,
+        state.step_citation_count,
+    );
+    let mut facts = admitted;
+    facts.extend(deliverable_facts(&state));
+    Ok(ResearchStateUpdate::new()
+        .facts(facts)
+        .step_citation_count(state.step_citation_count + count)
+        .pending_facts(AppendUpdate::clear()))
+}
+
+/// The gate's decision: the facts admitted from `pending` and how many of them are
+/// budgeted references. `already` is the number admitted earlier in this step.
+pub fn gate(existing: &[Fact], pending: &[Fact], k: u32, already: u32) -> (Vec<Fact>, u32) {
+    let mut seen: HashSet<String> = existing.iter().filter_map(reference_key).collect();
+    let mut budget = k.saturating_sub(already);
+    let mut admitted = Vec::new();
+    let mut count = 0;
+    for fact in pending {
+        if !fact.is_reference() {
+            admitted.push(fact.clone());
+            continue;
+        }
+        if let Some(key) = reference_key(fact)
+            && !seen.insert(key)
+        {
+            continue;
+        }
+        if budget == 0 {
+            continue;
+        }
+        budget -= 1;
+        count += 1;
+        admitted.push(fact.clone());
+    }
+    (admitted, count)
+}
+
+/// The step's deliverable as a `finding`: the worker's answer, i.e. the message the
+/// supervisor handed back (the one before its `transfer_back_to_supervisor` record), with
+/// the text after `==DELIVERABLE==`. A `note` records a missing block, or a step the
+/// supervisor never delegated.
+fn deliverable_facts(state: &ResearchState) -> Vec<Fact> {
+    let start = state
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User(_)) && m.text().starts_with(PLAN_STEP))
+        .map_or(0, |at| at + 1);
+    let turn = &state.messages[start..];
+    let answer = turn
+        .iter()
+        .position(|m| m.tool_calls().iter().any(|c| c.name == HANDOFF_BACK))
+        .and_then(|at| at.checked_sub(1))
+        .map(|at| &turn[at])
+        .filter(|m| matches!(m, Message::Assistant(_)))
+        .map(Message::text);
+    let step = Some(state.step_idx);
+    let n = state.step_idx + 1;
+    let note = |text: String| Fact {
+        step_idx: step,
+        ..Fact::new(FactKind::Note, text)
+    };
+    let finding = |text: &str| Fact {
+        step_idx: step,
+        source_agent: Some(ARXIV_AGENT.into()),
+        ..Fact::new(FactKind::Finding, text.trim())
+    };
+    match answer {
+        None => vec![note(format!(
+            "step {n}: the supervisor did not delegate the step to a worker"
+        ))],
+        Some(text) => match text.split_once(DELIVERABLE) {
+            Some((_, body)) => vec![finding(body)],
+            None => vec![
+                note(format!(
+                    "step {n}: the worker gave no {DELIVERABLE} block; its last message is kept as the finding"
+                )),
+                finding(text),
+            ],
+        },
+    }
+}
+
+/// The tool the supervisor's handoff-back record calls.
+const HANDOFF_BACK: &str = "transfer_back_to_supervisor";
+
+/// `advance`: `step_idx += 1`.
+pub async fn advance(state: Arc<ResearchState>) -> ResearchStateUpdate {
+    ResearchStateUpdate::new().step_idx(state.step_idx + 1)
+}
+
+/// The router after `advance`: the next plan step, else one `Send` to the expander per
+/// admitted reference without a summary, else the synthesizer.
+pub fn after_advance(state: &ResearchState) -> Vec<Goto> {
+    let steps = state.plan.as_ref().map_or(0, |p| p.steps.len());
+    if state.step_idx < steps {
+        return vec![Goto::from(STEP_ITERATOR)];
+    }
+    let sends: Vec<Goto> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && f.extended_summary.is_none())
+        .map(|f| Goto::Send(Send::new(EXPANDER, f.clone())))
+        .collect();
+    if sends.is_empty() {
+        vec![Goto::from(SYNTHESIZER)]
+    } else {
+        sends
+    }
+}
+
+/// The expander's structured output.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExtendedSummary {
+    /// The focused summary, 150 to 300 words.
+    #[schemars(length(max = 2400))]
+    pub summary: String,
+}
+
+/// `expander` (one task per reference): the PDF's text, else the abstract and metadata;
+/// a validated 150–300-word summary; a **new** fact with `extended_summary` set (the
+/// reducer replaces the reference by key). A failure leaves the reference unsummarised
+/// and records a `note`.
+pub async fn expander(
+    state: Arc<ResearchState>,
+    Input(reference): Input<Fact>,
+    deps: Arc<NodeDeps>,
+) -> NodeResult {
+    let (source, text) = paper_text(&deps.arxiv, &reference).await;
+    let main_query = state
+        .plan
+        .as_ref()
+        .map_or(state.topic.as_str(), |p| p.main_query.as_str());
+    let prompt = prompts::expander(&state.topic, main_query, &reference, source, &text);
+    let summary = Arc::clone(&deps.expander)
+        .with_options(CallOptions::new().temperature(0.0).max_tokens(800))
+        .with_structured_output::<ExtendedSummary>()
+        .retries(1)
+        .validate(|s: &ExtendedSummary| word_range("summary", &s.summary, 150..=300))
+        .invoke(&[Message::user(prompt)])
+        .await;
+    let title = reference.title.clone().unwrap_or_default();
+    Ok(match summary {
+        Ok(summary) => ResearchStateUpdate::new().facts(vec![Fact {
+            extended_summary: Some(summary.summary),
+            summary_source: Some(source.to_owned()),
+            source_agent: Some(EXPANDER.into()),
+            ..reference
+        }]),
+        Err(err) => ResearchStateUpdate::new().facts(vec![Fact::new(
+            FactKind::Note,
+            format!("no extended summary for `{title}` (left out of the report): {err}"),
+        )]),
+    })
+}
+
+/// The text to summarise: the PDF's (`"pdf"`), else the abstract and metadata
+/// (`"abstract"`).
+pub async fn paper_text(arxiv: &Arxiv, reference: &Fact) -> (&'static str, String) {
+    if let Some(id) = &reference.arxiv_id
+        && let Ok(text) = arxiv.paper_text(id).await
+        && !text.trim().is_empty()
+    {
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        return ("pdf", crate::shared::truncate(&text, MAX_PAPER_CHARS));
+    }
+    let metadata = format!(
+        "{}\n{}\n{}\n{}",
+        reference.title.as_deref().unwrap_or_default(),
+        reference.authors.join(", "),
+        reference.year.map(|y| y.to_string()).unwrap_or_default(),
+        reference
+            .abstract_text
+            .as_deref()
+            .unwrap_or("(no abstract recorded)")
+    );
+    ("abstract", metadata)
+}
+
+/// The synthesizer's structured output.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ReportBody {
+    /// The report in Markdown, with the five sections and inline `[n]` citations.
+    pub markdown: String,
+}
+
+/// `synthesizer`: a report from the references **with** an extended summary only (the
+/// `facts` reducer has already collapsed duplicates, latest wins); the sections Context,
+/// Techniques, Evidence, Limitations, Implications; inline `[n]`; a numbered sources
+/// list. Stored as a `draft` fact and an assistant message.
+///
+/// # Errors
+/// A model that gives no acceptable report (after one retry).
+pub async fn synthesizer(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResult {
+    let sources: Vec<(usize, &Fact)> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && f.extended_summary.is_some())
+        .enumerate()
+        .map(|(at, f)| (at + 1, f))
+        .collect();
+    let n = sources.len();
+    let body = if sources.is_empty() {
+        SECTIONS
+            .iter()
+            .map(|s| {
+                format!("## {s}\n\nNo source could be summarised, so nothing is claimed here.\n")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        Arc::clone(&deps.synthesizer)
+            .with_options(CallOptions::new().temperature(0.0).max_tokens(2048))
+            .with_structured_output::<ReportBody>()
+            .retries(1)
+            .validate(|r: &ReportBody| required_headings("markdown", &r.markdown, &SECTIONS))
+            .validate(move |r: &ReportBody| citations_in_range(&r.markdown, n))
+            .invoke(&[Message::user(prompts::synthesizer(&state.topic, &sources))])
+            .await
+            .map_err(|e| format!("the synthesizer gave no acceptable report: {e}"))?
+            .markdown
+    };
+    let mut report = format!("# {}\n\n{}\n", state.topic.trim(), body.trim());
+    let uncovered = uncovered_steps(&state);
+    if !uncovered.is_empty() {
+        report.push_str(&format!(
+            "\n## Coverage\n\nNo new reference was admitted for plan step(s) {}.\n",
+            uncovered.join(", ")
+        ));
+    }
+    report.push_str("\n## Sources\n\n");
+    for (n, fact) in &sources {
+        report.push_str(&format!("{n}. {}\n", source_line(fact)));
+    }
+    Ok(ResearchStateUpdate::new()
+        .facts(vec![Fact {
+            source_agent: Some(SYNTHESIZER.into()),
+            ..Fact::new(FactKind::Draft, report.clone())
+        }])
+        .messages(vec![Message::assistant(report)]))
+}
+
+/// Plan steps (1-based) with no admitted reference.
+fn uncovered_steps(state: &ResearchState) -> Vec<String> {
+    let steps = state.plan.as_ref().map_or(0, |p| p.steps.len());
+    (0..steps)
+        .filter(|&s| {
+            !state
+                .facts
+                .iter()
+                .any(|f| f.is_reference() && f.step_idx == Some(s))
+        })
+        .map(|s| (s + 1).to_string())
+        .collect()
+}
+
+/// One entry of the sources list.
+pub fn source_line(fact: &Fact) -> String {
+    let who = match fact.authors.as_slice() {
+        [] => String::new(),
+        [one] => format!("{one}. "),
+        [first, ..] => format!("{first} et al. "),
+    };
+    let year = fact.year.map(|y| format!(" ({y})")).unwrap_or_default();
+    let link = fact
+        .arxiv_id
+        .as_deref()
+        .map(|id| format!("arXiv:{id}"))
+        .or_else(|| fact.doi.as_deref().map(|d| format!("doi:{d}")))
+        .or_else(|| fact.url.clone())
+        .unwrap_or_default();
+    format!(
+        "{who}*{}*{year}. {link}",
+        fact.title.as_deref().unwrap_or("untitled")
+    )
+}
+
+/// Every `[n]` in `markdown` is between 1 and `n`, and there is at least one when `n > 0`.
+///
+/// # Errors
+/// A message for the model naming the bad citations.
+pub fn citations_in_range(markdown: &str, n: usize) -> Result<(), String> {
+    let cited = cited_numbers(markdown);
+    let bad: Vec<String> = cited
+        .iter()
+        .filter(|&&c| c == 0 || c > n)
+        .map(|c| format!("[{c}]"))
+        .collect();
+    if !bad.is_empty() {
+        return Err(format!(
+            "`markdown` cites {} but the sources are numbered 1 to {n}",
+            bad.join(", ")
+        ));
+    }
+    if n > 0 && cited.is_empty() {
+        return Err("`markdown` cites no source; cite them inline as [1], [2], ...".into());
+    }
+    Ok(())
+}
+
+/// The numbers cited as `[n]` in `markdown`, in order.
+pub fn cited_numbers(markdown: &str) -> Vec<usize> {
+    let mut numbers = Vec::new();
+    let mut rest = markdown;
+    while let Some(open) = rest.find('[') {
+        rest = &rest[open + 1..];
+        if let Some(close) = rest.find(']')
+            && let Ok(n) = rest[..close].trim().parse::<usize>()
+        {
+            numbers.push(n);
+        }
+    }
+    numbers
+}
+
+/// `finish`: `done = true`.
+pub async fn finish() -> ResearchStateUpdate {
+    ResearchStateUpdate::new().done(true)
+}
