@@ -15,6 +15,8 @@
 //!
 //! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
 //! - [`entity_intel`]: the entity-intel research agent (seed 000).
+//! - [`biography_events`]: the author biography events supervisor (seed 003).
 
+pub mod biography_events;
 pub mod entity_intel;
 pub mod shared;
