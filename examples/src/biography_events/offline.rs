@@ -76,7 +76,7 @@ fn think(request: &ChatRequest) -> ThinkOutput {
         ("none", "Nothing found and nothing left to crawl".to_owned())
     };
     ThinkOutput {
-        summary: format!("{tool}: {}", read_block(prompt, "tool_output")),
+        summary: format!("{tool} done; {events} events"),
         gaps: Vec::new(),
         recommendation: recommendation.into(),
         reason,

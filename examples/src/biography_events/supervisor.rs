@@ -180,7 +180,8 @@ pub async fn think_tool(state: Arc<BiographyState>, ctx: NodeContext, deps: Deps
         .invoke(&[Message::user(prompt)])
         .await;
     let (think, recommendation) = match reply {
-        Ok(t) => (format!("{} — {}", t.summary, t.reason), Some(t.recommendation)),
+        Ok(t) if t.gaps.is_empty() => (t.reason, Some(t.recommendation)),
+        Ok(t) => (format!("{} (gaps: {})", t.reason, t.gaps.join("; ")), Some(t.recommendation)),
         Err(err) => {
             ctx.writer().custom(json!({"event": "warning", "message": format!("think_tool failed ({err}); the supervisor decides by its rules")}));
             (format!("no reflection: {err}"), None)
