@@ -71,7 +71,7 @@ pub use run::stream::{
 pub use run::thread::StateSnapshot;
 pub use state::{
     Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, KeyedVec, LastValue, ListOp,
-    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites,
+    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, append_capped, merge_by,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).
@@ -85,6 +85,7 @@ pub struct ReadmeDoctests;
 /// Re-exports used by generated code. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::state::ListField;
     pub use serde;
 }
 

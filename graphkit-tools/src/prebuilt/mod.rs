@@ -1,10 +1,11 @@
-//! Ready-made tools: sandboxed files, a todo list in the state, think, web search and
+//! Ready-made tools: sandboxed files, a todo list in the state, think and reflect, web search and
 //! extraction, URL fetch, Wikipedia and arXiv.
 
 pub mod arxiv;
 pub mod fetch;
 pub mod fs;
 pub(crate) mod http;
+pub mod reflect;
 pub mod search;
 pub mod think;
 pub mod todo;

@@ -1,6 +1,9 @@
 //! Web search and extraction behind one trait, [`SearchBackend`], with a Tavily backend
-//! ([`TavilySearch`]) and an offline local-corpus backend ([`LocalCorpus`], BM25 ranking);
-//! the tools `web_search` and `web_extract`.
+//! ([`TavilySearch`]) and an offline local-corpus backend ([`LocalCorpus`], BM25 ranking,
+//! `site:` filters and `OR`); the tools `web_search` and `web_extract`.
+
+mod front_matter;
+mod query;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use crate::error::ToolError;
 use crate::function::tool_fn;
 use crate::prebuilt::http;
 use crate::tool::DynTool;
+use query::{Query, Site};
 
 /// One search hit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -152,7 +156,12 @@ pub fn search_tools<S: State>(backend: Arc<dyn SearchBackend>) -> Vec<DynTool<S>
 // --- local corpus (BM25) -----------------------------------------------------------------
 
 struct Doc {
+    /// `corpus://<relative path>`: always accepted by `extract`.
+    path_url: String,
+    /// The front matter's URL, or `path_url`.
     url: String,
+    /// Where the document lives, from its front matter's URL (for `site:` filters).
+    site: Option<Site>,
     title: String,
     text: String,
     terms: HashMap<String, u32>,
@@ -160,8 +169,49 @@ struct Doc {
 }
 
 /// An offline search backend over a directory of markdown, HTML and text documents,
-/// ranked with Okapi BM25 (k1 = 1.2, b = 0.75). URLs are `corpus://<relative path>`;
-/// `extract` accepts those (or the relative path).
+/// ranked with Okapi BM25 (k1 = 1.2, b = 0.75).
+///
+/// A document's URL is `corpus://<relative path>`, unless the file starts with a front
+/// matter block naming its address on the web (`url:`, or `source:`; `title:` is read too):
+///
+/// ```text
+/// ---
+/// url: https://wikipedia.example/wiki/Ada_Quill
+/// ---
+/// # Ada Quill
+/// ```
+///
+/// Search results show that URL, and `extract` accepts it as well as the `corpus://`
+/// form (or the bare relative path).
+///
+/// Queries read like web-search queries:
+///
+/// - words and `"quoted phrases"` rank documents by BM25 over their words (a document
+///   matching any word is a hit, best first; phrases are not required verbatim);
+/// - `site:DOMAIN` keeps documents whose URL is on that host or a subdomain of it
+///   (`site:wikipedia.org` matches `en.wikipedia.org`); `site:host/path` also needs the path
+///   prefix. Documents without a front-matter URL are on no site. A query of only `site:`
+///   filters lists every document on those sites;
+/// - `OR` (upper-case) joins alternatives: `site:a.org OR site:b.org` keeps documents on
+///   either site, and `cat OR kitten` ranks a document by the better of the two words
+///   instead of their sum.
+///
+/// ```
+/// use graphkit_tools::prebuilt::search::{LocalCorpus, SearchBackend};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let corpus = LocalCorpus::from_documents([
+///     ("w.md", "---\nurl: https://en.wikipedia.example/wiki/Ada\n---\n# Ada Quill\nAda Quill, novelist, born 1891."),
+///     ("b.md", "---\nurl: https://britannica.example/ada\n---\n# Ada Quill\nBiography of the novelist Ada Quill."),
+///     ("n.md", "# Ada Quill news\nAda Quill's novel was reissued."),
+/// ]);
+/// let hits = corpus.search(r#""Ada Quill" site:wikipedia.example OR site:britannica.example"#, 5).await?;
+/// let urls: Vec<&str> = hits.iter().map(|h| h.url.as_str()).collect();
+/// assert_eq!(urls.len(), 2);
+/// assert!(urls.contains(&"https://en.wikipedia.example/wiki/Ada"));
+/// assert!(corpus.search("Ada site:biography.example", 5).await?.is_empty());
+/// # Ok::<(), graphkit_tools::ToolError>(()) }).unwrap();
+/// ```
 pub struct LocalCorpus {
     docs: Vec<Doc>,
     df: HashMap<String, u32>,
@@ -248,6 +298,7 @@ impl LocalCorpus {
             path.extension().and_then(|e| e.to_str()),
             Some("html" | "htm")
         );
+        let (front, raw) = front_matter::split(raw);
         let (title, text) = if is_html {
             (http::html_title(raw), http::html_to_markdown(raw))
         } else {
@@ -262,9 +313,12 @@ impl LocalCorpus {
             *terms.entry(token).or_insert(0) += 1;
             len += 1;
         }
+        let path_url = format!("corpus://{rel}");
         Doc {
-            url: format!("corpus://{rel}"),
-            title: title.unwrap_or_else(|| rel.clone()),
+            site: front.url.as_deref().and_then(Site::of_url),
+            url: front.url.unwrap_or_else(|| path_url.clone()),
+            path_url,
+            title: front.title.or(title).unwrap_or_else(|| rel.clone()),
             text,
             terms,
             len,
@@ -296,35 +350,39 @@ impl LocalCorpus {
         self.docs.is_empty()
     }
 
-    /// BM25 scores of every document for `query`, best first (ties by path), zero scores dropped.
+    /// BM25 scores of every document for `query`, best first (ties by URL), zero scores
+    /// dropped; `site:` filters and `OR` as described on [`LocalCorpus`]. A query of only
+    /// `site:` filters lists the documents on those sites, with score 0.
     pub fn rank(&self, query: &str) -> Vec<(usize, f64)> {
+        self.rank_parsed(&Query::parse(query, |text| tokenize(text).collect()))
+    }
+
+    fn rank_parsed(&self, query: &Query) -> Vec<(usize, f64)> {
         const K1: f64 = 1.2;
         const B: f64 = 0.75;
+        if query.is_empty() {
+            return Vec::new();
+        }
         let n = self.docs.len() as f64;
-        let mut query_terms: Vec<String> = tokenize(query).collect();
-        query_terms.sort();
-        query_terms.dedup();
+        let needs_terms = query.has_terms();
         let mut scored: Vec<(usize, f64)> = self
             .docs
             .iter()
             .enumerate()
-            .map(|(i, doc)| {
-                let score = query_terms
-                    .iter()
-                    .map(|t| {
-                        let tf = f64::from(doc.terms.get(t).copied().unwrap_or(0));
-                        if tf == 0.0 {
-                            return 0.0;
-                        }
-                        let df = f64::from(self.df.get(t).copied().unwrap_or(0));
-                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-                        let norm = 1.0 - B + B * doc.len as f64 / self.avg_len.max(1.0);
-                        idf * tf * (K1 + 1.0) / (tf + K1 * norm)
-                    })
-                    .sum::<f64>();
-                (i, score)
+            .filter_map(|(i, doc)| {
+                let term_score = |t: &str| {
+                    let tf = f64::from(doc.terms.get(t).copied().unwrap_or(0));
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    let df = f64::from(self.df.get(t).copied().unwrap_or(0));
+                    let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                    let norm = 1.0 - B + B * doc.len as f64 / self.avg_len.max(1.0);
+                    idf * tf * (K1 + 1.0) / (tf + K1 * norm)
+                };
+                let score = query.score(doc.site.as_ref(), term_score)?;
+                (score > 0.0 || !needs_terms).then_some((i, score))
             })
-            .filter(|(_, s)| *s > 0.0)
             .collect();
         scored.sort_by(|a, b| {
             b.1.total_cmp(&a.1)
@@ -333,12 +391,11 @@ impl LocalCorpus {
         scored
     }
 
-    fn snippet(doc: &Doc, query: &str) -> String {
-        let terms: Vec<String> = tokenize(query).collect();
+    fn snippet(doc: &Doc, terms: &[&str]) -> String {
         let lower = doc.text.to_lowercase();
         let hit = terms
             .iter()
-            .filter_map(|t| lower.find(t.as_str()))
+            .filter_map(|t| lower.find(t))
             .min()
             .unwrap_or(0);
         let mut start = hit.saturating_sub(80);
@@ -370,8 +427,10 @@ impl SearchBackend for LocalCorpus {
         query: &str,
         max_results: usize,
     ) -> Result<Vec<SearchResult>, ToolError> {
+        let query = Query::parse(query, |text| tokenize(text).collect());
+        let terms = query.terms();
         Ok(self
-            .rank(query)
+            .rank_parsed(&query)
             .into_iter()
             .take(max_results)
             .map(|(i, score)| {
@@ -379,7 +438,7 @@ impl SearchBackend for LocalCorpus {
                 SearchResult {
                     title: doc.title.clone(),
                     url: doc.url.clone(),
-                    snippet: Self::snippet(doc, query),
+                    snippet: Self::snippet(doc, &terms),
                     score,
                 }
             })
@@ -390,12 +449,10 @@ impl SearchBackend for LocalCorpus {
         Ok(urls
             .iter()
             .filter_map(|url| {
-                let wanted = if url.starts_with("corpus://") {
-                    url.clone()
-                } else {
-                    format!("corpus://{url}")
-                };
-                self.docs.iter().find(|d| d.url == wanted)
+                let as_path = format!("corpus://{url}");
+                self.docs
+                    .iter()
+                    .find(|d| d.url == *url || d.path_url == *url || d.path_url == as_path)
             })
             .map(|d| ExtractedPage {
                 url: d.url.clone(),

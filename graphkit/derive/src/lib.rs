@@ -9,8 +9,11 @@ use syn::{Data, DeriveInput, Fields, Ident, Path, Type, parse_macro_input, spann
 /// Derives `graphkit::State` for a struct with named fields.
 ///
 /// Field attributes pick the reducer: none (last value), `#[reducer(append)]`,
-/// `#[reducer(merge_by_key)]`, `#[reducer(add)]`, `#[reducer(with = path)]` (a function
-/// `fn(&mut T, T)`) or `#[reducer(with = path, update = U)]` (a function `fn(&mut T, U)`).
+/// `#[reducer(merge_by_key)]`, `#[reducer(merge_by = key_fn)]` (a function
+/// `fn(&T) -> Option<K>` on the items of a `Vec<T>`), `#[reducer(capped(max = N, fold =
+/// fold_fn))]` (a function `fn(Option<T>, Vec<T>) -> T`), `#[reducer(add)]`,
+/// `#[reducer(with = path)]` (a function `fn(&mut T, T)`) or
+/// `#[reducer(with = path, update = U)]` (a function `fn(&mut T, U)`).
 /// The update type is `<Name>Update` unless `#[state(update = OtherName)]` says otherwise.
 #[proc_macro_derive(State, attributes(reducer, state))]
 pub fn derive_state(input: TokenStream) -> TokenStream {
@@ -24,6 +27,13 @@ enum Kind {
     LastValue,
     Append,
     MergeByKey,
+    MergeBy {
+        key: Box<Path>,
+    },
+    Capped {
+        max: Box<syn::Expr>,
+        fold: Box<Path>,
+    },
     Add,
     Custom {
         func: Box<Path>,
@@ -57,11 +67,17 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
                 "append" => kind = Kind::Append,
                 "merge_by_key" => kind = Kind::MergeByKey,
                 "add" => kind = Kind::Add,
+                "merge_by" => {
+                    kind = Kind::MergeBy {
+                        key: Box::new(meta.value()?.parse::<Path>()?),
+                    }
+                }
+                "capped" => kind = parse_capped(&meta)?,
                 "with" => func = Some(meta.value()?.parse::<Path>()?),
                 "update" => update = Some(meta.value()?.parse::<Type>()?),
                 _ => {
                     return Err(meta.error(
-                        "unknown reducer; use last_value, append, merge_by_key, add, or with = path",
+                        "unknown reducer; use last_value, append, merge_by_key, merge_by = path, capped(max = N, fold = path), add, or with = path",
                     ));
                 }
             }
@@ -86,8 +102,49 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
     Ok(kind)
 }
 
+/// `capped(max = N, fold = path)`: both are required.
+fn parse_capped(meta: &syn::meta::ParseNestedMeta<'_>) -> syn::Result<Kind> {
+    let mut max = None;
+    let mut fold = None;
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident("max") {
+            max = Some(inner.value()?.parse::<syn::Expr>()?);
+        } else if inner.path.is_ident("fold") {
+            fold = Some(inner.value()?.parse::<Path>()?);
+        } else {
+            return Err(inner.error("unknown capped option; use max = N and fold = path"));
+        }
+        Ok(())
+    })?;
+    match (max, fold) {
+        (Some(max), Some(fold)) => Ok(Kind::Capped {
+            max: Box::new(max),
+            fold: Box::new(fold),
+        }),
+        _ => Err(meta.error(
+            "capped needs both options: capped(max = N, fold = path), where path is a function fn(Option<T>, Vec<T>) -> T",
+        )),
+    }
+}
+
 fn is_string(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "String" && s.arguments.is_empty()))
+}
+
+/// The builder method of a list field: several calls on one update combine in order.
+fn combining_builder(ident: &Ident, fname: &str, uty: &Tokens) -> Tokens {
+    quote! {
+        #[doc = concat!("Adds an update of `", #fname, "`; several calls combine in order.")]
+        #[must_use]
+        pub fn #ident(mut self, update: impl Into<#uty>) -> Self {
+            let update = update.into();
+            self.#ident = Some(match self.#ident.take() {
+                Some(previous) => previous.then(update),
+                None => update,
+            });
+            self
+        }
+    }
 }
 
 fn update_name(input: &DeriveInput) -> syn::Result<Ident> {
@@ -150,6 +207,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             Kind::LastValue | Kind::Add => quote!(#ty),
             Kind::Append => quote!(<#gk::Append as #gk::Reducer<#ty>>::Update),
             Kind::MergeByKey => quote!(<#gk::MergeByKey as #gk::Reducer<#ty>>::Update),
+            Kind::MergeBy { .. } | Kind::Capped { .. } => {
+                quote!(#gk::AppendUpdate<<#ty as #gk::__private::ListField>::Item>)
+            }
             Kind::Custom {
                 update: Some(u), ..
             } => quote!(#u),
@@ -213,18 +273,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 };
                 (
                     tag,
-                    quote! {
-                        #[doc = concat!("Adds an update of `", #fname, "`; several calls combine in order.")]
-                        #[must_use]
-                        pub fn #ident(mut self, update: impl Into<#uty>) -> Self {
-                            let update = update.into();
-                            self.#ident = Some(match self.#ident.take() {
-                                Some(previous) => previous.then(update),
-                                None => update,
-                            });
-                            self
-                        }
-                    },
+                    combining_builder(ident, &fname, &uty),
                     quote! {
                         if let Some(value) = update.#ident {
                             <#reducer as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
@@ -232,6 +281,24 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     },
                 )
             }
+            Kind::MergeBy { key } => (
+                quote!(MergeBy),
+                combining_builder(ident, &fname, &uty),
+                quote! {
+                    if let Some(value) = update.#ident {
+                        #gk::merge_by(&mut self.#ident, value, #key);
+                    }
+                },
+            ),
+            Kind::Capped { max, fold } => (
+                quote!(Capped),
+                combining_builder(ident, &fname, &uty),
+                quote! {
+                    if let Some(value) = update.#ident {
+                        #gk::append_capped(&mut self.#ident, value, #max, #fold);
+                    }
+                },
+            ),
             Kind::Add => (
                 quote!(Add),
                 quote! {

@@ -5,9 +5,11 @@
 //! all optional, with one builder method per field. Nodes return such partial updates.
 
 mod append;
+mod capped;
 mod keyed;
 mod keyed_vec;
 mod merge;
+mod merge_by;
 mod reducer;
 
 use std::fmt::Debug;
@@ -17,9 +19,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use append::{Append, AppendUpdate, ListOp};
+pub use capped::append_capped;
 pub use keyed::Keyed;
 pub use keyed_vec::KeyedVec;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
+pub use merge_by::merge_by;
 pub use reducer::{Add, LastValue, Reducer};
 
 use crate::error::Error;
@@ -66,6 +70,17 @@ pub trait State:
     }
 }
 
+/// The item type of a list field (used by generated code to name its update type).
+#[doc(hidden)]
+pub trait ListField {
+    /// The item type.
+    type Item;
+}
+
+impl<T> ListField for Vec<T> {
+    type Item = T;
+}
+
 /// The update type generated for a [`State`].
 pub trait StateUpdate:
     Default + Clone + Debug + Send + Sync + Serialize + DeserializeOwned + 'static
@@ -95,6 +110,10 @@ pub enum ReducerKind {
     Append,
     /// Upsert and remove by key.
     MergeByKey,
+    /// Upsert by a key computed by a function; items without a key are appended.
+    MergeBy,
+    /// Append, keeping the last entries and folding older ones into a summary entry.
+    Capped,
     /// Sum deltas.
     Add,
     /// A user function.
