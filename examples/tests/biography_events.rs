@@ -11,7 +11,8 @@ use graphkit_examples::biography_events::merge::{EventMatches, merge_events};
 use graphkit_examples::biography_events::offline::{obvious_matches, stand_in};
 use graphkit_examples::biography_events::prompts::ThinkOutput;
 use graphkit_examples::biography_events::{
-    BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event, run_biography_events,
+    BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
+    run_biography_events,
 };
 use graphkit_examples::shared::{ExampleError, Progress, RunDir};
 use graphkit_llm::ChatModel;
@@ -49,7 +50,10 @@ fn options_with(
 
 async fn run(person: &str, limits: Limits) -> BiographyState {
     let dir = tempfile::tempdir().unwrap();
-    run_biography_events(person, None, &options(&dir, Arc::new(stand_in()), limits)).await.unwrap().1
+    run_biography_events(person, None, &options(&dir, Arc::new(stand_in()), limits))
+        .await
+        .unwrap()
+        .1
 }
 
 fn tools(state: &BiographyState) -> Vec<&str> {
@@ -57,18 +61,40 @@ fn tools(state: &BiographyState) -> Vec<&str> {
 }
 
 fn event_named<'a>(state: &'a BiographyState, name: &str) -> &'a Event {
-    state.events.iter().find(|e| e.name == name).unwrap_or_else(|| panic!("no {name} event in {:#?}", state.events))
+    state
+        .events
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("no {name} event in {:#?}", state.events))
 }
 
 #[tokio::test]
 async fn the_seed_flow_finds_crawls_twice_deepens_and_stops_when_think_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let opts = options(&dir, Arc::new(stand_in()), Limits::default());
-    let (summary, state) = run_biography_events("Odile Marchetti", None, &opts).await.unwrap();
+    let (summary, state) = run_biography_events("Odile Marchetti", None, &opts)
+        .await
+        .unwrap();
 
-    assert_eq!(tools(&state), ["url_finder", "url_crawler", "url_crawler", "further_event_research"]);
+    assert_eq!(
+        tools(&state),
+        [
+            "url_finder",
+            "url_crawler",
+            "url_crawler",
+            "further_event_research"
+        ]
+    );
     assert_eq!(state.tool_calls, 4);
-    assert!(state.stop_reason.as_deref().unwrap().starts_with("think_tool recommended stopping"), "{:?}", state.stop_reason);
+    assert!(
+        state
+            .stop_reason
+            .as_deref()
+            .unwrap()
+            .starts_with("think_tool recommended stopping"),
+        "{:?}",
+        state.stop_reason
+    );
     // url_finder: three sites, Wikipedia first, no news pages.
     assert_eq!(state.urls.len(), 3);
     assert!(state.urls[0].contains("wikipedia.example"));
@@ -76,62 +102,113 @@ async fn the_seed_flow_finds_crawls_twice_deepens_and_stops_when_think_says_so()
     assert!(state.urls[2].contains("biography.example"));
     assert_eq!(state.crawled, state.urls[..2]);
     // Every history entry has think's reflection and recommendation.
-    assert!(state.messages.iter().all(|e| e.think.is_some() && e.recommendation.is_some()));
-    assert_eq!(state.messages[1].recommendation.as_deref(), Some("url_crawler"));
-    assert_eq!(state.messages[2].recommendation.as_deref(), Some("further_event_research"));
+    assert!(
+        state
+            .messages
+            .iter()
+            .all(|e| e.think.is_some() && e.recommendation.is_some())
+    );
+    assert_eq!(
+        state.messages[1].recommendation.as_deref(),
+        Some("url_crawler")
+    );
+    assert_eq!(
+        state.messages[2].recommendation.as_deref(),
+        Some("further_event_research")
+    );
     assert_eq!(state.messages[3].recommendation.as_deref(), Some("none"));
 
     // The paraphrased birth was merged (one birth), its conflicting day flagged.
     assert_eq!(state.events.iter().filter(|e| e.name == "Birth").count(), 1);
     let birth = event_named(&state, "Birth");
-    assert_eq!(birth.date, EventDate::ymd(1902, 3, 14), "Wikipedia's day is kept");
+    assert_eq!(
+        birth.date,
+        EventDate::ymd(1902, 3, 14),
+        "Wikipedia's day is kept"
+    );
     assert_eq!(birth.source, "Wikipedia");
     assert_eq!(birth.conflicts.len(), 1);
     assert_eq!(birth.conflicts[0].field, "date");
-    assert_eq!(birth.conflicts[0].values, ["14 March 1902", "16 March 1902"]);
+    assert_eq!(
+        birth.conflicts[0].values,
+        ["14 March 1902", "16 March 1902"]
+    );
     assert_eq!(birth.conflicts[0].sources, ["Wikipedia", "Britannica"]);
     // The targeted search filled the marriage's day and place from a news page.
     let marriage = event_named(&state, "Marriage");
     assert_eq!(marriage.date, EventDate::ymd(1931, 6, 20));
     assert_eq!(marriage.location.as_deref(), Some("Ravenna"));
-    assert_eq!(event_named(&state, "Publication").location.as_deref(), Some("Milan"));
-    assert_eq!(state.events.iter().filter(|e| e.name == "Publication").count(), 1);
+    assert_eq!(
+        event_named(&state, "Publication").location.as_deref(),
+        Some("Milan")
+    );
+    assert_eq!(
+        state
+            .events
+            .iter()
+            .filter(|e| e.name == "Publication")
+            .count(),
+        1
+    );
 
     // Outputs.
     let run = dir.path().join("run");
-    let events: Vec<Event> = serde_json::from_str(&std::fs::read_to_string(run.join("events.json")).unwrap()).unwrap();
+    let events: Vec<Event> =
+        serde_json::from_str(&std::fs::read_to_string(run.join("events.json")).unwrap()).unwrap();
     let dates: Vec<_> = events.iter().map(|e| e.date).collect();
     let mut sorted = dates.clone();
     sorted.sort_by(|a, b| a.chronological(b));
     assert_eq!(dates, sorted, "events.json is in date order");
     assert_eq!(events.first().unwrap().name, "Birth");
     assert_eq!(events.last().unwrap().name, "Death");
-    let history: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("history.json")).unwrap()).unwrap();
+    let history: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("history.json")).unwrap()).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 4);
-    let run_summary: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(run.join("run_summary.json")).unwrap()).unwrap();
+    let run_summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run_summary.json")).unwrap())
+            .unwrap();
     assert_eq!(run_summary["toolCalls"], 4);
     assert_eq!(summary.events, state.events.len());
     assert!(summary.full_detail_share > 0.5);
     let timeline = std::fs::read_to_string(run.join("timeline.md")).unwrap();
-    assert!(timeline.contains("| 20 June 1931 | Marriage | Ravenna |"), "{timeline}");
+    assert!(
+        timeline.contains("| 20 June 1931 | Marriage | Ravenna |"),
+        "{timeline}"
+    );
     assert!(timeline.contains("Conflicts between sources"));
 }
 
 #[tokio::test]
 async fn the_run_stops_at_the_maximum_of_tool_calls() {
-    let state = run("Odile Marchetti", Limits { max_tool_calls: 2, ..Limits::default() }).await;
+    let state = run(
+        "Odile Marchetti",
+        Limits {
+            max_tool_calls: 2,
+            ..Limits::default()
+        },
+    )
+    .await;
     assert_eq!(state.tool_calls, 2);
     assert_eq!(tools(&state), ["url_finder", "url_crawler"]);
-    assert_eq!(state.stop_reason.as_deref(), Some("reached the maximum of 2 tool calls"));
+    assert_eq!(
+        state.stop_reason.as_deref(),
+        Some("reached the maximum of 2 tool calls")
+    );
 }
 
 #[tokio::test]
 async fn the_run_stops_when_two_calls_change_nothing() {
     // Tobias Wren's three pages say the same things in fewer words.
     let state = run("Tobias Wren", Limits::default()).await;
-    assert_eq!(tools(&state), ["url_finder", "url_crawler", "url_crawler", "url_crawler"]);
+    assert_eq!(
+        tools(&state),
+        ["url_finder", "url_crawler", "url_crawler", "url_crawler"]
+    );
     assert_eq!(state.events_changed_history, [false, true, false, false]);
-    assert_eq!(state.stop_reason.as_deref(), Some("no change to the events in the last 2 tool calls"));
+    assert_eq!(
+        state.stop_reason.as_deref(),
+        Some("no change to the events in the last 2 tool calls")
+    );
     assert_eq!(state.events.len(), 2);
 }
 
@@ -141,7 +218,10 @@ async fn the_run_stops_when_more_than_80_percent_of_events_have_full_details() {
     assert_eq!(tools(&state), ["url_finder", "url_crawler"]);
     assert_eq!(state.events.len(), 5);
     assert!(state.events.iter().all(Event::has_full_details));
-    assert_eq!(state.stop_reason.as_deref(), Some("100% of the events have full details (more than 80%)"));
+    assert_eq!(
+        state.stop_reason.as_deref(),
+        Some("100% of the events have full details (more than 80%)")
+    );
 }
 
 #[tokio::test]
@@ -154,15 +234,30 @@ async fn the_run_stops_when_nothing_is_left_to_crawl_with_too_few_events() {
         reason: "crawl everything".into(),
     });
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits { no_change_window: 5, ..Limits::default() };
-    let (_, state) = run_biography_events("Tobias Wren", None, &options(&dir, Arc::new(model), limits)).await.unwrap();
+    let limits = Limits {
+        no_change_window: 5,
+        ..Limits::default()
+    };
+    let (_, state) =
+        run_biography_events("Tobias Wren", None, &options(&dir, Arc::new(model), limits))
+            .await
+            .unwrap();
     assert_eq!(state.crawled.len(), 3);
-    assert_eq!(state.stop_reason.as_deref(), Some("no URLs left to crawl and only 2 events (fewer than 5)"));
+    assert_eq!(
+        state.stop_reason.as_deref(),
+        Some("no URLs left to crawl and only 2 events (fewer than 5)")
+    );
 }
 
 #[test]
 fn the_seeds_merge_example_merges_two_births_into_one() {
-    let supervisor = Event { id: "1".into(), name: "Birth".into(), description: "Born in NYC 1891".into(), location: Some("NYC".into()), ..Event::default() };
+    let supervisor = Event {
+        id: "1".into(),
+        name: "Birth".into(),
+        description: "Born in NYC 1891".into(),
+        location: Some("NYC".into()),
+        ..Event::default()
+    };
     let tool = Event {
         id: "4".into(),
         name: "Birth".into(),
@@ -172,7 +267,10 @@ fn the_seeds_merge_example_merges_two_births_into_one() {
         ..Event::default()
     };
     // The stand-in's matching (what the merge prompt is answered with offline).
-    let matches = obvious_matches(std::slice::from_ref(&supervisor), std::slice::from_ref(&tool));
+    let matches = obvious_matches(
+        std::slice::from_ref(&supervisor),
+        std::slice::from_ref(&tool),
+    );
     let (merged, changed) = merge_events(&[supervisor], &[tool], &matches);
     assert!(changed);
     assert_eq!(
@@ -190,9 +288,31 @@ fn the_seeds_merge_example_merges_two_births_into_one() {
 
 #[test]
 fn conflicting_places_from_two_sources_are_flagged_and_the_primary_source_wins() {
-    let known = Event { id: "2".into(), name: "Death".into(), description: "Died in Geneva".into(), source: "Britannica".into(), location: Some("Geneva".into()), date: EventDate::ymd(1977, 11, 8), ..Event::default() };
-    let new = Event { id: String::new(), name: "Death".into(), description: "Died in Lausanne".into(), source: "Wikipedia".into(), location: Some("Lausanne".into()), date: EventDate::ymd(1977, 11, 8), ..Event::default() };
-    let matches = EventMatches { matches: vec![graphkit_examples::biography_events::merge::EventMatch { new_event: 1, existing_id: "2".into(), merged_description: "Died in Lausanne or Geneva".into() }] };
+    let known = Event {
+        id: "2".into(),
+        name: "Death".into(),
+        description: "Died in Geneva".into(),
+        source: "Britannica".into(),
+        location: Some("Geneva".into()),
+        date: EventDate::ymd(1977, 11, 8),
+        ..Event::default()
+    };
+    let new = Event {
+        id: String::new(),
+        name: "Death".into(),
+        description: "Died in Lausanne".into(),
+        source: "Wikipedia".into(),
+        location: Some("Lausanne".into()),
+        date: EventDate::ymd(1977, 11, 8),
+        ..Event::default()
+    };
+    let matches = EventMatches {
+        matches: vec![graphkit_examples::biography_events::merge::EventMatch {
+            new_event: 1,
+            existing_id: "2".into(),
+            merged_description: "Died in Lausanne or Geneva".into(),
+        }],
+    };
     let (merged, _) = merge_events(&[known], &[new], &matches);
     let death = &merged[0];
     assert_eq!(death.id, "2");
@@ -206,28 +326,62 @@ fn conflicting_places_from_two_sources_are_flagged_and_the_primary_source_wins()
 
 #[tokio::test]
 async fn the_history_stays_capped_with_older_entries_folded_into_a_summary() {
-    let state = run("Odile Marchetti", Limits { history_cap: 3, ..Limits::default() }).await;
+    let state = run(
+        "Odile Marchetti",
+        Limits {
+            history_cap: 3,
+            ..Limits::default()
+        },
+    )
+    .await;
     assert_eq!(state.messages.len(), 3);
     assert_eq!(state.messages[0].tool, "summary");
-    assert!(state.messages[0].summary.contains("url_finder("), "{}", state.messages[0].summary);
+    assert!(
+        state.messages[0].summary.contains("url_finder("),
+        "{}",
+        state.messages[0].summary
+    );
     assert_eq!(state.messages[2].tool, "further_event_research");
 }
 
 fn complete_events() -> Vec<Event> {
     vec![
-        Event { id: "1".into(), name: "Birth".into(), description: "Born".into(), date: EventDate::ymd(1902, 3, 14), location: Some("Trieste".into()), ..Event::default() },
-        Event { id: "2".into(), name: "Death".into(), description: "Died".into(), date: EventDate::ymd(1977, 11, 8), location: Some("Geneva".into()), ..Event::default() },
+        Event {
+            id: "1".into(),
+            name: "Birth".into(),
+            description: "Born".into(),
+            date: EventDate::ymd(1902, 3, 14),
+            location: Some("Trieste".into()),
+            ..Event::default()
+        },
+        Event {
+            id: "2".into(),
+            name: "Death".into(),
+            description: "Died".into(),
+            date: EventDate::ymd(1977, 11, 8),
+            location: Some("Geneva".into()),
+            ..Event::default()
+        },
     ]
 }
 
 #[tokio::test]
 async fn an_incremental_run_without_gaps_stops_at_once_with_zero_tool_calls() {
     let dir = tempfile::tempdir().unwrap();
-    let (summary, state) = run_biography_events("Odile Marchetti", Some(complete_events()), &options(&dir, Arc::new(stand_in()), Limits::default())).await.unwrap();
+    let (summary, state) = run_biography_events(
+        "Odile Marchetti",
+        Some(complete_events()),
+        &options(&dir, Arc::new(stand_in()), Limits::default()),
+    )
+    .await
+    .unwrap();
     assert_eq!(state.tool_calls, 0);
     assert_eq!(summary.tool_calls, 0);
     assert_eq!(state.events, complete_events());
-    assert_eq!(state.stop_reason.as_deref(), Some("the initial events have no gaps: nothing to research"));
+    assert_eq!(
+        state.stop_reason.as_deref(),
+        Some("the initial events have no gaps: nothing to research")
+    );
     assert_eq!(tools(&state), ["check_gaps"]);
 }
 
@@ -237,7 +391,13 @@ async fn an_incremental_run_with_gaps_runs_the_normal_flow_and_keeps_the_given_i
     initial[0].date.day = None;
     initial[0].id = "b".into();
     let dir = tempfile::tempdir().unwrap();
-    let (_, state) = run_biography_events("Odile Marchetti", Some(initial), &options(&dir, Arc::new(stand_in()), Limits::default())).await.unwrap();
+    let (_, state) = run_biography_events(
+        "Odile Marchetti",
+        Some(initial),
+        &options(&dir, Arc::new(stand_in()), Limits::default()),
+    )
+    .await
+    .unwrap();
     assert_eq!(tools(&state)[..2], ["check_gaps", "url_finder"]);
     let birth = event_named(&state, "Birth");
     assert_eq!(birth.id, "b");
@@ -247,10 +407,20 @@ async fn an_incremental_run_with_gaps_runs_the_normal_flow_and_keeps_the_given_i
 #[tokio::test]
 async fn bad_input_gets_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
-    let err = run_biography_events("  ", None, &options(&dir, Arc::new(stand_in()), Limits::default())).await.unwrap_err();
-    assert!(err.to_string().contains("the person to research is empty"), "{err}");
+    let err = run_biography_events(
+        "  ",
+        None,
+        &options(&dir, Arc::new(stand_in()), Limits::default()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("the person to research is empty"),
+        "{err}"
+    );
 
-    let err = event::parse_initial_events("events.json", "[{\"id\": \"1\", \"name\": ").unwrap_err();
+    let err =
+        event::parse_initial_events("events.json", "[{\"id\": \"1\", \"name\": ").unwrap_err();
     assert!(matches!(err, ExampleError::Input { .. }));
     assert!(err.to_string().contains("not JSON"), "{err}");
 
@@ -258,11 +428,25 @@ async fn bad_input_gets_clear_errors() {
     let err = event::parse_initial_events("events.json", month_13).unwrap_err();
     assert!(err.to_string().contains("month 13 is not a month"), "{err}");
 
-    let wrong_type = r#"[{"id": "1", "name": "Birth", "description": "", "date": {"year": "1902"}}]"#;
+    let wrong_type =
+        r#"[{"id": "1", "name": "Birth", "description": "", "date": {"year": "1902"}}]"#;
     let err = event::parse_initial_events("events.json", wrong_type).unwrap_err();
     assert!(err.to_string().contains("[0].date.year"), "{err}");
 
-    let err = run_biography_events("X", None, &options(&dir, Arc::new(stand_in()), Limits { max_tool_calls: 0, ..Limits::default() })).await.unwrap_err();
+    let err = run_biography_events(
+        "X",
+        None,
+        &options(
+            &dir,
+            Arc::new(stand_in()),
+            Limits {
+                max_tool_calls: 0,
+                ..Limits::default()
+            },
+        ),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("--max-tool-calls"), "{err}");
 }
 
@@ -280,29 +464,55 @@ impl SearchBackend for FailingOnce {
         self.inner.search(query, max).await
     }
     async fn extract(&self, urls: &[String]) -> Result<Vec<ExtractedPage>, ToolError> {
-        if urls.iter().any(|u| u.contains(self.fail_on)) && !self.failed.swap(true, Ordering::SeqCst) {
-            return Err(ToolError::Failed("connection reset (simulated crash)".into()));
+        if urls.iter().any(|u| u.contains(self.fail_on))
+            && !self.failed.swap(true, Ordering::SeqCst)
+        {
+            return Err(ToolError::Failed(
+                "connection reset (simulated crash)".into(),
+            ));
         }
         self.inner.extract(urls).await
     }
 }
 
 #[tokio::test]
-async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_run() {
+async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_run()
+ {
     let uninterrupted = run("Odile Marchetti", Limits::default()).await;
 
     let dir = tempfile::tempdir().unwrap();
     let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
     let model = stand_in();
-    let failing = Arc::new(FailingOnce { inner: corpus(), fail_on: "britannica", failed: AtomicBool::new(false) });
-    let first = options_with(&dir, Arc::new(model.clone()), failing.clone(), Arc::clone(&saver), Limits::default());
-    let err = run_biography_events("Odile Marchetti", None, &first).await.unwrap_err();
+    let failing = Arc::new(FailingOnce {
+        inner: corpus(),
+        fail_on: "britannica",
+        failed: AtomicBool::new(false),
+    });
+    let first = options_with(
+        &dir,
+        Arc::new(model.clone()),
+        failing.clone(),
+        Arc::clone(&saver),
+        Limits::default(),
+    );
+    let err = run_biography_events("Odile Marchetti", None, &first)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ExampleError::Graph(_)), "{err}");
     let calls_before = model.requests().len();
 
     // Starting again without --resume is refused; with it, the run continues.
-    assert!(run_biography_events("Odile Marchetti", None, &first).await.unwrap_err().to_string().contains("--resume"));
-    let resumed = BiographyOptions { resume: true, ..first };
+    assert!(
+        run_biography_events("Odile Marchetti", None, &first)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("--resume")
+    );
+    let resumed = BiographyOptions {
+        resume: true,
+        ..first
+    };
     let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
     assert!(summary.resumed);
     assert_eq!(state.events, uninterrupted.events);
@@ -311,7 +521,10 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
     // The Wikipedia crawl was not redone: only Britannica's crawl onwards asked the model.
     let wikipedia_crawl_prompts = model.requests()[calls_before..]
         .iter()
-        .filter(|r| r.last_user_text().contains("Trieste to a family of ship chandlers"))
+        .filter(|r| {
+            r.last_user_text()
+                .contains("Trieste to a family of ship chandlers")
+        })
         .filter(|r| r.last_user_text().contains("<chunks>"))
         .count();
     assert_eq!(wikipedia_crawl_prompts, 0);

@@ -53,17 +53,32 @@ pub struct CliRequest {
 pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
     if request.print_input_schema {
         let schema = schemars::schema_for!(Vec<super::Event>);
-        println!("{}", serde_json::to_string_pretty(&schema).unwrap_or_default());
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&schema).unwrap_or_default()
+        );
         return Ok(true);
     }
     let offline = offline_model(Duration::from_millis(request.offline_delay_ms));
     if request.print_graph {
-        let deps = Deps { model: offline, search: crate::shared::search::corpus(&default_corpus_dir())?, sites: Sites::offline() };
-        println!("{}", build_graph(&deps, graphkit::CompileOptions::new())?.draw_mermaid());
+        let deps = Deps {
+            model: offline,
+            search: crate::shared::search::corpus(&default_corpus_dir())?,
+            sites: Sites::offline(),
+        };
+        println!(
+            "{}",
+            build_graph(&deps, graphkit::CompileOptions::new())?.draw_mermaid()
+        );
         return Ok(true);
     }
     let thread = request.thread.clone().unwrap_or_else(new_thread);
-    let run_dir = RunDir::create(request.out.clone().unwrap_or_else(|| RunDir::default_for("biography-events", &thread)))?;
+    let run_dir = RunDir::create(
+        request
+            .out
+            .clone()
+            .unwrap_or_else(|| RunDir::default_for("biography-events", &thread)),
+    )?;
     let manifest = RunManifest::read(run_dir.path())?.filter(|_| request.resume);
     if request.resume && manifest.is_none() {
         return Err(ExampleError::Usage(format!(
@@ -79,7 +94,11 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
     if person.is_empty() {
         return Err(ExampleError::Usage("the person to research is empty; give a name, e.g. graphkit-research biography-events \"Odile Marchetti\"".into()));
     }
-    let initial = request.initial_events.as_deref().map(load_initial_events).transpose()?;
+    let initial = request
+        .initial_events
+        .as_deref()
+        .map(load_initial_events)
+        .transpose()?;
     request.limits.validate().map_err(ExampleError::Usage)?;
 
     let model_spec = match &manifest {
@@ -94,12 +113,22 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
         _ => CheckpointChoice::Sqlite(run_dir.join("checkpoints.sqlite")),
     };
     if request.resume && !checkpoint.is_durable() {
-        return Err(ExampleError::Usage("--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into()));
+        return Err(ExampleError::Usage(
+            "--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into(),
+        ));
     }
     let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
-    let corpus = request.corpus.clone().or_else(|| (choice.is_offline() || !tavily).then(default_corpus_dir));
-    let (search, search_name) = crate::shared::search::choose(corpus.as_deref(), choice.is_offline())?;
-    let sites = if corpus.is_some() { Sites::offline() } else { Sites::web() };
+    let corpus = request
+        .corpus
+        .clone()
+        .or_else(|| (choice.is_offline() || !tavily).then(default_corpus_dir));
+    let (search, search_name) =
+        crate::shared::search::choose(corpus.as_deref(), choice.is_offline())?;
+    let sites = if corpus.is_some() {
+        Sites::offline()
+    } else {
+        Sites::web()
+    };
 
     if !request.resume {
         let manifest = RunManifest {
@@ -137,7 +166,10 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
         Ok((summary, _)) => {
             print!("{}", summary.render());
             println!("events: {}", options.run_dir.join("events.json").display());
-            println!("timeline: {}", options.run_dir.join("timeline.md").display());
+            println!(
+                "timeline: {}",
+                options.run_dir.join("timeline.md").display()
+            );
             Ok(true)
         }
         Err(err @ ExampleError::Graph(_)) => {
@@ -153,6 +185,9 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
 
 /// A new thread id: `be-<utc time>-<pid>`.
 fn new_thread() -> String {
-    let stamp: String = rfc3339(now_ms()).chars().filter(char::is_ascii_digit).collect();
+    let stamp: String = rfc3339(now_ms())
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
     format!("be-{stamp}-{}", std::process::id())
 }

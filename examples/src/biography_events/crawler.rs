@@ -35,10 +35,22 @@ pub fn build(deps: &Deps) -> Result<CompiledGraph<CrawlState>, graphkit::Error> 
     let (a, b, c, d) = (deps.clone(), deps.clone(), deps.clone(), deps.clone());
     let mut graph = StateGraph::<CrawlState>::new();
     graph
-        .add_node(CRAWL_AND_CHUNK, move |s: Arc<CrawlState>, ctx: NodeContext| crawl_and_chunk(s, ctx, a.clone()))
-        .add_node(CATEGORIZE_CHUNKS, move |s: Arc<CrawlState>, ctx: NodeContext| categorize_chunks(s, ctx, b.clone()))
-        .add_node(SUMMARIZE_EVENTS, move |s: Arc<CrawlState>, ctx: NodeContext| summarize_events(s, ctx, c.clone()))
-        .add_node(STRUCTURE_EVENTS, move |s: Arc<CrawlState>, ctx: NodeContext| structure_events(s, ctx, d.clone()))
+        .add_node(
+            CRAWL_AND_CHUNK,
+            move |s: Arc<CrawlState>, ctx: NodeContext| crawl_and_chunk(s, ctx, a.clone()),
+        )
+        .add_node(
+            CATEGORIZE_CHUNKS,
+            move |s: Arc<CrawlState>, ctx: NodeContext| categorize_chunks(s, ctx, b.clone()),
+        )
+        .add_node(
+            SUMMARIZE_EVENTS,
+            move |s: Arc<CrawlState>, ctx: NodeContext| summarize_events(s, ctx, c.clone()),
+        )
+        .add_node(
+            STRUCTURE_EVENTS,
+            move |s: Arc<CrawlState>, ctx: NodeContext| structure_events(s, ctx, d.clone()),
+        )
         .add_edge(START, CRAWL_AND_CHUNK)
         .add_edge(CRAWL_AND_CHUNK, CATEGORIZE_CHUNKS)
         .add_edge(CATEGORIZE_CHUNKS, SUMMARIZE_EVENTS)
@@ -52,10 +64,19 @@ pub fn model(deps: &Deps, max_tokens: u32) -> BoundModel<Arc<dyn ChatModel>> {
     Arc::clone(&deps.model).with_options(CallOptions::new().temperature(0.0).max_tokens(max_tokens))
 }
 
-async fn crawl_and_chunk(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps) -> Result<CrawlStateUpdate, BoxError> {
-    let pages = deps.search.extract(std::slice::from_ref(&state.url)).await?;
+async fn crawl_and_chunk(
+    state: Arc<CrawlState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<CrawlStateUpdate, BoxError> {
+    let pages = deps
+        .search
+        .extract(std::slice::from_ref(&state.url))
+        .await?;
     let Some(page) = pages.into_iter().next() else {
-        ctx.writer().custom(json!({"event": "warning", "message": format!("could not crawl {}", state.url)}));
+        ctx.writer().custom(
+            json!({"event": "warning", "message": format!("could not crawl {}", state.url)}),
+        );
         return Ok(CrawlStateUpdate::new().chunks(Vec::new()));
     };
     Ok(CrawlStateUpdate::new().chunks(chunk(&page.content)))
@@ -92,7 +113,11 @@ pub fn chunk(content: &str) -> Vec<String> {
     chunks
 }
 
-async fn categorize_chunks(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps) -> Result<CrawlStateUpdate, BoxError> {
+async fn categorize_chunks(
+    state: Arc<CrawlState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<CrawlStateUpdate, BoxError> {
     if state.chunks.is_empty() {
         return Ok(CrawlStateUpdate::new().categorized(Vec::new()));
     }
@@ -102,14 +127,26 @@ async fn categorize_chunks(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps)
         .retries(2)
         .validate(move |c| {
             if c.categories.len() != count {
-                return Err(format!("give exactly {count} categories, one per chunk (got {})", c.categories.len()));
+                return Err(format!(
+                    "give exactly {count} categories, one per chunk (got {})",
+                    c.categories.len()
+                ));
             }
-            match c.categories.iter().find(|x| !CATEGORIES.contains(&x.as_str())) {
-                Some(bad) => Err(format!("category {bad:?} is not one of life_event, works, other")),
+            match c
+                .categories
+                .iter()
+                .find(|x| !CATEGORIES.contains(&x.as_str()))
+            {
+                Some(bad) => Err(format!(
+                    "category {bad:?} is not one of life_event, works, other"
+                )),
                 None => Ok(()),
             }
         })
-        .invoke(&[Message::user(prompts::categorize(&state.person, &state.chunks))])
+        .invoke(&[Message::user(prompts::categorize(
+            &state.person,
+            &state.chunks,
+        ))])
         .await;
     let categories = match reply {
         Ok(c) => c.categories,
@@ -124,12 +161,21 @@ async fn categorize_chunks(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps)
         .chunks
         .iter()
         .zip(categories)
-        .map(|(text, category)| CategorizedChunk { text: text.clone(), category })
+        .map(|(text, category)| CategorizedChunk {
+            text: text.clone(),
+            category,
+        })
         .collect();
-    Ok(CrawlStateUpdate::new().categorized(categorized).model_calls(1))
+    Ok(CrawlStateUpdate::new()
+        .categorized(categorized)
+        .model_calls(1))
 }
 
-async fn summarize_events(state: Arc<CrawlState>, _ctx: NodeContext, deps: Deps) -> Result<CrawlStateUpdate, BoxError> {
+async fn summarize_events(
+    state: Arc<CrawlState>,
+    _ctx: NodeContext,
+    deps: Deps,
+) -> Result<CrawlStateUpdate, BoxError> {
     let life: Vec<String> = state
         .categorized
         .iter()
@@ -142,10 +188,16 @@ async fn summarize_events(state: Arc<CrawlState>, _ctx: NodeContext, deps: Deps)
     let reply = model(&deps, 1024)
         .invoke(&[Message::user(prompts::events_summary(&state.person, &life))])
         .await?;
-    Ok(CrawlStateUpdate::new().events_summary(reply.content.trim().to_owned()).model_calls(1))
+    Ok(CrawlStateUpdate::new()
+        .events_summary(reply.content.trim().to_owned())
+        .model_calls(1))
 }
 
-async fn structure_events(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps) -> Result<CrawlStateUpdate, BoxError> {
+async fn structure_events(
+    state: Arc<CrawlState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<CrawlStateUpdate, BoxError> {
     if state.events_summary.trim().is_empty() {
         return Ok(CrawlStateUpdate::new().events(Vec::new()));
     }
@@ -157,11 +209,16 @@ async fn structure_events(state: Arc<CrawlState>, ctx: NodeContext, deps: Deps) 
                 if e.name.trim().is_empty() {
                     return Err(format!("events[{i}].name is empty"));
                 }
-                e.date.validate().map_err(|m| format!("events[{i}].date: {m}"))?;
+                e.date
+                    .validate()
+                    .map_err(|m| format!("events[{i}].date: {m}"))?;
             }
             Ok(())
         })
-        .invoke(&[Message::user(prompts::structure_events(&state.person, &state.events_summary))])
+        .invoke(&[Message::user(prompts::structure_events(
+            &state.person,
+            &state.events_summary,
+        ))])
         .await;
     let extracted = match reply {
         Ok(x) => x.events,

@@ -68,11 +68,15 @@ impl EventDate {
         }
         if let Some(day) = self.day {
             let Some(month) = self.month else {
-                return Err(format!("day {day} is given without a month; set the month or make the day null"));
+                return Err(format!(
+                    "day {day} is given without a month; set the month or make the day null"
+                ));
             };
             let max = days_in_month(self.year, month);
             if !(1..=max).contains(&day) {
-                return Err(format!("day {day} does not exist in month {month} (1-{max})"));
+                return Err(format!(
+                    "day {day} does not exist in month {month} (1-{max})"
+                ));
             }
         }
         Ok(())
@@ -119,7 +123,9 @@ impl EventDate {
             .and_then(|m| MONTHS.get(usize::from(m).wrapping_sub(1)))
             .map(|m| {
                 let mut chars = m.chars();
-                chars.next().map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
+                chars
+                    .next()
+                    .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
             });
         let year = self.year.map(|y| y.to_string());
         match (self.day, month, year) {
@@ -210,7 +216,11 @@ impl Event {
     /// Full details: year, month, day and location all known (the deterministic check
     /// behind the "> 80% of events have full details" rule).
     pub fn has_full_details(&self) -> bool {
-        self.date.is_complete() && self.location.as_deref().is_some_and(|l| !l.trim().is_empty())
+        self.date.is_complete()
+            && self
+                .location
+                .as_deref()
+                .is_some_and(|l| !l.trim().is_empty())
     }
 
     /// What is missing: `day`, `month`, `year`, `location`.
@@ -288,14 +298,19 @@ pub fn validate_events(events: &mut [Event]) -> Result<(), String> {
         + 1;
     for (index, event) in events.iter_mut().enumerate() {
         if event.name.trim().is_empty() {
-            return Err(format!("event {index}: `name` is empty; give every event a name"));
+            return Err(format!(
+                "event {index}: `name` is empty; give every event a name"
+            ));
         }
         if event.id.trim().is_empty() {
             event.id = next.to_string();
             next += 1;
         }
         if !seen.insert(event.id.clone()) {
-            return Err(format!("event {index}: id {:?} is used twice; ids must be unique", event.id));
+            return Err(format!(
+                "event {index}: id {:?} is used twice; ids must be unique",
+                event.id
+            ));
         }
         event
             .date
@@ -344,7 +359,13 @@ pub fn parse_initial_events(origin: &str, text: &str) -> Result<Vec<Event>, Exam
         }
         serde_path_to_error::deserialize::<_, Wrapper>(value)
             .map(|w| Document::Object { events: w.events })
-            .map_err(|e| input_error(format!("at `{}`: {} (expected an array of events or {{\"events\": [...]}})", e.path(), e.inner())))?
+            .map_err(|e| {
+                input_error(format!(
+                    "at `{}`: {} (expected an array of events or {{\"events\": [...]}})",
+                    e.path(),
+                    e.inner()
+                ))
+            })?
     };
     let mut events = match document {
         Document::List(events) | Document::Object { events } => events,
@@ -359,17 +380,30 @@ mod tests {
 
     #[test]
     fn parses_the_date_forms_of_the_corpus() {
-        assert_eq!(EventDate::parse("14 March 1902"), EventDate::ymd(1902, 3, 14));
-        assert_eq!(EventDate::parse("Dec 26, 1891"), EventDate::ymd(1891, 12, 26));
+        assert_eq!(
+            EventDate::parse("14 March 1902"),
+            EventDate::ymd(1902, 3, 14)
+        );
+        assert_eq!(
+            EventDate::parse("Dec 26, 1891"),
+            EventDate::ymd(1891, 12, 26)
+        );
         assert_eq!(EventDate::parse("1902-03-14"), EventDate::ymd(1902, 3, 14));
         let month_only = EventDate::parse("June 1931");
-        assert_eq!((month_only.year, month_only.month, month_only.day), (Some(1931), Some(6), None));
+        assert_eq!(
+            (month_only.year, month_only.month, month_only.day),
+            (Some(1931), Some(6), None)
+        );
         assert!(EventDate::parse("sometime").is_unknown());
     }
 
     #[test]
     fn month_13_and_impossible_days_are_rejected_with_the_part_named() {
-        let bad = EventDate { year: Some(1900), month: Some(13), day: None };
+        let bad = EventDate {
+            year: Some(1900),
+            month: Some(13),
+            day: None,
+        };
         assert!(bad.validate().unwrap_err().contains("month 13"));
         let feb = EventDate::ymd(1900, 2, 29);
         assert!(feb.validate().unwrap_err().contains("day 29"));
@@ -379,9 +413,23 @@ mod tests {
     #[test]
     fn unknown_dates_sort_last() {
         let mut events = vec![
-            Event { id: "1".into(), name: "Undated".into(), ..Event::default() },
-            Event { id: "2".into(), name: "Later".into(), date: EventDate::parse("1950"), ..Event::default() },
-            Event { id: "3".into(), name: "Earlier".into(), date: EventDate::parse("3 May 1920"), ..Event::default() },
+            Event {
+                id: "1".into(),
+                name: "Undated".into(),
+                ..Event::default()
+            },
+            Event {
+                id: "2".into(),
+                name: "Later".into(),
+                date: EventDate::parse("1950"),
+                ..Event::default()
+            },
+            Event {
+                id: "3".into(),
+                name: "Earlier".into(),
+                date: EventDate::parse("3 May 1920"),
+                ..Event::default()
+            },
         ];
         sort_by_date(&mut events);
         let names: Vec<_> = events.iter().map(|e| e.name.as_str()).collect();

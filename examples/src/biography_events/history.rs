@@ -112,7 +112,11 @@ mod tests {
         assert_eq!(history[0].tool, "summary");
         assert_eq!(history[0].input, "4 earlier entries");
         for n in 1..=4 {
-            assert!(history[0].summary.contains(&format!("url{n}")), "{}", history[0].summary);
+            assert!(
+                history[0].summary.contains(&format!("url{n}")),
+                "{}",
+                history[0].summary
+            );
         }
         let kept: Vec<_> = history[1..].iter().map(|e| e.input.clone()).collect();
         assert_eq!(kept, ["url5", "url6", "url7", "url8"]);

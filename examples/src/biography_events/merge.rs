@@ -36,13 +36,22 @@ pub fn check_matches(matches: &EventMatches, existing: &[Event], new: usize) -> 
     let mut seen = std::collections::HashSet::new();
     for m in &matches.matches {
         if m.new_event == 0 || m.new_event > new {
-            return Err(format!("new_event {} does not exist (use 1-{new})", m.new_event));
+            return Err(format!(
+                "new_event {} does not exist (use 1-{new})",
+                m.new_event
+            ));
         }
         if !existing.iter().any(|e| e.id == m.existing_id) {
-            return Err(format!("existing_id {:?} is not the id of a known event", m.existing_id));
+            return Err(format!(
+                "existing_id {:?} is not the id of a known event",
+                m.existing_id
+            ));
         }
         if !seen.insert(m.new_event) {
-            return Err(format!("new_event {} is matched twice; match it to one known event", m.new_event));
+            return Err(format!(
+                "new_event {} is matched twice; match it to one known event",
+                m.new_event
+            ));
         }
     }
     Ok(())
@@ -67,7 +76,11 @@ pub fn source_rank(source: &str) -> u8 {
 
 /// Merges `new` into `existing` by `matches`; returns the merged list and whether it
 /// differs from `existing`. Unmatched new events get fresh numeric ids.
-pub fn merge_events(existing: &[Event], new: &[Event], matches: &EventMatches) -> (Vec<Event>, bool) {
+pub fn merge_events(
+    existing: &[Event],
+    new: &[Event],
+    matches: &EventMatches,
+) -> (Vec<Event>, bool) {
     let mut merged = existing.to_vec();
     let mut next_id = merged
         .iter()
@@ -77,7 +90,12 @@ pub fn merge_events(existing: &[Event], new: &[Event], matches: &EventMatches) -
         + 1;
     for (index, event) in new.iter().enumerate() {
         let matched = matches.matches.iter().find(|m| m.new_event == index + 1);
-        match matched.and_then(|m| merged.iter_mut().find(|e| e.id == m.existing_id).map(|e| (e, m))) {
+        match matched.and_then(|m| {
+            merged
+                .iter_mut()
+                .find(|e| e.id == m.existing_id)
+                .map(|e| (e, m))
+        }) {
             Some((known, m)) => *known = merge_pair(known, event, Some(&m.merged_description)),
             None => {
                 let mut added = event.clone();
@@ -104,7 +122,11 @@ pub fn merge_events(existing: &[Event], new: &[Event], matches: &EventMatches) -
 ///   other sites > none).
 pub fn merge_pair(known: &Event, new: &Event, merged_description: Option<&str>) -> Event {
     let new_is_better = source_rank(&new.source) < source_rank(&known.source);
-    let (better, other) = if new_is_better { (new, known) } else { (known, new) };
+    let (better, other) = if new_is_better {
+        (new, known)
+    } else {
+        (known, new)
+    };
     let mut merged = known.clone();
     merged.source = better.source.clone();
     merged.description = match merged_description.map(str::trim).filter(|d| !d.is_empty()) {
@@ -119,19 +141,33 @@ pub fn merge_pair(known: &Event, new: &Event, merged_description: Option<&str>) 
         || matches!((b.day, o.day), (Some(x), Some(y)) if x != y);
     merged.date.year = b.year.or(o.year);
     merged.date.month = b.month.or(o.month);
-    merged.date.day = if merged.date.month == b.month { b.day.or(o.day) } else { o.day };
+    merged.date.day = if merged.date.month == b.month {
+        b.day.or(o.day)
+    } else {
+        o.day
+    };
     if merged.date.validate().is_err() {
         merged.date.day = None;
     }
     if disagree && !both_unsourced(better, other) {
-        flag(&mut merged, "date", (b.display(), &better.source), (o.display(), &other.source));
+        flag(
+            &mut merged,
+            "date",
+            (b.display(), &better.source),
+            (o.display(), &other.source),
+        );
     }
 
     merged.location = match (&better.location, &other.location) {
         (Some(x), Some(y)) if !x.eq_ignore_ascii_case(y) => {
             let refines = contains(x, y) || contains(y, x);
             if !refines && !better.source.is_empty() && !other.source.is_empty() {
-                flag(&mut merged, "location", (x.clone(), &better.source), (y.clone(), &other.source));
+                flag(
+                    &mut merged,
+                    "location",
+                    (x.clone(), &better.source),
+                    (y.clone(), &other.source),
+                );
             }
             Some(x.clone())
         }
@@ -177,10 +213,20 @@ fn flag(event: &mut Event, field: &str, kept: (String, &str), other: (String, &s
 pub fn combine_descriptions(first: &str, second: &str) -> String {
     let a: Vec<&str> = first.split_whitespace().collect();
     let b: Vec<&str> = second.split_whitespace().collect();
-    let common = a.iter().zip(&b).take_while(|(x, y)| x.eq_ignore_ascii_case(y)).count();
+    let common = a
+        .iter()
+        .zip(&b)
+        .take_while(|(x, y)| x.eq_ignore_ascii_case(y))
+        .count();
     if common == 0 {
         // Nothing to align on: the more detailed (longer) description.
-        return if second.len() > first.len() { second } else { first }.trim().to_owned();
+        return if second.len() > first.len() {
+            second
+        } else {
+            first
+        }
+        .trim()
+        .to_owned();
     }
     let mut out: Vec<String> = a[..common].iter().map(|w| (*w).to_owned()).collect();
     let (rest_a, mut rest_b) = (&a[common..], &b[common..]);
@@ -193,9 +239,16 @@ pub fn combine_descriptions(first: &str, second: &str) -> String {
         }
         _ => out.extend(rest_a.iter().map(|w| (*w).to_owned())),
     }
-    let norm = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    let norm = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
     let present: std::collections::HashSet<String> = out.iter().map(|w| norm(w)).collect();
-    let missing: Vec<&str> = rest_b.iter().copied().filter(|w| !present.contains(&norm(w))).collect();
+    let missing: Vec<&str> = rest_b
+        .iter()
+        .copied()
+        .filter(|w| !present.contains(&norm(w)))
+        .collect();
     if !missing.is_empty() {
         if let Some(last) = out.last_mut() {
             *last = last.trim_end_matches('.').to_owned();
@@ -219,26 +272,59 @@ mod tests {
 
     #[test]
     fn matched_events_keep_their_id_and_unmatched_ones_are_added() {
-        let known = vec![Event { id: "7".into(), name: "Birth".into(), ..Event::default() }];
+        let known = vec![Event {
+            id: "7".into(),
+            name: "Birth".into(),
+            ..Event::default()
+        }];
         let new = vec![
-            Event { id: "x".into(), name: "Birth".into(), source: "Wikipedia".into(), ..Event::default() },
-            Event { id: "y".into(), name: "Death".into(), source: "Wikipedia".into(), ..Event::default() },
+            Event {
+                id: "x".into(),
+                name: "Birth".into(),
+                source: "Wikipedia".into(),
+                ..Event::default()
+            },
+            Event {
+                id: "y".into(),
+                name: "Death".into(),
+                source: "Wikipedia".into(),
+                ..Event::default()
+            },
         ];
         let matches = EventMatches {
-            matches: vec![EventMatch { new_event: 1, existing_id: "7".into(), merged_description: String::new() }],
+            matches: vec![EventMatch {
+                new_event: 1,
+                existing_id: "7".into(),
+                merged_description: String::new(),
+            }],
         };
         let (merged, changed) = merge_events(&known, &new, &matches);
         assert!(changed);
-        let ids: Vec<_> = merged.iter().map(|e| (e.id.as_str(), e.name.as_str())).collect();
+        let ids: Vec<_> = merged
+            .iter()
+            .map(|e| (e.id.as_str(), e.name.as_str()))
+            .collect();
         assert_eq!(ids, [("7", "Birth"), ("8", "Death")]);
     }
 
     #[test]
     fn bad_matches_are_rejected_with_the_entry_named() {
-        let known = vec![Event { id: "1".into(), name: "Birth".into(), ..Event::default() }];
+        let known = vec![Event {
+            id: "1".into(),
+            name: "Birth".into(),
+            ..Event::default()
+        }];
         let bad = EventMatches {
-            matches: vec![EventMatch { new_event: 1, existing_id: "9".into(), merged_description: String::new() }],
+            matches: vec![EventMatch {
+                new_event: 1,
+                existing_id: "9".into(),
+                merged_description: String::new(),
+            }],
         };
-        assert!(check_matches(&bad, &known, 1).unwrap_err().contains("\"9\""));
+        assert!(
+            check_matches(&bad, &known, 1)
+                .unwrap_err()
+                .contains("\"9\"")
+        );
     }
 }

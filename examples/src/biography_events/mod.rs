@@ -61,7 +61,9 @@ impl std::fmt::Debug for Deps {
 /// The offline corpus of this workflow (`examples/corpora/biography/`): fictional authors
 /// on three sites, plus news pages.
 pub fn default_corpus_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora").join("biography")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpora")
+        .join("biography")
 }
 
 /// The author researched when none is given (fictional, in the offline corpus).

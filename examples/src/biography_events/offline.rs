@@ -12,8 +12,8 @@ use graphkit_llm::{ChatModel, ChatRequest, StandInModel};
 use super::event::{Event, EventDate};
 use super::merge::{EventMatch, EventMatches, combine_descriptions};
 use super::prompts::{
-    ChunkCategories, DetailAssessment, EventUpdate, ExtractedEvent, ExtractedEvents,
-    GapCheck, GapTargets, ThinkOutput, read_block, read_line,
+    ChunkCategories, DetailAssessment, EventUpdate, ExtractedEvent, ExtractedEvents, GapCheck,
+    GapTargets, ThinkOutput, read_block, read_line,
 };
 use super::state::GapTarget;
 
@@ -26,7 +26,10 @@ const EVENT_KINDS: &[(&str, &[&str])] = &[
     ("Education", &["studied", "graduated", "enrolled"]),
     ("Award", &["prize", "award", "awarded", "medal"]),
     ("Move", &["moved", "settled", "emigrated", "relocated"]),
-    ("Publication", &["published", "novel", "collection", "appeared", "debut"]),
+    (
+        "Publication",
+        &["published", "novel", "collection", "appeared", "debut"],
+    ),
 ];
 
 /// The offline stand-in for every prompt of the biography workflow, waiting `delay`
@@ -60,18 +63,37 @@ fn events_in(prompt: &str, tag: &str) -> Vec<Event> {
 fn think(request: &ChatRequest) -> ThinkOutput {
     let prompt = text(request);
     let number = |name: &str| read_line(prompt, name).parse::<usize>().unwrap_or(0);
-    let (tool, events, uncrawled) = (read_line(prompt, "Tool"), number("Events"), number("Uncrawled URLs"));
+    let (tool, events, uncrawled) = (
+        read_line(prompt, "Tool"),
+        number("Events"),
+        number("Uncrawled URLs"),
+    );
     let deepen_from = number("Deepening threshold").max(1);
     let (recommendation, reason) = if tool == "further_event_research" {
-        ("none", "Complete: the targeted searches filled the gaps they could".to_owned())
+        (
+            "none",
+            "Complete: the targeted searches filled the gaps they could".to_owned(),
+        )
     } else if tool == "url_finder" && uncrawled > 0 {
-        ("url_crawler", format!("Good URLs found ({uncrawled})—crawl the top one"))
+        (
+            "url_crawler",
+            format!("Good URLs found ({uncrawled})—crawl the top one"),
+        )
     } else if events >= deepen_from {
-        ("further_event_research", format!("Now {events} events (≥{deepen_from}); deepen details with targeted searches"))
+        (
+            "further_event_research",
+            format!("Now {events} events (≥{deepen_from}); deepen details with targeted searches"),
+        )
     } else if uncrawled > 0 {
-        ("url_crawler", format!("{events} events; <{deepen_from} total—crawl the next page"))
+        (
+            "url_crawler",
+            format!("{events} events; <{deepen_from} total—crawl the next page"),
+        )
     } else if events > 0 {
-        ("further_event_research", "No pages left to crawl; deepen the events found".to_owned())
+        (
+            "further_event_research",
+            "No pages left to crawl; deepen the events found".to_owned(),
+        )
     } else {
         ("none", "Nothing found and nothing left to crawl".to_owned())
     };
@@ -90,13 +112,20 @@ fn gap_check(request: &ChatRequest) -> GapCheck {
         .filter(|e| !e.has_full_details())
         .map(|e| format!("{} lacks {}", e.name, e.missing().join(", ")))
         .collect();
-    GapCheck { complete: gaps.is_empty() && !events.is_empty(), gaps }
+    GapCheck {
+        complete: gaps.is_empty() && !events.is_empty(),
+        gaps,
+    }
 }
 
 fn detail_assessment(request: &ChatRequest) -> DetailAssessment {
     let events = events_in(text(request), "events");
     DetailAssessment {
-        complete_event_ids: events.iter().filter(|e| e.has_full_details()).map(|e| e.id.clone()).collect(),
+        complete_event_ids: events
+            .iter()
+            .filter(|e| e.has_full_details())
+            .map(|e| e.id.clone())
+            .collect(),
     }
 }
 
@@ -107,7 +136,10 @@ fn categorize(request: &ChatRequest) -> ChunkCategories {
             let chunk = line.split_once("] ").map_or(line, |(_, c)| c);
             if sentences(chunk).any(|s| parse_sentence(s).is_some()) {
                 "life_event"
-            } else if ["novel", "poem", "work", "style", "prose"].iter().any(|w| chunk.to_lowercase().contains(w)) {
+            } else if ["novel", "poem", "work", "style", "prose"]
+                .iter()
+                .any(|w| chunk.to_lowercase().contains(w))
+            {
                 "works"
             } else {
                 "other"
@@ -122,7 +154,9 @@ fn events_summary(request: &ChatRequest) -> String {
     read_block(text(request), "passages")
         .lines()
         .flat_map(|line| sentences(line.trim_start_matches("- ")).collect::<Vec<_>>())
-        .filter_map(|s| parse_sentence(s).map(|e| format!("{} - {}", e.date.display(), s.replace(';', ","))))
+        .filter_map(|s| {
+            parse_sentence(s).map(|e| format!("{} - {}", e.date.display(), s.replace(';', ",")))
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -130,13 +164,20 @@ fn events_summary(request: &ChatRequest) -> String {
 fn structure_events(request: &ChatRequest) -> ExtractedEvents {
     let mut events: Vec<ExtractedEvent> = Vec::new();
     for entry in read_block(text(request), "events_summary").split("; ") {
-        let Some((date, sentence)) = entry.split_once(" - ") else { continue };
-        let Some(mut event) = parse_sentence(sentence) else { continue };
+        let Some((date, sentence)) = entry.split_once(" - ") else {
+            continue;
+        };
+        let Some(mut event) = parse_sentence(sentence) else {
+            continue;
+        };
         let date = EventDate::parse(date);
         if !date.is_unknown() {
             event.date = date;
         }
-        if !events.iter().any(|e| e.name == event.name && e.date == event.date) {
+        if !events
+            .iter()
+            .any(|e| e.name == event.name && e.date == event.date)
+        {
             events.push(event);
         }
     }
@@ -158,7 +199,11 @@ fn find_gaps(request: &ChatRequest) -> GapTargets {
             query: format!(
                 "{person} {} {} details",
                 e.name.to_lowercase(),
-                if e.date.is_unknown() { String::new() } else { e.date.display() }
+                if e.date.is_unknown() {
+                    String::new()
+                } else {
+                    e.date.display()
+                }
             )
             .replace("  ", " "),
         })
@@ -168,18 +213,31 @@ fn find_gaps(request: &ChatRequest) -> GapTargets {
 
 fn event_update(request: &ChatRequest) -> EventUpdate {
     let prompt = text(request);
-    let event = events_in(prompt, "event").into_iter().next().unwrap_or_default();
-    let mut update = EventUpdate { event_id: event.id.clone(), ..EventUpdate::default() };
+    let event = events_in(prompt, "event")
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let mut update = EventUpdate {
+        event_id: event.id.clone(),
+        ..EventUpdate::default()
+    };
     let mut site = "";
     for line in read_block(prompt, "pages").lines() {
         if let Some(rest) = line.strip_prefix("Page: ") {
-            site = rest.rsplit_once("(site: ").map_or("", |(_, s)| s.trim_end_matches(')'));
+            site = rest
+                .rsplit_once("(site: ")
+                .map_or("", |(_, s)| s.trim_end_matches(')'));
             continue;
         }
         for sentence in sentences(line) {
-            let Some(found) = parse_sentence(sentence) else { continue };
+            let Some(found) = parse_sentence(sentence) else {
+                continue;
+            };
             let same_year = event.date.year.is_none() || found.date.year == event.date.year;
-            if found.name == event.name && same_year && (found.location.is_some() || found.date.is_complete()) {
+            if found.name == event.name
+                && same_year
+                && (found.location.is_some() || found.date.is_complete())
+            {
                 update.date = found.date;
                 update.location = found.location;
                 update.description = sentence.to_owned();
@@ -193,7 +251,10 @@ fn event_update(request: &ChatRequest) -> EventUpdate {
 
 fn match_events(request: &ChatRequest) -> EventMatches {
     let prompt = text(request);
-    obvious_matches(&events_in(prompt, "known_events"), &events_in(prompt, "new_events"))
+    obvious_matches(
+        &events_in(prompt, "known_events"),
+        &events_in(prompt, "new_events"),
+    )
 }
 
 /// Matches new events to known ones of the same kind (name) whose years do not differ,
@@ -223,7 +284,9 @@ pub fn obvious_matches(known: &[Event], new: &[Event]) -> EventMatches {
 }
 
 fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split(". ").map(|s| s.trim().trim_end_matches('.')).filter(|s| !s.is_empty())
+    text.split(". ")
+        .map(|s| s.trim().trim_end_matches('.'))
+        .filter(|s| !s.is_empty())
 }
 
 /// Reads one sentence as an event: it needs a year (1000-2999) and a word announcing a
@@ -231,8 +294,15 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 /// for a move).
 pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
     let words: Vec<&str> = sentence.split_whitespace().collect();
-    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
-    let year_at = words.iter().position(|w| clean(w).parse::<i32>().is_ok_and(|y| (1000..=2999).contains(&y)))?;
+    let clean = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let year_at = words.iter().position(|w| {
+        clean(w)
+            .parse::<i32>()
+            .is_ok_and(|y| (1000..=2999).contains(&y))
+    })?;
     let lower: Vec<String> = words.iter().map(|w| clean(w)).collect();
     let name = EVENT_KINDS
         .iter()
@@ -241,7 +311,11 @@ pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
     let from = year_at.saturating_sub(2);
     let date = EventDate::parse(&words[from..=year_at].join(" "));
     let mut location = None;
-    let prepositions: &[&str] = if name == "Move" { &["in", "at", "to"] } else { &["in", "at"] };
+    let prepositions: &[&str] = if name == "Move" {
+        &["in", "at", "to"]
+    } else {
+        &["in", "at"]
+    };
     for (i, word) in words.iter().enumerate() {
         if !prepositions.contains(word) {
             continue;
@@ -250,13 +324,17 @@ pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
             .iter()
             .take_while(|w| {
                 let c = clean(w);
-                w.chars().next().is_some_and(char::is_uppercase) && EventDate::parse(&c).is_unknown() && c != "the"
+                w.chars().next().is_some_and(char::is_uppercase)
+                    && EventDate::parse(&c).is_unknown()
+                    && c != "the"
             })
             .copied()
             .collect();
         if !place.is_empty() {
             let mut text = place.join(" ");
-            text = text.trim_end_matches(|c: char| !c.is_alphanumeric()).to_owned();
+            text = text
+                .trim_end_matches(|c: char| !c.is_alphanumeric())
+                .to_owned();
             location = Some(text);
             break;
         }
@@ -276,18 +354,30 @@ mod tests {
 
     #[test]
     fn a_corpus_sentence_reads_as_an_event_with_date_and_place() {
-        let event = parse_sentence("On 14 March 1902, Odile Marchetti was born in Trieste").unwrap();
+        let event =
+            parse_sentence("On 14 March 1902, Odile Marchetti was born in Trieste").unwrap();
         assert_eq!(event.name, "Birth");
         assert_eq!(event.date, EventDate::ymd(1902, 3, 14));
         assert_eq!(event.location.as_deref(), Some("Trieste"));
         let moved = parse_sentence("In 1934 she moved to Paris").unwrap();
-        assert_eq!((moved.name.as_str(), moved.location.as_deref()), ("Move", Some("Paris")));
+        assert_eq!(
+            (moved.name.as_str(), moved.location.as_deref()),
+            ("Move", Some("Paris"))
+        );
         assert!(parse_sentence("Her prose is spare").is_none());
     }
 
     #[test]
     fn the_prompts_blocks_reach_the_stand_in() {
-        let prompt = prompts::find_gaps("A", &[Event { id: "1".into(), name: "Birth".into(), ..Event::default() }], 3);
+        let prompt = prompts::find_gaps(
+            "A",
+            &[Event {
+                id: "1".into(),
+                name: "Birth".into(),
+                ..Event::default()
+            }],
+            3,
+        );
         assert_eq!(events_in(&prompt, "events_json").len(), 1);
     }
 }

@@ -69,7 +69,18 @@ pub fn think(
 ) -> String {
     let recent: Vec<String> = recent
         .iter()
-        .map(|e| format!("- {}({}): {}{}", e.tool, e.input, e.summary, e.think.as_ref().map(|t| format!(" — think: {t}")).unwrap_or_default()))
+        .map(|e| {
+            format!(
+                "- {}({}): {}{}",
+                e.tool,
+                e.input,
+                e.summary,
+                e.think
+                    .as_ref()
+                    .map(|t| format!(" — think: {t}"))
+                    .unwrap_or_default()
+            )
+        })
         .collect();
     let full = events.iter().filter(|e| e.has_full_details()).count();
     format!(
@@ -87,7 +98,14 @@ pub fn think(
         tool_calls.1,
         block("tool_output", &tool.summary),
         block("recent_messages", &recent.join("\n")),
-        block("events", &events.iter().map(Event::line).collect::<Vec<_>>().join("\n")),
+        block(
+            "events",
+            &events
+                .iter()
+                .map(Event::line)
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
     )
 }
 
@@ -110,7 +128,10 @@ pub fn gap_check(person: &str, events: &[Event], history: &[HistoryEntry]) -> St
          Check them for gaps: events missing a year, month, day or place, and major life events that are missing altogether (birth, education, first work, marriage, moves, awards, death).\n\
          Answer complete = true only when nothing important is missing; list the gaps otherwise.\n\n{}\n\n{}",
         block("events", &events_json(events)),
-        block("messages", &serde_json::to_string_pretty(history).unwrap_or_default()),
+        block(
+            "messages",
+            &serde_json::to_string_pretty(history).unwrap_or_default()
+        ),
     )
 }
 
@@ -144,7 +165,11 @@ pub const CATEGORIES: [&str; 3] = ["life_event", "works", "other"];
 
 /// Categorize the chunks of a page.
 pub fn categorize(person: &str, chunks: &[String]) -> String {
-    let lines: Vec<String> = chunks.iter().enumerate().map(|(i, c)| format!("[{}] {c}", i + 1)).collect();
+    let lines: Vec<String> = chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("[{}] {c}", i + 1))
+        .collect();
     format!(
         "Below are the chunks of a biography page about {person}. Give each chunk one category: \
          life_event (it tells dated events of the person's life: birth, studies, moves, marriage, publications, awards, death), \
@@ -160,7 +185,14 @@ pub fn events_summary(person: &str, chunks: &[String]) -> String {
     format!(
         "From these passages about {person}, write every dated life event as `DATE - what happened`, in the order they happened, \
          separated by `; ` (e.g. `Dec 26, 1891 - Born in Yorkville; 1917 - Moved to Paris`). Keep the places. Write nothing else.\n\n{}",
-        block("passages", &chunks.iter().map(|c| format!("- {c}")).collect::<Vec<_>>().join("\n")),
+        block(
+            "passages",
+            &chunks
+                .iter()
+                .map(|c| format!("- {c}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
     )
 }
 
@@ -206,7 +238,17 @@ pub struct GapTargets {
 pub fn find_gaps(person: &str, events: &[Event], count: usize) -> String {
     let lines: Vec<String> = events
         .iter()
-        .map(|e| format!("{} | missing: {}", e.line(), if e.missing().is_empty() { "nothing".into() } else { e.missing().join(", ") }))
+        .map(|e| {
+            format!(
+                "{} | missing: {}",
+                e.line(),
+                if e.missing().is_empty() {
+                    "nothing".into()
+                } else {
+                    e.missing().join(", ")
+                }
+            )
+        })
         .collect();
     format!(
         "Scan these life events of {person} for gaps (a missing year, month, day or place) and pick the {count} most important ones to research \
@@ -234,7 +276,10 @@ pub struct EventUpdate {
 
 /// Read the search results for one event.
 pub fn event_update(person: &str, event: &Event, pages: &[(String, String, String)]) -> String {
-    let pages: Vec<String> = pages.iter().map(|(url, site, text)| format!("Page: {url} (site: {site})\n{text}")).collect();
+    let pages: Vec<String> = pages
+        .iter()
+        .map(|(url, site, text)| format!("Page: {url} (site: {site})\n{text}"))
+        .collect();
     format!(
         "Below are web pages found for one life event of {person}. Using only what the pages say about this event, give its date \
          (year, month 1-12, day; null when the pages do not say), its place (null when they do not say), a description with the new details, \

@@ -33,9 +33,17 @@ pub fn build(deps: &Deps) -> Result<CompiledGraph<ResearchState>, graphkit::Erro
     let (a, b, c) = (deps.clone(), deps.clone(), deps.clone());
     let mut graph = StateGraph::<ResearchState>::new();
     graph
-        .add_node(FIND_GAPS, move |s: Arc<ResearchState>, ctx: NodeContext| find_gaps(s, ctx, a.clone()))
-        .add_node(SEARCH_GAPS, move |s: Arc<ResearchState>, ctx: NodeContext| search_gaps(s, ctx, b.clone()))
-        .add_node(EXTRACT_UPDATES, move |s: Arc<ResearchState>, ctx: NodeContext| extract_updates(s, ctx, c.clone()))
+        .add_node(FIND_GAPS, move |s: Arc<ResearchState>, ctx: NodeContext| {
+            find_gaps(s, ctx, a.clone())
+        })
+        .add_node(
+            SEARCH_GAPS,
+            move |s: Arc<ResearchState>, ctx: NodeContext| search_gaps(s, ctx, b.clone()),
+        )
+        .add_node(
+            EXTRACT_UPDATES,
+            move |s: Arc<ResearchState>, ctx: NodeContext| extract_updates(s, ctx, c.clone()),
+        )
         .add_edge(START, FIND_GAPS)
         .add_edge(FIND_GAPS, SEARCH_GAPS)
         .add_edge(SEARCH_GAPS, EXTRACT_UPDATES)
@@ -43,8 +51,16 @@ pub fn build(deps: &Deps) -> Result<CompiledGraph<ResearchState>, graphkit::Erro
     graph.compile()
 }
 
-async fn find_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> Result<ResearchStateUpdate, BoxError> {
-    let with_gaps: Vec<&Event> = state.events.iter().filter(|e| !e.missing().is_empty()).collect();
+async fn find_gaps(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
+    let with_gaps: Vec<&Event> = state
+        .events
+        .iter()
+        .filter(|e| !e.missing().is_empty())
+        .collect();
     if with_gaps.is_empty() {
         return Ok(ResearchStateUpdate::new().targets(Vec::new()));
     }
@@ -55,11 +71,17 @@ async fn find_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> R
         .retries(2)
         .validate(move |t| {
             if t.targets.is_empty() || t.targets.len() > count {
-                return Err(format!("pick between 1 and {count} targets (got {})", t.targets.len()));
+                return Err(format!(
+                    "pick between 1 and {count} targets (got {})",
+                    t.targets.len()
+                ));
             }
             for (i, target) in t.targets.iter().enumerate() {
                 if !known.contains(&target.event_id) {
-                    return Err(format!("targets[{i}].event_id {:?} is not the id of an event", target.event_id));
+                    return Err(format!(
+                        "targets[{i}].event_id {:?} is not the id of an event",
+                        target.event_id
+                    ));
                 }
                 if target.query.trim().is_empty() {
                     return Err(format!("targets[{i}].query is empty"));
@@ -67,7 +89,11 @@ async fn find_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> R
             }
             Ok(())
         })
-        .invoke(&[Message::user(prompts::find_gaps(&state.person, &state.events, count))])
+        .invoke(&[Message::user(prompts::find_gaps(
+            &state.person,
+            &state.events,
+            count,
+        ))])
         .await;
     let mut targets = match reply {
         Ok(t) => t.targets,
@@ -81,7 +107,12 @@ async fn find_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> R
                 .map(|e| GapTarget {
                     event_id: e.id.clone(),
                     missing: e.missing().iter().map(|m| (*m).to_owned()).collect(),
-                    query: format!("{} {} {} details", state.person, e.name.to_lowercase(), e.date.display()),
+                    query: format!(
+                        "{} {} {} details",
+                        state.person,
+                        e.name.to_lowercase(),
+                        e.date.display()
+                    ),
                 })
                 .collect()
         }
@@ -91,10 +122,15 @@ async fn find_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> R
     Ok(ResearchStateUpdate::new().targets(targets).model_calls(1))
 }
 
-async fn search_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> Result<ResearchStateUpdate, BoxError> {
+async fn search_gaps(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
     let mut results = Vec::new();
     for target in &state.targets {
-        ctx.writer().custom(json!({"event": "search", "query": target.query}));
+        ctx.writer()
+            .custom(json!({"event": "search", "query": target.query}));
         let hits = match deps.search.search(&target.query, PAGES_PER_TARGET).await {
             Ok(hits) => hits,
             Err(err) => {
@@ -111,16 +147,29 @@ async fn search_gaps(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) ->
                 (p.url, site, crate::shared::truncate(&p.content, PAGE_CHARS))
             })
             .collect();
-        results.push(GapFinding { target: target.clone(), pages });
+        results.push(GapFinding {
+            target: target.clone(),
+            pages,
+        });
     }
     Ok(ResearchStateUpdate::new().results(results))
 }
 
-async fn extract_updates(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps) -> Result<ResearchStateUpdate, BoxError> {
+async fn extract_updates(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
     let mut updates = Vec::new();
     let mut calls = 0;
     for finding in &state.results {
-        let Some(event) = state.events.iter().find(|e| e.id == finding.target.event_id) else { continue };
+        let Some(event) = state
+            .events
+            .iter()
+            .find(|e| e.id == finding.target.event_id)
+        else {
+            continue;
+        };
         if finding.pages.is_empty() {
             continue;
         }
@@ -135,7 +184,11 @@ async fn extract_updates(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps
                 }
                 u.date.validate().map_err(|m| format!("date: {m}"))
             })
-            .invoke(&[Message::user(prompts::event_update(&state.person, event, &finding.pages))])
+            .invoke(&[Message::user(prompts::event_update(
+                &state.person,
+                event,
+                &finding.pages,
+            ))])
             .await;
         match reply {
             Ok(update) if !update.date.is_unknown() || update.location.is_some() => updates.push(Event {
@@ -151,6 +204,7 @@ async fn extract_updates(state: Arc<ResearchState>, ctx: NodeContext, deps: Deps
             Err(err) => ctx.writer().custom(json!({"event": "warning", "message": format!("reading the pages for {:?} failed: {err}", event.name)})),
         }
     }
-    Ok(ResearchStateUpdate::new().updates(updates).model_calls(calls))
+    Ok(ResearchStateUpdate::new()
+        .updates(updates)
+        .model_calls(calls))
 }
-

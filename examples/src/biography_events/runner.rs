@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
-use graphkit::{CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload};
+use graphkit::{
+    CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
+};
 use graphkit_llm::ChatModel;
 use graphkit_tools::prebuilt::search::SearchBackend;
 use serde::Serialize;
@@ -138,9 +140,19 @@ pub async fn run_biography_events(
     options.limits.validate().map_err(ExampleError::Usage)?;
     let started = Instant::now();
     let started_at = rfc3339(now_ms());
-    let deps = Deps { model: Arc::clone(&options.model), search: Arc::clone(&options.search), sites: options.sites.clone() };
-    let graph = build_graph(&deps, CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)))?;
-    let config = RunConfig::new().thread_id(&options.thread).recursion_limit(200).subgraphs(true);
+    let deps = Deps {
+        model: Arc::clone(&options.model),
+        search: Arc::clone(&options.search),
+        sites: options.sites.clone(),
+    };
+    let graph = build_graph(
+        &deps,
+        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+    )?;
+    let config = RunConfig::new()
+        .thread_id(&options.thread)
+        .recursion_limit(200)
+        .subgraphs(true);
 
     let mut resumed = false;
     let input: Option<RunInput<BiographyState>> = match graph.get_state(&config).await {
@@ -152,17 +164,24 @@ pub async fn run_biography_events(
         }
         Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
             resumed = true;
-            options.progress.note("run", "already finished; writing the outputs again");
+            options
+                .progress
+                .note("run", "already finished; writing the outputs again");
             None
         }
         Ok(_) => {
             resumed = true;
-            options.progress.note("run", "resuming from the last checkpoint");
+            options
+                .progress
+                .note("run", "resuming from the last checkpoint");
             Some(RunInput::Continue)
         }
         Err(GraphError::CheckpointNotFound { .. }) => {
             if person.is_empty() {
-                return Err(ExampleError::Usage(format!("nothing to resume on thread {}; start a run with a person's name", options.thread)));
+                return Err(ExampleError::Usage(format!(
+                    "nothing to resume on thread {}; start a run with a person's name",
+                    options.thread
+                )));
             }
             let mut update = BiographyStateUpdate::new()
                 .person_to_research(person.to_owned())
@@ -179,17 +198,24 @@ pub async fn run_biography_events(
     let state = match input {
         None => graph.get_state(&config).await?.values,
         Some(input) => {
-            let mut stream = graph.stream_with(input, config, [StreamMode::Updates, StreamMode::Custom]);
+            let mut stream =
+                graph.stream_with(input, config, [StreamMode::Updates, StreamMode::Custom]);
             while let Some(event) = stream.next().await {
                 let event = event?;
                 let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
                 match event.payload {
                     StreamPayload::Custom { payload, .. } => report(&options.progress, &payload),
                     StreamPayload::Updates { node, update } if options.stream => {
-                        println!("{}", json!({"namespace": namespace, "node": &*node, "update": update}));
+                        println!(
+                            "{}",
+                            json!({"namespace": namespace, "node": &*node, "update": update})
+                        );
                     }
                     StreamPayload::SubgraphUpdates { node, update } if options.stream => {
-                        println!("{}", json!({"namespace": namespace, "node": &*node, "update": update}));
+                        println!(
+                            "{}",
+                            json!({"namespace": namespace, "node": &*node, "update": update})
+                        );
                     }
                     _ => {}
                 }
@@ -205,7 +231,13 @@ pub async fn run_biography_events(
     Ok((summary, state))
 }
 
-fn summarize(state: &BiographyState, options: &BiographyOptions, resumed: bool, started_at: String, started: Instant) -> BiographyRunSummary {
+fn summarize(
+    state: &BiographyState,
+    options: &BiographyOptions,
+    resumed: bool,
+    started_at: String,
+    started: Instant,
+) -> BiographyRunSummary {
     let full = state.events.iter().filter(|e| e.has_full_details()).count();
     let mut tools: Vec<String> = Vec::new();
     for entry in &state.messages {
@@ -222,11 +254,18 @@ fn summarize(state: &BiographyState, options: &BiographyOptions, resumed: bool, 
         model: options.model.model_name().to_owned(),
         tool_calls: state.tool_calls,
         tools,
-        stop_reason: state.stop_reason.clone().unwrap_or_else(|| "not finished".into()),
+        stop_reason: state
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| "not finished".into()),
         events: state.events.len(),
         events_with_full_details: full,
         full_detail_share: full_detail_ratio(&state.events),
-        events_with_conflicts: state.events.iter().filter(|e| !e.conflicts.is_empty()).count(),
+        events_with_conflicts: state
+            .events
+            .iter()
+            .filter(|e| !e.conflicts.is_empty())
+            .count(),
         urls: state.urls.clone(),
         crawled: state.crawled.clone(),
         model_calls: state.model_calls,
@@ -237,13 +276,20 @@ fn summarize(state: &BiographyState, options: &BiographyOptions, resumed: bool, 
     }
 }
 
-fn write_outputs(state: &BiographyState, summary: &BiographyRunSummary, run_dir: &RunDir) -> Result<(), ExampleError> {
+fn write_outputs(
+    state: &BiographyState,
+    summary: &BiographyRunSummary,
+    run_dir: &RunDir,
+) -> Result<(), ExampleError> {
     let mut events = state.events.clone();
     sort_by_date(&mut events);
     run_dir.write_json("events.json", &events)?;
     run_dir.write_json("history.json", &state.messages)?;
     run_dir.write_json("run_summary.json", summary)?;
-    crate::shared::run_dir::write_text_atomic(&run_dir.join("timeline.md"), &timeline(&events, summary))
+    crate::shared::run_dir::write_text_atomic(
+        &run_dir.join("timeline.md"),
+        &timeline(&events, summary),
+    )
 }
 
 /// The readable timeline (`timeline.md`): one row per event in date order, then the
@@ -266,7 +312,11 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
             cell(&e.name),
             if e.conflicts.is_empty() { "" } else { " ⚠" },
             cell(e.location.as_deref().unwrap_or("—")),
-            cell(if e.source.is_empty() { "—" } else { &e.source }),
+            cell(if e.source.is_empty() {
+                "—"
+            } else {
+                &e.source
+            }),
             cell(&e.description)
         ));
     }
@@ -275,8 +325,18 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
         out.push_str("\n## Conflicts between sources\n\n");
         for e in conflicted {
             for c in &e.conflicts {
-                let pairs: Vec<String> = c.values.iter().zip(&c.sources).map(|(v, s)| format!("{v} ({})", if s.is_empty() { "no source" } else { s })).collect();
-                out.push_str(&format!("- {} — {}: {} (kept the first)\n", e.name, c.field, pairs.join(" vs ")));
+                let pairs: Vec<String> = c
+                    .values
+                    .iter()
+                    .zip(&c.sources)
+                    .map(|(v, s)| format!("{v} ({})", if s.is_empty() { "no source" } else { s }))
+                    .collect();
+                out.push_str(&format!(
+                    "- {} — {}: {} (kept the first)\n",
+                    e.name,
+                    c.field,
+                    pairs.join(" vs ")
+                ));
             }
         }
     }
@@ -288,16 +348,27 @@ fn report(progress: &Progress, event: &Value) {
     match event["event"].as_str() {
         Some("tool_call") => progress.note(
             &format!("tool call {}", event["call"].as_u64().unwrap_or(0)),
-            &format!("{}({}): {}", text("tool"), crate::shared::truncate(&text("input"), 120), crate::shared::truncate(&text("summary"), 300)),
+            &format!(
+                "{}({}): {}",
+                text("tool"),
+                crate::shared::truncate(&text("input"), 120),
+                crate::shared::truncate(&text("summary"), 300)
+            ),
         ),
         Some("think") => progress.note(
             "think",
-            &format!("{} — {}", event["recommendation"].as_str().unwrap_or("(none given)"), crate::shared::truncate(&text("think"), 300)),
+            &format!(
+                "{} — {}",
+                event["recommendation"].as_str().unwrap_or("(none given)"),
+                crate::shared::truncate(&text("think"), 300)
+            ),
         ),
         Some("stop") => progress.note("stop", &text("reason")),
         Some("gap_check") => progress.note("gap check", &text("summary")),
         Some("search") => progress.note("search", &text("query")),
-        Some("warning") => progress.note("warning", &crate::shared::truncate(&text("message"), 300)),
+        Some("warning") => {
+            progress.note("warning", &crate::shared::truncate(&text("message"), 300))
+        }
         _ => {}
     }
 }

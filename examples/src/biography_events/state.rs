@@ -61,7 +61,9 @@ impl Limits {
             return Err("--no-change-window must be at least 1".into());
         }
         if self.history_cap < 2 {
-            return Err("--history-cap must be at least 2 (a summary entry plus the latest)".into());
+            return Err(
+                "--history-cap must be at least 2 (a summary entry plus the latest)".into(),
+            );
         }
         if !(1..=10).contains(&self.gap_targets) {
             return Err("--gap-targets must be between 1 and 10 (the seed uses 3-5)".into());

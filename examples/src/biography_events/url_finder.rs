@@ -13,7 +13,11 @@ pub struct Sites {
 impl Sites {
     /// The seed's sites on the web: wikipedia.org > britannica.com > biography.com.
     pub fn web() -> Self {
-        Self::of(&[("wikipedia.org", "Wikipedia"), ("britannica.com", "Britannica"), ("biography.com", "Biography.com")])
+        Self::of(&[
+            ("wikipedia.org", "Wikipedia"),
+            ("britannica.com", "Britannica"),
+            ("biography.com", "Biography.com"),
+        ])
     }
 
     /// Their stand-ins in the offline corpus: wikipedia.example > britannica.example >
@@ -28,13 +32,20 @@ impl Sites {
 
     fn of(sites: &[(&str, &str)]) -> Self {
         Self {
-            sites: sites.iter().map(|(d, n)| ((*d).to_owned(), (*n).to_owned())).collect(),
+            sites: sites
+                .iter()
+                .map(|(d, n)| ((*d).to_owned(), (*n).to_owned()))
+                .collect(),
         }
     }
 
     /// The seed's query: `"<person> biography" site:A OR site:B OR site:C`.
     pub fn query(&self, person: &str) -> String {
-        let sites: Vec<String> = self.sites.iter().map(|(d, _)| format!("site:{d}")).collect();
+        let sites: Vec<String> = self
+            .sites
+            .iter()
+            .map(|(d, _)| format!("site:{d}"))
+            .collect();
         format!("\"{person} biography\" {}", sites.join(" OR "))
     }
 
@@ -64,7 +75,12 @@ pub fn host_of(url: &str) -> String {
 
 fn normalized(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.trim_start_matches("www.").split('#').next().unwrap_or("").trim_end_matches('/').to_lowercase()
+    rest.trim_start_matches("www.")
+        .split('#')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/')
+        .to_lowercase()
 }
 
 /// Runs the query for `person` and keeps at most `kept` URLs of the top `results` hits on
@@ -88,7 +104,11 @@ pub async fn find_urls(
         .map_err(|e| e.to_string())?;
     let mut seen = std::collections::HashSet::new();
     let mut chosen: Vec<(usize, String)> = Vec::new();
-    for hit in hits.iter().filter(|h| sites.rank(&h.url).is_some()).take(results) {
+    for hit in hits
+        .iter()
+        .filter(|h| sites.rank(&h.url).is_some())
+        .take(results)
+    {
         let rank = sites.rank(&hit.url).unwrap_or(usize::MAX);
         if seen.insert(normalized(&hit.url)) && !chosen.iter().any(|(r, _)| *r == rank) {
             chosen.push((rank, hit.url.clone()));
@@ -105,10 +125,16 @@ mod tests {
     #[test]
     fn corpus_urls_are_ranked_by_their_site_directory() {
         let sites = Sites::offline();
-        assert_eq!(sites.rank("corpus://britannica.example/biography/x.md"), Some(1));
+        assert_eq!(
+            sites.rank("corpus://britannica.example/biography/x.md"),
+            Some(1)
+        );
         assert_eq!(sites.rank("https://en.wikipedia.example/wiki/X"), Some(0));
         assert_eq!(sites.rank("corpus://news.example/x.md"), None);
-        assert_eq!(sites.source_name("corpus://news.example/x.md"), "news.example");
+        assert_eq!(
+            sites.source_name("corpus://news.example/x.md"),
+            "news.example"
+        );
         assert_eq!(
             Sites::web().query("Henry Miller"),
             "\"Henry Miller biography\" site:wikipedia.org OR site:britannica.com OR site:biography.com"
