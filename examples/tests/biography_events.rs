@@ -2,6 +2,8 @@
 //! offline stand-in: the seed's example flow, every termination path, merging, the
 //! history cap, incremental runs, bad input, and resuming after a crash.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 

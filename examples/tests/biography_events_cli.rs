@@ -1,6 +1,8 @@
 //! `graphkit-research biography-events` as a process: the default run, SIGKILL in the
 //! middle and `--resume`, and bad input on the command line.
 
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};

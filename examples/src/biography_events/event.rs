@@ -375,6 +375,7 @@ pub fn parse_initial_events(origin: &str, text: &str) -> Result<Vec<Event>, Exam
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

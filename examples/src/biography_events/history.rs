@@ -88,6 +88,7 @@ fn folded_calls(entry: &HistoryEntry) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

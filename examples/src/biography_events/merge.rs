@@ -259,6 +259,7 @@ pub fn combine_descriptions(first: &str, second: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -348,6 +348,7 @@ pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::prompts;
     use super::*;

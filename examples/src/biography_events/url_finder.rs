@@ -119,6 +119,7 @@ pub async fn find_urls(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
