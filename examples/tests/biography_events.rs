@@ -531,3 +531,25 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
         .count();
     assert_eq!(wikipedia_crawl_prompts, 0);
 }
+
+#[tokio::test]
+async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
+    use futures::StreamExt;
+    use graphkit::{CompileOptions, RunConfig, StreamMode, StreamPayload};
+    use graphkit_examples::biography_events::{BiographyStateUpdate, Deps, build_graph};
+
+    let deps = Deps { model: Arc::new(stand_in()), search: corpus(), sites: Sites::offline() };
+    let graph = build_graph(&deps, CompileOptions::new()).unwrap();
+    let input = BiographyStateUpdate::new().person_to_research("Odile Marchetti".to_owned()).limits(Limits::default());
+    let mut stream = graph.stream_with(input, RunConfig::new().subgraphs(true), [StreamMode::Updates]);
+    let mut seen = Vec::new();
+    while let Some(event) = stream.next().await {
+        let event = event.unwrap();
+        if let StreamPayload::SubgraphUpdates { node, .. } = event.payload {
+            let namespace = event.namespace.first().map(|s| s.to_string()).unwrap_or_default();
+            seen.push(format!("{}/{node}", namespace.split(':').next().unwrap_or("")));
+        }
+    }
+    assert_eq!(seen.iter().filter(|s| *s == "url_crawler/structure_events").count(), 2);
+    assert_eq!(seen.iter().filter(|s| *s == "further_event_research/extract_updates").count(), 1);
+}

@@ -35,7 +35,7 @@ pub use event::{Conflict, Event, EventDate};
 pub use graph::build_graph;
 pub use history::HistoryEntry;
 pub use runner::{BiographyOptions, BiographyRunSummary, run_biography_events};
-pub use state::{BiographyState, Limits};
+pub use state::{BiographyState, BiographyStateUpdate, Limits};
 pub use url_finder::Sites;
 
 /// What the nodes of the graph and its subgraphs need.
