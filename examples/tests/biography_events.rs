@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit_examples::biography_events::merge::{EventMatches, merge_events};
 use graphkit_examples::biography_events::offline::{obvious_matches, stand_in};
-use graphkit_examples::biography_events::prompts::ThinkOutput;
+use graphkit_examples::biography_events::prompts::{THINK_FORMAT, ThinkOutput};
 use graphkit_examples::biography_events::{
     BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
     run_biography_events,
@@ -229,11 +229,14 @@ async fn the_run_stops_when_more_than_80_percent_of_events_have_full_details() {
 #[tokio::test]
 async fn the_run_stops_when_nothing_is_left_to_crawl_with_too_few_events() {
     // A think tool that keeps asking for pages; the supervisor runs out of them.
-    let model = stand_in().on_structured(|_: &graphkit_llm::ChatRequest| ThinkOutput {
-        summary: "more pages".into(),
-        gaps: vec![],
-        recommendation: "url_crawler".into(),
-        reason: "crawl everything".into(),
+    let model = stand_in().on_structured_json(THINK_FORMAT, |_| {
+        serde_json::to_value(ThinkOutput {
+            summary: "more pages".into(),
+            gaps: vec![],
+            recommendation: "url_crawler".into(),
+            reason: "crawl everything".into(),
+        })
+        .map_err(|e| e.to_string())
     });
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits {
@@ -538,18 +541,45 @@ async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
     use graphkit::{CompileOptions, RunConfig, StreamMode, StreamPayload};
     use graphkit_examples::biography_events::{BiographyStateUpdate, Deps, build_graph};
 
-    let deps = Deps { model: Arc::new(stand_in()), search: corpus(), sites: Sites::offline() };
+    let deps = Deps {
+        model: Arc::new(stand_in()),
+        search: corpus(),
+        sites: Sites::offline(),
+    };
     let graph = build_graph(&deps, CompileOptions::new()).unwrap();
-    let input = BiographyStateUpdate::new().person_to_research("Odile Marchetti".to_owned()).limits(Limits::default());
-    let mut stream = graph.stream_with(input, RunConfig::new().subgraphs(true), [StreamMode::Updates]);
+    let input = BiographyStateUpdate::new()
+        .person_to_research("Odile Marchetti".to_owned())
+        .limits(Limits::default());
+    let mut stream = graph.stream_with(
+        input,
+        RunConfig::new().subgraphs(true),
+        [StreamMode::Updates],
+    );
     let mut seen = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
         if let StreamPayload::SubgraphUpdates { node, .. } = event.payload {
-            let namespace = event.namespace.first().map(|s| s.to_string()).unwrap_or_default();
-            seen.push(format!("{}/{node}", namespace.split(':').next().unwrap_or("")));
+            let namespace = event
+                .namespace
+                .first()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            seen.push(format!(
+                "{}/{node}",
+                namespace.split(':').next().unwrap_or("")
+            ));
         }
     }
-    assert_eq!(seen.iter().filter(|s| *s == "url_crawler/structure_events").count(), 2);
-    assert_eq!(seen.iter().filter(|s| *s == "further_event_research/extract_updates").count(), 1);
+    assert_eq!(
+        seen.iter()
+            .filter(|s| *s == "url_crawler/structure_events")
+            .count(),
+        2
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|s| *s == "further_event_research/extract_updates")
+            .count(),
+        1
+    );
 }

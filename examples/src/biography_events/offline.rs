@@ -12,8 +12,8 @@ use graphkit_llm::{ChatModel, ChatRequest, StandInModel};
 use super::event::{Event, EventDate};
 use super::merge::{EventMatch, EventMatches, combine_descriptions};
 use super::prompts::{
-    ChunkCategories, DetailAssessment, EventUpdate, ExtractedEvent, ExtractedEvents, GapCheck,
-    GapTargets, ThinkOutput, read_block, read_line,
+    self, ChunkCategories, DetailAssessment, EventUpdate, ExtractedEvent, ExtractedEvents,
+    GapCheck, GapTargets, ThinkOutput, read_block, read_line,
 };
 use super::state::GapTarget;
 
@@ -41,7 +41,9 @@ pub fn offline_model(delay: Duration) -> Arc<dyn ChatModel> {
 /// The stand-in itself (tests replace single handlers with `on_structured`).
 pub fn stand_in() -> StandInModel {
     StandInModel::new("biography-offline")
-        .on_structured(think)
+        .on_structured_json(prompts::THINK_FORMAT, |request| {
+            serde_json::to_value(think(request)).map_err(|e| e.to_string())
+        })
         .on_structured(gap_check)
         .on_structured(detail_assessment)
         .on_structured(categorize)
@@ -350,7 +352,6 @@ pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::prompts;
     use super::*;
 
     #[test]

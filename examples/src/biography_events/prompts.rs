@@ -39,7 +39,15 @@ fn events_json(events: &[Event]) -> String {
 
 // --- think_tool ----------------------------------------------------------------------------
 
-/// think_tool's reply (the seed: `{recommendation: 'url_crawler', reason: '...'}`, plus
+/// think_tool's instructions (its system prompt), in the seed's words.
+pub const THINK_INSTRUCTIONS: &str = "Review the tool's output and the recent messages: New info? Gaps? Recommend the next tool, or stop. \
+Summarize new info from the output. Check the events and messages for gaps (e.g., missing dates). Recommend: next tool (or none), and the reason.";
+
+/// The structured-output format name of think_tool's reply (graphkit-tools' `ReflectTool`).
+pub const THINK_FORMAT: &str = "reflection";
+
+/// The shape of think_tool's reply, as graphkit-tools' `ReflectTool` asks for it (format
+/// [`THINK_FORMAT`]); the offline stand-in answers with it. (The seed: `{recommendation: 'url_crawler', reason: '...'}`, plus
 /// the summary and gaps its prompt asks for).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ThinkOutput {
@@ -52,9 +60,6 @@ pub struct ThinkOutput {
     /// Why.
     pub reason: String,
 }
-
-/// The recommendations think_tool may give.
-pub const RECOMMENDATIONS: [&str; 3] = ["url_crawler", "further_event_research", "none"];
 
 /// The think_tool prompt (the seed's: "Summarize new info from [output]. Check
 /// events/messages for gaps (e.g., missing dates). Recommend: next tool (or none), reason.").

@@ -14,9 +14,10 @@ use super::event::{Event, full_detail_ratio, sort_by_date};
 use super::history::{HistoryEntry, HistoryUpdate};
 use super::merge::{EventMatches, check_matches, merge_events};
 use super::offline::obvious_matches;
-use super::prompts::{self, DetailAssessment, GapCheck, RECOMMENDATIONS, ThinkOutput};
+use super::prompts::{self, DetailAssessment, GapCheck};
 use super::state::{BiographyState, BiographyStateUpdate as Update};
 use super::url_finder::find_urls;
+use graphkit_tools::prebuilt::reflect::ReflectTool;
 
 /// Node and tool names.
 pub const CHECK_INITIAL_GAPS: &str = "check_initial_gaps";
@@ -239,26 +240,23 @@ pub async fn think_tool(
         (state.tool_calls, state.limits.max_tool_calls),
         state.limits.min_events_for_deepening,
     );
-    let reply = model(&deps, 512)
-        .with_structured_output::<ThinkOutput>()
-        .retries(2)
-        .validate(|t| {
-            if RECOMMENDATIONS.contains(&t.recommendation.as_str()) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "recommendation {:?} must be one of url_crawler, further_event_research, none",
-                    t.recommendation
-                ))
-            }
-        })
-        .invoke(&[Message::user(prompt)])
-        .await;
-    let (think, recommendation) = match reply {
-        Ok(t) if t.gaps.is_empty() => (t.reason, Some(t.recommendation)),
-        Ok(t) => (
-            format!("{} (gaps: {})", t.reason, t.gaps.join("; ")),
-            Some(t.recommendation),
+    // graphkit-tools' ReflectTool: structured {summary, gaps, recommendation, reason},
+    // the recommendation checked against the allowed set (asked again once).
+    let reflect = ReflectTool::new(model(&deps, 512), [URL_CRAWLER, FURTHER_EVENT_RESEARCH])
+        .with_name(THINK_TOOL)
+        .with_instructions(prompts::THINK_INSTRUCTIONS);
+    let (think, recommendation) = match reflect.reflect(&prompt).await {
+        Ok(r) if r.rejected_recommendation.is_some() => {
+            ctx.writer().custom(json!({"event": "warning", "message": format!(
+                "think_tool recommended {:?}, which is not a tool; the supervisor decides by its rules",
+                r.rejected_recommendation.unwrap_or_default()
+            )}));
+            (r.reason, None)
+        }
+        Ok(r) if r.gaps.is_empty() => (r.reason, Some(r.recommendation)),
+        Ok(r) => (
+            format!("{} (gaps: {})", r.reason, r.gaps.join("; ")),
+            Some(r.recommendation),
         ),
         Err(err) => {
             ctx.writer().custom(json!({"event": "warning", "message": format!("think_tool failed ({err}); the supervisor decides by its rules")}));
