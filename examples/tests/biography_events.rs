@@ -583,3 +583,41 @@ async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
         1
     );
 }
+
+/// A weak real model (the local llama.cpp server) must not break the run: bounded to one
+/// tool call (url_finder, then think_tool on the real model), it ends within its limits
+/// with a stop reason and writes the outputs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
+    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
+        eprintln!(
+            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
+        );
+        return;
+    };
+    let model = graphkit_llm::init_chat_model(&format!(
+        "openai-compatible:{}#smol",
+        url.trim_end_matches('/')
+    ))
+    .expect("model");
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_tool_calls: 1,
+        ..Limits::default()
+    };
+    let (summary, state) = run_biography_events("Halina Vosk", None, &options(&dir, model, limits))
+        .await
+        .expect("the run ends");
+    assert_eq!(state.tool_calls, 1);
+    assert_eq!(summary.stop_reason, "reached the maximum of 1 tool calls");
+    assert_eq!(state.messages.len(), 1);
+    assert!(state.messages[0].think.is_some());
+    for file in [
+        "events.json",
+        "history.json",
+        "run_summary.json",
+        "timeline.md",
+    ] {
+        assert!(dir.path().join("run").join(file).exists(), "{file}");
+    }
+}
