@@ -141,10 +141,11 @@ pub fn merge_pair(known: &Event, new: &Event, merged_description: Option<&str>) 
         || matches!((b.day, o.day), (Some(x), Some(y)) if x != y);
     merged.date.year = b.year.or(o.year);
     merged.date.month = b.month.or(o.month);
-    merged.date.day = if merged.date.month == b.month {
-        b.day.or(o.day)
-    } else {
-        o.day
+    merged.date.day = match (b.month, o.month) {
+        // A day belongs to its month: when the months disagree, the better source's day.
+        (Some(x), Some(y)) if x != y => b.day,
+        (None, Some(_)) => o.day,
+        _ => b.day.or(o.day),
     };
     if merged.date.validate().is_err() {
         merged.date.day = None;
@@ -306,6 +307,39 @@ mod tests {
             .map(|e| (e.id.as_str(), e.name.as_str()))
             .collect();
         assert_eq!(ids, [("7", "Birth"), ("8", "Death")]);
+    }
+
+    #[test]
+    fn a_day_is_never_combined_with_another_sources_month() {
+        use super::super::event::EventDate;
+        let known = Event {
+            id: "1".into(),
+            name: "Birth".into(),
+            source: "Wikipedia".into(),
+            date: EventDate {
+                year: Some(1902),
+                month: Some(3),
+                day: None,
+            },
+            ..Event::default()
+        };
+        let new = Event {
+            name: "Birth".into(),
+            source: "Britannica".into(),
+            date: EventDate::ymd(1902, 4, 16),
+            ..Event::default()
+        };
+        let merged = merge_pair(&known, &new, None);
+        assert_eq!(
+            merged.date,
+            EventDate {
+                year: Some(1902),
+                month: Some(3),
+                day: None
+            }
+        );
+        assert_eq!(merged.conflicts[0].field, "date");
+        assert_eq!(merged.conflicts[0].sources, ["Wikipedia", "Britannica"]);
     }
 
     #[test]
