@@ -11,7 +11,7 @@ use graphkit_examples::entity_intel::{
     EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel, RunSummary,
     TodoStatus, run_entity_intel, sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, search};
+use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, ToolCall};
 use serde_json::{Value, json};
 
@@ -29,6 +29,7 @@ fn options(
         summary_model: Arc::clone(&model),
         model,
         search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
+        web: None,
         limits: Limits::default(),
         max_concurrency: 3,
         run_dir: RunDir::create(dir).expect("run dir"),
@@ -37,6 +38,7 @@ fn options(
         resume: false,
         stream: false,
         progress: Progress::new("todos", true),
+        stop: StopSignal::new(),
     }
 }
 
@@ -150,6 +152,7 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
             search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
             summary_model: model,
             summarize_after_messages: Limits::default().summarize_after_messages,
+            web: None,
         },
         CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
     )
@@ -301,6 +304,7 @@ fn the_cli_reports_malformed_input_with_the_field_and_exit_code_2() {
     std::fs::write(&bad, r#"{"bundles": [{"bundleId": "b1", "entities": [{"entityType": "ROBOT", "name": "X", "directions": []}]}]}"#)
         .expect("write");
     let out = Process::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
         .args(["entity-intel", "--input"])
         .arg(&bad)
         .arg("--out")
@@ -309,6 +313,10 @@ fn the_cli_reports_malformed_input_with_the_field_and_exit_code_2() {
         .expect("run the CLI");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !dir.path().join("run").exists(),
+        "bad input creates no run directory"
+    );
     assert!(
         stderr.contains("bundles[0].entities[0].entityType"),
         "{stderr}"
@@ -326,6 +334,8 @@ fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
 
 fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> Process {
     let mut cmd = Process::new(env!("CARGO_BIN_EXE_graphkit-research"));
+    // The default root of runs (graphkit-runs/) goes to the test's directory.
+    cmd.current_dir(run_dir.parent().unwrap_or(run_dir));
     cmd.args([
         "entity-intel",
         "--quiet",
@@ -492,4 +502,280 @@ async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
     );
     assert_eq!(master["totalTodos"], input.total_directions());
     assert!(dir.path().join("run_summary.json").exists());
+}
+
+#[test]
+fn input_in_the_seeds_own_shape_with_typed_sub_bundles_and_total_directions_is_accepted() {
+    let text = r#"{
+      "totalDirections": 3,
+      "bundles": [{
+        "bundleId": "guest_ilan_sobel_001",
+        "guest": {"name": "Ilan Sobel", "directions": [
+          {"key": "roleAffiliationConfirmation", "objective": "Confirm the role.", "priority": "HIGH"}]},
+        "businesses": [{"entityName": "BioHarvest", "directions": [
+          {"key": "businessIdentityOverview", "objective": "Legal identity."}]}],
+        "products": [{"canonicalName": "Vinia", "directions": [
+          {"key": "productCanonicalIdentity", "objective": "What it is.", "optional": true}]}]
+      }]
+    }"#;
+    let input = EntitiesResearchDirections::from_json("seed.json", text).expect("seed shape");
+    let entities = &input.bundles[0].entities;
+    assert_eq!(entities.len(), 3);
+    assert_eq!(entities[0].name, "Ilan Sobel");
+    assert_eq!(
+        serde_json::to_value(entities[1].entity_type).expect("json"),
+        json!("BUSINESS")
+    );
+    assert_eq!(
+        serde_json::to_value(entities[2].entity_type).expect("json"),
+        json!("PRODUCT")
+    );
+    let wrong = text.replace("\"totalDirections\": 3", "\"totalDirections\": 5");
+    let err = EntitiesResearchDirections::from_json("seed.json", &wrong)
+        .expect_err("count mismatch")
+        .to_string();
+    assert!(
+        err.contains("totalDirections") && err.contains('3'),
+        "{err}"
+    );
+}
+
+/// A one-bundle, one-entity input.
+fn small_input() -> EntitiesResearchDirections {
+    let mut input = sample();
+    input.bundles.truncate(1);
+    input.bundles[0].entities.truncate(1);
+    input.total_directions = None;
+    input
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_todo_marked_completed_without_its_file_does_not_count_as_completed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = small_input();
+    // Marks the todo of the reminder completed, never writes.
+    let lazy = FunctionModel::new(|request| {
+        if request.response_format.is_some() {
+            return Ok(AssistantMessage::text(r#"{"todos": []}"#));
+        }
+        if request.tools.is_empty() {
+            return Ok(AssistantMessage::text("Summary."));
+        }
+        let reminder = request
+            .messages
+            .last()
+            .map(|m| m.text().to_owned())
+            .unwrap_or_default();
+        let id = reminder
+            .lines()
+            .find_map(|l| l.strip_prefix("CURRENT TODO: "))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or("none")
+            .to_owned();
+        Ok(AssistantMessage::with_tool_calls(
+            "",
+            vec![ToolCall::new(
+                "todo_update",
+                json!({"todo_id": id, "status": "completed"}),
+            )],
+        ))
+    })
+    .with_name("lazy completer (test double)");
+    let mut opts = options(
+        dir.path(),
+        Arc::new(lazy),
+        Arc::new(InMemorySaver::new()),
+        "lazy",
+    );
+    opts.limits.max_tool_calls_per_todo = 3;
+    let summary = run_entity_intel(&input, &opts).await.expect("run ends");
+    let report = &summary.bundles[0];
+    assert_eq!(report.completed_todos, 0, "{report:?}");
+    assert_eq!(report.blocked_todos, input.total_directions(), "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_at_the_token_cap_is_asked_again_with_room_and_saved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = small_input();
+    // Below 2,000 output tokens the reply is cut (finish_reason `length`); with room it is
+    // the complete write + completion.
+    let cramped = FunctionModel::new(|request| {
+        if request.response_format.is_some() {
+            return Ok(AssistantMessage::text(r#"{"todos": []}"#));
+        }
+        if request.tools.is_empty() {
+            return Ok(AssistantMessage::text("Summary."));
+        }
+        let reminder = request.messages.last().map(|m| m.text().to_owned()).unwrap_or_default();
+        let todo: Value = reminder
+            .lines()
+            .find_map(|l| l.strip_prefix("CURRENT TODO (JSON): "))
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        if request.options.max_tokens.unwrap_or(0) < 2000 {
+            let mut cut = AssistantMessage::text("{\"fields\": {\"legal");
+            cut.finish_reason = Some("length".into());
+            return Ok(cut);
+        }
+        Ok(AssistantMessage::with_tool_calls(
+            "",
+            vec![
+                ToolCall::new("agent_write_file", json!({
+                    "filename": todo["outputFile"], "content": "{\"fields\": {}}", "description": "d"})),
+                ToolCall::new("todo_update", json!({"todo_id": todo["id"], "status": "completed"})),
+            ],
+        ))
+    })
+    .with_name("cramped writer (test double)");
+    let opts = options(
+        dir.path(),
+        Arc::new(cramped),
+        Arc::new(InMemorySaver::new()),
+        "cap",
+    );
+    let summary = run_entity_intel(&input, &opts).await.expect("run ends");
+    let report = &summary.bundles[0];
+    assert_eq!(
+        report.completed_todos,
+        input.total_directions(),
+        "{report:?}"
+    );
+    assert_eq!(report.context_checkpoints, input.total_directions() as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_optional_direction_that_hits_a_limit_is_skipped_not_blocked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut input = small_input();
+    for direction in &mut input.bundles[0].entities[0].directions {
+        direction.optional = true;
+    }
+    let mut opts = options(
+        dir.path(),
+        Arc::new(endless_searcher()),
+        Arc::new(InMemorySaver::new()),
+        "optional",
+    );
+    opts.limits.max_tool_calls_per_todo = 2;
+    let summary = run_entity_intel(&input, &opts).await.expect("run ends");
+    let report = &summary.bundles[0];
+    assert_eq!(report.blocked_todos, 0, "{report:?}");
+    let master = read_json(
+        &dir.path()
+            .join(&report.bundle_id)
+            .join("research_complete.json"),
+    );
+    for todo in master["todoList"]["todos"].as_array().expect("todos") {
+        assert_eq!(todo["status"], "skipped", "{todo}");
+    }
+    assert_eq!(
+        master["skippedTodos"].as_array().map(Vec::len),
+        Some(input.total_directions())
+    );
+}
+
+#[test]
+fn the_reminder_gives_the_current_todo_with_its_candidate_sources_and_the_prompt_does_not_ask_for_calls_the_node_made()
+ {
+    use graphkit_examples::entity_intel::{EntityIntelResearchState, prompts};
+    let input = sample();
+    let mut state = EntityIntelResearchState {
+        candidate_sources: input.candidate_sources.clone(),
+        ..Default::default()
+    };
+    let (list, _) = graphkit_examples::entity_intel::todo::reconcile(
+        &input.single_bundle(&input.bundles[0]),
+        &Default::default(),
+        "now",
+    );
+    state.todo_list = list;
+    let halvard = state
+        .todo_list
+        .todos
+        .iter()
+        .find(|t| t.entity_name == "Halvard Biosciences")
+        .expect("a Halvard todo")
+        .clone();
+    let reminder = prompts::reminder(&state, Some(&halvard));
+    assert!(
+        reminder.contains("https://halvard-bio.example/about"),
+        "{reminder}"
+    );
+    assert!(
+        reminder.contains(&format!("\"id\":\"{}\"", halvard.id)),
+        "{reminder}"
+    );
+    let system = prompts::system_prompt("today");
+    assert!(system.contains("already marked in_progress"), "{system}");
+    assert!(!system.contains("Mark it as in_progress"), "{system}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sample_lacks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = r#"{"bundles": [{"bundleId": "guest_tobias_achebe_009", "entities": [
+        {"entityType": "BUSINESS", "name": "Corvane Labs", "directions": [
+          {"key": "fundingHistory", "objective": "Find Corvane Labs' funding rounds and who led them.",
+           "fieldsToExtract": ["rounds", "leadInvestors"]}]}]}]}"#;
+    let input = EntitiesResearchDirections::from_json("funding.json", text).expect("input");
+    let opts = options(
+        dir.path(),
+        Arc::new(OfflineResearchModel::new()),
+        Arc::new(InMemorySaver::new()),
+        "prose",
+    );
+    let summary = run_entity_intel(&input, &opts).await.expect("run");
+    assert!(summary.succeeded(), "{summary:#?}");
+    let found = read_json(
+        &dir.path()
+            .join("guest_tobias_achebe_009/biz_corvane_labs_fundingHistory.json"),
+    );
+    let value = |field: &str| {
+        found["fields"][field]["value"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        value("leadInvestors").contains("Fenbridge Ventures"),
+        "{found:#}"
+    );
+    assert!(
+        value("rounds").contains("Series B") && value("rounds").contains("28 million"),
+        "{found:#}"
+    );
+}
+
+#[test]
+fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
+    use graphkit_examples::entity_intel::{ToolDeps, WebTools, research_tools};
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let deps = |web| ToolDeps {
+        search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
+        summary_model: Arc::clone(&model),
+        summarize_after_messages: 0,
+        web,
+    };
+    let names = |deps: &ToolDeps| -> Vec<String> {
+        research_tools(deps)
+            .iter()
+            .map(|t| t.spec().name.clone())
+            .collect()
+    };
+    let online = names(&deps(Some(WebTools::default())));
+    for tool in [
+        "fetch_url",
+        "site_map",
+        "wikipedia_search",
+        "wikipedia_summary",
+        "web_search",
+    ] {
+        assert!(
+            online.iter().any(|n| n == tool),
+            "{tool} missing from {online:?}"
+        );
+    }
+    let offline = names(&deps(None));
+    assert!(!offline.iter().any(|n| n == "fetch_url"), "{offline:?}");
 }

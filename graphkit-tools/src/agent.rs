@@ -153,15 +153,20 @@ impl<S: MessagesState> ReactAgent<S> {
     }
 }
 
-struct ModelNode {
-    model: Arc<dyn ChatModel>,
-    tools: Vec<graphkit_llm::ToolSpec>,
-    system_prompt: Option<String>,
-    max_iterations: usize,
+/// The model node of an agent: calls the model with the system prompt, the conversation
+/// and the tools, and adds its reply (the supervisor uses it too).
+pub(crate) struct ModelNode {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) tools: Vec<graphkit_llm::ToolSpec>,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) max_iterations: usize,
 }
 
 impl ModelNode {
-    async fn call<S: MessagesState>(&self, state: &S) -> Result<S::Update, graphkit_llm::LlmError> {
+    pub(crate) async fn call<S: MessagesState>(
+        &self,
+        state: &S,
+    ) -> Result<S::Update, graphkit_llm::LlmError> {
         let history = state.messages();
         let mut messages = Vec::with_capacity(history.len() + 1);
         if let Some(prompt) = &self.system_prompt {

@@ -111,6 +111,14 @@ pub enum ToolError {
         /// What happened.
         message: String,
     },
+    /// A graph called as a tool ([`GraphTool`](crate::GraphTool)) failed or paused.
+    #[error("tool `{tool}` runs a graph that {message}")]
+    Graph {
+        /// The tool.
+        tool: String,
+        /// What happened to the graph, and what to do.
+        message: String,
+    },
     /// The [`ToolNode`](crate::ToolNode) found no assistant message to answer.
     #[error(
         "ToolNode expects the last message to be an assistant message with tool calls, found {found}; route to the tool node only when `tools_condition` says so"

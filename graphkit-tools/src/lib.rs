@@ -3,8 +3,11 @@
 //! The tool layer of graphkit: the [`Tool`] trait and tools made from async fns
 //! ([`tool_fn`], [`tool_fn_with_runtime`]); the [`ToolNode`] that runs the tool calls of
 //! the last assistant message and merges their state updates; the [`tools_condition`]
-//! router; a prebuilt [`ReactAgent`]; prebuilt tools (sandboxed files, a todo list kept in
-//! the graph state, think, web search, URL fetch, Wikipedia, arXiv); and an MCP client.
+//! router; a prebuilt [`ReactAgent`] and [`Supervisor`] (a model delegating to worker
+//! graphs through handoff tools); [`GraphTool`], a compiled graph as a tool; prebuilt
+//! tools (sandboxed files, a todo list kept in the graph state, think, web search, URL
+//! fetch, Wikipedia, arXiv); an MCP client; and, with the `mcp-server` feature, an MCP
+//! server for typed tools ([`mcp`]).
 //!
 //! Graph states are your own structs: implement [`MessagesState`] (one line with
 //! [`messages_state!`]) so tools and the agent can find the conversation, or use the
@@ -34,28 +37,48 @@
 //! # Ok::<(), graphkit::Error>(()) }).unwrap();
 //! ```
 //!
-//! The guide page `docs/tools.md` explains each part.
+//! The guide page `docs/tools.md` explains each part; `docs/supervisor.md` and
+//! `docs/agent-as-tool.md` cover the supervisor and graphs as tools.
 
 mod agent;
 
 mod error;
 mod function;
+mod graph_tool;
 
 pub mod mcp;
 mod node;
 pub mod prebuilt;
 mod state;
+mod supervisor;
 mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
 pub use error::{Result, ToolError};
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
+pub use graph_tool::{GraphTool, reply_with_last_message};
 pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
 pub use prebuilt::fs::SandboxedFs;
 pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
 pub use state::{AgentState, AgentStateUpdate, MessagesState};
+pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
+
+/// docs/supervisor.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/supervisor.md")]
+pub struct SupervisorDoctests;
+
+/// docs/agent-as-tool.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/agent-as-tool.md")]
+pub struct AgentAsToolDoctests;
+
+/// docs/mcp-server.md, compiled and run as doctests.
+#[cfg(all(doctest, feature = "mcp-server"))]
+#[doc = include_str!("../../docs/mcp-server.md")]
+pub struct McpServerDoctests;
 
 /// Re-exports used by [`messages_state!`]. Not public API.
 #[doc(hidden)]

@@ -145,6 +145,8 @@ pub struct ToolRuntime<S> {
     config: Arc<RunConfig>,
     store: Option<Arc<dyn Store>>,
     writer: StreamWriter,
+    /// The task the tool runs in, when it runs in a graph (graph tools run children in it).
+    task: Option<NodeContext>,
 }
 
 impl<S> Clone for ToolRuntime<S> {
@@ -156,6 +158,7 @@ impl<S> Clone for ToolRuntime<S> {
             config: Arc::clone(&self.config),
             store: self.store.clone(),
             writer: self.writer.clone(),
+            task: self.task.clone(),
         }
     }
 }
@@ -185,6 +188,7 @@ impl<S> ToolRuntime<S> {
             config: Arc::new(ctx.config().clone()),
             store: ctx.store().cloned(),
             writer: ctx.writer().clone(),
+            task: Some(ctx.clone()),
         }
     }
 
@@ -202,6 +206,7 @@ impl<S> ToolRuntime<S> {
             config: Arc::new(RunConfig::default()),
             store: None,
             writer: StreamWriter::disabled(),
+            task: None,
         }
     }
 
@@ -253,6 +258,12 @@ impl<S> ToolRuntime<S> {
     /// The stream writer (`custom` stream mode) of the tool node.
     pub fn writer(&self) -> &StreamWriter {
         &self.writer
+    }
+
+    /// The context of the graph task (node) this call runs in; `None` for a
+    /// [`detached`](Self::detached) runtime.
+    pub fn task(&self) -> Option<&NodeContext> {
+        self.task.as_ref()
     }
 
     /// A tool message answering this call with `content`: what a tool returning a

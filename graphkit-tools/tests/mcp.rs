@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use graphkit_llm::{AssistantMessage, Message, ToolCall};
-use graphkit_tools::mcp::{McpClient, McpTransport};
+use graphkit_tools::mcp::{McpClient, McpToolSet, McpTransport};
 use graphkit_tools::{AgentState, ToolNode, ToolRuntime};
 use serde_json::json;
 
@@ -186,6 +186,65 @@ async fn structured_content_is_returned() {
         .await
         .unwrap();
     assert!(result.structured.is_some(), "{result:?}");
+}
+
+#[tokio::test]
+async fn listed_tools_carry_their_schemas_as_plain_json() {
+    let Some(client) = connect_stdio().await else {
+        return;
+    };
+    let tools = client.list_tools().await.unwrap();
+    let structured = tools
+        .iter()
+        .find(|t| t.name.contains("structured"))
+        .expect("server-everything has a structured-content tool");
+    let output = structured
+        .output_schema
+        .as_ref()
+        .expect("its output schema is passed through");
+    assert_eq!(output["type"], "object", "{output}");
+    let echo = tools.iter().find(|t| t.name == "echo").unwrap();
+    assert_eq!(echo.output_schema, None);
+    // Plain data: serializes (for a graph state or a prompt) and reads back the same.
+    let as_json = serde_json::to_value(&tools).unwrap();
+    let back: Vec<graphkit_tools::mcp::McpToolInfo> = serde_json::from_value(as_json).unwrap();
+    assert_eq!(back, tools);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn a_tool_set_over_two_reference_servers_needs_prefixes() {
+    let Some(first) = connect_stdio().await else {
+        return;
+    };
+    // The same reference server again, under another name.
+    let script = server_script().expect("found for the first server");
+    let second = McpClient::stdio("other", "node", [script.display().to_string()])
+        .await
+        .unwrap();
+    let set = McpToolSet::new([first.clone(), second.clone()]);
+    let err = set.list_tools().await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is offered by both `everything` and `other`"),
+        "{err}"
+    );
+    let set = McpToolSet::new([first, second]).prefixed();
+    let names: Vec<String> = set
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.contains(&"everything_echo".to_owned()), "{names:?}");
+    assert!(names.contains(&"other_echo".to_owned()), "{names:?}");
+    let result = set
+        .call_tool("other_echo", json!({"message": "routed"}))
+        .await
+        .unwrap();
+    assert!(result.text.contains("routed"), "{}", result.text);
+    set.close().await;
 }
 
 #[tokio::test]

@@ -76,6 +76,13 @@ pub struct InterruptSignal {
     pub(crate) payload: Value,
 }
 
+impl InterruptSignal {
+    /// What the node asked with (the `interrupt` payload).
+    pub fn payload(&self) -> &Value {
+        &self.payload
+    }
+}
+
 /// Per-task interrupt bookkeeping: resume values so far and the call counter.
 #[derive(Debug, Default)]
 pub(crate) struct Scratchpad {

@@ -5,15 +5,17 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use graphkit_examples::biography_events;
 use graphkit_examples::entity_intel::{
     self, EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel,
     run_entity_intel,
 };
-use graphkit_examples::shared::time::{now_ms, rfc3339};
+use graphkit_examples::shared::run_dir::DEFAULT_ROOT;
+use graphkit_examples::shared::runs::{list_runs, render_runs};
 use graphkit_examples::shared::{
-    CheckpointChoice, ExampleError, ModelChoice, Progress, RunDir, RunManifest,
+    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
+    StopSignal,
 };
 
 /// Runs graphkit's research workflows: stateful agent graphs with checkpoints, tools and
@@ -49,6 +51,17 @@ enum Workflow {
     /// run_summary.json and timeline.md in RUN_DIR.
     #[command(name = "biography-events")]
     BiographyEvents(BiographyEventsArgs),
+
+    /// List past runs (under graphkit-runs/, and those started with --out elsewhere) with
+    /// their status and the command that resumes them.
+    Runs(RunsArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunsArgs {
+    /// The root of the run directories.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_ROOT)]
+    root: PathBuf,
 }
 
 /// Options every workflow has.
@@ -64,7 +77,8 @@ struct CommonArgs {
     #[arg(long, value_name = "SPEC")]
     summary_model: Option<String>,
 
-    /// The run directory (default: graphkit-runs/<workflow>/<thread>).
+    /// The run directory (default: graphkit-runs/<workflow>/<thread>; graphkit-runs/ is
+    /// ignored by git). With --resume: the run to continue (found from --thread otherwise).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 
@@ -72,9 +86,10 @@ struct CommonArgs {
     #[arg(long, value_name = "ID")]
     thread: Option<String>,
 
-    /// Continue the run --thread from its last checkpoints (after a crash or a kill);
-    /// finished work is not redone. Input and models default to the run's run.json.
-    #[arg(long, requires = "thread")]
+    /// Continue the run --thread (or the run in --out) from its last checkpoints (after a
+    /// crash, a kill or Ctrl-C); finished work is not redone. Options given now win;
+    /// options left out (input, models, backend, limits) come from the run's run.json.
+    #[arg(long)]
     resume: bool,
 
     /// Where checkpoints go: sqlite:PATH, postgres:URL (build with --features postgres) or
@@ -99,11 +114,12 @@ struct CommonArgs {
     #[arg(long)]
     print_graph: bool,
 
-    /// Print every node update as a JSON line on stdout as it happens.
+    /// Machine-readable output: every node update and event as one JSON object per line on
+    /// stdout (plain values: lists as lists), human text on stderr. Pipe it to jq.
     #[arg(long)]
     stream: bool,
 
-    /// No progress lines on stderr.
+    /// No progress on stderr (without a terminal, progress is plain lines).
     #[arg(long, short)]
     quiet: bool,
 
@@ -130,7 +146,8 @@ struct EntityIntelArgs {
     #[arg(long, value_name = "N", default_value_t = 3)]
     max_idle_turns_per_todo: u32,
 
-    /// Seconds allowed per todo before it is marked blocked.
+    /// Seconds of work allowed per todo before it is marked blocked (time the run was
+    /// down between a kill and --resume does not count).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     todo_timeout: u64,
 
@@ -207,37 +224,62 @@ impl BiographyEventsArgs {
     }
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.workflow {
-        Workflow::EntityIntel(args) => entity_intel_main(args).await,
-        Workflow::BiographyEvents(args) => biography_events::cli::run(args.into_request()).await,
+fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
     };
+    let sub = matches
+        .subcommand()
+        .map(|(_, m)| m.clone())
+        .unwrap_or_default();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.workflow {
+            Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
+            Workflow::BiographyEvents(args) => biography_events::cli::run(args.into_request())
+                .await
+                .map(|finished| {
+                    if finished {
+                        RunStatus::Finished
+                    } else {
+                        RunStatus::Failed
+                    }
+                }),
+            Workflow::Runs(args) => {
+                print!("{}", render_runs(&list_runs(&args.root), &args.root));
+                Ok(RunStatus::Finished)
+            }
+        }
+    });
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(status) => ExitCode::from(status.exit_code()),
         Err(err) => {
             eprintln!("error: {err}");
-            ExitCode::from(2)
+            ExitCode::from(err.exit_code())
         }
     }
 }
 
-/// A new thread id: `ei-<utc time>-<pid>`.
-fn new_thread(prefix: &str) -> String {
-    let stamp: String = rfc3339(now_ms())
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    format!("{prefix}-{stamp}-{}", std::process::id())
-}
-
-async fn entity_intel_main(args: EntityIntelArgs) -> Result<bool, ExampleError> {
+async fn entity_intel_main(
+    args: EntityIntelArgs,
+    matches: &ArgMatches,
+) -> Result<RunStatus, ExampleError> {
     let common = args.common;
     if common.print_input_schema {
         println!("{}", EntitiesResearchDirections::schema_json());
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
     if common.print_graph {
         let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
@@ -253,126 +295,128 @@ async fn entity_intel_main(args: EntityIntelArgs) -> Result<bool, ExampleError> 
                 )?,
                 summary_model: offline,
                 summarize_after_messages: Limits::default().summarize_after_messages,
+                web: Some(entity_intel::WebTools::default()),
             },
             graphkit::CompileOptions::new(),
         )?;
         println!("{}", graph.draw_mermaid());
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
-    let thread = common.thread.clone().unwrap_or_else(|| new_thread("ei"));
-    let run_dir = RunDir::create(
-        common
-            .out
-            .clone()
-            .unwrap_or_else(|| RunDir::default_for("entity-intel", &thread)),
-    )?;
-    let manifest = RunManifest::read(run_dir.path())?;
-    if common.resume && manifest.is_none() && common.input.is_none() {
-        return Err(ExampleError::Usage(format!(
-            "nothing to resume in {}: no run.json there; pass the same --out as the first run, or --input",
-            run_dir.path().display()
-        )));
+    // Bad input or a bad model spec is reported before anything is created.
+    let given_input = common
+        .input
+        .as_deref()
+        .map(EntitiesResearchDirections::from_file)
+        .transpose()?;
+    common.model.parse::<ModelChoice>()?;
+    if let Some(spec) = &common.summary_model {
+        spec.parse::<ModelChoice>()?;
     }
+    let mut session = RunSession::begin(RunRequest {
+        thread: common.thread.clone(),
+        out: common.out.clone(),
+        resume: common.resume,
+        given: GivenOptions::from_matches(matches),
+        ..RunRequest::new("entity-intel")
+    })?;
 
     // Input: --input, else the run's own (on resume), else the sample.
-    let input = match (&common.input, &manifest) {
-        (Some(path), _) => EntitiesResearchDirections::from_file(path)?,
-        (None, Some(m)) if common.resume => EntitiesResearchDirections::from_json(
-            &run_dir.join(RunManifest::FILE).display().to_string(),
-            &m.input.to_string(),
+    let input = match (given_input, session.saved_input()) {
+        (Some(input), _) => input,
+        (None, Some(saved)) => EntitiesResearchDirections::from_json(
+            &session.dir().join("run.json").display().to_string(),
+            &saved.to_string(),
         )?,
-        _ => EntitiesResearchDirections::from_file(&entity_intel::sample_input_path())?,
+        (None, None) => EntitiesResearchDirections::from_file(&entity_intel::sample_input_path())?,
     };
-    let resumed_model = manifest
-        .as_ref()
-        .filter(|_| common.resume && common.model == "offline")
-        .map(|m| m.model.clone());
-    let model_spec = resumed_model.unwrap_or(common.model.clone());
-    let summary_spec = common.summary_model.clone().or_else(|| {
-        manifest
-            .as_ref()
-            .filter(|_| common.resume)
-            .and_then(|m| m.summary_model.clone())
-    });
-    let checkpoint: CheckpointChoice = match &common.checkpoint {
-        Some(spec) => spec.parse()?,
-        None => match manifest.as_ref().filter(|_| common.resume) {
-            Some(m) if !m.checkpoint.starts_with("postgres") => m.checkpoint.parse()?,
-            _ => CheckpointChoice::Sqlite(run_dir.join("checkpoints.sqlite")),
-        },
+    // Run-defining options: given now wins; on --resume the rest come from run.json.
+    let model_spec: String = session.option("model", common.model.clone())?;
+    let summary_spec: Option<String> =
+        session.option("summary_model", common.summary_model.clone())?;
+    let corpus: Option<PathBuf> = session.option(
+        "corpus",
+        common
+            .corpus
+            .as_deref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+    )?;
+    let max_concurrency: usize = session.option("max_concurrency", common.max_concurrency)?;
+    let offline_delay_ms: u64 = session.option("offline_delay_ms", common.offline_delay_ms)?;
+    let limits = Limits {
+        max_tool_calls_per_todo: session
+            .option("max_tool_calls_per_todo", args.max_tool_calls_per_todo)?,
+        max_idle_turns_per_todo: session
+            .option("max_idle_turns_per_todo", args.max_idle_turns_per_todo)?,
+        todo_timeout: Duration::from_secs(session.option("todo_timeout", args.todo_timeout)?),
+        max_tokens_per_turn: session.option("max_tokens_per_turn", args.max_tokens_per_turn)?,
+        ..Limits::default()
     };
-    if common.resume && !checkpoint.is_durable() {
-        return Err(ExampleError::Usage(
-            "--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into(),
-        ));
-    }
+    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
-    let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(
-        OfflineResearchModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
-    );
-    let model = model_spec
-        .parse::<ModelChoice>()?
-        .build(Arc::clone(&offline))?;
+    let offline: Arc<dyn graphkit_llm::ChatModel> =
+        Arc::new(OfflineResearchModel::new().with_delay(Duration::from_millis(offline_delay_ms)));
+    let model_choice = model_spec.parse::<ModelChoice>()?;
+    let model = model_choice.build(Arc::clone(&offline))?;
     let summary_model = match &summary_spec {
         Some(spec) => spec.parse::<ModelChoice>()?.build(offline)?,
         None => Arc::clone(&model),
     };
-    let is_offline = model_spec.parse::<ModelChoice>()?.is_offline();
     let (search, search_name) =
-        graphkit_examples::shared::search::choose(common.corpus.as_deref(), is_offline)?;
+        graphkit_examples::shared::search::choose(corpus.as_deref(), model_choice.is_offline())?;
+    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
 
-    if !common.resume {
-        let manifest = RunManifest {
-            workflow: "entity-intel".into(),
-            thread: thread.clone(),
-            model: model_spec.clone(),
-            summary_model: summary_spec.clone(),
-            checkpoint: checkpoint.to_string(),
-            created_at: rfc3339(now_ms()),
-            input: serde_json::to_value(&input).unwrap_or_default(),
-        };
-        run_dir.write_json(RunManifest::FILE, &manifest)?;
-    }
+    session.record_start(
+        &checkpoint,
+        serde_json::to_value(&input).unwrap_or_default(),
+    )?;
     let progress = Progress::new("todos", common.quiet);
     progress.note(
         "run",
         &format!(
-            "entity-intel, thread {thread}, {} bundles / {} directions, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
+            "entity-intel, thread {}, {} bundles / {} directions, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
+            session.thread(),
             input.bundles.len(),
             input.total_directions(),
-            run_dir.path().display()
+            session.dir().path().display()
         ),
     );
     let options = EntityIntelOptions {
         model,
         summary_model,
         search,
-        limits: Limits {
-            max_tool_calls_per_todo: args.max_tool_calls_per_todo,
-            max_idle_turns_per_todo: args.max_idle_turns_per_todo,
-            todo_timeout: Duration::from_secs(args.todo_timeout),
-            max_tokens_per_turn: args.max_tokens_per_turn,
-            ..Limits::default()
-        },
-        max_concurrency: common.max_concurrency,
-        run_dir,
-        checkpointer: checkpoint.open().await?,
-        thread,
-        resume: common.resume,
+        // Real models get the seed's other web tools; the offline stand-in the corpus only.
+        web: (!model_choice.is_offline()).then(entity_intel::WebTools::default),
+        limits,
+        max_concurrency,
+        run_dir: session.dir().clone(),
+        checkpointer: Arc::clone(&checkpointer.saver),
+        thread: session.thread().to_owned(),
+        resume: session.is_resume(),
         stream: common.stream,
         progress,
+        stop: StopSignal::on_ctrl_c(common.quiet),
     };
-    let summary = run_entity_intel(&input, &options).await?;
-    print!("{}", summary.render());
-    println!(
-        "summary: {}",
-        options.run_dir.join("run_summary.json").display()
+    let result = run_entity_intel(&input, &options).await;
+    drop(options);
+    checkpointer.close().await;
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(err) => {
+            session.record_failure(&err);
+            return Err(err);
+        }
+    };
+    let status = if summary.interrupted() {
+        RunStatus::Interrupted
+    } else if summary.succeeded() {
+        RunStatus::Finished
+    } else {
+        RunStatus::Failed
+    };
+    let text = format!(
+        "{}summary: {}\n",
+        summary.render(),
+        session.dir().join("run_summary.json").display()
     );
-    if !summary.succeeded() {
-        eprintln!(
-            "some bundles failed; continue with: graphkit-research entity-intel --resume --thread {}",
-            summary.thread
-        );
-    }
-    Ok(summary.succeeded())
+    session.finish(status, &text, common.stream)
 }

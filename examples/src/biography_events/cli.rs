@@ -9,6 +9,7 @@ use super::event::load_initial_events;
 use super::offline::offline_model;
 use super::runner::{BiographyOptions, run_biography_events};
 use super::{DEFAULT_PERSON, Deps, Limits, Sites, build_graph, default_corpus_dir};
+use crate::shared::run_dir::RunStatus;
 use crate::shared::time::{now_ms, rfc3339};
 use crate::shared::{CheckpointChoice, ExampleError, ModelChoice, Progress, RunDir, RunManifest};
 
@@ -130,8 +131,9 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
         Sites::web()
     };
 
-    if !request.resume {
-        let manifest = RunManifest {
+    let mut manifest = match manifest {
+        Some(m) => m,
+        None => RunManifest {
             workflow: "biography-events".into(),
             thread: thread.clone(),
             model: model_spec.clone(),
@@ -139,9 +141,16 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
             checkpoint: checkpoint.to_string(),
             created_at: rfc3339(now_ms()),
             input: json!({"person": person, "initialEvents": initial, "limits": request.limits}),
-        };
-        run_dir.write_json(RunManifest::FILE, &manifest)?;
-    }
+            options: serde_json::Map::new(),
+            status: RunStatus::Running,
+            pid: None,
+            updated_at: String::new(),
+        },
+    };
+    manifest.status = RunStatus::Running;
+    manifest.pid = Some(std::process::id());
+    manifest.updated_at = rfc3339(now_ms());
+    run_dir.write_json(RunManifest::FILE, &manifest)?;
     let progress = Progress::new("tool calls", request.quiet);
     progress.note(
         "run",
@@ -162,7 +171,15 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
         stream: request.stream,
         progress,
     };
-    match run_biography_events(&person, initial, &options).await {
+    let outcome = run_biography_events(&person, initial, &options).await;
+    manifest.status = if outcome.is_ok() {
+        RunStatus::Finished
+    } else {
+        RunStatus::Failed
+    };
+    manifest.updated_at = rfc3339(now_ms());
+    options.run_dir.write_json(RunManifest::FILE, &manifest)?;
+    match outcome {
         Ok((summary, _)) => {
             print!("{}", summary.render());
             println!("events: {}", options.run_dir.join("events.json").display());

@@ -26,6 +26,10 @@ pub struct EntitiesResearchDirections {
     /// One bundle per guest: the guest and the businesses, products, compounds and
     /// platforms connected to them. Each bundle is researched by its own graph run.
     pub bundles: Vec<EntityBundle>,
+    /// The number of directions over all bundles (the seed's `totalDirections`): checked
+    /// when given, filled in otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_directions: Option<usize>,
 }
 
 /// The entities of one guest and their research directions.
@@ -36,7 +40,64 @@ pub struct EntityBundle {
     /// todo id and the name of the bundle's output directory (`[a-z0-9_]`).
     pub bundle_id: String,
     /// The entities to research.
+    #[serde(default)]
     pub entities: Vec<EntityDirections>,
+    /// The seed's typed sub-bundle of the guest (`GuestDueDiligenceDirections`): a PERSON,
+    /// researched first. Moved into `entities` when the input is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<TypedEntityDirections>,
+    /// The seed's `BusinessDueDiligenceDirections`: BUSINESS entities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub businesses: Vec<TypedEntityDirections>,
+    /// The seed's `ProductResearchDirections`: PRODUCT entities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub products: Vec<TypedEntityDirections>,
+    /// The seed's `CompoundNormalizationDirections`: COMPOUND entities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compounds: Vec<TypedEntityDirections>,
+    /// The seed's `PlatformResearchDirections`: PLATFORM entities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<TypedEntityDirections>,
+}
+
+/// An entity in one of the seed's typed sub-bundles: its kind comes from where it is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TypedEntityDirections {
+    /// Canonical name (also accepted as `entityName` or `canonicalName`).
+    #[serde(alias = "entityName", alias = "canonicalName")]
+    pub name: String,
+    /// Research directions for it.
+    pub directions: Vec<ResearchDirection>,
+}
+
+impl EntityBundle {
+    /// Moves the seed's typed sub-bundles into `entities` (the guest first, then
+    /// businesses, products, compounds, platforms, then entities given directly).
+    fn normalize(&mut self) {
+        let typed = [
+            (
+                EntityType::Person,
+                self.guest.take().into_iter().collect::<Vec<_>>(),
+            ),
+            (EntityType::Business, std::mem::take(&mut self.businesses)),
+            (EntityType::Product, std::mem::take(&mut self.products)),
+            (EntityType::Compound, std::mem::take(&mut self.compounds)),
+            (EntityType::Platform, std::mem::take(&mut self.platforms)),
+        ];
+        let mut entities: Vec<EntityDirections> = typed
+            .into_iter()
+            .flat_map(|(entity_type, list)| {
+                list.into_iter().map(move |e| EntityDirections {
+                    entity_type,
+                    name: e.name,
+                    directions: e.directions,
+                })
+            })
+            .collect();
+        entities.append(&mut self.entities);
+        self.entities = entities;
+    }
 }
 
 /// One entity and what to find out about it.
@@ -166,6 +227,10 @@ impl EntitiesResearchDirections {
                 message: format!("{field}: {inner}"),
             }
         })?;
+        let mut parsed = parsed;
+        for bundle in &mut parsed.bundles {
+            bundle.normalize();
+        }
         parsed.validate().map_err(|message| ExampleError::Input {
             origin: source.to_owned(),
             message,
@@ -202,12 +267,23 @@ impl EntitiesResearchDirections {
             episode: self.episode.clone(),
             candidate_sources: self.candidate_sources.clone(),
             bundles: vec![bundle.clone()],
+            total_directions: Some(bundle.total_directions()),
         }
     }
 
     fn validate(&self) -> Result<(), String> {
         if self.bundles.is_empty() {
             return Err("field `bundles`: give at least one bundle".into());
+        }
+        let counted: usize = self
+            .bundles
+            .iter()
+            .map(EntityBundle::total_directions)
+            .sum();
+        if let Some(given) = self.total_directions.filter(|n| *n != counted) {
+            return Err(format!(
+                "field `totalDirections`: says {given}, but the bundles hold {counted} directions; fix it or leave it out"
+            ));
         }
         let mut ids = std::collections::HashSet::new();
         for (b, bundle) in self.bundles.iter().enumerate() {
@@ -231,7 +307,7 @@ impl EntitiesResearchDirections {
             }
             if bundle.entities.is_empty() {
                 return Err(format!(
-                    "field `{at}.entities`: a bundle needs at least one entity"
+                    "field `{at}.entities`: a bundle needs at least one entity (in `entities`, or the seed's `guest`, `businesses`, `products`, `compounds`, `platforms`)"
                 ));
             }
             let mut todo_ids = std::collections::HashSet::new();
@@ -293,18 +369,28 @@ pub fn slug(name: &str) -> String {
     out.trim_end_matches('_').to_owned()
 }
 
-/// The seed's todo id: `{bundleId}_{entityType}_{entitySlug}_{directionKey}`.
+/// The seed's todo id, as in its examples:
+///
+/// - the bundle's guest (a PERSON whose name is in the bundle id):
+///   `{bundleId}_{directionKey}` — `guest_ilan_sobel_001_roleAffiliationConfirmation`;
+/// - any other entity: `{bundleId}_{entityType}_{entitySlug}_{directionKey}` —
+///   `guest_ilan_sobel_001_biz_bioharvest_businessIdentityOverview`,
+///   `guest_ilan_sobel_001_prod_vinia_productCanonicalIdentity` (another person:
+///   `..._person_{slug}_...`).
 pub fn todo_id(
     bundle_id: &str,
     entity: &EntityDirections,
     direction: &ResearchDirection,
 ) -> String {
-    format!(
-        "{bundle_id}_{}_{}_{}",
-        entity.entity_type.tag(),
-        slug(&entity.name),
-        direction.key
-    )
+    let name = slug(&entity.name);
+    if entity.entity_type == EntityType::Person && bundle_id.contains(&name) {
+        return format!("{bundle_id}_{}", direction.key);
+    }
+    let tag = match entity.entity_type {
+        EntityType::Person => "person",
+        other => other.tag(),
+    };
+    format!("{bundle_id}_{tag}_{name}_{}", direction.key)
 }
 
 /// The suggested output file of a todo, as in the seed's "Output Structure":
@@ -321,6 +407,57 @@ pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn todo_ids_follow_the_seeds_examples() {
+        let direction = |key: &str| ResearchDirection {
+            key: key.into(),
+            objective: "x".into(),
+            priority: Priority::High,
+            fields_to_extract: vec![],
+            acceptance_criteria: vec![],
+            source_priorities: vec![],
+            optional: false,
+        };
+        let entity = |entity_type, name: &str| EntityDirections {
+            entity_type,
+            name: name.into(),
+            directions: vec![],
+        };
+        let bundle = "guest_ilan_sobel_001";
+        let cases = [
+            (
+                EntityType::Person,
+                "Ilan Sobel",
+                "roleAffiliationConfirmation",
+                "guest_ilan_sobel_001_roleAffiliationConfirmation",
+            ),
+            (
+                EntityType::Business,
+                "BioHarvest",
+                "businessIdentityOverview",
+                "guest_ilan_sobel_001_biz_bioharvest_businessIdentityOverview",
+            ),
+            (
+                EntityType::Product,
+                "Vinia",
+                "productCanonicalIdentity",
+                "guest_ilan_sobel_001_prod_vinia_productCanonicalIdentity",
+            ),
+            (
+                EntityType::Person,
+                "Dana Roe",
+                "professionalBackground",
+                "guest_ilan_sobel_001_person_dana_roe_professionalBackground",
+            ),
+        ];
+        for (kind, name, key, expected) in cases {
+            assert_eq!(
+                todo_id(bundle, &entity(kind, name), &direction(key)),
+                expected
+            );
+        }
+    }
 
     #[test]
     fn slug_keeps_letters_and_digits_only() {

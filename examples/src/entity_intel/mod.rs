@@ -19,23 +19,28 @@ mod runner;
 mod state;
 pub mod todo;
 mod tools;
+mod web_tools;
 
 pub use graph::build_graph;
 pub use input::{
     EntitiesResearchDirections, EntityBundle, EntityDirections, EntityType, Priority,
-    ResearchDirection,
+    ResearchDirection, TypedEntityDirections,
 };
 pub use nodes::{
     AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
 };
 pub use offline::OfflineResearchModel;
-pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
+pub use runner::{
+    BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
+    run_entity_intel,
+};
 pub use state::{
     CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, ResearchOutput,
     TodoBudget,
 };
 pub use todo::{TodoItem, TodoList, TodoStatus};
 pub use tools::{ToolDeps, research_tools};
+pub use web_tools::{SiteMapArgs, WebTools, same_site_links};
 
 /// The sample input shipped with the crate (`examples/inputs/entity-intel.json`).
 pub fn sample_input_path() -> std::path::PathBuf {

@@ -33,12 +33,13 @@ pub struct Limits {
     pub max_tool_calls_per_todo: u32,
     /// Model turns without a tool call allowed per todo before it is marked blocked.
     pub max_idle_turns_per_todo: u32,
-    /// Wall time allowed per todo before it is marked blocked (the seed: 5 minutes).
+    /// Working time allowed per todo before it is marked blocked (the seed: 5 minutes).
+    /// Only time a process spent on the todo counts, not time the run was down.
     pub todo_timeout: Duration,
     /// The write-file tool summarizes and resets the conversation when it holds more
-    /// messages than this. The seed uses 10 with its own message counting; 6 means "a
-    /// todo's worth of work" here (a todo takes at least 4 turns: next, search, extract,
-    /// write), so the context is reset after every completed todo.
+    /// messages than this. The default, 0, resets it after every write, as the seed's text
+    /// says ("this happens automatically every time a file is written"; its sample code
+    /// checks for more than 10 messages).
     pub summarize_after_messages: usize,
     /// Output tokens per agent turn.
     pub max_tokens_per_turn: u32,
@@ -50,7 +51,7 @@ impl Default for Limits {
             max_tool_calls_per_todo: 10,
             max_idle_turns_per_todo: 3,
             todo_timeout: Duration::from_secs(300),
-            summarize_after_messages: 6,
+            summarize_after_messages: 0,
             max_tokens_per_turn: 1024,
         }
     }
@@ -158,13 +159,29 @@ pub async fn research_agent(
         message_ops = KeyedUpdate::replace(messages.clone());
     }
 
+    // A todo counts as completed only once its file was written: one marked completed
+    // without a recorded write goes back to in progress.
+    for id in completed_without_file(&state) {
+        if let Some(todo) = list.todos.iter_mut().find(|t| t.id == id) {
+            todo.status = TodoStatus::InProgress;
+            todo.notes = format!(
+                "{} | Marked completed without a written file: save the output with agent_write_file.",
+                todo.notes
+            );
+            todo.updated_at = rfc3339(now);
+            changed.push(todo.clone());
+        }
+    }
+
     let mut budget = state.todo_budget.clone();
+    let session = session_of(&ctx);
     let mut current = state
         .current_todo_id
         .clone()
         .filter(|id| list.get(id).is_some_and(|t| !t.status.is_closed()));
     if let Some(id) = current.clone().filter(|id| *id == budget.todo_id) {
-        let elapsed = Duration::from_millis(u64::try_from(now - budget.started_ms).unwrap_or(0));
+        budget.tick(&session, now);
+        let elapsed = Duration::from_millis(budget.worked_ms);
         let reason = if budget.tool_calls >= limits.max_tool_calls_per_todo {
             Some(format!(
                 "stopped after {} tool calls without completing (limit {})",
@@ -186,16 +203,18 @@ pub async fn research_agent(
         };
         if let Some(reason) = reason {
             let blocked = block(&list, &id, &reason);
+            let verb = blocked.status.as_str();
             list.todos
                 .iter_mut()
                 .filter(|t| t.id == id)
                 .for_each(|t| *t = blocked.clone());
             changed.push(blocked);
-            ctx.writer()
-                .custom(json!({"event": "todo_blocked", "todoId": id, "reason": reason}));
+            ctx.writer().custom(
+                json!({"event": "todo_blocked", "todoId": id, "status": verb, "reason": reason}),
+            );
             // Start the next todo with a clean slate, as a write would.
             let note = Message::system(format!(
-                "{} Todo {id} was marked blocked: {reason}. Continue with the next todo.",
+                "{} Todo {id} was marked {verb}: {reason}. Continue with the next todo.",
                 prompts::CHECKPOINT_PREFIX
             ));
             messages = messages.into_iter().take(1).chain([note]).collect();
@@ -221,6 +240,9 @@ pub async fn research_agent(
             tool_calls: 0,
             idle_turns: 0,
             started_ms: now,
+            worked_ms: 0,
+            session: session.clone(),
+            last_tick_ms: now,
         };
         current = Some(next.id);
     }
@@ -244,6 +266,7 @@ pub async fn research_agent(
 
     let view = S {
         todo_list: list.clone(),
+        candidate_sources: state.candidate_sources.clone(),
         ..S::default()
     };
     let mut request_messages = sendable(&messages);
@@ -251,15 +274,28 @@ pub async fn research_agent(
         &view,
         list.get(&current_id),
     )));
-    let request = ChatRequest::new(request_messages)
-        .with_tools(deps.tool_specs.clone())
-        .with_options(
-            CallOptions::new()
-                .temperature(0.0)
-                .max_tokens(limits.max_tokens_per_turn),
-        );
+    let request = |max_tokens: u32| {
+        ChatRequest::new(request_messages.clone())
+            .with_tools(deps.tool_specs.clone())
+            .with_options(CallOptions::new().temperature(0.0).max_tokens(max_tokens))
+    };
     update = update.model_calls(1);
-    match deps.model.invoke_request(request).await {
+    let mut answer = deps
+        .model
+        .invoke_request(request(limits.max_tokens_per_turn))
+        .await;
+    if let Some(cut) = answer.as_ref().ok().filter(|reply| was_cut_short(reply)) {
+        // The per-turn cap must not truncate a file write: ask again with room.
+        let room = limits.max_tokens_per_turn.saturating_mul(4).max(4096);
+        ctx.writer().custom(json!({"event": "warning", "todoId": current_id,
+            "message": format!("the reply hit the {}-token cap; asked again with {room}", limits.max_tokens_per_turn)}));
+        update = update
+            .model_calls(2)
+            .input_tokens(cut.usage.map_or(0, |u| u.input_tokens))
+            .output_tokens(cut.usage.map_or(0, |u| u.output_tokens));
+        answer = deps.model.invoke_request(request(room)).await;
+    }
+    match answer {
         Ok(reply) => {
             let calls = u32::try_from(reply.tool_calls.len()).unwrap_or(u32::MAX);
             if calls == 0 {
@@ -283,8 +319,58 @@ pub async fn research_agent(
     Ok(update.todo_budget(budget).messages(message_ops))
 }
 
+/// `true` when the provider stopped a tool call at the token cap (`length` for
+/// OpenAI-style servers, `max_tokens` for Anthropic): the reply has tool calls, or text
+/// that is a tool call or JSON in the making. Prose cut short is left as it is.
+fn was_cut_short(reply: &graphkit_llm::AssistantMessage) -> bool {
+    let cut = matches!(
+        reply.finish_reason.as_deref(),
+        Some("length" | "max_tokens" | "max_output_tokens")
+    );
+    let text = reply.content.trim_start();
+    cut && (!reply.tool_calls.is_empty()
+        || text.starts_with('{')
+        || text.starts_with("```")
+        || text.contains("<tool_call>"))
+}
+
+/// Todos marked completed for which no file was recorded.
+pub fn completed_without_file(state: &S) -> Vec<String> {
+    state
+        .todo_list
+        .todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .filter(|t| {
+            !state
+                .completed_research
+                .iter()
+                .any(|r| r.todo_id.as_deref() == Some(t.id.as_str()))
+        })
+        .map(|t| t.id.clone())
+        .collect()
+}
+
+/// The session working on the thread: the runner's [`RUN_SESSION_KEY`](super::runner::RUN_SESSION_KEY)
+/// value, else one per process.
+fn session_of(ctx: &NodeContext) -> String {
+    static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ctx.config()
+        .value(super::runner::RUN_SESSION_KEY)
+        .and_then(Value::as_str)
+        .map_or_else(
+            || {
+                PROCESS
+                    .get_or_init(|| format!("process-{}-{}", std::process::id(), now_ms()))
+                    .clone()
+            },
+            str::to_owned,
+        )
+}
+
 fn block(list: &TodoList, id: &str, reason: &str) -> TodoItem {
     let mut todo = list.get(id).cloned().unwrap_or_else(|| TodoItem {
+        optional: false,
         id: id.to_owned(),
         description: String::new(),
         entity_type: super::input::EntityType::Person,
@@ -298,11 +384,17 @@ fn block(list: &TodoList, id: &str, reason: &str) -> TodoItem {
         created_at: String::new(),
         updated_at: String::new(),
     });
-    todo.status = TodoStatus::Blocked;
-    todo.notes = if todo.notes.is_empty() {
-        format!("Blocked: {reason}.")
+    // An optional direction that hits a limit is skipped, not blocked.
+    let (status, label) = if todo.optional {
+        (TodoStatus::Skipped, "Skipped")
     } else {
-        format!("{} | Blocked: {reason}.", todo.notes)
+        (TodoStatus::Blocked, "Blocked")
+    };
+    todo.status = status;
+    todo.notes = if todo.notes.is_empty() {
+        format!("{label}: {reason}.")
+    } else {
+        format!("{} | {label}: {reason}.", todo.notes)
     };
     todo.updated_at = rfc3339(now_ms());
     todo
@@ -338,7 +430,8 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 }
 
 /// `should_continue_or_finalize`: to the tool node when the model called tools; to
-/// `finalize_output` when no todo is open; back to `research_agent` otherwise.
+/// `finalize_output` when no todo is open (and every completed one has its file); back to
+/// `research_agent` otherwise.
 pub fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
         .messages
@@ -346,7 +439,7 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
         .is_some_and(|m| !m.tool_calls().is_empty())
     {
         TOOLS_NODE
-    } else if state.todo_list.open_count() == 0 {
+    } else if state.todo_list.open_count() == 0 && completed_without_file(state).is_empty() {
         FINALIZE_OUTPUT
     } else {
         RESEARCH_AGENT
@@ -374,6 +467,8 @@ pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, 
         "totalTodos": list.todos.len(),
         "completedTodos": list.count(TodoStatus::Completed),
         "blockedTodos": blocked,
+        "skippedTodos": list.todos.iter().filter(|t| t.status == TodoStatus::Skipped)
+            .map(|t| json!({"id": t.id, "notes": t.notes})).collect::<Vec<_>>(),
         "toolCalls": state.tool_calls,
         "modelCalls": state.model_calls,
     });

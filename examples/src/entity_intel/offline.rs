@@ -6,7 +6,7 @@ use graphkit_llm::{
 };
 use serde_json::{Value, json};
 
-use super::prompts::{DIRECTIONS_MARKER, SUMMARY_MARKER};
+use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
 use super::todo::{GeneratedTodo, GeneratedTodoList};
 
 /// **Offline stand-in, not a language model.** A deterministic program that plays the
@@ -17,12 +17,13 @@ use super::todo::{GeneratedTodo, GeneratedTodoList};
 ///
 /// - **todo generation** (a request with a response format): it reads the directions in
 ///   the prompt and writes one todo per direction with the seed's id convention;
-/// - **agent turns** (a request with tools): it reads the conversation since the last
-///   context reset and takes the next step of the seed's pattern: `todo_get_next` →
-///   `todo_update(in_progress)` → `web_search` (entity name + direction + fields) →
-///   `web_extract` (the top results) → `todo_update(completed)` and
-///   `agent_write_file` in one turn, with findings taken from the extracted pages
-///   (`Label: value` lines matching the todo's fields, with their source URLs);
+/// - **agent turns** (a request with tools): it reads the current todo from the reminder
+///   (the node already chose it and marked it in progress) and the conversation since
+///   the last context reset, and takes the next step of the seed's pattern:
+///   `web_search` (entity name + direction + fields) → `web_extract` (the top results) →
+///   `todo_update(completed)` and `agent_write_file` in one turn, with findings taken
+///   from the extracted pages (`Label: value` lines, and sentences of prose that state a
+///   field, with their source URLs);
 /// - **summaries** (the summarization prompt): two sentences naming the todo and file.
 ///
 /// Everything it writes comes from the corpus and the todo; nothing is invented. It exists
@@ -181,26 +182,30 @@ fn call(name: &str, args: Value) -> ToolCall {
 }
 
 fn agent_turn(messages: &[Message]) -> AssistantMessage {
-    let results = results_since_reset(messages);
-    // Work on the todo of the latest `todo_get_next` that was not followed by a write.
-    let Some(pos) = results
+    // The node already chose the current todo and marked it in progress; the reminder
+    // (the last user message) carries it.
+    let todo = messages
         .iter()
-        .rposition(|(name, _, _)| *name == "todo_get_next")
-    else {
-        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
-    };
-    let after = &results[pos + 1..];
-    if after
-        .iter()
-        .any(|(name, _, err)| *name == "agent_write_file" && !err)
-    {
-        return AssistantMessage::with_tool_calls("", vec![call("todo_get_next", json!({}))]);
-    }
-    let Ok(todo) = serde_json::from_str::<Value>(results[pos].1) else {
+        .rev()
+        .find(|m| matches!(m, Message::User(_)))
+        .and_then(|m| {
+            m.text()
+                .lines()
+                .find_map(|l| l.strip_prefix(CURRENT_TODO_JSON))
+                .and_then(|json| serde_json::from_str::<Value>(json).ok())
+        });
+    let Some(todo) = todo else {
         return AssistantMessage::text(
             "All todos are complete or blocked; nothing left to research.",
         );
     };
+    // Only the work since the last successful write counts for this todo.
+    let results = results_since_reset(messages);
+    let start = results
+        .iter()
+        .rposition(|(name, _, err)| *name == "agent_write_file" && !err)
+        .map_or(0, |i| i + 1);
+    let after = &results[start..];
     let id = todo["id"].as_str().unwrap_or_default().to_owned();
     let has = |tool: &str| {
         after
@@ -209,15 +214,6 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
             .map(|(_, content, _)| *content)
     };
 
-    if has("todo_update").is_none() {
-        return AssistantMessage::with_tool_calls(
-            "",
-            vec![call(
-                "todo_update",
-                json!({"todo_id": id, "status": "in_progress"}),
-            )],
-        );
-    }
     let Some(search) = has("web_search") else {
         return AssistantMessage::with_tool_calls(
             "",
@@ -326,8 +322,16 @@ fn query_for(todo: &Value) -> String {
         .filter_map(Value::as_str)
         .take(4)
     {
+        let field = words(field);
         query.push(' ');
-        query.push_str(&words(field));
+        query.push_str(&field);
+        // Singular forms too (`rounds` → `round`): the corpus search does not stem.
+        for word in field.split_whitespace().filter(|w| w.len() > 4) {
+            if let Some(singular) = word.strip_suffix('s') {
+                query.push(' ');
+                query.push_str(singular);
+            }
+        }
     }
     query
 }
@@ -364,12 +368,19 @@ fn findings_for(todo: &Value, pages: &[Value]) -> Value {
         .filter_map(Value::as_str)
     {
         let label = words(field);
-        let hit = pages.iter().find_map(|page| {
+        // A `Label: value` line first (on any page), then a sentence of prose.
+        let labelled = pages.iter().find_map(|page| {
             let content = page["content"].as_str()?;
             content
                 .lines()
                 .find_map(|line| value_after_label(line, &label))
                 .map(|v| (v, page["url"].clone()))
+        });
+        let hit = labelled.or_else(|| {
+            pages.iter().find_map(|page| {
+                let content = page["content"].as_str()?;
+                value_in_prose(content, &label).map(|v| (v, page["url"].clone()))
+            })
         });
         match hit {
             Some((value, url)) => {
@@ -406,6 +417,102 @@ fn value_after_label(line: &str, label: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// The sentences of a page: paragraphs with their lines joined (list items and table rows
+/// stay one per line), split after `.`, `!` or `?` followed by a space.
+fn sentences(content: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for paragraph in content.split("\n\n") {
+        let mut joined = String::new();
+        for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if line.starts_with(['-', '*', '|', '#']) {
+                out.push(
+                    line.trim_start_matches(['-', '*', '|', '#', ' '])
+                        .to_owned(),
+                );
+            } else {
+                if !joined.is_empty() {
+                    joined.push(' ');
+                }
+                joined.push_str(line);
+            }
+        }
+        let mut rest = joined.as_str();
+        while let Some(end) = rest
+            .char_indices()
+            .find(|&(i, c)| ".!?".contains(c) && rest[i + 1..].starts_with(' '))
+            .map(|(i, _)| i + 1)
+        {
+            out.push(rest[..end].trim().to_owned());
+            rest = &rest[end..];
+        }
+        if !rest.trim().is_empty() {
+            out.push(rest.trim().to_owned());
+        }
+    }
+    out
+}
+
+/// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause.
+fn after_cue(sentence: &str, cue: &str) -> Option<String> {
+    let at = sentence.to_lowercase().find(cue)? + cue.len();
+    let rest = sentence.get(at..)?;
+    let end = rest.find([',', ';', '.', '(', ')']).unwrap_or(rest.len());
+    Some(rest[..end].trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// A field's value stated in a sentence of prose, for the field's label (`lead investors`,
+/// `rounds`, `headquarters`, `founded year`, ...): cue phrases for common kinds of facts
+/// (`led by X`, `raised X`, `X-based`, `founded ... in YYYY`), else the first sentence that
+/// names the field's main word.
+fn value_in_prose(content: &str, label: &str) -> Option<String> {
+    let sentences = sentences(content);
+    let has = |w: &str| label.contains(w);
+    let first = |f: &dyn Fn(&str) -> Option<String>| sentences.iter().find_map(|s| f(s));
+    let cued = if has("investor") {
+        first(&|s| after_cue(s, "led by "))
+    } else if has("round") || has("funding") || has("raised") {
+        first(&|s| after_cue(s, "raised "))
+    } else if has("founder") {
+        first(&|s| after_cue(s, "founded by ").or_else(|| after_cue(s, "co-founded by ")))
+    } else if has("year") && has("found") {
+        first(&|s| {
+            let lower = s.to_lowercase();
+            let at = lower.find("founded")?;
+            lower[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .find(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20")))
+                .map(str::to_owned)
+        })
+    } else if has("headquarters") || has("location") {
+        first(&|s| {
+            after_cue(s, "headquartered in ")
+                .or_else(|| after_cue(s, "based in "))
+                .or_else(|| {
+                    let at = s.find("-based ")?;
+                    s[..at].split_whitespace().last().map(str::to_owned)
+                })
+        })
+    } else {
+        None
+    };
+    cued.or_else(|| {
+        // The field's main word (its last, singular): `rounds` → `round`.
+        let main = label.split_whitespace().last()?;
+        let main = main
+            .strip_suffix('s')
+            .filter(|m| m.len() >= 4)
+            .unwrap_or(main);
+        (main.len() >= 4)
+            .then(|| {
+                sentences
+                    .iter()
+                    .find(|s| s.to_lowercase().contains(main))
+                    .cloned()
+            })
+            .flatten()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +529,28 @@ mod tests {
         );
         assert_eq!(value_after_label("Nothing here", "legal name"), None);
         assert_eq!(words("legalName"), "legal name");
+    }
+
+    #[test]
+    fn prose_sentences_answer_fields_without_labels() {
+        let page = "# Corvane Labs raises GBP 28m\n\nCambridge-based Corvane Labs has raised GBP 28 million in a Series B round led by Fenbridge\nVentures, chief executive Tobias Achebe said on Tuesday.\n\nThe company was founded in 2018.";
+        assert_eq!(
+            value_in_prose(page, "lead investors").as_deref(),
+            Some("Fenbridge Ventures")
+        );
+        assert_eq!(
+            value_in_prose(page, "rounds").as_deref(),
+            Some("GBP 28 million in a Series B round led by Fenbridge Ventures")
+        );
+        assert_eq!(
+            value_in_prose(page, "headquarters").as_deref(),
+            Some("Cambridge")
+        );
+        assert_eq!(
+            value_in_prose(page, "founded year").as_deref(),
+            Some("2018")
+        );
+        assert_eq!(value_in_prose(page, "patent count"), None);
     }
 
     #[test]

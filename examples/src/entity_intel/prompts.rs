@@ -53,18 +53,20 @@ Execute research tasks systematically to compile factual profiles of biotech ent
 products, compounds, platforms).
 
 WORKFLOW:
-1. Get the current todo with todo_get_next (the highest priority open todo).
-2. Mark it as in_progress with todo_update.
-3. Research it with your tools: search for official sources first (company websites, official pages), fall
-   back to reputable secondary sources (registries, news, trade press), and use encyclopedias only to
-   disambiguate.
-4. Extract the specific fields listed in the todo.
-5. Compile the findings into structured JSON that names the source URL of every value.
-6. WHEN THE RESEARCH IS COMPLETE, MAKE TWO TOOL CALLS IN THE SAME TURN:
+1. The current todo is in the PROGRESS CHECK at the end of every turn. It is already chosen (the
+   highest priority open todo) and already marked in_progress for you: start researching it.
+2. Research it with your tools: search for official sources first (company websites, official pages), fall
+   back to reputable secondary sources (registries, news, trade press), and use Wikipedia only to
+   disambiguate. The candidate sources listed with the todo are good places to start.
+3. Extract the specific fields listed in the todo.
+4. Compile the findings into structured JSON that names the source URL of every value.
+5. WHEN THE RESEARCH IS COMPLETE, MAKE TWO TOOL CALLS IN THE SAME TURN:
    - agent_write_file(filename, content, description) to save the JSON (use the todo's outputFile name)
    - todo_update(todo_id, status=\"completed\", notes=\"...\") to mark it done
-7. Writing the file summarizes and resets your context automatically; then continue with the next todo.
+   A todo counts as completed only once its file is written.
+6. Writing the file summarizes and resets your context automatically; the next todo is then given to you.
 If a todo cannot be done (no sources at all), call todo_update with status=\"blocked\" and notes saying why.
+An optional todo may be skipped instead: todo_update with status=\"skipped\" and notes saying why.
 
 QUALITY STANDARDS:
 - Prefer official sources over secondary ones; always include source URLs.
@@ -74,9 +76,11 @@ QUALITY STANDARDS:
 TOOLS:
 - web_search(query, max_results): find sources. Example: web_search(query=\"Halvard Biosciences leadership\")
 - web_extract(urls): read the full text of pages from the search results.
+- fetch_url(url): fetch one page as markdown; site_map(url): list the links of a site's page (when offered).
+- wikipedia_search(query) / wikipedia_summary(title): only to disambiguate an entity (when offered).
 - agent_write_file(filename, content, description): save the research output (content is the JSON text).
 - agent_read_file(filename) / agent_list_files(): look at files already written.
-- todo_read(status_filter), todo_get_next(), todo_update(todo_id, status, notes): track progress."
+- todo_read(status_filter), todo_get_next(), todo_update(todo_id, status, notes): look at and track progress."
     )
 }
 
@@ -84,20 +88,28 @@ TOOLS:
 pub fn reminder(state: &EntityIntelResearchState, current: Option<&TodoItem>) -> String {
     let total = state.todo_list.todos.len();
     let completed = state.todo_list.count(super::todo::TodoStatus::Completed);
-    let blocked = state.todo_list.count(super::todo::TodoStatus::Blocked);
+    let blocked = state.todo_list.count(super::todo::TodoStatus::Blocked)
+        + state.todo_list.count(super::todo::TodoStatus::Skipped);
     let current = match current {
         Some(t) => format!(
-            "CURRENT TODO: {} (status {}, priority {:?})\n{}\nFields to extract: {}\nSave the output as: {}",
+            "CURRENT TODO: {} (status {}, priority {:?}{})\n{}\nFields to extract: {}\nSave the output as: {}{}\nCURRENT TODO (JSON): {}",
             t.id,
             t.status.as_str(),
             t.priority,
+            if t.optional {
+                ", optional: may be skipped"
+            } else {
+                ""
+            },
             t.description,
             if t.fields_to_extract.is_empty() {
                 "(see description)".to_owned()
             } else {
                 t.fields_to_extract.join(", ")
             },
-            t.output_file
+            t.output_file,
+            candidate_hints(&state.candidate_sources, &t.entity_name),
+            serde_json::to_string(t).unwrap_or_default()
         ),
         None => "CURRENT TODO: none left.".to_owned(),
     };
@@ -105,7 +117,7 @@ pub fn reminder(state: &EntityIntelResearchState, current: Option<&TodoItem>) ->
         "PROGRESS CHECK:
 - Total todos: {total}
 - Completed: {completed}
-- Blocked: {blocked}
+- Blocked or skipped: {blocked}
 - Remaining: {}
 
 {current}
@@ -118,6 +130,43 @@ CRITICAL REMINDERS:
 4. Use official sources whenever possible, extract precise data, include every source URL.",
         total.saturating_sub(completed + blocked)
     )
+}
+
+/// The marker of the current todo's JSON line in the reminder (the offline stand-in
+/// reads it).
+pub const CURRENT_TODO_JSON: &str = "CURRENT TODO (JSON): ";
+
+/// The input's candidate sources for `entity` (keyed by entity name, any case), as a
+/// hint line; empty when there are none.
+pub fn candidate_hints(candidate_sources: &serde_json::Value, entity: &str) -> String {
+    let Some(map) = candidate_sources.as_object() else {
+        return String::new();
+    };
+    let Some(sources) = map
+        .iter()
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case(entity.trim()))
+        .map(|(_, v)| v)
+    else {
+        return String::new();
+    };
+    let listed: Vec<String> = match sources {
+        serde_json::Value::Array(items) => items
+            .iter()
+            .take(5)
+            .map(|item| match item {
+                serde_json::Value::String(url) => url.clone(),
+                other => other
+                    .get("url")
+                    .and_then(serde_json::Value::as_str)
+                    .map_or_else(|| other.to_string(), str::to_owned),
+            })
+            .collect(),
+        other => vec![other.to_string()],
+    };
+    if listed.is_empty() {
+        return String::new();
+    }
+    format!("\nCandidate sources (hints, ranked): {}", listed.join(", "))
 }
 
 /// `CONTEXT_SUMMARIZATION_PROMPT`, used inside `agent_write_file`.

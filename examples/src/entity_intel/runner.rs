@@ -21,8 +21,9 @@ use super::nodes::{AgentDeps, Limits};
 use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate};
 use super::todo::TodoStatus;
 use super::tools::ToolDeps;
+use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir};
+use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
 use graphkit_tools::prebuilt::search::SearchBackend;
 
 /// Everything a run needs besides its input.
@@ -34,6 +35,8 @@ pub struct EntityIntelOptions {
     pub summary_model: Arc<dyn ChatModel>,
     /// The backend of the search and extract tools.
     pub search: Arc<dyn SearchBackend>,
+    /// The seed's other web tools (page fetch, site map, Wikipedia); `None` offline.
+    pub web: Option<super::web_tools::WebTools>,
     /// Per-todo limits.
     pub limits: Limits,
     /// Bundles researched at once.
@@ -50,6 +53,9 @@ pub struct EntityIntelOptions {
     pub stream: bool,
     /// Progress lines.
     pub progress: Progress,
+    /// Stops the run cleanly (Ctrl-C): bundles stop once their step in progress is
+    /// checkpointed, and bundles not started yet do not start.
+    pub stop: StopSignal,
 }
 
 impl std::fmt::Debug for EntityIntelOptions {
@@ -74,7 +80,8 @@ pub struct BundleSummary {
     pub bundle_id: String,
     /// Its thread.
     pub thread_id: String,
-    /// `finished`, or `failed` (see `error`).
+    /// `finished`, `failed` (see `error`), or `interrupted` (stopped by Ctrl-C after a
+    /// checkpoint; `--resume` continues it).
     pub status: String,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,6 +134,11 @@ impl RunSummary {
     /// `true` when every bundle finished.
     pub fn succeeded(&self) -> bool {
         self.bundles.iter().all(|b| b.status == "finished")
+    }
+
+    /// `true` when a stop request (Ctrl-C) left a bundle unfinished.
+    pub fn interrupted(&self) -> bool {
+        self.bundles.iter().any(|b| b.status == "interrupted")
     }
 
     /// A sum over the bundles.
@@ -191,21 +203,32 @@ pub async fn run_entity_intel(
             search: Arc::clone(&options.search),
             summary_model: Arc::clone(&options.summary_model),
             summarize_after_messages: options.limits.summarize_after_messages,
+            web: options.web.clone(),
         },
         CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
     )?;
 
-    // Refuse to overwrite an existing run before anything starts.
-    if !options.resume {
-        for bundle in &input.bundles {
-            let thread = bundle_thread(&options.thread, &bundle.bundle_id);
-            if thread_exists(&graph, &thread).await? {
+    // Refuse to overwrite an existing run before anything starts; refuse to "resume" a
+    // run whose checkpoints are not there (that would silently be a fresh run).
+    let mut existing = 0;
+    for bundle in &input.bundles {
+        let thread = bundle_thread(&options.thread, &bundle.bundle_id);
+        if thread_exists(&graph, &thread).await? {
+            if !options.resume {
                 return Err(ExampleError::Usage(format!(
                     "thread {} already has a run; continue it with `--resume --thread {}`, or start a new one with another --thread",
                     thread, options.thread
                 )));
             }
+            existing += 1;
         }
+    }
+    if options.resume && existing == 0 {
+        return Err(ExampleError::Resume(format!(
+            "the checkpoint backend holds no checkpoints of thread {} (none of its bundle threads {}): the database is empty or belongs to another run; pass the run's own --checkpoint, or start a new run without --resume",
+            options.thread,
+            bundle_thread(&options.thread, "BUNDLE")
+        )));
     }
 
     let semaphore = Arc::new(Semaphore::new(options.max_concurrency.max(1)));
@@ -217,6 +240,7 @@ pub async fn run_entity_intel(
         }
     });
     let bundles = futures::future::join_all(runs).await;
+    options.progress.end();
 
     let summary = RunSummary {
         workflow: "entity-intel".into(),
@@ -229,7 +253,25 @@ pub async fn run_entity_intel(
         bundles,
     };
     options.run_dir.write_json("run_summary.json", &summary)?;
+    if options.stream {
+        emit_json_line(&json!({"type": "summary", "summary": summary}));
+    }
     Ok(summary)
+}
+
+/// How often plain progress says what is still running (a slow model call).
+const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// The [`RunConfig`] value naming one process's continuous stretch of work on a thread
+/// (one graph invocation). The per-todo timeout counts time only within a session, so
+/// time spent down between a kill and a resume is not time spent working.
+pub const RUN_SESSION_KEY: &str = "entity_intel_session";
+
+/// A session id unique to this invocation.
+pub fn new_session_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{}-{n}", std::process::id(), now_ms())
 }
 
 /// The thread id of a bundle.
@@ -273,6 +315,10 @@ async fn run_bundle(
         output_tokens: 0,
         resumed: false,
     };
+    if options.stop.is_requested() {
+        summary.status = "interrupted".into();
+        return summary;
+    }
     match drive(
         graph,
         input,
@@ -302,6 +348,12 @@ async fn run_bundle(
                 summary.total_todos,
             );
         }
+        Err(ExampleError::Interrupted) => {
+            options
+                .progress
+                .note(&bundle.bundle_id, "stopped after its last checkpoint");
+            summary.status = "interrupted".into();
+        }
         Err(err) => {
             options
                 .progress
@@ -309,6 +361,7 @@ async fn run_bundle(
             summary.error = Some(err.to_string());
         }
     }
+    options.progress.finish(&bundle.bundle_id);
     summary
 }
 
@@ -324,7 +377,10 @@ async fn drive(
     let directions = bundle.total_directions();
     let config = RunConfig::new()
         .thread_id(thread)
-        .recursion_limit(100 + directions * 60);
+        .recursion_limit(100 + directions * 60)
+        .with_value(RUN_SESSION_KEY, new_session_id())
+        .cancellation(options.stop.immediate());
+    let here = output_directory.display().to_string();
     let run_input: RunInput<EntityIntelResearchState> = match graph.get_state(&config).await {
         Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
             // Finished before: nothing to redo.
@@ -332,11 +388,21 @@ async fn drive(
             options.progress.note(&bundle.bundle_id, "already finished");
             return Ok(snapshot.values);
         }
-        Ok(_) => {
+        Ok(snapshot) => {
             summary.resumed = true;
             options
                 .progress
                 .note(&bundle.bundle_id, "resuming from the last checkpoint");
+            if snapshot.values.output_directory != here {
+                // The run folder was moved or copied: write the rest of the outputs here.
+                graph
+                    .update_state(
+                        &config,
+                        EntityIntelResearchStateUpdate::new().output_directory(here.clone()),
+                        None,
+                    )
+                    .await?;
+            }
             RunInput::Continue
         }
         Err(GraphError::CheckpointNotFound { .. }) => EntityIntelResearchStateUpdate::new()
@@ -350,16 +416,81 @@ async fn drive(
     std::fs::create_dir_all(output_directory)
         .map_err(|e| ExampleError::io("create", output_directory, e))?;
 
-    let mut stream =
-        graph.stream_with(run_input, config, [StreamMode::Updates, StreamMode::Custom]);
-    while let Some(event) = stream.next().await {
-        match event?.payload {
-            StreamPayload::Custom { payload, .. } => {
-                report(&options.progress, &bundle.bundle_id, &payload)
+    let group = bundle.bundle_id.as_str();
+    // The tools the model asked for last: what the `tools` node is running.
+    let mut called_tools = String::new();
+    let mut stream = graph.stream_with(
+        run_input,
+        config,
+        [
+            StreamMode::Updates,
+            StreamMode::Custom,
+            StreamMode::Tasks,
+            StreamMode::Checkpoints,
+        ],
+    );
+    let mut heartbeat =
+        tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+    loop {
+        // A stop request is honoured at the next checkpoint: the step in progress is saved.
+        let event = tokio::select! {
+            event = stream.next() => event,
+            () = options.stop.requested(), if !options.stop.is_requested() => continue,
+            _ = heartbeat.tick() => {
+                options.progress.heartbeat(group);
+                continue;
             }
-            StreamPayload::Updates { node, update } if options.stream => {
-                let line = json!({"bundle": bundle.bundle_id, "node": &*node, "update": update});
-                println!("{line}");
+        };
+        let Some(event) = event else { break };
+        let event = match event {
+            Ok(event) => event,
+            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
+            Err(err) => return Err(err.into()),
+        };
+        match event.payload {
+            StreamPayload::Custom { node, payload } => {
+                report(&options.progress, group, &payload);
+                if options.stream {
+                    emit_json_line(
+                        &json!({"type": "event", "bundle": group, "node": &*node, "event": payload}),
+                    );
+                }
+            }
+            StreamPayload::Updates { node, update } => {
+                let plain = plain_update::<EntityIntelResearchState>(&update);
+                let count = |k: &str| plain[k].as_u64().unwrap_or(0);
+                options.progress.usage(
+                    group,
+                    count("model_calls"),
+                    count("input_tokens") + count("output_tokens"),
+                );
+                if let Some(todo) = plain["current_todo_id"].as_str() {
+                    options.progress.current(group, todo);
+                }
+                if let Some(names) = last_tool_calls(&plain) {
+                    called_tools = names;
+                }
+                if options.stream {
+                    emit_json_line(
+                        &json!({"type": "update", "bundle": group, "node": &*node, "update": plain}),
+                    );
+                }
+            }
+            StreamPayload::Task(task) => {
+                if matches!(task.kind, graphkit::TaskEventKind::Start) {
+                    let what = match &*task.node {
+                        super::nodes::RESEARCH_AGENT => "research_agent: model call".to_owned(),
+                        super::nodes::GENERATE_TODOS => "generate_todos: model call".to_owned(),
+                        graphkit_tools::TOOLS_NODE if !called_tools.is_empty() => {
+                            format!("tools: {called_tools}")
+                        }
+                        node => format!("{node} running"),
+                    };
+                    options.progress.activity(group, &what);
+                }
+            }
+            StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
+                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }
@@ -370,6 +501,18 @@ async fn drive(
             bundle.bundle_id
         ))
     })
+}
+
+/// The names of the tool calls of the last assistant message in a plain update
+/// (`web_search, web_extract`), if it has any.
+fn last_tool_calls(plain: &Value) -> Option<String> {
+    let last = plain["messages"].as_array()?.last()?;
+    let names: Vec<&str> = last["tool_calls"]
+        .as_array()?
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(", "))
 }
 
 fn report(progress: &Progress, bundle: &str, event: &Value) {

@@ -105,6 +105,30 @@ pub struct TodoBudget {
     pub idle_turns: u32,
     /// When it became current (ms since the epoch).
     pub started_ms: i64,
+    /// Time spent working on it, in milliseconds: summed over the stretches of one
+    /// process working on the thread, so time spent down (killed, waiting for a resume)
+    /// does not count. The per-todo timeout compares this.
+    #[serde(default)]
+    pub worked_ms: u64,
+    /// The session (one graph invocation) that last worked on it.
+    #[serde(default)]
+    pub session: String,
+    /// When that session last looked at it (ms since the epoch).
+    #[serde(default)]
+    pub last_tick_ms: i64,
+}
+
+impl TodoBudget {
+    /// Adds the time since the last tick when the same `session` is still at work (a new
+    /// session — a resume — starts counting afresh), then ticks at `now`.
+    pub fn tick(&mut self, session: &str, now: i64) {
+        if self.session == session {
+            let since = u64::try_from(now.saturating_sub(self.last_tick_ms)).unwrap_or(0);
+            self.worked_ms = self.worked_ms.saturating_add(since);
+        }
+        session.clone_into(&mut self.session);
+        self.last_tick_ms = now;
+    }
 }
 
 impl EntityIntelResearchState {

@@ -20,12 +20,15 @@ pub enum TodoStatus {
     Completed,
     /// Given up on: the agent was stuck (limits reached) or said it cannot be done.
     Blocked,
+    /// Left out: an optional direction the agent chose to skip, or that reached a limit
+    /// (the seed's "graceful degradation (skip optional todos)").
+    Skipped,
 }
 
 impl TodoStatus {
-    /// `true` for completed and blocked todos: nothing more will happen to them.
+    /// `true` for completed, blocked and skipped todos: nothing more will happen to them.
     pub fn is_closed(self) -> bool {
-        matches!(self, Self::Completed | Self::Blocked)
+        matches!(self, Self::Completed | Self::Blocked | Self::Skipped)
     }
 
     /// The wire name (`in_progress`, ...).
@@ -35,6 +38,7 @@ impl TodoStatus {
             Self::InProgress => "in_progress",
             Self::Completed => "completed",
             Self::Blocked => "blocked",
+            Self::Skipped => "skipped",
         }
     }
 }
@@ -62,6 +66,9 @@ pub struct TodoItem {
     pub fields_to_extract: Vec<String>,
     /// The file the output should go to (`biz_halvard_biosciences_identity.json`).
     pub output_file: String,
+    /// From an optional direction: may be skipped (status `skipped`) without research.
+    #[serde(default)]
+    pub optional: bool,
     /// Notes: findings when completed, the reason when blocked.
     #[serde(default)]
     pub notes: String,
@@ -135,9 +142,10 @@ impl TodoList {
             "inProgressCount": self.count(TodoStatus::InProgress),
             "completedCount": self.count(TodoStatus::Completed),
             "blockedCount": self.count(TodoStatus::Blocked),
+            "skippedCount": self.count(TodoStatus::Skipped),
             "todos": self.todos.iter().filter(|t| status.is_none_or(|s| t.status == s)).map(|t| serde_json::json!({
                 "id": t.id, "status": t.status, "priority": t.priority, "entityName": t.entity_name,
-                "outputFile": t.output_file, "notes": t.notes,
+                "outputFile": t.output_file, "optional": t.optional, "notes": t.notes,
             })).collect::<Vec<_>>(),
         })
     }
@@ -221,6 +229,7 @@ pub fn reconcile(
                     status: TodoStatus::Pending,
                     fields_to_extract: direction.fields_to_extract.clone(),
                     output_file: output_file(entity, direction),
+                    optional: direction.optional,
                     notes: String::new(),
                     created_at: at.to_owned(),
                     updated_at: at.to_owned(),
@@ -279,6 +288,7 @@ mod tests {
             status,
             fields_to_extract: vec![],
             output_file: "f.json".into(),
+            optional: false,
             notes: String::new(),
             created_at: String::new(),
             updated_at: String::new(),

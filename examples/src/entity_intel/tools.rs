@@ -34,8 +34,12 @@ pub struct ToolDeps {
     pub search: Arc<dyn SearchBackend>,
     /// The model that writes checkpoint summaries.
     pub summary_model: Arc<dyn ChatModel>,
-    /// Summarize and reset when the history has more messages than this (the seed: 10).
+    /// Summarize and reset when the history has more messages than this (0: after every
+    /// write, as the seed's text says).
     pub summarize_after_messages: usize,
+    /// The seed's other web tools (page fetch, site map, Wikipedia), for runs on the real
+    /// web; `None` offline.
+    pub web: Option<super::web_tools::WebTools>,
 }
 
 impl std::fmt::Debug for ToolDeps {
@@ -60,7 +64,7 @@ pub struct TodoReadArgs {
 pub struct TodoUpdateArgs {
     /// The todo to change.
     pub todo_id: String,
-    /// New status: pending, in_progress, completed or blocked.
+    /// New status: pending, in_progress, completed, blocked, or skipped (optional todos only).
     #[serde(default)]
     pub status: Option<TodoStatus>,
     /// Notes to set (findings, or why it is blocked).
@@ -95,6 +99,9 @@ pub struct ReadArgs {
 pub fn research_tools(deps: &ToolDeps) -> Vec<DynTool<S>> {
     let mut tools: Vec<DynTool<S>> = todo_tools();
     tools.extend(search_tools::<S>(Arc::clone(&deps.search)));
+    if let Some(web) = &deps.web {
+        tools.extend(web.tools::<S>());
+    }
     tools.extend(file_tools(deps.clone()));
     tools
 }
@@ -127,7 +134,8 @@ fn todo_tools() -> Vec<DynTool<S>> {
     );
     let update = tool_fn_with_runtime(
         "todo_update",
-        "Update a todo's status (pending, in_progress, completed, blocked) and/or notes.",
+        "Update a todo's status (pending, in_progress, completed, blocked; skipped for optional todos) and/or notes. \
+         A todo counts as completed only once its file is written with agent_write_file.",
         |args: TodoUpdateArgs, rt: Rt| async move {
             let list = &rt.state().todo_list;
             let Some(todo) = list.get(args.todo_id.trim()) else {
@@ -141,6 +149,15 @@ fn todo_tools() -> Vec<DynTool<S>> {
                     ),
                 });
             };
+            if args.status == Some(TodoStatus::Skipped) && !todo.optional {
+                return Err(ToolError::InvalidArguments {
+                    tool: "todo_update".into(),
+                    message: format!(
+                        "todo `{}` is not optional, so it cannot be skipped; research it, or mark it blocked with notes saying why",
+                        todo.id
+                    ),
+                });
+            }
             if args.status.is_none() && args.notes.is_none() {
                 return Err(ToolError::InvalidArguments {
                     tool: "todo_update".into(),

@@ -29,6 +29,13 @@ pub enum ExampleError {
     /// An option of the CLI or of a workflow is not usable.
     #[error("{0}")]
     Usage(String),
+    /// `--resume` cannot continue the run: what is missing is named (the thread, the
+    /// database, its write-ahead log, the run directory).
+    #[error("cannot resume: {0}")]
+    Resume(String),
+    /// The run was stopped by Ctrl-C after its last step was checkpointed.
+    #[error("interrupted")]
+    Interrupted,
     /// A model could not be created or called.
     #[error("model: {0}")]
     Model(#[from] graphkit_llm::LlmError),
@@ -38,6 +45,17 @@ pub enum ExampleError {
 }
 
 impl ExampleError {
+    /// The process exit code for this error: 2 for bad usage, bad input, or a resume that
+    /// cannot start (the message says what to change); 130 when interrupted; 1 otherwise
+    /// (a backend or model that failed).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Input { .. } | Self::Resume(_) => 2,
+            Self::Interrupted => 130,
+            _ => 1,
+        }
+    }
+
     /// An I/O error about `path`.
     pub fn io(action: &'static str, path: &Path, error: std::io::Error) -> Self {
         Self::Io {

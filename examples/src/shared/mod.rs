@@ -1,20 +1,28 @@
 //! Infrastructure every research workflow shares: choosing models (`--model`), opening
 //! checkpointers (`--checkpoint`), the search backend (`--corpus`: the offline corpus, or
-//! Tavily), run directories, progress lines and the error type.
+//! Tavily), run directories and `run.json` ([`RunSession`]: new runs and `--resume`),
+//! the run listing ([`runs`]), progress ([`Progress`]), Ctrl-C ([`StopSignal`]),
+//! `--stream` JSON lines ([`stream`]) and the error type.
 
 pub mod checkpoint;
 mod error;
+pub mod interrupt;
 pub mod models;
 pub mod progress;
 pub mod run_dir;
+pub mod runs;
 pub mod search;
+pub mod session;
+pub mod stream;
 pub mod time;
 
-pub use checkpoint::CheckpointChoice;
+pub use checkpoint::{CheckpointChoice, OpenCheckpointer};
 pub use error::ExampleError;
+pub use interrupt::StopSignal;
 pub use models::ModelChoice;
-pub use progress::Progress;
-pub use run_dir::{RunDir, RunManifest};
+pub use progress::{Progress, ProgressMode};
+pub use run_dir::{RunDir, RunManifest, RunStatus};
+pub use session::{GivenOptions, RunRequest, RunSession};
 
 /// `text` cut at a character boundary to at most `max` bytes, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {

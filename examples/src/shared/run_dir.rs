@@ -6,6 +6,10 @@ use serde::Serialize;
 
 use super::ExampleError;
 
+/// The default root of run directories, under the current directory (ignored by git in
+/// this repository).
+pub const DEFAULT_ROOT: &str = "graphkit-runs";
+
 /// A run's output directory (`--out`, by default `graphkit-runs/<workflow>/<thread>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunDir {
@@ -24,10 +28,25 @@ impl RunDir {
         Ok(Self { root })
     }
 
+    /// An existing run directory (nothing is created).
+    ///
+    /// # Errors
+    /// [`ExampleError::Usage`] when `root` is not a directory.
+    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Self, ExampleError> {
+        let root = root.into();
+        if !root.is_dir() {
+            return Err(ExampleError::Usage(format!(
+                "the run directory {} does not exist",
+                root.display()
+            )));
+        }
+        Ok(Self { root })
+    }
+
     /// The default location of a run: `graphkit-runs/<workflow>/<thread>` under the
     /// current directory.
     pub fn default_for(workflow: &str, thread: &str) -> PathBuf {
-        PathBuf::from("graphkit-runs").join(workflow).join(thread)
+        PathBuf::from(DEFAULT_ROOT).join(workflow).join(thread)
     }
 
     /// The directory.
@@ -75,12 +94,61 @@ pub fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
         std::fs::create_dir_all(dir).map_err(|e| ExampleError::io("create", dir, e))?;
     }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(|e| ExampleError::io("write", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ExampleError::io("rename into", path, e))
+    let written = std::fs::write(&tmp, text)
+        .map_err(|e| ExampleError::io("write", &tmp, e))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).map_err(|e| ExampleError::io("rename into", path, e))
+        });
+    if written.is_err() {
+        // Never leave the temporary file behind; the previous content of `path` survives.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Where a run stands, as recorded in `run.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// A process is running it, or was until it was killed (see [`RunManifest::pid`]).
+    #[default]
+    Running,
+    /// Every unit finished.
+    Finished,
+    /// At least one unit failed; `--resume` continues it.
+    Failed,
+    /// Stopped by Ctrl-C after checkpointing; `--resume` continues it.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The process exit code for a run that ended so: 0 finished, 1 failed (or still
+    /// running), 130 interrupted (as a shell reports SIGINT).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Finished => 0,
+            Self::Failed | Self::Running => 1,
+            Self::Interrupted => 130,
+        }
+    }
+
+    /// The status as shown by `graphkit-research runs`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// `run.json`: what a run was started with, so `--resume` can continue it with the same
-/// input and models.
+/// input, models and options, and where it stands.
+///
+/// Paths are stored relative to the run directory where they are inside it (the SQLite
+/// checkpoints: `sqlite:checkpoints.sqlite`), so a moved or copied run folder resumes from
+/// its own database.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunManifest {
@@ -93,12 +161,26 @@ pub struct RunManifest {
     /// The `--summary-model` spec, when one was given.
     #[serde(default)]
     pub summary_model: Option<String>,
-    /// The `--checkpoint` backend.
+    /// The `--checkpoint` backend (a SQLite path relative to the run directory when the
+    /// file is inside it; a PostgreSQL URL without its password).
     pub checkpoint: String,
     /// When the run started (RFC 3339).
     pub created_at: String,
     /// The input, as given.
     pub input: serde_json::Value,
+    /// Every run-defining option's value, by its CLI name (`max_concurrency`,
+    /// `todo_timeout`, ...): what `--resume` uses for options it is not given.
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// Where the run stands.
+    #[serde(default)]
+    pub status: RunStatus,
+    /// The process that last ran it.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// When the status last changed (RFC 3339).
+    #[serde(default)]
+    pub updated_at: String,
 }
 
 impl RunManifest {
@@ -116,10 +198,26 @@ impl RunManifest {
                 .map(Some)
                 .map_err(|e| ExampleError::Input {
                     origin: path.display().to_string(),
-                    message: e.to_string(),
+                    message: format!("{e} (run.json is written by graphkit-research; restore it from a copy of the run folder)"),
                 }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(ExampleError::io("read", &path, e)),
         }
+    }
+
+    /// Writes the manifest into `dir` (atomically).
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when it cannot be written.
+    pub fn write(&self, dir: &Path) -> Result<(), ExampleError> {
+        write_json_atomic(&dir.join(Self::FILE), self)
+    }
+
+    /// `true` when a process that last ran it is alive (Linux: `/proc/PID` exists and it
+    /// is not this process).
+    pub fn process_alive(&self) -> bool {
+        self.pid.is_some_and(|pid| {
+            pid != std::process::id() && Path::new("/proc").join(pid.to_string()).exists()
+        })
     }
 }

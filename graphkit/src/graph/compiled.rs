@@ -11,6 +11,7 @@ use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
 use crate::graph::node::{InputDecoder, NodeRunner};
 use crate::run::config::{RetryPolicy, RunConfig};
+use crate::run::context::NodeContext;
 use crate::run::stream::StreamModes;
 use crate::run::{Emitter, RunStream, Runner};
 use crate::state::State;
@@ -111,6 +112,59 @@ impl<S: State> CompiledGraph<S> {
         config: RunConfig,
     ) -> Result<S, Error> {
         let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
+        runner.run(input.into()).await.map(|done| done.state)
+    }
+
+    /// Runs the graph inside a running task (a node, or a tool called by one) the way a
+    /// subgraph node runs: from `state` with `input` applied, under the task's config and
+    /// cancellation, without checkpoints of its own, sharing the task's interrupt
+    /// bookkeeping (an `interrupt` inside pauses the task: [`Error::Interrupt`] reaches
+    /// the caller, who passes it on with `?`), and forwarding its stream events to the
+    /// task's stream. Their namespace is the task's, then `"node:step"` of the task, then
+    /// `label` if given (say a tool call, so that several child runs of one task stay
+    /// apart). This is what prebuilt agents that call graphs by hand use; to put a graph
+    /// in a graph, [`StateGraph::add_subgraph`](crate::StateGraph::add_subgraph) is simpler.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::{NodeContext, START, State, StateGraph};
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Count { #[reducer(add)] n: u32 }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut child = StateGraph::<Count>::new();
+    /// child.add_node("inc", |_: Arc<Count>| async { CountUpdate::new().n(1) }).add_edge(START, "inc");
+    /// let child = child.compile()?;
+    ///
+    /// let mut parent = StateGraph::<Count>::new();
+    /// parent
+    ///     .add_node("twice", move |ctx: NodeContext| {
+    ///         let child = child.clone();
+    ///         async move {
+    ///             let first = child.invoke_in_task(Count::default(), CountUpdate::new(), &ctx, Some("first")).await?;
+    ///             let second = child.invoke_in_task(first, CountUpdate::new(), &ctx, Some("second")).await?;
+    ///             Ok::<_, graphkit::Error>(CountUpdate::new().n(second.n))
+    ///         }
+    ///     })
+    ///     .add_edge(START, "twice");
+    /// assert_eq!(parent.compile()?.invoke(CountUpdate::new()).await?.n, 2);
+    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// The child run's errors; [`Error::Interrupt`] when it paused on an interrupt.
+    pub async fn invoke_in_task(
+        &self,
+        state: S,
+        input: impl Into<RunInput<S>>,
+        ctx: &NodeContext,
+        label: Option<&str>,
+    ) -> Result<S, Error> {
+        let mut runner = Runner::child_of(self, state, ctx);
+        if let Some(label) = label {
+            runner = runner.labeled(label);
+        }
         runner.run(input.into()).await.map(|done| done.state)
     }
 

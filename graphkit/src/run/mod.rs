@@ -256,6 +256,18 @@ impl<S: State> Runner<S> {
         runner
     }
 
+    /// Adds `label` to the namespace of this child run's events, after the parent task's
+    /// `"node:step"` (so that several child runs of one task stay apart).
+    pub(crate) fn labeled(mut self, label: &str) -> Self {
+        if let Some(target) = self.emitter.target.as_mut() {
+            let mut namespace = target.namespace.to_vec();
+            namespace.push(label.into());
+            target.namespace = namespace.into();
+            self.namespace = Arc::clone(&target.namespace);
+        }
+        self
+    }
+
     /// Keeps a copy of every applied update (for a same-state subgraph's parent).
     pub(crate) fn collecting(mut self) -> Self {
         self.collected = Some(Vec::new());

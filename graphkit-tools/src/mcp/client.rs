@@ -1,18 +1,5 @@
-//! An MCP client (on the official Rust SDK, `rmcp`): connect to any MCP server over stdio
-//! (a child process) or streamable HTTP, list its tools, and use them as [`Tool`]s.
-//!
-//! ```no_run
-//! # async fn run() -> Result<(), graphkit_tools::ToolError> {
-//! use graphkit_tools::AgentState;
-//! use graphkit_tools::mcp::McpClient;
-//!
-//! let server = McpClient::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]).await?;
-//! let tools = server.tools::<AgentState>().await?; // each server tool as a graphkit Tool
-//! # Ok(()) }
-//! ```
-//!
-//! The SDK's types stay inside this module: tools are described by [`McpToolInfo`] and
-//! results by [`McpCallResult`].
+//! [`McpClient`]: one connection to an MCP server, and [`McpTool`], one of its tools as a
+//! graphkit [`Tool`].
 
 use std::sync::Arc;
 
@@ -47,15 +34,33 @@ pub enum McpTransport {
     },
 }
 
-/// A tool as the server describes it.
-#[derive(Debug, Clone, PartialEq)]
+/// A tool as the server describes it: plain data (serializable), for prompts, state fields
+/// and tool pickers.
+///
+/// ```
+/// use graphkit_tools::mcp::McpToolInfo;
+/// use serde_json::json;
+///
+/// let info = McpToolInfo {
+///     name: "echo".into(),
+///     description: "Echoes the message.".into(),
+///     input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}}),
+///     output_schema: None,
+/// };
+/// assert_eq!(serde_json::to_value(&info).unwrap()["input_schema"]["type"], "object");
+/// ```
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct McpToolInfo {
-    /// Its name.
+    /// Its name (in an [`McpToolSet`](super::McpToolSet), the name the set exposes).
     pub name: String,
     /// Its description (empty when the server gave none).
+    #[serde(default)]
     pub description: String,
     /// The JSON Schema of its arguments, as the server sent it.
     pub input_schema: Value,
+    /// The JSON Schema of its structured result, when the server declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// The result of a tool call.
@@ -84,7 +89,8 @@ pub struct McpClient {
 }
 
 struct Connection {
-    service: RunningService<RoleClient, ()>,
+    /// Shared with the requests in flight, so the lock is held only to find or replace it.
+    service: Arc<RunningService<RoleClient, ()>>,
     pid: Option<u32>,
 }
 
@@ -197,7 +203,10 @@ impl McpClient {
                     .serve(child)
                     .await
                     .map_err(|e| err(format!("the MCP handshake with `{command}` failed: {e}")))?;
-                Ok(Connection { service, pid })
+                Ok(Connection {
+                    service: Arc::new(service),
+                    pid,
+                })
             }
             McpTransport::Http { url } => {
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
@@ -205,12 +214,18 @@ impl McpClient {
                     .serve(transport)
                     .await
                     .map_err(|e| err(format!("cannot connect to {url}: {e}")))?;
-                Ok(Connection { service, pid: None })
+                Ok(Connection {
+                    service: Arc::new(service),
+                    pid: None,
+                })
             }
         }
     }
 
     /// Runs `request` on the live connection, reconnecting once if it is closed.
+    ///
+    /// The connection lock is held only to find (or replace) the connection, never across
+    /// a request, so calls to one server run concurrently.
     async fn with_service<T, F>(&self, request: F) -> Result<T, ToolError>
     where
         F: for<'a> Fn(
@@ -218,6 +233,38 @@ impl McpClient {
         ) -> futures::future::BoxFuture<'a, Result<T, ServiceError>>,
     {
         let reconnect = self.reconnect.load(std::sync::atomic::Ordering::Relaxed);
+        let service = self.live_service(reconnect).await?;
+        match request(&service).await {
+            Ok(value) => Ok(value),
+            Err(e) if is_connection_error(&e) && reconnect => {
+                tracing::warn!(server = %self.name, error = %e, "MCP connection lost; reconnecting once");
+                let fresh = self.replace_connection(&service, &e).await?;
+                request(&fresh)
+                    .await
+                    .map_err(|e| service_error(&self.name, &e))
+            }
+            Err(e) if is_connection_error(&e) => {
+                let mut guard = self.service.lock().await;
+                if guard
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(&c.service, &service))
+                {
+                    *guard = None;
+                }
+                Err(ToolError::Mcp {
+                    server: self.name.clone(),
+                    message: format!("the connection was lost: {e}"),
+                })
+            }
+            Err(e) => Err(service_error(&self.name, &e)),
+        }
+    }
+
+    /// The current connection, opened again first if it is found closed (and `reconnect`).
+    async fn live_service(
+        &self,
+        reconnect: bool,
+    ) -> Result<Arc<RunningService<RoleClient, ()>>, ToolError> {
         let mut guard = self.service.lock().await;
         let closed = guard
             .as_ref()
@@ -236,37 +283,35 @@ impl McpClient {
                 message: format!("the server stopped and could not be restarted: {e}"),
             })?);
         }
-        let Some(connection) = guard.as_ref() else {
-            return Err(ToolError::Mcp {
+        guard
+            .as_ref()
+            .map(|c| Arc::clone(&c.service))
+            .ok_or_else(|| ToolError::Mcp {
                 server: self.name.clone(),
                 message: "not connected".into(),
-            });
-        };
-        match request(&connection.service).await {
-            Ok(value) => Ok(value),
-            Err(e) if is_connection_error(&e) && reconnect => {
-                tracing::warn!(server = %self.name, error = %e, "MCP connection lost; reconnecting once");
-                let fresh = self.open().await.map_err(|re| ToolError::Mcp {
-                    server: self.name.clone(),
-                    message: format!(
-                        "the connection was lost ({e}) and could not be restarted: {re}"
-                    ),
-                })?;
-                let result = request(&fresh.service)
-                    .await
-                    .map_err(|e| service_error(&self.name, &e));
-                *guard = Some(fresh);
-                result
-            }
-            Err(e) if is_connection_error(&e) => {
-                *guard = None;
-                Err(ToolError::Mcp {
-                    server: self.name.clone(),
-                    message: format!("the connection was lost: {e}"),
-                })
-            }
-            Err(e) => Err(service_error(&self.name, &e)),
+            })
+    }
+
+    /// After `failed` lost its connection: a new connection, unless a concurrent call has
+    /// already replaced it (then that one).
+    async fn replace_connection(
+        &self,
+        failed: &Arc<RunningService<RoleClient, ()>>,
+        cause: &ServiceError,
+    ) -> Result<Arc<RunningService<RoleClient, ()>>, ToolError> {
+        let mut guard = self.service.lock().await;
+        if let Some(current) = guard.as_ref()
+            && !Arc::ptr_eq(&current.service, failed)
+        {
+            return Ok(Arc::clone(&current.service));
         }
+        let fresh = self.open().await.map_err(|re| ToolError::Mcp {
+            server: self.name.clone(),
+            message: format!("the connection was lost ({cause}) and could not be restarted: {re}"),
+        })?;
+        let service = Arc::clone(&fresh.service);
+        *guard = Some(fresh);
+        Ok(service)
     }
 
     /// The server's tools.
@@ -281,6 +326,9 @@ impl McpClient {
                 name: t.name.to_string(),
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Value::Object((*t.input_schema).clone()),
+                output_schema: t
+                    .output_schema
+                    .map(|schema| Value::Object((*schema).clone())),
             })
             .collect())
     }
@@ -349,41 +397,64 @@ impl McpClient {
             .list_tools()
             .await?
             .into_iter()
-            .map(|info| {
-                Arc::new(McpTool {
-                    client: Arc::clone(self),
-                    info,
-                }) as DynTool<S>
-            })
+            .map(|info| Arc::new(McpTool::new(Arc::clone(self), info)) as DynTool<S>)
             .collect())
     }
 
     /// Stops the connection (and a stdio server process).
     pub async fn close(&self) {
-        if let Some(mut connection) = self.service.lock().await.take() {
-            let _ = connection.service.close().await;
+        if let Some(connection) = self.service.lock().await.take() {
+            match Arc::try_unwrap(connection.service) {
+                Ok(mut service) => {
+                    let _ = service.close().await;
+                }
+                // Calls are in flight: cancel the connection; they fail as closed.
+                Err(shared) => shared.cancellation_token().cancel(),
+            }
         }
     }
 }
 
-/// One server tool as a graphkit [`Tool`]: made by [`McpClient::tools`].
+/// One server tool as a graphkit [`Tool`]: made by [`McpClient::tools`] and
+/// [`McpToolSet::tools`](super::McpToolSet::tools).
 #[derive(Debug)]
 pub struct McpTool {
     client: Arc<McpClient>,
     info: McpToolInfo,
+    /// The name the model calls it by (the server's name, or a prefixed one in a set).
+    name: String,
 }
 
 impl McpTool {
-    /// The server's description of the tool.
+    pub(super) fn new(client: Arc<McpClient>, info: McpToolInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            client,
+            info,
+        }
+    }
+
+    /// The same tool under another name (the server still gets its own name).
+    pub(super) fn renamed(mut self, name: String) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// The server's description of the tool (with the server's own name).
     pub fn info(&self) -> &McpToolInfo {
         &self.info
+    }
+
+    /// The server this tool belongs to.
+    pub fn server(&self) -> &str {
+        self.client.name()
     }
 }
 
 #[async_trait]
 impl<S: State> Tool<S> for McpTool {
     fn name(&self) -> &str {
-        &self.info.name
+        &self.name
     }
 
     fn description(&self) -> &str {
@@ -410,14 +481,18 @@ impl<S: State> Tool<S> for McpTool {
                 self.info.name, self.client.name, result.text
             )));
         }
-        Ok(ToolOutput::Content(
-            match (&result.structured, result.text.is_empty()) {
-                (Some(structured), true) => structured.to_string(),
-                (Some(structured), false) => {
-                    format!("{}\n\nstructured content: {structured}", result.text)
-                }
-                (None, _) => result.text,
-            },
-        ))
+        Ok(ToolOutput::Content(match &result.structured {
+            None => result.text,
+            Some(structured) if result.text.is_empty() => structured.to_string(),
+            // The text is already the structured content as JSON (as the spec recommends):
+            // once is enough for the model.
+            Some(structured)
+                if serde_json::from_str::<Value>(&result.text).ok().as_ref()
+                    == Some(structured) =>
+            {
+                result.text
+            }
+            Some(structured) => format!("{}\n\nstructured content: {structured}", result.text),
+        }))
     }
 }
