@@ -16,9 +16,11 @@
 //! - [`shared`]: model and checkpointer selection, the corpus, run directories, progress.
 //! - [`entity_intel`]: the entity-intel research agent (seed 000).
 //! - [`arxiv_research`]: the plan-driven arXiv deep research workflow (seed 002).
+//! - [`biography_events`]: the author biography events supervisor (seed 003).
 //! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
 
 pub mod arxiv_research;
+pub mod biography_events;
 pub mod due_diligence;
 pub mod entity_intel;
 pub mod shared;

@@ -1,0 +1,210 @@
+//! The `further_event_research` subgraph (seed §2): scan the events for gaps and pick the
+//! top 3-5 → run a targeted web search for each → read the updates from the pages found
+//! (the supervisor merges them by its rules).
+
+use std::sync::Arc;
+
+use graphkit::{BoxError, CompiledGraph, END, NodeContext, START, StateGraph};
+use graphkit_llm::{ChatModel, Message};
+use serde_json::json;
+
+use super::Deps;
+use super::crawler::model;
+use super::event::Event;
+use super::prompts::{self, EventUpdate, GapTargets};
+use super::state::{GapFinding, GapTarget, ResearchState, ResearchStateUpdate};
+
+/// Node names.
+pub const FIND_GAPS: &str = "find_gaps";
+/// Node names.
+pub const SEARCH_GAPS: &str = "search_gaps";
+/// Node names.
+pub const EXTRACT_UPDATES: &str = "extract_updates";
+
+/// Search hits read per target, and the page text kept of each.
+const PAGES_PER_TARGET: usize = 2;
+const PAGE_CHARS: usize = 4000;
+
+/// Builds the further_event_research subgraph.
+///
+/// # Errors
+/// [`graphkit::Error`] if the graph does not validate (a bug).
+pub fn build(deps: &Deps) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
+    let (a, b, c) = (deps.clone(), deps.clone(), deps.clone());
+    let mut graph = StateGraph::<ResearchState>::new();
+    graph
+        .add_node(FIND_GAPS, move |s: Arc<ResearchState>, ctx: NodeContext| {
+            find_gaps(s, ctx, a.clone())
+        })
+        .add_node(
+            SEARCH_GAPS,
+            move |s: Arc<ResearchState>, ctx: NodeContext| search_gaps(s, ctx, b.clone()),
+        )
+        .add_node(
+            EXTRACT_UPDATES,
+            move |s: Arc<ResearchState>, ctx: NodeContext| extract_updates(s, ctx, c.clone()),
+        )
+        .add_edge(START, FIND_GAPS)
+        .add_edge(FIND_GAPS, SEARCH_GAPS)
+        .add_edge(SEARCH_GAPS, EXTRACT_UPDATES)
+        .add_edge(EXTRACT_UPDATES, END);
+    graph.compile()
+}
+
+async fn find_gaps(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
+    let with_gaps: Vec<&Event> = state
+        .events
+        .iter()
+        .filter(|e| !e.missing().is_empty())
+        .collect();
+    if with_gaps.is_empty() {
+        return Ok(ResearchStateUpdate::new().targets(Vec::new()));
+    }
+    let count = state.gap_targets.max(1);
+    let known: Vec<String> = state.events.iter().map(|e| e.id.clone()).collect();
+    let reply = model(&deps, 1024)
+        .with_structured_output::<GapTargets>()
+        .retries(2)
+        .validate(move |t| {
+            if t.targets.is_empty() || t.targets.len() > count {
+                return Err(format!(
+                    "pick between 1 and {count} targets (got {})",
+                    t.targets.len()
+                ));
+            }
+            for (i, target) in t.targets.iter().enumerate() {
+                if !known.contains(&target.event_id) {
+                    return Err(format!(
+                        "targets[{i}].event_id {:?} is not the id of an event",
+                        target.event_id
+                    ));
+                }
+                if target.query.trim().is_empty() {
+                    return Err(format!("targets[{i}].query is empty"));
+                }
+            }
+            Ok(())
+        })
+        .invoke(&[Message::user(prompts::find_gaps(
+            &state.person,
+            &state.events,
+            count,
+        ))])
+        .await;
+    let mut targets = match reply {
+        Ok(t) => t.targets,
+        Err(err) => {
+            // The deterministic reading of "missing date or location": the first events
+            // that lack something, with a query built from the event.
+            ctx.writer().custom(json!({"event": "warning", "message": format!("choosing gaps failed ({err}); researching the first events with gaps")}));
+            with_gaps
+                .iter()
+                .take(count)
+                .map(|e| GapTarget {
+                    event_id: e.id.clone(),
+                    missing: e.missing().iter().map(|m| (*m).to_owned()).collect(),
+                    query: format!(
+                        "{} {} {} details",
+                        state.person,
+                        e.name.to_lowercase(),
+                        e.date.display()
+                    ),
+                })
+                .collect()
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    targets.retain(|t| seen.insert(t.event_id.clone()));
+    Ok(ResearchStateUpdate::new().targets(targets).model_calls(1))
+}
+
+async fn search_gaps(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
+    let mut results = Vec::new();
+    for target in &state.targets {
+        ctx.writer()
+            .custom(json!({"event": "search", "query": target.query}));
+        let hits = match deps.search.search(&target.query, PAGES_PER_TARGET).await {
+            Ok(hits) => hits,
+            Err(err) => {
+                ctx.writer().custom(json!({"event": "warning", "message": format!("search {:?} failed: {err}", target.query)}));
+                Vec::new()
+            }
+        };
+        let urls: Vec<String> = hits.iter().map(|h| h.url.clone()).collect();
+        let pages = deps.search.extract(&urls).await.unwrap_or_default();
+        let pages = pages
+            .into_iter()
+            .map(|p| {
+                let site = deps.sites.source_name(&p.url);
+                (p.url, site, crate::shared::truncate(&p.content, PAGE_CHARS))
+            })
+            .collect();
+        results.push(GapFinding {
+            target: target.clone(),
+            pages,
+        });
+    }
+    Ok(ResearchStateUpdate::new().results(results))
+}
+
+async fn extract_updates(
+    state: Arc<ResearchState>,
+    ctx: NodeContext,
+    deps: Deps,
+) -> Result<ResearchStateUpdate, BoxError> {
+    let mut updates = Vec::new();
+    let mut calls = 0;
+    for finding in &state.results {
+        let Some(event) = state
+            .events
+            .iter()
+            .find(|e| e.id == finding.target.event_id)
+        else {
+            continue;
+        };
+        if finding.pages.is_empty() {
+            continue;
+        }
+        let id = event.id.clone();
+        calls += 1;
+        let reply = model(&deps, 512)
+            .with_structured_output::<EventUpdate>()
+            .retries(2)
+            .validate(move |u| {
+                if u.event_id != id {
+                    return Err(format!("event_id must be {id:?}"));
+                }
+                u.date.validate().map_err(|m| format!("date: {m}"))
+            })
+            .invoke(&[Message::user(prompts::event_update(
+                &state.person,
+                event,
+                &finding.pages,
+            ))])
+            .await;
+        match reply {
+            Ok(update) if !update.date.is_unknown() || update.location.is_some() => updates.push(Event {
+                id: event.id.clone(),
+                name: event.name.clone(),
+                description: update.description,
+                source: if update.source.is_empty() { finding.pages[0].1.clone() } else { update.source },
+                date: update.date,
+                location: update.location.filter(|l| !l.trim().is_empty()),
+                conflicts: Vec::new(),
+            }),
+            Ok(_) => {}
+            Err(err) => ctx.writer().custom(json!({"event": "warning", "message": format!("reading the pages for {:?} failed: {err}", event.name)})),
+        }
+    }
+    Ok(ResearchStateUpdate::new()
+        .updates(updates)
+        .model_calls(calls))
+}

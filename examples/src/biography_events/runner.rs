@@ -1,0 +1,374 @@
+//! Running the workflow for one person: the thread (new, or resumed after a crash), the
+//! progress lines, and the outputs — `events.json` (sorted by date, unknown dates last),
+//! `history.json`, `run_summary.json` and `timeline.md`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use graphkit::checkpoint::Checkpointer;
+use graphkit::{
+    CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
+};
+use graphkit_llm::ChatModel;
+use graphkit_tools::prebuilt::search::SearchBackend;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::event::{Event, full_detail_ratio, sort_by_date};
+use super::graph::build_graph;
+use super::state::{BiographyState, BiographyStateUpdate, Limits};
+use super::{Deps, Sites};
+use crate::shared::time::{now_ms, rfc3339};
+use crate::shared::{ExampleError, Progress, RunDir};
+
+/// Everything a run needs besides the person and the initial events.
+#[derive(Clone)]
+pub struct BiographyOptions {
+    /// The model behind every prompt.
+    pub model: Arc<dyn ChatModel>,
+    /// The search backend.
+    pub search: Arc<dyn SearchBackend>,
+    /// The authoritative sites for url_finder.
+    pub sites: Sites,
+    /// The knobs.
+    pub limits: Limits,
+    /// Where outputs go.
+    pub run_dir: RunDir,
+    /// Where checkpoints go.
+    pub checkpointer: Arc<dyn Checkpointer>,
+    /// The run's thread id.
+    pub thread: String,
+    /// Continue the thread instead of refusing to touch it.
+    pub resume: bool,
+    /// Print every node update (subgraphs included) as a JSON line on stdout.
+    pub stream: bool,
+    /// Progress lines.
+    pub progress: Progress,
+}
+
+impl std::fmt::Debug for BiographyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BiographyOptions")
+            .field("model", &self.model.model_name())
+            .field("limits", &self.limits)
+            .field("run_dir", &self.run_dir)
+            .field("thread", &self.thread)
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The run summary (`run_summary.json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BiographyRunSummary {
+    /// `biography-events`.
+    pub workflow: String,
+    /// The thread.
+    pub thread: String,
+    /// The person researched.
+    pub person: String,
+    /// The model.
+    pub model: String,
+    /// Tool calls made (url_finder, url_crawler, further_event_research).
+    pub tool_calls: u32,
+    /// The tools called, in order.
+    pub tools: Vec<String>,
+    /// Why the run stopped.
+    pub stop_reason: String,
+    /// Events found.
+    pub events: usize,
+    /// Events with full details (year, month, day and place).
+    pub events_with_full_details: usize,
+    /// Their share (0-1).
+    pub full_detail_share: f64,
+    /// Events with a conflict between sources.
+    pub events_with_conflicts: usize,
+    /// URLs url_finder kept, and those crawled.
+    pub urls: Vec<String>,
+    /// URLs crawled.
+    pub crawled: Vec<String>,
+    /// Model calls made.
+    pub model_calls: u64,
+    /// `true` when this process continued an earlier run of the thread.
+    pub resumed: bool,
+    /// When this process started (RFC 3339).
+    pub started_at: String,
+    /// Wall time of this process's part, in milliseconds.
+    pub duration_ms: u64,
+    /// The run directory.
+    pub run_directory: String,
+}
+
+impl BiographyRunSummary {
+    /// The summary as text for the terminal.
+    pub fn render(&self) -> String {
+        format!(
+            "biography-events run {} for {} (model {}):\n  {} tool calls ({}); stopped: {}\n  {} events, {} with full details ({:.0}%), {} with conflicts\noutputs: {}\n",
+            self.thread,
+            self.person,
+            self.model,
+            self.tool_calls,
+            self.tools.join(" → "),
+            self.stop_reason,
+            self.events,
+            self.events_with_full_details,
+            self.full_detail_share * 100.0,
+            self.events_with_conflicts,
+            self.run_directory
+        )
+    }
+}
+
+/// Researches `person` (with `initial_events` for an incremental run) and writes the
+/// outputs into the run directory.
+///
+/// # Errors
+/// [`ExampleError::Usage`] for an empty name, unusable knobs, or a thread that exists
+/// without `resume`; [`ExampleError::Graph`] when the run fails (the thread can then be
+/// resumed); [`ExampleError::Io`] when an output cannot be written.
+pub async fn run_biography_events(
+    person: &str,
+    initial_events: Option<Vec<Event>>,
+    options: &BiographyOptions,
+) -> Result<(BiographyRunSummary, BiographyState), ExampleError> {
+    let person = person.trim();
+    if person.is_empty() && !options.resume {
+        return Err(ExampleError::Usage("the person to research is empty; give a name, e.g. graphkit-research biography-events \"Odile Marchetti\"".into()));
+    }
+    options.limits.validate().map_err(ExampleError::Usage)?;
+    let started = Instant::now();
+    let started_at = rfc3339(now_ms());
+    let deps = Deps {
+        model: Arc::clone(&options.model),
+        search: Arc::clone(&options.search),
+        sites: options.sites.clone(),
+    };
+    let graph = build_graph(
+        &deps,
+        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+    )?;
+    let config = RunConfig::new()
+        .thread_id(&options.thread)
+        .recursion_limit(200)
+        .subgraphs(true);
+
+    let mut resumed = false;
+    let input: Option<RunInput<BiographyState>> = match graph.get_state(&config).await {
+        Ok(_) if !options.resume => {
+            return Err(ExampleError::Usage(format!(
+                "thread {} already has a run; continue it with `--resume --thread {0}`, or start a new one with another --thread",
+                options.thread
+            )));
+        }
+        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+            resumed = true;
+            options
+                .progress
+                .note("run", "already finished; writing the outputs again");
+            None
+        }
+        Ok(_) => {
+            resumed = true;
+            options
+                .progress
+                .note("run", "resuming from the last checkpoint");
+            Some(RunInput::Continue)
+        }
+        Err(GraphError::CheckpointNotFound { .. }) => {
+            if person.is_empty() {
+                return Err(ExampleError::Usage(format!(
+                    "nothing to resume on thread {}; start a run with a person's name",
+                    options.thread
+                )));
+            }
+            let mut update = BiographyStateUpdate::new()
+                .person_to_research(person.to_owned())
+                .limits(options.limits.clone())
+                .initial_events(initial_events.clone());
+            if let Some(events) = initial_events {
+                update = update.events(events);
+            }
+            Some(update.into())
+        }
+        Err(err) => return Err(err.into()),
+    };
+
+    let state = match input {
+        None => graph.get_state(&config).await?.values,
+        Some(input) => {
+            let mut stream =
+                graph.stream_with(input, config, [StreamMode::Updates, StreamMode::Custom]);
+            while let Some(event) = stream.next().await {
+                let event = event?;
+                let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
+                match event.payload {
+                    StreamPayload::Custom { payload, .. } => report(&options.progress, &payload),
+                    StreamPayload::Updates { node, update } if options.stream => {
+                        println!(
+                            "{}",
+                            json!({"namespace": namespace, "node": &*node, "update": update})
+                        );
+                    }
+                    StreamPayload::SubgraphUpdates { node, update } if options.stream => {
+                        println!(
+                            "{}",
+                            json!({"namespace": namespace, "node": &*node, "update": update})
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            stream
+                .into_final_state()
+                .ok_or_else(|| ExampleError::Usage("the run ended without a final state".into()))?
+        }
+    };
+
+    let summary = summarize(&state, options, resumed, started_at, started);
+    write_outputs(&state, &summary, &options.run_dir)?;
+    Ok((summary, state))
+}
+
+fn summarize(
+    state: &BiographyState,
+    options: &BiographyOptions,
+    resumed: bool,
+    started_at: String,
+    started: Instant,
+) -> BiographyRunSummary {
+    let full = state.events.iter().filter(|e| e.has_full_details()).count();
+    let mut tools: Vec<String> = Vec::new();
+    for entry in &state.messages {
+        if entry.tool == "summary" {
+            tools.push(format!("({})", entry.input));
+        } else if entry.tool != "check_gaps" {
+            tools.push(entry.tool.clone());
+        }
+    }
+    BiographyRunSummary {
+        workflow: "biography-events".into(),
+        thread: options.thread.clone(),
+        person: state.person_to_research.clone(),
+        model: options.model.model_name().to_owned(),
+        tool_calls: state.tool_calls,
+        tools,
+        stop_reason: state
+            .stop_reason
+            .clone()
+            .unwrap_or_else(|| "not finished".into()),
+        events: state.events.len(),
+        events_with_full_details: full,
+        full_detail_share: full_detail_ratio(&state.events),
+        events_with_conflicts: state
+            .events
+            .iter()
+            .filter(|e| !e.conflicts.is_empty())
+            .count(),
+        urls: state.urls.clone(),
+        crawled: state.crawled.clone(),
+        model_calls: state.model_calls,
+        resumed,
+        started_at,
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        run_directory: options.run_dir.path().display().to_string(),
+    }
+}
+
+fn write_outputs(
+    state: &BiographyState,
+    summary: &BiographyRunSummary,
+    run_dir: &RunDir,
+) -> Result<(), ExampleError> {
+    let mut events = state.events.clone();
+    sort_by_date(&mut events);
+    run_dir.write_json("events.json", &events)?;
+    run_dir.write_json("history.json", &state.messages)?;
+    run_dir.write_json("run_summary.json", summary)?;
+    crate::shared::run_dir::write_text_atomic(
+        &run_dir.join("timeline.md"),
+        &timeline(&events, summary),
+    )
+}
+
+/// The readable timeline (`timeline.md`): one row per event in date order, then the
+/// conflicts between sources.
+pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut out = format!(
+        "# Timeline: {}\n\n{} events, {} with full details ({:.0}%). {} tool calls; stopped: {}.\n\n| Date | Event | Place | Source | What happened |\n|---|---|---|---|---|\n",
+        summary.person,
+        summary.events,
+        summary.events_with_full_details,
+        summary.full_detail_share * 100.0,
+        summary.tool_calls,
+        cell(&summary.stop_reason)
+    );
+    for e in events {
+        out.push_str(&format!(
+            "| {} | {}{} | {} | {} | {} |\n",
+            e.date.display(),
+            cell(&e.name),
+            if e.conflicts.is_empty() { "" } else { " ⚠" },
+            cell(e.location.as_deref().unwrap_or("—")),
+            cell(if e.source.is_empty() {
+                "—"
+            } else {
+                &e.source
+            }),
+            cell(&e.description)
+        ));
+    }
+    let conflicted: Vec<&Event> = events.iter().filter(|e| !e.conflicts.is_empty()).collect();
+    if !conflicted.is_empty() {
+        out.push_str("\n## Conflicts between sources\n\n");
+        for e in conflicted {
+            for c in &e.conflicts {
+                let pairs: Vec<String> = c
+                    .values
+                    .iter()
+                    .zip(&c.sources)
+                    .map(|(v, s)| format!("{v} ({})", if s.is_empty() { "no source" } else { s }))
+                    .collect();
+                out.push_str(&format!(
+                    "- {} — {}: {} (kept the first)\n",
+                    e.name,
+                    c.field,
+                    pairs.join(" vs ")
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn report(progress: &Progress, event: &Value) {
+    let text = |k: &str| event[k].as_str().unwrap_or("").to_owned();
+    match event["event"].as_str() {
+        Some("tool_call") => progress.note(
+            &format!("tool call {}", event["call"].as_u64().unwrap_or(0)),
+            &format!(
+                "{}({}): {}",
+                text("tool"),
+                crate::shared::truncate(&text("input"), 120),
+                crate::shared::truncate(&text("summary"), 300)
+            ),
+        ),
+        Some("think") => progress.note(
+            "think",
+            &format!(
+                "{} — {}",
+                event["recommendation"].as_str().unwrap_or("(none given)"),
+                crate::shared::truncate(&text("think"), 300)
+            ),
+        ),
+        Some("stop") => progress.note("stop", &text("reason")),
+        Some("gap_check") => progress.note("gap check", &text("summary")),
+        Some("search") => progress.note("search", &text("query")),
+        Some("warning") => {
+            progress.note("warning", &crate::shared::truncate(&text("message"), 300))
+        }
+        _ => {}
+    }
+}
