@@ -147,6 +147,19 @@ pub enum Error {
         declared: Vec<String>,
     },
 
+    /// A router with a path map returned a label the map does not have.
+    #[error(
+        "the router after `{from}` returned the label `{label}`, which its path map does not have (labels: {labels:?}); add it to the path map"
+    )]
+    UnknownRouteLabel {
+        /// The node whose router chose the label.
+        from: String,
+        /// The label.
+        label: String,
+        /// The labels of the path map.
+        labels: Vec<String>,
+    },
+
     /// A `Send` task's input was not of the type its node extracts.
     #[error(
         "node `{node}` takes a Send input of type `{expected}` but got {found}; send it that type (integer literals default to i32: write `5u32`)"

@@ -542,3 +542,42 @@ async fn a_node_can_return_several_updates_with_routes_and_sends() {
     assert_eq!(out.seen, ["one", "two", "done"]);
     assert_eq!(out.count, 7);
 }
+
+#[tokio::test]
+async fn a_router_with_a_path_map_routes_by_label() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("grade", |s: Arc<Log>| async move {
+        LogUpdate::new()
+            .seen(vec!["grade".into()])
+            .count(s.count + 3)
+    })
+    .add_node("publish", mark("publish"))
+    .add_edge(START, "grade")
+    .add_conditional_edges_mapped(
+        "grade",
+        |s: &Log| if s.count >= 6 { "pass" } else { "retry" },
+        [("pass", "publish"), ("retry", "grade")],
+    )
+    .add_edge("publish", END);
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["grade", "grade", "publish"]);
+}
+
+#[tokio::test]
+async fn a_router_returning_a_label_outside_its_path_map_is_an_error_naming_it() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_conditional_edges_mapped("a", |_: &Log| "maybe", [("yes", END), ("no", END)]);
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownRouteLabel { from, label, labels }
+            if from == "a" && label == "maybe" && labels == &["yes", "no"]),
+        "{err}"
+    );
+}

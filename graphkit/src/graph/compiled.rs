@@ -28,6 +28,8 @@ pub(crate) enum Dest {
 pub(crate) struct Branch<S: State> {
     pub(crate) router: RouterFn<S>,
     pub(crate) declared: Option<Vec<Arc<str>>>,
+    /// Label → target, when the router returns labels.
+    pub(crate) path_map: Option<Vec<(Arc<str>, Arc<str>)>>,
 }
 
 pub(crate) struct NodeSpec<S: State> {
@@ -159,13 +161,14 @@ impl<S: State> CompiledGraph<S> {
         Arc::clone(&self.core.shape)
     }
 
-    /// The graph as Mermaid flowchart text (conditional edges dashed, subgraphs as
-    /// nested blocks).
+    /// The graph as Mermaid flowchart text (conditional edges dashed and labelled by their
+    /// path map, join edges thick, subgraphs as nested blocks).
     pub fn draw_mermaid(&self) -> String {
         self.core.shape.mermaid()
     }
 
-    /// The graph in Graphviz DOT (conditional edges dashed, subgraphs as clusters).
+    /// The graph in Graphviz DOT (conditional edges dashed and labelled by their path map,
+    /// join edges bold, subgraphs as clusters).
     pub fn draw_dot(&self) -> String {
         self.core.shape.dot()
     }

@@ -130,6 +130,21 @@ impl<'a, S: State> Planner<'a, S> {
             }
         };
         for goto in gotos {
+            let goto = match (&branch.path_map, goto) {
+                (Some(path_map), Goto::Node(label)) => {
+                    let target = path_map
+                        .iter()
+                        .find(|(l, _)| *l == label)
+                        .map(|(_, target)| Arc::clone(target))
+                        .ok_or_else(|| Error::UnknownRouteLabel {
+                            from: from.to_owned(),
+                            label: label.to_string(),
+                            labels: path_map.iter().map(|(l, _)| l.to_string()).collect(),
+                        })?;
+                    Goto::Node(target)
+                }
+                (_, goto) => goto,
+            };
             self.goto(from, goto, branch.declared.as_deref())?;
         }
         Ok(())
