@@ -84,6 +84,10 @@ pub enum Error {
         limit: usize,
     },
 
+    /// A run's [`RunConfig`](crate::RunConfig) asks for something no run can do.
+    #[error("invalid run config: {0}")]
+    InvalidRunConfig(String),
+
     /// A node returned an error (after its retries, if any).
     #[error("node `{node}` failed after {attempts} attempt(s): {source}")]
     NodeFailed {
@@ -145,6 +149,30 @@ pub enum Error {
         target: String,
         /// The declared targets.
         declared: Vec<String>,
+    },
+
+    /// One field was overwritten (cleared or replaced) twice in one super-step.
+    #[error(
+        "field `{field}` was overwritten (cleared or replaced) by `{first}` and again by `{second}` in one step; overwrite it once per step, or append instead"
+    )]
+    SecondOverwrite {
+        /// The field.
+        field: &'static str,
+        /// The first writer (a node, or `input`).
+        first: String,
+        /// The second writer.
+        second: String,
+    },
+
+    /// An update removed a key (a message id, say) that the field does not hold.
+    #[error(
+        "an update removes {key} from field `{field}`, which holds no item with that key; remove only keys that are there"
+    )]
+    RemovedKeyNotFound {
+        /// The field.
+        field: &'static str,
+        /// The key, as `Debug` prints it.
+        key: String,
     },
 
     /// A router with a path map returned a label the map does not have.

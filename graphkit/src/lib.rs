@@ -70,8 +70,8 @@ pub use run::stream::{
 };
 pub use run::thread::StateSnapshot;
 pub use state::{
-    Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, KeyedVec, LastValue, ListOp,
-    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites,
+    Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
+    LastValue, ListOp, MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).

@@ -581,3 +581,70 @@ async fn a_router_returning_a_label_outside_its_path_map_is_an_error_naming_it()
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_recursion_limit_of_zero_is_refused_not_raised_to_one() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_edge("a", END);
+    let graph = g.compile().unwrap();
+    let err = graph
+        .invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidRunConfig(m) if m.contains("recursion_limit(0)")),
+        "{err}"
+    );
+    let err = graph
+        .invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(0))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::InvalidRunConfig(_)), "{err}");
+}
+
+#[tokio::test]
+async fn two_overwrites_of_one_list_in_one_step_fail_the_run_naming_both_writers() {
+    use graphkit::AppendUpdate;
+    let replace = |name: &'static str| {
+        move |_: Arc<Log>| async move {
+            LogUpdate::new().seen(AppendUpdate::replace([name.to_string()]))
+        }
+    };
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("left", replace("left"))
+        .add_node("right", replace("right"))
+        .add_edge(START, "left")
+        .add_edge(START, "right");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::SecondOverwrite { field: "seen", first, second }
+            if first == "left" && second == "right"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn one_overwrite_and_appends_of_one_list_in_one_step_apply() {
+    use graphkit::AppendUpdate;
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("reset", |_: Arc<Log>| async {
+        LogUpdate::new().seen(AppendUpdate::replace(["reset".to_string()]))
+    })
+    .add_node("zadd", mark("zadd"))
+    .add_edge(START, "reset")
+    .add_edge(START, "zadd");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new().seen(vec!["before".to_string()]))
+        .await
+        .unwrap();
+    assert_eq!(out.seen, ["reset", "zadd"]);
+}

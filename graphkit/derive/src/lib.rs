@@ -227,7 +227,11 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     },
                     quote! {
                         if let Some(value) = update.#ident {
-                            <#reducer as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
+                            <#reducer as #gk::Reducer<#ty>>::reduce_in_step(
+                                &mut self.#ident,
+                                value,
+                                writes.field(#index, #fname),
+                            )?;
                         }
                     },
                 )

@@ -94,18 +94,38 @@ impl RunConfig {
         Self::default()
     }
 
-    /// Bounds the number of super-steps (must be at least 1).
+    /// Bounds the number of super-steps one run (one `invoke` or `stream`, a resume
+    /// included) may take; it must be at least 1, and a run with 0 fails with
+    /// [`Error::InvalidRunConfig`](crate::Error::InvalidRunConfig).
+    ///
+    /// The budget counts the steps of this run only: a resumed thread gets the whole limit
+    /// again, counted from the step it resumes (as in LangGraph).
     #[must_use]
     pub fn recursion_limit(mut self, limit: usize) -> Self {
-        self.recursion_limit = limit.max(1);
+        self.recursion_limit = limit;
         self
     }
 
-    /// Runs at most `n` tasks of a super-step at once (at least 1).
+    /// Runs at most `n` tasks of a super-step at once; it must be at least 1, and a run
+    /// with 0 fails with [`Error::InvalidRunConfig`](crate::Error::InvalidRunConfig).
     #[must_use]
     pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n.max(1));
+        self.max_concurrency = Some(n);
         self
+    }
+
+    /// Refuses settings no run can honour.
+    pub(crate) fn validate(&self) -> Result<(), crate::error::Error> {
+        let invalid = |message: &str| Err(crate::error::Error::InvalidRunConfig(message.into()));
+        if self.recursion_limit == 0 {
+            return invalid(
+                "recursion_limit(0) allows no super-step; give it at least 1 (the default is DEFAULT_RECURSION_LIMIT)",
+            );
+        }
+        if self.max_concurrency == Some(0) {
+            return invalid("max_concurrency(0) would run no task; give it at least 1");
+        }
+        Ok(())
     }
 
     /// Cancels the run when `token` is cancelled.

@@ -275,6 +275,7 @@ impl<S: State> Runner<S> {
     }
 
     async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
+        self.config.validate()?;
         let core = Arc::clone(&self.graph.core);
         for (what, names) in [
             ("RunConfig::interrupt_before", &self.config.interrupt_before),
