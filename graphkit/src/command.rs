@@ -275,8 +275,8 @@ impl<S: State> Command<S> {
     }
 }
 
-/// What a run starts from: a new input, a resume of a paused thread, or a plain
-/// continuation of the thread's last checkpoint.
+/// What a run starts from: a new input, a resume of a paused thread, a plain
+/// continuation of the thread's last checkpoint, or a [`Command`].
 ///
 /// The update type, the state itself and [`Command`] convert into it, so `invoke` takes
 /// any of them.
@@ -289,14 +289,27 @@ pub enum RunInput<S: State> {
     /// Continue the thread's pending step without new input (after a static interrupt,
     /// a failure, or a crash).
     Continue,
+    /// Continue the thread as a [`Command`] says, as LangGraph's `invoke(Command(...))`:
+    /// its update is applied to the thread's state first (as the input), its `goto`
+    /// targets join the pending step's tasks, and its resume value answers the pending
+    /// interrupts. On a thread with no checkpoint (or without a checkpointer) the update
+    /// is the input and the run starts at the `goto` targets, or at START without any.
+    Command(Command<S>),
 }
 
 impl<S: State> From<Command<S>> for RunInput<S> {
     fn from(command: Command<S>) -> Self {
-        match (command.resume, command.update) {
-            (Some(resume), _) => Self::Resume(resume),
-            (None, Some(update)) => Self::Update(update),
-            (None, None) => Self::Continue,
+        match command {
+            Command {
+                update: None,
+                goto,
+                graph: CommandGraph::Current,
+                resume,
+            } if goto.is_empty() => match resume {
+                Some(resume) => Self::Resume(resume),
+                None => Self::Continue,
+            },
+            command => Self::Command(command),
         }
     }
 }

@@ -84,6 +84,10 @@ pub enum Error {
         limit: usize,
     },
 
+    /// A run's input cannot start a run (see the message).
+    #[error("invalid run input: {0}")]
+    InvalidRunInput(String),
+
     /// A run's [`RunConfig`](crate::RunConfig) asks for something no run can do.
     #[error("invalid run config: {0}")]
     InvalidRunConfig(String),

@@ -933,3 +933,103 @@ async fn sqlite_groups_checkpoints_written_in_the_background() {
     );
     assert_eq!(history[0].values, out);
 }
+
+fn ask_then_after(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("before", say("before"))
+        .add_node("ask", ask)
+        .add_node("after", say("after"))
+        .add_node("extra", say("extra"));
+    g.add_edge(START, "before")
+        .add_edge("before", "ask")
+        .add_edge("ask", "after")
+        // `extra` is reached only by a Command's goto.
+        .add_conditional_edges("after", |_: &Chat| END, ["extra", END]);
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_command_input_applies_its_update_adds_its_goto_and_resumes_together() {
+    let graph = ask_then_after(saver());
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("cmd"))
+            .await
+            .is_err()
+    );
+    let command = Command::resume("yes")
+        .update(ChatUpdate::new().log(vec!["edited".to_string()]))
+        .goto("extra");
+    let out = graph.invoke_with(command, thread("cmd")).await.unwrap();
+    assert_eq!(out.answer, "yes", "the resume value reached the interrupt");
+    // The update is the input of the resumed step; `extra` ran in that step, after `ask`.
+    assert_eq!(out.log, ["before", "edited", "extra", "after"]);
+    let history = graph
+        .get_state_history(&thread("cmd"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|s| s.source == CheckpointSource::Input && s.next == ["ask", "extra"]),
+        "the command's input is saved as a checkpoint of its own"
+    );
+}
+
+#[tokio::test]
+async fn a_command_input_on_a_finished_thread_updates_and_runs_only_its_goto() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("done"))
+        .await
+        .unwrap();
+    // An update alone: applied, nothing runs.
+    let out = graph
+        .invoke_with(
+            Command::new().update(ChatUpdate::new().answer("noted")),
+            thread("done"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((out.answer.as_str(), out.log.len()), ("noted", 3));
+    // A goto: that node runs, then its edges.
+    let out = graph
+        .invoke_with(Command::goto_only("c"), thread("done"))
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c", "c"]);
+}
+
+#[tokio::test]
+async fn a_command_input_without_a_checkpointer_starts_at_its_goto() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("a", say("a")).add_node("b", say("b"));
+    g.add_edge(START, "a")
+        .add_edge("a", END)
+        .add_conditional_edges("a", |_: &Chat| END, ["b", END])
+        .add_edge("b", END);
+    let graph = g.compile().unwrap();
+    let out = graph
+        .invoke(
+            Command::new()
+                .update(ChatUpdate::new().answer("given"))
+                .goto("b"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.answer.as_str(), out.log.as_slice()),
+        ("given", &["b".to_string()][..])
+    );
+    let err = graph
+        .invoke(Command::resume("x").goto("b"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NoCheckpointer(_)), "{err}");
+    let err = graph
+        .invoke(Command::goto_only("b").to_parent())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidRunInput(_)), "{err}");
+}

@@ -5,14 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::checkpoint::Checkpointer;
-use crate::command::RunInput;
-use crate::error::Error;
 use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
 use crate::graph::node::{InputDecoder, NodeRunner};
-use crate::run::config::{RetryPolicy, RunConfig};
-use crate::run::stream::StreamModes;
-use crate::run::{Emitter, RunStream, Runner};
+use crate::run::config::RetryPolicy;
 use crate::state::State;
 use crate::store::Store;
 
@@ -93,65 +89,6 @@ impl<S: State> std::fmt::Debug for CompiledGraph<S> {
 }
 
 impl<S: State> CompiledGraph<S> {
-    /// Runs the graph to the end and returns the final state.
-    ///
-    /// The input is applied to the state as an update (through the reducers): to the
-    /// default state, or with a checkpointer to the thread's state. Accepts the update
-    /// type, a whole `S`, a [`Command::resume`](crate::Command::resume), or a
-    /// [`RunInput`](crate::RunInput).
-    ///
-    /// # Errors
-    /// Any failure of the run; [`Error::Interrupted`] when it paused for a human.
-    pub async fn invoke(&self, input: impl Into<RunInput<S>>) -> Result<S, Error> {
-        self.invoke_with(input, RunConfig::default()).await
-    }
-
-    /// [`invoke`](Self::invoke) with a [`RunConfig`] (thread id, limits, cancellation).
-    pub async fn invoke_with(
-        &self,
-        input: impl Into<RunInput<S>>,
-        config: RunConfig,
-    ) -> Result<S, Error> {
-        let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
-        runner.run(input.into()).await.map(|done| done.state)
-    }
-
-    /// [`invoke_with`](Self::invoke_with) from synchronous code: runs the graph on a
-    /// current-thread tokio runtime kept per calling thread.
-    ///
-    /// # Errors
-    /// Besides the run's own errors, [`Error::BlockingInAsync`] when called from inside an
-    /// async runtime (use `invoke` there).
-    pub fn invoke_blocking(
-        &self,
-        input: impl Into<RunInput<S>>,
-        config: RunConfig,
-    ) -> Result<S, Error> {
-        crate::run::block_on(self.invoke_with(input, config))
-    }
-
-    /// Runs the graph and streams events of the given modes as they happen.
-    ///
-    /// The run makes progress only while the stream is polled; dropping the stream cancels
-    /// the run. A failed run yields its error as the last item.
-    pub fn stream(
-        &self,
-        input: impl Into<RunInput<S>>,
-        modes: impl Into<StreamModes>,
-    ) -> RunStream<S> {
-        self.stream_with(input, RunConfig::default(), modes)
-    }
-
-    /// [`stream`](Self::stream) with a [`RunConfig`].
-    pub fn stream_with(
-        &self,
-        input: impl Into<RunInput<S>>,
-        config: RunConfig,
-        modes: impl Into<StreamModes>,
-    ) -> RunStream<S> {
-        RunStream::start(self.clone(), input.into(), config, modes.into())
-    }
-
     /// The names of the graph's nodes, in the order they were added.
     pub fn node_names(&self) -> impl Iterator<Item = &str> {
         self.core.nodes.iter().map(|n| &*n.name)

@@ -6,7 +6,7 @@ use crate::command::{CommandGraph, Goto};
 use crate::error::{Error, ParentCommand};
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
-use crate::run::Emitter;
+use crate::run::emitter::Emitter;
 use crate::run::plan::Task;
 use crate::state::{State, StepWrites};
 

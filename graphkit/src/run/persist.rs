@@ -457,6 +457,17 @@ impl Persist {
         Ok(record)
     }
 
+    /// Saves `writes` (pending writes loaded from an earlier checkpoint) against the
+    /// current checkpoint, which now holds the same pending step.
+    pub(crate) async fn copy_pending(&self, writes: Vec<PendingWrite>) -> Result<(), Error> {
+        let Some(checkpoint_id) = &self.current else {
+            return Ok(());
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, checkpoint_id, writes)
+            .await
+    }
+
     /// What a task needs to save its own pending write.
     pub(crate) fn task_saver(&self, index: usize, save_output: bool) -> Option<TaskSaver> {
         if !self.per_step() {

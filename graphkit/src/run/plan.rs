@@ -188,6 +188,19 @@ pub(crate) fn start_tasks<S: State>(
     Ok(planner.finish())
 }
 
+/// The tasks a run's input routes to (`Command::goto` given as run input).
+pub(crate) fn goto_tasks<S: State>(
+    core: &GraphCore<S>,
+    gotos: Vec<Goto>,
+    scratch: &mut PlanScratch,
+) -> Result<Vec<Task>, Error> {
+    let mut planner = Planner::new(core, scratch);
+    for goto in gotos {
+        planner.goto("the run's input", goto, None)?;
+    }
+    Ok(planner.finish())
+}
+
 /// The next step's tasks, after the tasks `done` ran (in apply order) and their writes were
 /// applied to `state`. `gotos[i]` are the `Command` targets of `done[i]`.
 pub(crate) fn next_tasks<S: State>(
