@@ -84,6 +84,17 @@ pub enum Error {
         limit: usize,
     },
 
+    /// A node asked for a run context value of a type the run was not given.
+    #[error(
+        "node `{node}` reads the run context `{type_name}`, but the run was given none; pass it with `RunConfig::with_context(...)`"
+    )]
+    MissingContext {
+        /// The node.
+        node: String,
+        /// The type it asked for.
+        type_name: &'static str,
+    },
+
     /// A run's input cannot start a run (see the message).
     #[error("invalid run input: {0}")]
     InvalidRunInput(String),

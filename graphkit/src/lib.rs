@@ -64,6 +64,7 @@ pub use run::config::{
     DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
 };
 pub use run::context::NodeContext;
+pub use run::run_context::RunContext;
 pub use run::stream::{
     CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
     TaskEvent, TaskEventKind,

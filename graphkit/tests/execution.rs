@@ -648,3 +648,53 @@ async fn one_overwrite_and_appends_of_one_list_in_one_step_apply() {
         .unwrap();
     assert_eq!(out.seen, ["reset", "zadd"]);
 }
+
+#[tokio::test]
+async fn nodes_read_the_run_context_by_type_and_subgraphs_see_it_too() {
+    use graphkit::RunContext;
+    struct Greeting {
+        text: &'static str,
+    }
+    struct Limit {
+        max: u32,
+    }
+    let mut inner = StateGraph::<Log>::new();
+    inner
+        .add_node("inner", |_: Arc<Log>, limit: RunContext<Limit>| async move {
+            LogUpdate::new().count(limit.max)
+        })
+        .add_edge(START, "inner")
+        .add_edge("inner", END);
+    let mut g = StateGraph::<Log>::new();
+    g.add_node(
+        "greet",
+        |_: Arc<Log>, greeting: RunContext<Greeting>| async move {
+            LogUpdate::new().seen(vec![greeting.text.to_string()])
+        },
+    )
+    .add_subgraph("sub", inner.compile().unwrap())
+    .add_edge(START, "greet")
+    .add_edge("greet", "sub")
+    .add_edge("sub", END);
+    let graph = g.compile().unwrap();
+    let config = RunConfig::new()
+        .with_context(Greeting { text: "hello" })
+        .with_context(Limit { max: 7 });
+    let out = graph.invoke_with(LogUpdate::new(), config).await.unwrap();
+    assert_eq!(
+        (out.seen.as_slice(), out.count),
+        (&["hello".to_string()][..], 7)
+    );
+
+    let err = graph
+        .invoke_with(
+            LogUpdate::new(),
+            RunConfig::new().with_context(Limit { max: 1 }),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("Greeting") && err.to_string().contains("with_context"),
+        "{err}"
+    );
+}

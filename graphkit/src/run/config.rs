@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::BoxError;
+use crate::run::run_context::ContextValues;
 
 /// When a run with a checkpointer writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +53,7 @@ pub struct RunConfig {
     pub(crate) interrupt_before: Vec<Arc<str>>,
     pub(crate) interrupt_after: Vec<Arc<str>>,
     pub(crate) durability: Durability,
+    pub(crate) context: ContextValues,
 }
 
 impl Default for RunConfig {
@@ -67,6 +69,7 @@ impl Default for RunConfig {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             durability: Durability::Sync,
+            context: ContextValues::default(),
         }
     }
 }
@@ -84,6 +87,7 @@ impl fmt::Debug for RunConfig {
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
             .field("durability", &self.durability)
+            .field("context", &self.context)
             .finish()
     }
 }
@@ -190,6 +194,31 @@ impl RunConfig {
     pub fn with_value(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.values.insert(key.into(), value.into());
         self
+    }
+
+    /// Gives the run a context value of type `C`: nodes read it with the
+    /// [`RunContext<C>`](crate::RunContext) argument or [`NodeContext::context`](crate::NodeContext::context),
+    /// tools through their runtime's config. One value per type (a second replaces the
+    /// first); subgraphs see their parent run's values. LangGraph's `context=`.
+    #[must_use]
+    pub fn with_context<C: std::marker::Send + Sync + 'static>(mut self, value: C) -> Self {
+        self.context.insert(Arc::new(value));
+        self
+    }
+
+    /// [`with_context`](Self::with_context) with a value already shared.
+    #[must_use]
+    pub fn with_shared_context<C: std::marker::Send + Sync + 'static>(
+        mut self,
+        value: Arc<C>,
+    ) -> Self {
+        self.context.insert(value);
+        self
+    }
+
+    /// The run's context value of type `C`, if it was given one.
+    pub fn context<C: std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+        self.context.get::<C>()
     }
 
     /// The recursion limit in force.

@@ -17,6 +17,7 @@ pub(crate) mod execute;
 pub(crate) mod invoke;
 pub(crate) mod persist;
 pub(crate) mod plan;
+pub(crate) mod run_context;
 pub(crate) mod runner;
 pub(crate) mod start;
 pub(crate) mod stop;
