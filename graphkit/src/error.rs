@@ -16,7 +16,7 @@ pub enum Error {
     DuplicateNode(String),
 
     /// A node used a reserved name.
-    #[error("`{0}` is a reserved name (START and END are built in); rename the node")]
+    #[error("`{0}` is a reserved name (START, END and INPUT are built in); rename the node")]
     ReservedName(String),
 
     /// A node name is empty or contains characters that break drawings and namespaces.
@@ -82,6 +82,17 @@ pub enum Error {
     RecursionLimit {
         /// The limit in force.
         limit: usize,
+    },
+
+    /// `update_state` without `as_node` on a checkpoint whose last step had several writers.
+    #[error(
+        "update_state without as_node is ambiguous: the last step of checkpoint `{checkpoint_id}` was written by {writers:?}; pass as_node (one of them, another node, or INPUT)"
+    )]
+    AmbiguousUpdate {
+        /// The checkpoint written on.
+        checkpoint_id: String,
+        /// The nodes that wrote its last step.
+        writers: Vec<String>,
     },
 
     /// A node asked for a run context value of a type the run was not given.

@@ -57,7 +57,7 @@ pub use graph::node::{
     BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode,
     SyncNodeWithContext,
 };
-pub use graph::{END, START};
+pub use graph::{END, INPUT, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
 pub use run::config::{

@@ -877,7 +877,7 @@ async fn per_run_interrupt_names_are_checked() {
 }
 
 #[tokio::test]
-async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
+async fn writing_on_an_earlier_checkpoint_is_an_update_branching_from_it() {
     let graph = chain(saver());
     graph
         .invoke_with(ChatUpdate::new(), thread("fk"))
@@ -887,13 +887,15 @@ async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
         .get_state_history(&thread("fk"), &ListOptions::default())
         .await
         .unwrap();
-    let fork = graph
+    let edit = graph
         .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
         .await
         .unwrap();
+    let edited = graph.get_state(&edit).await.unwrap();
+    assert_eq!(edited.source, CheckpointSource::Update);
     assert_eq!(
-        graph.get_state(&fork).await.unwrap().source,
-        CheckpointSource::Fork
+        edited.parent_checkpoint_id.as_deref(),
+        Some(history[2].checkpoint_id.as_str())
     );
 }
 
@@ -1032,4 +1034,146 @@ async fn a_command_input_without_a_checkpointer_starts_at_its_goto() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::InvalidRunInput(_)), "{err}");
+}
+
+fn fan_out(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("left", say("left"))
+        .add_node("right", say("right"))
+        .add_node("last", say("last"));
+    g.add_edge(START, "left")
+        .add_edge(START, "right")
+        .add_edge("left", "last")
+        .add_edge("last", END);
+    g.compile_with(
+        CompileOptions::new()
+            .checkpointer(saver)
+            .interrupt_before(["last"]),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_names_them() {
+    let graph = fan_out(saver());
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("amb"))
+            .await
+            .is_err()
+    );
+    let err = graph
+        .update_state(&thread("amb"), ChatUpdate::new().answer("x"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AmbiguousUpdate { writers, .. } if writers == &["left", "right"]),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn update_state_without_as_node_writes_as_the_last_single_writer() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("single"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("single"), &ListOptions::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
+    // Written as `a` (the only writer of that step): `a`'s edge plans `b` again.
+    let edited = graph
+        .update_state(&after_a.config(), ChatUpdate::new().answer("as a"), None)
+        .await
+        .unwrap();
+    let state = graph.get_state(&edited).await.unwrap();
+    assert_eq!(state.next, ["b"]);
+    assert_eq!(state.metadata["writes"], serde_json::json!(["a"]));
+    assert_eq!(
+        state.source,
+        CheckpointSource::Update,
+        "an update on an earlier checkpoint is an Update, as the docs say"
+    );
+}
+
+#[tokio::test]
+async fn update_state_as_the_input_plans_from_start() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("asinput"))
+        .await
+        .unwrap();
+    graph
+        .update_state(
+            &thread("asinput"),
+            ChatUpdate::new().answer("again"),
+            Some(graphkit::INPUT),
+        )
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("asinput")).await.unwrap();
+    assert_eq!(
+        (state.source, state.next.clone()),
+        (CheckpointSource::Input, vec!["a".to_string()])
+    );
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("asinput"))
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c", "a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there() {
+    let graph = chain(saver());
+    graph
+        .update_state(&thread("fresh"), ChatUpdate::new().answer("seeded"), None)
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("fresh")).await.unwrap();
+    assert_eq!(state.next, ["a"]);
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("fresh"))
+        .await
+        .unwrap();
+    assert_eq!((out.answer.as_str(), out.log.len()), ("seeded", 3));
+}
+
+#[tokio::test]
+async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("replay"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("replay"), &ListOptions::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
+    let out = graph
+        .invoke_with(RunInput::Continue, after_a.config())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c"]);
+    let all = graph
+        .get_state_history(&thread("replay"), &ListOptions::default())
+        .await
+        .unwrap();
+    let fork = all
+        .iter()
+        .find(|s| s.source == CheckpointSource::Fork)
+        .expect("a Fork checkpoint");
+    assert_eq!(
+        fork.parent_checkpoint_id.as_deref(),
+        Some(after_a.checkpoint_id.as_str())
+    );
+    assert_eq!(
+        (fork.next.clone(), fork.values.log.clone()),
+        (after_a.next.clone(), after_a.values.log.clone())
+    );
+    assert_eq!(all.len(), history.len() + 3, "the copy, then `b` and `c`");
 }

@@ -234,7 +234,7 @@ impl<S: State> StateGraph<S> {
         may_route: bool,
         subgraph: Option<Arc<Shape>>,
     ) -> &mut Self {
-        if name == START || name == END {
+        if name == START || name == END || name == crate::graph::INPUT {
             self.errors.push(Error::ReservedName(name.to_owned()));
         } else if name.is_empty() || name.contains([':', '|', '\n']) {
             self.errors.push(Error::InvalidName(name.to_owned()));

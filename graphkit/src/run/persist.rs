@@ -457,6 +457,12 @@ impl Persist {
         Ok(record)
     }
 
+    /// `true` when checkpoint `checkpoint_id` is the thread's newest.
+    pub(crate) async fn is_newest(&self, checkpoint_id: &str) -> Result<bool, Error> {
+        let newest = self.saver.get(&self.thread_id, &self.ns, None).await?;
+        Ok(newest.is_some_and(|t| t.record.checkpoint_id == checkpoint_id))
+    }
+
     /// Saves `writes` (pending writes loaded from an earlier checkpoint) against the
     /// current checkpoint, which now holds the same pending step.
     pub(crate) async fn copy_pending(&self, writes: Vec<PendingWrite>) -> Result<(), Error> {

@@ -17,8 +17,7 @@ use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::runner::Runner;
 use crate::state::{State, StepWrites};
 
-/// The pseudo-node that writes a run's input.
-pub(crate) const INPUT_NODE: &str = "__input__";
+use crate::graph::INPUT as INPUT_NODE;
 
 /// Where the step loop begins.
 pub(crate) struct Start<S: State> {
@@ -204,6 +203,27 @@ impl<S: State> Runner<S> {
         let tasks = restore_tasks(core, &loaded.record, loaded.body.next)?;
         let joins = JoinProgress::restore(core, loaded.body.joins);
         self.state = loaded.state;
+        if self.config.checkpoint_id.is_some()
+            && persist.per_step()
+            && !persist.is_newest(&loaded.record.checkpoint_id).await?
+        {
+            // Replaying from an earlier checkpoint: the new branch starts with a copy of
+            // it (source `Fork`), carrying what its pending step saved.
+            let record = persist
+                .save(
+                    CheckpointSource::Fork,
+                    &self.state,
+                    &[] as &[TaskWriteRef<'_, S>],
+                    &task_records(core, &tasks),
+                    &joins.0,
+                    &[],
+                )
+                .await?;
+            self.emitter.checkpoint(&record, core, &tasks);
+            if !writes.is_empty() {
+                persist.copy_pending(writes.clone()).await?;
+            }
+        }
         // The pending step already passed its interrupt_before check (it paused there, or
         // ran and failed or paused inside); after an interrupt_after pause, the next step
         // has not been checked yet.

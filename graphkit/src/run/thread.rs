@@ -9,6 +9,7 @@ use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions,
 };
 use crate::error::Error;
+use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
 use crate::interrupt::Interrupt;
 use crate::run::config::RunConfig;
@@ -123,9 +124,17 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it, and plans the
-    /// next step from that node's edges (with `None`, the pending next step stays). The
-    /// next `invoke_with(RunInput::Continue, ..)` continues from there. With a
-    /// `checkpoint_id` in `config`, the write forks from that checkpoint.
+    /// next step from that node's edges. The next `invoke_with(RunInput::Continue, ..)`
+    /// continues from there. With a `checkpoint_id` in `config`, the write forks from that
+    /// checkpoint.
+    ///
+    /// - `Some(INPUT)` writes the update as the run's input: the next step is planned from
+    ///   `START` (the checkpoint's source is `Input`).
+    /// - `None` writes it as the node that wrote the checkpoint's last step, as LangGraph
+    ///   does; when several nodes wrote it, that is ambiguous
+    ///   ([`Error::AmbiguousUpdate`] names them). A checkpoint nobody wrote (an input, an
+    ///   earlier update as the input) keeps its planned next step, and a thread with no
+    ///   checkpoint yet is started: the update is its input.
     ///
     /// Returns a config pointing at the new checkpoint.
     pub async fn update_state(
@@ -136,22 +145,16 @@ impl<S: State> CompiledGraph<S> {
     ) -> Result<RunConfig, Error> {
         let saver = self.saver("update_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let node = match as_node {
-            Some(name) => Some(
-                *self
-                    .core
-                    .by_name
-                    .get(name)
-                    .ok_or_else(|| Error::UnknownNode {
-                        context: "update_state(as_node)".into(),
-                        node: name.to_owned(),
-                    })?,
-            ),
-            None => None,
-        };
         let mut persist = Persist::open(Arc::clone(saver), thread, crate::Durability::Sync).await?;
         let outcome = async {
             let loaded = persist.load::<S>(config.checkpoint_id.as_deref()).await?;
+            let writer = match as_node {
+                Some(name) => self.writer_named(name)?,
+                None => match &loaded {
+                    None => Writer::Input,
+                    Some((loaded, _)) => self.last_writer(&loaded.record)?,
+                },
+            };
             let (mut state, mut joins, pending_next) = match loaded {
                 Some((loaded, _)) => {
                     let next = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
@@ -164,39 +167,42 @@ impl<S: State> CompiledGraph<S> {
                 None => (S::default(), JoinProgress::new(&self.core), Vec::new()),
             };
             state.apply_update(update.clone())?;
-            let next = match node {
-                Some(id) => plan::next_tasks(
-                    &self.core,
-                    &[Task {
-                        node: id,
-                        input: None,
-                    }],
-                    vec![Vec::new()],
-                    &state,
-                    &mut joins,
-                    &mut plan::PlanScratch::new(&self.core),
-                )?,
-                None => pending_next,
+            let mut scratch = plan::PlanScratch::new(&self.core);
+            let (next, source, writer_name) = match writer {
+                Writer::Node(id) => {
+                    let next = plan::next_tasks(
+                        &self.core,
+                        &[Task {
+                            node: id,
+                            input: None,
+                        }],
+                        vec![Vec::new()],
+                        &state,
+                        &mut joins,
+                        &mut scratch,
+                    )?;
+                    (next, CheckpointSource::Update, &*self.core.nodes[id].name)
+                }
+                Writer::Input => {
+                    joins = JoinProgress::new(&self.core);
+                    let next = plan::start_tasks(&self.core, &state, &mut scratch)?;
+                    (next, CheckpointSource::Input, INPUT)
+                }
+                Writer::KeepNext => (pending_next, CheckpointSource::Update, INPUT),
             };
-            let writer = as_node.unwrap_or("__update__");
             let writes = [TaskWriteRef::<S> {
-                node: writer,
+                node: writer_name,
                 updates: std::slice::from_ref(&update),
                 gotos: Vec::new(),
             }];
             let record = persist
                 .save(
-                    // Writing on an earlier checkpoint starts a new branch.
-                    if config.checkpoint_id.is_some() {
-                        CheckpointSource::Fork
-                    } else {
-                        CheckpointSource::Update
-                    },
+                    source,
                     &state,
                     &writes,
                     &task_records(&self.core, &next),
                     &joins.0,
-                    &[writer],
+                    &[writer_name],
                 )
                 .await?;
             Ok(RunConfig::new()
@@ -208,8 +214,55 @@ impl<S: State> CompiledGraph<S> {
         outcome.and_then(|config| released.map(|()| config))
     }
 
+    /// The writer `update_state(.., Some(name))` names.
+    fn writer_named(&self, name: &str) -> Result<Writer, Error> {
+        if name == INPUT {
+            return Ok(Writer::Input);
+        }
+        self.core
+            .by_name
+            .get(name)
+            .map(|id| Writer::Node(*id))
+            .ok_or_else(|| Error::UnknownNode {
+                context: "update_state(as_node)".into(),
+                node: name.to_owned(),
+            })
+    }
+
+    /// The writer `update_state(.., None)` uses: the node that wrote the checkpoint.
+    fn last_writer(&self, record: &CheckpointRecord) -> Result<Writer, Error> {
+        let writers: Vec<&str> = record
+            .metadata
+            .get("writes")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let nodes: Vec<&str> = writers
+            .into_iter()
+            .filter(|w| self.core.by_name.contains_key(*w))
+            .collect();
+        match nodes.as_slice() {
+            [] => Ok(Writer::KeepNext),
+            [node] => self.writer_named(node),
+            _ => Err(Error::AmbiguousUpdate {
+                checkpoint_id: record.checkpoint_id.clone(),
+                writers: nodes.iter().map(|n| (*n).to_owned()).collect(),
+            }),
+        }
+    }
+
     /// Deletes every checkpoint of a thread.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         self.saver("delete_thread")?.delete_thread(thread_id).await
     }
+}
+
+/// Whom `update_state` writes as.
+enum Writer {
+    /// A node: its edges plan the next step.
+    Node(crate::graph::compiled::NodeId),
+    /// The run's input: the next step is planned from START.
+    Input,
+    /// Nobody in particular: the checkpoint's planned next step stays.
+    KeepNext,
 }
