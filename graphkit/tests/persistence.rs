@@ -156,8 +156,26 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
         matches!(&err, Error::NodeFailed { node, .. } if node == "flaky"),
         "{err}"
     );
+    // The stopped step shows what it did: steady's write is in the state, only flaky is
+    // still to run, and the step's tasks say which failed and why.
     let paused = graph.get_state(&thread("p")).await.unwrap();
-    assert_eq!(paused.next, ["flaky", "steady"]);
+    assert_eq!(paused.values.log, ["steady"]);
+    assert_eq!(paused.next, ["flaky"]);
+    let flaky = paused.tasks.iter().find(|t| t.name == "flaky").unwrap();
+    assert!(
+        flaky
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("flaky failure")),
+        "{flaky:?}"
+    );
+    assert!(flaky.result.is_none());
+    let steady = paused.tasks.iter().find(|t| t.name == "steady").unwrap();
+    assert_eq!(
+        steady.result,
+        Some(serde_json::json!([{ "log": { "items": ["steady"] } }]))
+    );
+    assert_eq!(steady.error, None);
 
     let out = graph
         .invoke_with(RunInput::Continue, thread("p"))
@@ -809,7 +827,16 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
         .unwrap_err();
     assert!(matches!(err, Error::Interrupted { .. }), "{err}");
     let paused = graph.get_state(&exit()).await.unwrap();
-    assert_eq!(paused.next, ["ask", "side"]);
+    // `side` finished before the pause: its write shows, and only `ask` is still to run.
+    assert_eq!(paused.next, ["ask"]);
+    assert!(
+        paused
+            .values
+            .log
+            .ends_with(&["before".into(), "side".into()])
+    );
+    let planned: Vec<&str> = paused.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(planned, ["ask", "side"]);
     assert_eq!(paused.interrupts.len(), 1);
     let out = graph
         .invoke_with(Command::resume("ok"), exit())
@@ -972,9 +999,8 @@ async fn a_command_input_applies_its_update_adds_its_goto_and_resumes_together()
         .await
         .unwrap();
     assert!(
-        history
-            .iter()
-            .any(|s| s.source == CheckpointSource::Input && s.next == ["ask", "extra"]),
+        history.iter().any(|s| s.source == CheckpointSource::Input
+            && s.tasks.iter().map(|t| t.name.as_str()).eq(["ask", "extra"])),
         "the command's input is saved as a checkpoint of its own"
     );
 }
@@ -1176,4 +1202,143 @@ async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
         (after_a.next.clone(), after_a.values.log.clone())
     );
     assert_eq!(all.len(), history.len() + 3, "the copy, then `b` and `c`");
+}
+
+fn parallel_approvals(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    async fn approve(Input(who): Input<String>, ctx: NodeContext) -> Result<ChatUpdate, Error> {
+        let verdict = ctx.interrupt(format!("approve {who}?"))?;
+        Ok(ChatUpdate::new().log(vec![format!("{who}:{}", verdict.as_str().unwrap_or("?"))]))
+    }
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("approve", approve).add_conditional_edges(
+        START,
+        |_: &Chat| {
+            vec![
+                Send::new("approve", "alice".to_string()),
+                Send::new("approve", "bob".to_string()),
+            ]
+        },
+        ["approve"],
+    );
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wrote() {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let graph = parallel_approvals(saver());
+    let Err(Error::Interrupted { interrupts, .. }) =
+        graph.invoke_with(ChatUpdate::new(), thread("half")).await
+    else {
+        panic!("expected interrupts")
+    };
+    let alice = interrupts
+        .iter()
+        .find(|i| i.payload == "approve alice?")
+        .unwrap();
+    let answer = Command::resume_with(Resume::by_id([(alice.id.clone(), "yes")]));
+    let mut stream = graph.stream_with(answer, thread("half"), StreamMode::Updates);
+    let mut updates = Vec::new();
+    let mut end = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                if let StreamPayload::Updates { node, update } = event.payload {
+                    updates.push((node.to_string(), update.log));
+                }
+            }
+            Err(error) => end = Some(error),
+        }
+    }
+    assert!(
+        matches!(&end, Some(Error::Interrupted { interrupts, .. }) if interrupts.len() == 1),
+        "{end:?}"
+    );
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0].0, "approve");
+    let state = graph.get_state(&thread("half")).await.unwrap();
+    assert_eq!(state.values.log, ["alice:yes"]);
+    assert_eq!(state.next, ["approve"], "only bob's task is still to run");
+    assert_eq!(state.interrupts.len(), 1);
+    assert_eq!(state.tasks.len(), 2);
+    assert_eq!(state.tasks[1].interrupts.len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_step_streams_its_finished_siblings_before_the_error() {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("fine", say("fine"))
+        .add_node("broken", |_: Arc<Chat>| async {
+            Err::<ChatUpdate, _>("broken on purpose")
+        })
+        .add_edge(START, "fine")
+        .add_edge(START, "broken");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let items: Vec<_> = graph
+        .stream_with(ChatUpdate::new(), thread("sib"), StreamMode::Updates)
+        .collect()
+        .await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(
+        matches!(&items[0], Ok(e) if matches!(&e.payload, StreamPayload::Updates { node, .. } if &**node == "fine"))
+    );
+    assert!(matches!(&items[1], Err(Error::NodeFailed { node, .. }) if node == "broken"));
+}
+
+#[tokio::test]
+async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_and_resume() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node(
+        "one",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("one")),
+    )
+    .add_node(
+        "two",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("two")),
+    )
+    .add_node("broken", |_: Arc<Chat>| async {
+        Err::<ChatUpdate, _>("broken on purpose")
+    })
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .add_edge(START, "broken");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("clash"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeFailed { .. }), "{err}");
+    let err = graph.get_state(&thread("clash")).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidConcurrentUpdate {
+                field: "answer",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = graph
+        .invoke_with(RunInput::Continue, thread("clash"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidConcurrentUpdate {
+                field: "answer",
+                ..
+            } | Error::NodeFailed { .. }
+        ),
+        "{err}"
+    );
 }

@@ -60,6 +60,9 @@ pub(crate) enum PendingRef<'a, S: State> {
         payload: &'a Value,
     },
     Resume(&'a [Value]),
+    Error {
+        message: &'a str,
+    },
 }
 
 pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
@@ -140,6 +143,8 @@ pub(crate) struct PendingStep<S: State> {
     pub(crate) resume: HashMap<usize, Vec<Value>>,
     /// Static interrupts recorded on the checkpoint.
     pub(crate) static_interrupts: Vec<Interrupt>,
+    /// Errors of tasks that failed, by task index.
+    pub(crate) errors: HashMap<usize, String>,
 }
 
 impl<S: State> PendingStep<S> {
@@ -189,6 +194,7 @@ pub(crate) fn pending_step<S: State>(
                     });
                 }
                 step.interrupts.remove(&index);
+                step.errors.remove(&index);
                 step.outputs.insert(index, (output.updates, gotos));
             }
             (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
@@ -228,6 +234,11 @@ pub(crate) fn pending_step<S: State>(
             }
             (Pending::Resume(values), Some(index)) if is_resume => {
                 step.resume.insert(index, values);
+            }
+            (Pending::Error { message }, Some(index)) if !is_resume => {
+                if !step.outputs.contains_key(&index) {
+                    step.errors.insert(index, message);
+                }
             }
             (_, _) => {
                 return Err(corrupt(format!(

@@ -47,12 +47,12 @@ pub(crate) struct Runner<S: State> {
 enum StepOutcome<S: State> {
     /// Every task finished: their outputs, in task order.
     Finished(Vec<NodeOutput<S>>),
-    /// A task failed or paused: the outputs that did finish (by task index), the
-    /// interrupts raised, and the first failure.
+    /// A task failed or paused: the outputs that did finish, the interrupts raised and
+    /// the failures, each with its task index.
     Stopped {
         outputs: Vec<(usize, NodeOutput<S>)>,
         interrupts: Vec<(usize, InterruptSignal)>,
-        failure: Option<Error>,
+        failures: Vec<(usize, Error)>,
     },
 }
 
@@ -212,15 +212,22 @@ impl<S: State> Runner<S> {
                 StepOutcome::Stopped {
                     outputs,
                     interrupts,
-                    failure,
+                    failures,
                 } => {
-                    if let Some(p) = persist.as_deref_mut().filter(|p| !p.per_step()) {
-                        self.save_stopped_step(core, p, &tasks, &joins, &outputs, &interrupts)
-                            .await?;
+                    let stopped = crate::run::stop::StoppedStep {
+                        tasks: &tasks,
+                        outputs: &outputs,
+                        interrupts: &interrupts,
+                        failures: &failures,
+                    };
+                    let conflict = self.show_stopped_step(core, &stopped);
+                    if let Some(p) = persist.as_deref_mut() {
+                        self.save_stopped_step(core, p, &joins, &stopped).await?;
                     }
-                    if let Some(error) = failure {
+                    if let Some((_, error)) = failures.into_iter().next() {
                         return Err(error);
                     }
+                    conflict?;
                     return Err(self.paused(core, &tasks, interrupts, persist.as_deref()));
                 }
             };
@@ -305,21 +312,19 @@ impl<S: State> Runner<S> {
 
         let mut outputs = Vec::with_capacity(results.len());
         let mut interrupts = Vec::new();
-        let mut failure = None;
+        let mut failures = Vec::new();
         for (index, result) in results.into_iter().enumerate() {
             match result {
                 Ok(output) => outputs.push((index, output)),
                 Err(Error::Interrupt(signal)) => interrupts.push((index, signal)),
-                Err(error) => {
-                    failure.get_or_insert(error);
-                }
+                Err(error) => failures.push((index, error)),
             }
         }
-        if failure.is_some() || !interrupts.is_empty() {
+        if !failures.is_empty() || !interrupts.is_empty() {
             return StepOutcome::Stopped {
                 outputs,
                 interrupts,
-                failure,
+                failures,
             };
         }
         StepOutcome::Finished(outputs.into_iter().map(|(_, o)| o).collect())

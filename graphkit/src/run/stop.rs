@@ -8,10 +8,19 @@ use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
 use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal};
+use crate::run::apply::apply_finished;
 use crate::run::persist::{PendingRef, Persist, interrupt_id, output_ref, task_records};
 use crate::run::plan::{JoinProgress, Task};
 use crate::run::runner::Runner;
 use crate::state::State;
+
+/// A step that stopped: its tasks, and what each finished, raised or failed with.
+pub(crate) struct StoppedStep<'a, S: State> {
+    pub(crate) tasks: &'a [Task],
+    pub(crate) outputs: &'a [(usize, NodeOutput<S>)],
+    pub(crate) interrupts: &'a [(usize, InterruptSignal)],
+    pub(crate) failures: &'a [(usize, Error)],
+}
 
 /// Which tasks a static interrupt looks at, and what runs next if it fires.
 pub(crate) struct StaticCheck<'a> {
@@ -21,46 +30,77 @@ pub(crate) struct StaticCheck<'a> {
 }
 
 impl<S: State> Runner<S> {
-    /// `Durability::Exit`: a step stopped (failed or paused), so save the state before
-    /// it, the step as the next one, and its finished tasks and interrupts as pending
-    /// writes, so the thread can be resumed.
+    /// Streams the updates of the tasks that finished before the step stopped (`updates`
+    /// mode, in task order), so a caller sees what the step did. Returns the conflict, if
+    /// those writes conflict with each other, as applying them would.
+    pub(crate) fn show_stopped_step(
+        &self,
+        core: &GraphCore<S>,
+        stopped: &StoppedStep<'_, S>,
+    ) -> Result<(), Error> {
+        let mut finished = Vec::with_capacity(stopped.outputs.len());
+        for (index, output) in stopped.outputs {
+            let node = &core.nodes[stopped.tasks[*index].node].name;
+            let writes = output_ref(node, output);
+            for update in writes.updates {
+                self.emitter.update(node, update);
+            }
+            finished.push((*index, writes.updates));
+        }
+        if finished.len() < 2 {
+            return Ok(());
+        }
+        let mut scratch = self.state.clone();
+        apply_finished(core, &mut scratch, stopped.tasks, finished)
+    }
+
+    /// Saves what the thread needs to resume a stopped step: the errors of the tasks that
+    /// failed (so a UI can show them) and, with `Durability::Exit` (nothing saved yet), the
+    /// state before the step, the step as the next one, and its finished tasks and
+    /// interrupts as pending writes.
     pub(crate) async fn save_stopped_step(
         &self,
         core: &GraphCore<S>,
         persist: &mut Persist,
-        tasks: &[Task],
         joins: &JoinProgress,
-        outputs: &[(usize, NodeOutput<S>)],
-        interrupts: &[(usize, InterruptSignal)],
+        stopped: &StoppedStep<'_, S>,
     ) -> Result<(), Error> {
-        let next = task_records(core, tasks);
-        let record = persist
-            .save(
-                CheckpointSource::Loop,
-                &self.state,
-                &[],
-                &next,
-                &joins.0,
-                &[],
-            )
-            .await?;
-        for (index, output) in outputs {
-            let node = &*core.nodes[tasks[*index].node].name;
-            let pending = PendingRef::Output(output_ref(node, output));
-            persist
-                .save_pending::<S>(index.to_string(), node, &pending)
+        let node = |index: usize| &*core.nodes[stopped.tasks[index].node].name;
+        if !persist.per_step() {
+            let next = task_records(core, stopped.tasks);
+            let record = persist
+                .save(
+                    CheckpointSource::Loop,
+                    &self.state,
+                    &[],
+                    &next,
+                    &joins.0,
+                    &[],
+                )
                 .await?;
+            for (index, output) in stopped.outputs {
+                let pending = PendingRef::Output(output_ref(node(*index), output));
+                persist
+                    .save_pending::<S>(index.to_string(), node(*index), &pending)
+                    .await?;
+            }
+            for (index, signal) in stopped.interrupts {
+                let id = interrupt_id(&record.checkpoint_id, *index);
+                let pending = PendingRef::Interrupt {
+                    id: &id,
+                    index: signal.index,
+                    payload: &signal.payload,
+                };
+                persist
+                    .save_pending::<S>(index.to_string(), node(*index), &pending)
+                    .await?;
+            }
         }
-        for (index, signal) in interrupts {
-            let node = &*core.nodes[tasks[*index].node].name;
-            let id = interrupt_id(&record.checkpoint_id, *index);
-            let pending = PendingRef::Interrupt {
-                id: &id,
-                index: signal.index,
-                payload: &signal.payload,
-            };
+        for (index, error) in stopped.failures {
+            let message = error.to_string();
+            let pending = PendingRef::Error { message: &message };
             persist
-                .save_pending::<S>(index.to_string(), node, &pending)
+                .save_pending::<S>(index.to_string(), node(*index), &pending)
                 .await?;
         }
         Ok(())

@@ -12,8 +12,11 @@ use crate::error::Error;
 use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
 use crate::interrupt::Interrupt;
+use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
-use crate::run::persist::{Persist, TaskWriteRef, pending_step, restore_tasks, task_records};
+use crate::run::persist::{
+    Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_records,
+};
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
 
@@ -40,6 +43,25 @@ pub struct StateSnapshot<S: State> {
     pub metadata: Value,
     /// Interrupts waiting for an answer at this checkpoint.
     pub interrupts: Vec<Interrupt>,
+    /// The tasks of the step this checkpoint plans, in task order, with what each did so
+    /// far: LangGraph's `StateSnapshot.tasks`. A UI shows from it which task failed and why.
+    pub tasks: Vec<SnapshotTask>,
+}
+
+/// One task of the step a checkpoint plans, as [`StateSnapshot::tasks`] shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotTask {
+    /// The task's id (stable for this checkpoint and task).
+    pub id: String,
+    /// Its node.
+    pub name: String,
+    /// The error it failed with, if the step stopped on it.
+    pub error: Option<String>,
+    /// The interrupt it is paused on, if any.
+    pub interrupts: Vec<Interrupt>,
+    /// Its writes (the list of its updates, as JSON), if it finished before the step
+    /// stopped; such a task does not run again.
+    pub result: Option<Value>,
 }
 
 impl<S: State> StateSnapshot<S> {
@@ -66,9 +88,46 @@ impl<S: State> CompiledGraph<S> {
     ) -> Result<StateSnapshot<S>, Error> {
         let pending = pending_step(&self.core, &loaded.record, &tuple.pending_writes)?;
         let record: CheckpointRecord = loaded.record;
+        let planned = restore_tasks(&self.core, &record, loaded.body.next.clone())?;
+        // The state shows what the tasks that finished before the step stopped wrote, with
+        // the same conflict checks as the step.
+        let mut values = loaded.state;
+        let mut finished: Vec<(usize, &[S::Update])> = pending
+            .outputs
+            .iter()
+            .map(|(index, (updates, _))| (*index, updates.as_slice()))
+            .collect();
+        finished.sort_by_key(|(index, _)| *index);
+        apply_finished(&self.core, &mut values, &planned, finished)?;
+        let tasks: Vec<SnapshotTask> = loaded
+            .body
+            .next
+            .iter()
+            .enumerate()
+            .map(|(index, task)| SnapshotTask {
+                id: interrupt_id(&record.checkpoint_id, index),
+                name: task.node.clone(),
+                error: pending.errors.get(&index).cloned(),
+                interrupts: pending
+                    .interrupts
+                    .get(&index)
+                    .cloned()
+                    .into_iter()
+                    .collect(),
+                result: pending
+                    .outputs
+                    .get(&index)
+                    .map(|(updates, _)| serde_json::to_value(updates).unwrap_or(Value::Null)),
+            })
+            .collect();
         Ok(StateSnapshot {
-            values: loaded.state,
-            next: loaded.body.next.into_iter().map(|t| t.node).collect(),
+            values,
+            next: tasks
+                .iter()
+                .filter(|t| t.result.is_none())
+                .map(|t| t.name.clone())
+                .collect(),
+            tasks,
             thread_id: record.thread_id,
             checkpoint_id: record.checkpoint_id,
             parent_checkpoint_id: record.parent_id,
