@@ -134,6 +134,11 @@ pub struct TimeTravelDoctests;
 #[doc = include_str!("../../docs/architecture.md")]
 pub struct ArchitectureDoctests;
 
+/// docs/observability.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/observability.md")]
+pub struct ObservabilityDoctests;
+
 /// docs/index.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/index.md")]

@@ -132,6 +132,11 @@ struct EntityIntelArgs {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let result = match cli.workflow {
         Workflow::EntityIntel(args) => entity_intel_main(args).await,

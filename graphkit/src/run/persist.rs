@@ -451,6 +451,14 @@ impl Persist {
             is_snapshot,
             payload,
         };
+        let span = tracing::debug_span!(
+            "checkpoint_save",
+            thread_id = %self.thread_id,
+            step = self.step,
+            checkpoint_id = %record.checkpoint_id,
+            bytes = record.payload.len(),
+            snapshot = is_snapshot,
+        );
         match self.durability {
             Durability::Async => {
                 let saver = &self.saver;
@@ -462,7 +470,9 @@ impl Persist {
                     self.flush().await?;
                 }
             }
-            Durability::Sync | Durability::Exit => self.saver.put(record.clone()).await?,
+            Durability::Sync | Durability::Exit => {
+                tracing::Instrument::instrument(self.saver.put(record.clone()), span).await?;
+            }
         }
         self.current = Some(record.checkpoint_id.clone());
         Ok(record)

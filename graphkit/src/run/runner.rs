@@ -107,10 +107,17 @@ impl<S: State> Runner<S> {
         if cancel.is_cancelled() {
             return Err(Error::Cancelled);
         }
+        let span = tracing::info_span!(
+            "run",
+            thread_id = self.config.thread_id.as_deref(),
+            subgraph = self.is_subgraph,
+            namespace = ?self.namespace,
+        );
+        let run = tracing::Instrument::instrument(self.run_with_thread(input), span);
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(Error::Cancelled),
-            done = self.run_with_thread(input) => done,
+            done = run => done,
         }
     }
 
@@ -198,15 +205,20 @@ impl<S: State> Runner<S> {
                 });
             }
             self.step += 1;
+            let step_span = tracing::info_span!(
+                "step",
+                step = self.step,
+                tasks = tasks.len(),
+                thread_id = self.config.thread_id.as_deref(),
+            );
 
-            let outcome = self
-                .execute_step(
-                    core,
-                    &tasks,
-                    std::mem::take(&mut pending),
-                    persist.as_deref(),
-                )
-                .await;
+            let execute = self.execute_step(
+                core,
+                &tasks,
+                std::mem::take(&mut pending),
+                persist.as_deref(),
+            );
+            let outcome = tracing::Instrument::instrument(execute, step_span.clone()).await;
             let outputs = match outcome {
                 StepOutcome::Finished(outputs) => outputs,
                 StepOutcome::Stopped {
@@ -249,8 +261,8 @@ impl<S: State> Runner<S> {
             let next =
                 plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins, &mut scratch)?;
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
-                self.save_step(core, p, &tasks, &recorded, &next, &joins)
-                    .await?;
+                let save = self.save_step(core, p, &tasks, &recorded, &next, &joins);
+                tracing::Instrument::instrument(save, step_span).await?;
             }
             if !next.is_empty() {
                 let after = StaticCheck {
