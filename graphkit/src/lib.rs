@@ -48,7 +48,7 @@ mod run;
 mod state;
 pub mod store;
 
-pub use command::{Command, CommandGraph, Goto, RunInput, Send};
+pub use command::{Command, CommandGraph, Goto, RunInput, SendTo};
 pub use error::{BoxError, Error, ParentCommand, Result};
 pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;

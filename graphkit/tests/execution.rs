@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use graphkit::{
-    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, Send,
+    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, SendTo,
     State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,11 @@ async fn send_runs_a_node_once_per_input_in_send_order() {
         .add_node("reduce", mark("reduce"))
         .add_conditional_edges(
             START,
-            |_: &Log| (0..5u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+            |_: &Log| {
+                (0..5u32)
+                    .map(|i| SendTo::new("work", i))
+                    .collect::<Vec<_>>()
+            },
             ["work"],
         )
         .add_edge("work", "reduce")
@@ -109,7 +113,7 @@ async fn a_send_with_the_wrong_input_type_names_the_node() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("work", work).add_conditional_edges(
         START,
-        |_: &Log| Send::new("work", "text".to_string()),
+        |_: &Log| SendTo::new("work", "text".to_string()),
         ["work"],
     );
     let err = g
@@ -432,7 +436,11 @@ async fn max_concurrency_bounds_tasks_in_flight() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("work", work).add_conditional_edges(
         START,
-        |_: &Log| (0..10u64).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        |_: &Log| {
+            (0..10u64)
+                .map(|i| SendTo::new("work", i))
+                .collect::<Vec<_>>()
+        },
         ["work"],
     );
     let out = g
@@ -527,7 +535,7 @@ async fn a_node_can_return_several_updates_with_routes_and_sends() {
                 LogUpdate::new().seen(vec!["one".into()]),
                 LogUpdate::new().seen(vec!["two".into()]),
             ],
-            gotos: vec![Send::new("work", 7u32).into(), "done".into()],
+            gotos: vec![SendTo::new("work", 7u32).into(), "done".into()],
         }
     }
     async fn work(Input(n): Input<u32>) -> LogUpdate {

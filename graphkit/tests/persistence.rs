@@ -11,7 +11,7 @@ use graphkit::checkpoint::{
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
     Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Resume, RunConfig,
-    RunInput, START, Send, State, StateGraph, SyncNode,
+    RunInput, START, SendTo, State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -207,7 +207,11 @@ async fn pending_sends_are_restored_with_their_inputs() {
     })
     .add_conditional_edges(
         START,
-        |_: &Chat| (0..4u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        |_: &Chat| {
+            (0..4u32)
+                .map(|i| SendTo::new("work", i))
+                .collect::<Vec<_>>()
+        },
         ["work"],
     );
     let graph = g
@@ -400,8 +404,8 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
         START,
         |_: &Chat| {
             vec![
-                Send::new("approve", "alice".to_string()),
-                Send::new("approve", "bob".to_string()),
+                SendTo::new("approve", "alice".to_string()),
+                SendTo::new("approve", "bob".to_string()),
             ]
         },
         ["approve"],
@@ -1214,8 +1218,8 @@ fn parallel_approvals(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<C
         START,
         |_: &Chat| {
             vec![
-                Send::new("approve", "alice".to_string()),
-                Send::new("approve", "bob".to_string()),
+                SendTo::new("approve", "alice".to_string()),
+                SendTo::new("approve", "bob".to_string()),
             ]
         },
         ["approve"],

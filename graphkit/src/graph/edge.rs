@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::command::{Goto, Send};
+use crate::command::{Goto, SendTo};
 use crate::error::BoxError;
 
 /// The graph's entry: `add_edge(START, "first")`.
@@ -15,7 +15,7 @@ pub const INPUT: &str = "__input__";
 
 /// What a router returns: one target, several, `END`, or `Send`s.
 ///
-/// Implemented for `&'static str`, `String`, [`Send`], [`Goto`], vectors of those,
+/// Implemented for `&'static str`, `String`, [`SendTo`], [`Goto`], vectors of those,
 /// `Option` (None = stop this branch) and `Result` of any of them.
 pub trait IntoRoute {
     /// The targets, in order.
@@ -40,7 +40,7 @@ impl IntoRoute for Arc<str> {
     }
 }
 
-impl IntoRoute for Send {
+impl IntoRoute for SendTo {
     fn into_route(self) -> Result<Vec<Goto>, BoxError> {
         Ok(vec![Goto::Send(self)])
     }

@@ -189,7 +189,7 @@ pub(crate) fn pending_step<S: State>(
                                 corrupt(format!("a pending Send targets node `{node}`, which this graph does not have"))
                             })?;
                             let packet = decode_packet(core, id, input).map_err(|e| corrupt(format!("a pending Send input for `{node}` does not decode: {e}")))?;
-                            Goto::Send(crate::command::Send { node: node.into(), input: packet })
+                            Goto::Send(crate::command::SendTo { node: node.into(), input: packet })
                         }
                     });
                 }
