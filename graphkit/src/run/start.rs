@@ -15,7 +15,7 @@ use crate::run::persist::{
 };
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::runner::Runner;
-use crate::state::{State, StepWrites};
+use crate::state::{State, StateUpdate, StepWrites};
 
 use crate::graph::INPUT as INPUT_NODE;
 
@@ -250,7 +250,9 @@ impl<S: State> Runner<S> {
         persist: Option<&Persist>,
     ) -> Result<Option<S::Update>, Error> {
         let recorded = persist.filter(|p| p.per_step()).map(|_| update.clone());
-        if let Some(collected) = self.collected.as_mut() {
+        // A same-state subgraph's input is the parent's state itself (an empty update):
+        // nothing to hand back to the parent, so nothing is emitted or saved for it.
+        if let Some(collected) = self.collected.as_mut().filter(|_| !update.is_empty()) {
             collected.push(update.clone());
         }
         self.state.apply(update, &mut StepWrites::default())?;
