@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use graphkit::{
-    CompiledGraph, END, Input, NodeContext, START, Send, State, StateGraph, SyncNode,
+    CompiledGraph, END, Input, NodeContext, START, SendTo, State, StateGraph, SyncNode,
     SyncNodeWithContext,
 };
 use graphkit_benches::Mode;
@@ -128,7 +128,7 @@ fn send_fanout(mode: Mode) -> CompiledGraph<Wide> {
     graph
         .add_conditional_edges(
             START,
-            |s: &Wide| (0..s.n).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+            |s: &Wide| (0..s.n).map(|i| SendTo::new("work", i)).collect::<Vec<_>>(),
             ["work"],
         )
         .add_edge("work", END);

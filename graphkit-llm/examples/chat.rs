@@ -61,6 +61,11 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let args = match parse_args() {
         Ok(args) => args,
         Err(problem) => {

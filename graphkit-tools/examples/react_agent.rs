@@ -58,6 +58,11 @@ fn scripted() -> FunctionModel {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let args: Vec<String> = std::env::args().collect();
     let spec = args
         .iter()

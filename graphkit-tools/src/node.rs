@@ -155,7 +155,13 @@ impl<S: MessagesState> ToolNode<S> {
         let outcomes: Vec<Result<ToolOutput<S>, ToolError>> =
             futures::stream::iter(calls.clone().into_iter().map(move |call| {
                 let runtime = base.for_call(&call.id, &call.name);
-                call_one(Arc::clone(&tools), call, runtime)
+                let span = tracing::info_span!(
+                    "tool",
+                    tool = %call.name,
+                    call_id = %call.id,
+                    thread_id = runtime.config().get_thread_id(),
+                );
+                tracing::Instrument::instrument(call_one(Arc::clone(&tools), call, runtime), span)
             }))
             .buffered(self.max_concurrency)
             .collect()

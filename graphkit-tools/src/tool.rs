@@ -250,6 +250,12 @@ impl<S> ToolRuntime<S> {
         &self.config
     }
 
+    /// The run's context value of type `C` (given with `RunConfig::with_context`), if any:
+    /// the model, client or settings a tool needs, shared rather than cloned into it.
+    pub fn context<C: std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+        self.config.context::<C>()
+    }
+
     /// The graph's cross-thread store, if it was compiled with one.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()

@@ -19,6 +19,11 @@ async fn note(_: Arc<Research>) -> ResearchUpdate {
 }
 
 fn main() -> Result<(), graphkit::Error> {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mut review = StateGraph::<Research>::new();
     review
         .add_node("critique", note)

@@ -41,6 +41,11 @@ async fn publish(_: Arc<Publication>) -> PublicationUpdate {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mut graph = StateGraph::<Publication>::new();
     graph
         .add_node("write_draft", write_draft)

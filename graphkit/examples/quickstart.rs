@@ -28,6 +28,11 @@ fn review(state: &Essay) -> &'static str {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), graphkit::Error> {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let mut graph = StateGraph::<Essay>::new();
     graph
         .add_node("write", write)

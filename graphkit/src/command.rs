@@ -1,4 +1,4 @@
-//! [`Command`] (update and route from a node) and [`Send`] (map-reduce fan-out).
+//! [`Command`] (update and route from a node) and [`SendTo`] (map-reduce fan-out).
 
 use std::any::Any;
 use std::fmt;
@@ -10,26 +10,27 @@ use serde_json::Value;
 use crate::interrupt::Resume;
 use crate::state::State;
 
-/// Runs a node once with its own input: the unit of map-reduce fan-out.
+/// Runs a node once with its own input: the unit of map-reduce fan-out (LangGraph's `Send`,
+/// named so that importing it never hides Rust's `std::marker::Send`).
 ///
-/// A router (or a [`Command`]) returns several `Send`s to run one node many times in the
+/// A router (or a [`Command`]) returns several `SendTo`s to run one node many times in the
 /// next super-step, each with a different input. The node reads its input with the
 /// [`Input`](crate::Input) extractor; the sends run in the order given and their updates
 /// are applied in that order.
 ///
 /// ```
-/// use graphkit::Send;
+/// use graphkit::SendTo;
 ///
-/// let sends: Vec<Send> = ["cats", "dogs"].into_iter().map(|s| Send::new("joke", s.to_string())).collect();
+/// let sends: Vec<SendTo> = ["cats", "dogs"].into_iter().map(|s| SendTo::new("joke", s.to_string())).collect();
 /// assert_eq!(sends[1].node(), "joke");
 /// ```
 #[derive(Clone)]
-pub struct Send {
+pub struct SendTo {
     pub(crate) node: Arc<str>,
     pub(crate) input: Packet,
 }
 
-impl Send {
+impl SendTo {
     /// Runs `node` with `input`.
     pub fn new<T>(node: impl Into<Arc<str>>, input: T) -> Self
     where
@@ -52,9 +53,9 @@ impl Send {
     }
 }
 
-impl fmt::Debug for Send {
+impl fmt::Debug for SendTo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Send")
+        f.debug_struct("SendTo")
             .field("node", &self.node)
             .field("input", &self.input.type_name)
             .finish()
@@ -96,7 +97,7 @@ pub enum Goto {
     /// Run this node in the next super-step.
     Node(Arc<str>),
     /// Run a node with its own input.
-    Send(Send),
+    Send(SendTo),
 }
 
 impl From<&str> for Goto {
@@ -111,8 +112,8 @@ impl From<String> for Goto {
     }
 }
 
-impl From<Send> for Goto {
-    fn from(send: Send) -> Self {
+impl From<SendTo> for Goto {
+    fn from(send: SendTo) -> Self {
         Self::Send(send)
     }
 }
@@ -189,7 +190,7 @@ impl<S: State> Command<S> {
         Self::default()
     }
 
-    /// Routes to `target` (a node name, `END`, or a [`Send`]).
+    /// Routes to `target` (a node name, `END`, or a [`SendTo`]).
     pub fn goto_only(target: impl Into<Goto>) -> Self {
         Self::new().goto(target)
     }
@@ -223,7 +224,7 @@ impl<S: State> Command<S> {
         self
     }
 
-    /// Adds a route target (a node name, `END`, or a [`Send`]).
+    /// Adds a route target (a node name, `END`, or a [`SendTo`]).
     #[must_use]
     pub fn goto(mut self, target: impl Into<Goto>) -> Self {
         self.goto.push(target.into());
@@ -258,7 +259,7 @@ impl<S: State> Command<S> {
         self.update.as_ref()
     }
 
-    /// The route targets, `Send`s included.
+    /// The route targets, [`SendTo`]s included.
     pub fn gotos(&self) -> &[Goto] {
         &self.goto
     }
@@ -275,8 +276,8 @@ impl<S: State> Command<S> {
     }
 }
 
-/// What a run starts from: a new input, a resume of a paused thread, or a plain
-/// continuation of the thread's last checkpoint.
+/// What a run starts from: a new input, a resume of a paused thread, a plain
+/// continuation of the thread's last checkpoint, or a [`Command`].
 ///
 /// The update type, the state itself and [`Command`] convert into it, so `invoke` takes
 /// any of them.
@@ -289,14 +290,27 @@ pub enum RunInput<S: State> {
     /// Continue the thread's pending step without new input (after a static interrupt,
     /// a failure, or a crash).
     Continue,
+    /// Continue the thread as a [`Command`] says, as LangGraph's `invoke(Command(...))`:
+    /// its update is applied to the thread's state first (as the input), its `goto`
+    /// targets join the pending step's tasks, and its resume value answers the pending
+    /// interrupts. On a thread with no checkpoint (or without a checkpointer) the update
+    /// is the input and the run starts at the `goto` targets, or at START without any.
+    Command(Command<S>),
 }
 
 impl<S: State> From<Command<S>> for RunInput<S> {
     fn from(command: Command<S>) -> Self {
-        match (command.resume, command.update) {
-            (Some(resume), _) => Self::Resume(resume),
-            (None, Some(update)) => Self::Update(update),
-            (None, None) => Self::Continue,
+        match command {
+            Command {
+                update: None,
+                goto,
+                graph: CommandGraph::Current,
+                resume,
+            } if goto.is_empty() => match resume {
+                Some(resume) => Self::Resume(resume),
+                None => Self::Continue,
+            },
+            command => Self::Command(command),
         }
     }
 }

@@ -16,7 +16,7 @@ pub enum Error {
     DuplicateNode(String),
 
     /// A node used a reserved name.
-    #[error("`{0}` is a reserved name (START and END are built in); rename the node")]
+    #[error("`{0}` is a reserved name (START, END and INPUT are built in); rename the node")]
     ReservedName(String),
 
     /// A node name is empty or contains characters that break drawings and namespaces.
@@ -93,6 +93,36 @@ pub enum Error {
         limit: usize,
     },
 
+    /// `update_state` without `as_node` on a checkpoint whose last step had several writers.
+    #[error(
+        "update_state without as_node is ambiguous: the last step of checkpoint `{checkpoint_id}` was written by {writers:?}; pass as_node (one of them, another node, or INPUT)"
+    )]
+    AmbiguousUpdate {
+        /// The checkpoint written on.
+        checkpoint_id: String,
+        /// The nodes that wrote its last step.
+        writers: Vec<String>,
+    },
+
+    /// A node asked for a run context value of a type the run was not given.
+    #[error(
+        "node `{node}` reads the run context `{type_name}`, but the run was given none; pass it with `RunConfig::with_context(...)`"
+    )]
+    MissingContext {
+        /// The node.
+        node: String,
+        /// The type it asked for.
+        type_name: &'static str,
+    },
+
+    /// A run's input cannot start a run (see the message).
+    #[error("invalid run input: {0}")]
+    InvalidRunInput(String),
+
+    /// A run's [`RunConfig`](crate::RunConfig) asks for something no run can do.
+    #[error("invalid run config: {0}")]
+    InvalidRunConfig(String),
+
     /// A node returned an error (after its retries, if any).
     #[error("node `{node}` failed after {attempts} attempt(s): {source}")]
     NodeFailed {
@@ -154,6 +184,43 @@ pub enum Error {
         target: String,
         /// The declared targets.
         declared: Vec<String>,
+    },
+
+    /// One field was overwritten (cleared or replaced) twice in one super-step.
+    #[error(
+        "field `{field}` was overwritten (cleared or replaced) by `{first}` and again by `{second}` in one step; overwrite it once per step, or append instead"
+    )]
+    SecondOverwrite {
+        /// The field.
+        field: &'static str,
+        /// The first writer (a node, or `input`).
+        first: String,
+        /// The second writer.
+        second: String,
+    },
+
+    /// An update removed a key (a message id, say) that the field does not hold.
+    #[error(
+        "an update removes {key} from field `{field}`, which holds no item with that key; remove only keys that are there"
+    )]
+    RemovedKeyNotFound {
+        /// The field.
+        field: &'static str,
+        /// The key, as `Debug` prints it.
+        key: String,
+    },
+
+    /// A router with a path map returned a label the map does not have.
+    #[error(
+        "the router after `{from}` returned the label `{label}`, which its path map does not have (labels: {labels:?}); add it to the path map"
+    )]
+    UnknownRouteLabel {
+        /// The node whose router chose the label.
+        from: String,
+        /// The label.
+        label: String,
+        /// The labels of the path map.
+        labels: Vec<String>,
     },
 
     /// A `Send` task's input was not of the type its node extracts.

@@ -48,7 +48,7 @@ mod run;
 mod state;
 pub mod store;
 
-pub use command::{Command, CommandGraph, Goto, RunInput, Send};
+pub use command::{Command, CommandGraph, Goto, RunInput, SendTo};
 pub use error::{BoxError, Error, ParentCommand, Result};
 pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
@@ -57,22 +57,23 @@ pub use graph::node::{
     BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode,
     SyncNodeWithContext,
 };
-pub use graph::{END, START};
+pub use graph::{END, INPUT, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
 pub use run::config::{
     DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
 };
 pub use run::context::NodeContext;
+pub use run::run_context::RunContext;
 pub use run::stream::{
     CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
     TaskEvent, TaskEventKind,
 };
-pub use run::thread::StateSnapshot;
+pub use run::thread::{SnapshotTask, StateSnapshot};
 pub use state::{
-    Add, Append, AppendUpdate, Field, Keyed, KeyedOp, KeyedUpdate, KeyedVec, LastValue, ListOp,
-    MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable, append_capped,
-    merge_by,
+    Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
+    LastValue, ListOp, MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable,
+    append_capped, merge_by,
 };
 
 /// `#[derive(State)]`: see [`State`](trait@State).
@@ -134,6 +135,11 @@ pub struct TimeTravelDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/architecture.md")]
 pub struct ArchitectureDoctests;
+
+/// docs/observability.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/observability.md")]
+pub struct ObservabilityDoctests;
 
 /// docs/index.md, compiled as doctests.
 #[cfg(doctest)]

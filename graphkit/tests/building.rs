@@ -172,3 +172,28 @@ fn compiled_graphs_are_send_sync_and_cheap_to_clone() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}
     assert_send_sync::<graphkit::CompiledGraph<S>>();
 }
+
+#[test]
+fn a_path_map_target_that_is_not_a_node_is_caught_at_compile_time() {
+    let mut g = graph();
+    g.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_conditional_edges_mapped("a", |_: &S| "done", [("done", END), ("more", "typo")]);
+    let err = g.compile().unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownNode { node, .. } if node == "typo"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_path_map_with_a_label_twice_is_refused() {
+    let mut g = graph();
+    g.add_node("a", noop)
+        .add_node("b", noop)
+        .add_edge(START, "a")
+        .add_edge("b", END)
+        .add_conditional_edges_mapped("a", |_: &S| "go", [("go", "b"), ("go", END)]);
+    let err = g.compile().unwrap_err();
+    assert!(err.to_string().contains("`go` twice"), "{err}");
+}

@@ -31,6 +31,8 @@ const ROLE: &str = "GRAPHKIT_CRASH_ROLE";
 const BACKEND: &str = "GRAPHKIT_CRASH_BACKEND";
 const LOG: &str = "GRAPHKIT_CRASH_LOG";
 const THREAD: &str = "GRAPHKIT_CRASH_THREAD";
+/// How often each process of the concurrent-open test opens the shared file.
+const OPEN_ROUNDS: usize = 10;
 
 /// Appends `line` to the completion log (one line per finished node).
 fn log_line(path: &Path, line: &str) {
@@ -133,6 +135,22 @@ async fn child(role: &str) {
                 .await
                 .expect("resume");
             println!("FINAL {}", serde_json::to_string(&done).expect("json"));
+        }
+        "open" => {
+            // Several of these start at once on one new file, each opening and closing it
+            // again and again: every open (create, WAL, migrate) must succeed, however it
+            // overlaps with the others' opens, runs and closes.
+            drop(saver);
+            let thread_id = std::env::var(THREAD).expect("thread");
+            for round in 0..OPEN_ROUNDS {
+                let saver = open_saver(&backend).await;
+                let config = RunConfig::new().thread_id(format!("{thread_id}-{round}"));
+                let done = graph(Some(Arc::clone(&saver)), log.clone(), false)
+                    .invoke_with(WorkUpdate::new(), config)
+                    .await
+                    .expect("run on a file other processes are opening");
+                println!("FINAL {}", serde_json::to_string(&done).expect("json"));
+            }
         }
         other => panic!("unknown role {other}"),
     }
@@ -269,4 +287,47 @@ async fn postgres_run_killed_mid_step_resumes_in_a_new_process() {
         dir.path(),
     )
     .await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_file_opened_by_several_processes_at_once_opens_in_each() {
+    const TEST: &str = "sqlite_file_opened_by_several_processes_at_once_opens_in_each";
+    const PROCESSES: usize = 8;
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = format!("sqlite:{}", dir.path().join("shared.sqlite").display());
+    let expected = graph(None, dir.path().join("reference.log"), false)
+        .invoke(WorkUpdate::new())
+        .await
+        .expect("reference run");
+
+    // All children start before any is waited for, so their opens overlap.
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|i| {
+            let log = dir.path().join(format!("open-{i}.log"));
+            spawn_child(TEST, "open", &backend, &log, &format!("open-{i}"))
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().expect("child process");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "process {i} could not open the shared file: {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let finals: Vec<Work> = stdout
+            .lines()
+            .filter_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
+            .map(|json| serde_json::from_str(json).expect("state"))
+            .collect();
+        assert_eq!(finals.len(), OPEN_ROUNDS, "process {i}: {stdout}");
+        assert!(
+            finals.iter().all(|state| *state == expected),
+            "process {i} finished each run"
+        );
+    }
 }

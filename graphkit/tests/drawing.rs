@@ -40,7 +40,7 @@ fn mermaid_draws_conditional_edges_dashed_and_subgraphs_as_blocks() {
     let text = sample().draw_mermaid();
     assert!(text.starts_with("flowchart TD\n"));
     assert!(text.contains("__start__ --> a"), "{text}");
-    assert!(text.contains("a --> join"), "{text}");
+    assert!(text.contains("a ==> join"), "joins are drawn thick: {text}");
     assert!(text.contains("join -.-> sub____start__"), "{text}");
     assert!(text.contains("join -.-> __end__"), "{text}");
     assert!(text.contains("subgraph sub[\"sub\"]"), "{text}");
@@ -54,13 +54,57 @@ fn dot_draws_clusters_and_dashed_edges() {
     assert!(text.starts_with("digraph graphkit {"));
     assert!(text.contains("subgraph cluster_sub {"), "{text}");
     assert!(text.contains("join -> __end__ [style=dashed];"), "{text}");
-    assert!(text.contains("a -> join;"), "{text}");
+    assert!(
+        text.contains("a -> join [style=bold, arrowhead=diamond];"),
+        "{text}"
+    );
 }
 
 #[test]
 fn ascii_lists_every_node_with_its_targets() {
     let text = sample().draw_ascii();
     assert!(text.contains("start -> a, b"), "{text}");
+    assert!(text.contains("a -> &join"), "{text}");
     assert!(text.contains("join -> ?sub, ?end"), "{text}");
     assert!(text.contains("  step -> end"), "{text}");
+}
+
+fn triage() -> graphkit::CompiledGraph<S> {
+    let mut g = StateGraph::<S>::new();
+    g.add_node("grade", noop)
+        .add_node("publish", noop)
+        .add_node("rewrite", noop)
+        .add_edge(START, "grade")
+        .add_conditional_edges_mapped(
+            "grade",
+            |s: &S| if s.n > 5 { "pass" } else { "fail" },
+            [("pass", "publish"), ("fail", "rewrite"), ("give up", END)],
+        )
+        .add_edge("publish", END)
+        .add_edge("rewrite", "grade");
+    g.compile().unwrap()
+}
+
+#[test]
+fn mermaid_draws_path_map_edges_with_their_labels() {
+    let text = triage().draw_mermaid();
+    assert!(text.contains("grade -.->|\"pass\"| publish"), "{text}");
+    assert!(text.contains("grade -.->|\"fail\"| rewrite"), "{text}");
+    assert!(text.contains("grade -.->|\"give up\"| __end__"), "{text}");
+    assert!(text.contains("rewrite --> grade"), "{text}");
+}
+
+#[test]
+fn dot_and_ascii_draw_path_map_labels() {
+    let graph = triage();
+    let dot = graph.draw_dot();
+    assert!(
+        dot.contains("grade -> publish [style=dashed, label=\"pass\"];"),
+        "{dot}"
+    );
+    let ascii = graph.draw_ascii();
+    assert!(
+        ascii.contains("grade -> ?pass:publish, ?fail:rewrite, ?give up:end"),
+        "{ascii}"
+    );
 }

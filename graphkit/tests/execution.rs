@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use graphkit::{
-    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, Send,
+    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, SendTo,
     State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
@@ -91,7 +91,11 @@ async fn send_runs_a_node_once_per_input_in_send_order() {
         .add_node("reduce", mark("reduce"))
         .add_conditional_edges(
             START,
-            |_: &Log| (0..5u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+            |_: &Log| {
+                (0..5u32)
+                    .map(|i| SendTo::new("work", i))
+                    .collect::<Vec<_>>()
+            },
             ["work"],
         )
         .add_edge("work", "reduce")
@@ -109,7 +113,7 @@ async fn a_send_with_the_wrong_input_type_names_the_node() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("work", work).add_conditional_edges(
         START,
-        |_: &Log| Send::new("work", "text".to_string()),
+        |_: &Log| SendTo::new("work", "text".to_string()),
         ["work"],
     );
     let err = g
@@ -432,7 +436,11 @@ async fn max_concurrency_bounds_tasks_in_flight() {
     let mut g = StateGraph::<Log>::new();
     g.add_node("work", work).add_conditional_edges(
         START,
-        |_: &Log| (0..10u64).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        |_: &Log| {
+            (0..10u64)
+                .map(|i| SendTo::new("work", i))
+                .collect::<Vec<_>>()
+        },
         ["work"],
     );
     let out = g
@@ -527,7 +535,7 @@ async fn a_node_can_return_several_updates_with_routes_and_sends() {
                 LogUpdate::new().seen(vec!["one".into()]),
                 LogUpdate::new().seen(vec!["two".into()]),
             ],
-            gotos: vec![Send::new("work", 7u32).into(), "done".into()],
+            gotos: vec![SendTo::new("work", 7u32).into(), "done".into()],
         }
     }
     async fn work(Input(n): Input<u32>) -> LogUpdate {
@@ -541,4 +549,160 @@ async fn a_node_can_return_several_updates_with_routes_and_sends() {
     let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
     assert_eq!(out.seen, ["one", "two", "done"]);
     assert_eq!(out.count, 7);
+}
+
+#[tokio::test]
+async fn a_router_with_a_path_map_routes_by_label() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("grade", |s: Arc<Log>| async move {
+        LogUpdate::new()
+            .seen(vec!["grade".into()])
+            .count(s.count + 3)
+    })
+    .add_node("publish", mark("publish"))
+    .add_edge(START, "grade")
+    .add_conditional_edges_mapped(
+        "grade",
+        |s: &Log| if s.count >= 6 { "pass" } else { "retry" },
+        [("pass", "publish"), ("retry", "grade")],
+    )
+    .add_edge("publish", END);
+    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    assert_eq!(out.seen, ["grade", "grade", "publish"]);
+}
+
+#[tokio::test]
+async fn a_router_returning_a_label_outside_its_path_map_is_an_error_naming_it() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_conditional_edges_mapped("a", |_: &Log| "maybe", [("yes", END), ("no", END)]);
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownRouteLabel { from, label, labels }
+            if from == "a" && label == "maybe" && labels == &["yes", "no"]),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_recursion_limit_of_zero_is_refused_not_raised_to_one() {
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("a", mark("a"))
+        .add_edge(START, "a")
+        .add_edge("a", END);
+    let graph = g.compile().unwrap();
+    let err = graph
+        .invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidRunConfig(m) if m.contains("recursion_limit(0)")),
+        "{err}"
+    );
+    let err = graph
+        .invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(0))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::InvalidRunConfig(_)), "{err}");
+}
+
+#[tokio::test]
+async fn two_overwrites_of_one_list_in_one_step_fail_the_run_naming_both_writers() {
+    use graphkit::AppendUpdate;
+    let replace = |name: &'static str| {
+        move |_: Arc<Log>| async move {
+            LogUpdate::new().seen(AppendUpdate::replace([name.to_string()]))
+        }
+    };
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("left", replace("left"))
+        .add_node("right", replace("right"))
+        .add_edge(START, "left")
+        .add_edge(START, "right");
+    let err = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::SecondOverwrite { field: "seen", first, second }
+            if first == "left" && second == "right"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn one_overwrite_and_appends_of_one_list_in_one_step_apply() {
+    use graphkit::AppendUpdate;
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("reset", |_: Arc<Log>| async {
+        LogUpdate::new().seen(AppendUpdate::replace(["reset".to_string()]))
+    })
+    .add_node("zadd", mark("zadd"))
+    .add_edge(START, "reset")
+    .add_edge(START, "zadd");
+    let out = g
+        .compile()
+        .unwrap()
+        .invoke(LogUpdate::new().seen(vec!["before".to_string()]))
+        .await
+        .unwrap();
+    assert_eq!(out.seen, ["reset", "zadd"]);
+}
+
+#[tokio::test]
+async fn nodes_read_the_run_context_by_type_and_subgraphs_see_it_too() {
+    use graphkit::RunContext;
+    struct Greeting {
+        text: &'static str,
+    }
+    struct Limit {
+        max: u32,
+    }
+    let mut inner = StateGraph::<Log>::new();
+    inner
+        .add_node("inner", |_: Arc<Log>, limit: RunContext<Limit>| async move {
+            LogUpdate::new().count(limit.max)
+        })
+        .add_edge(START, "inner")
+        .add_edge("inner", END);
+    let mut g = StateGraph::<Log>::new();
+    g.add_node(
+        "greet",
+        |_: Arc<Log>, greeting: RunContext<Greeting>| async move {
+            LogUpdate::new().seen(vec![greeting.text.to_string()])
+        },
+    )
+    .add_subgraph("sub", inner.compile().unwrap())
+    .add_edge(START, "greet")
+    .add_edge("greet", "sub")
+    .add_edge("sub", END);
+    let graph = g.compile().unwrap();
+    let config = RunConfig::new()
+        .with_context(Greeting { text: "hello" })
+        .with_context(Limit { max: 7 });
+    let out = graph.invoke_with(LogUpdate::new(), config).await.unwrap();
+    assert_eq!(
+        (out.seen.as_slice(), out.count),
+        (&["hello".to_string()][..], 7)
+    );
+
+    let err = graph
+        .invoke_with(
+            LogUpdate::new(),
+            RunConfig::new().with_context(Limit { max: 1 }),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("Greeting") && err.to_string().contains("with_context"),
+        "{err}"
+    );
 }

@@ -11,7 +11,7 @@ use graphkit::checkpoint::{
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
     Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Resume, RunConfig,
-    RunInput, START, Send, State, StateGraph, SyncNode,
+    RunInput, START, SendTo, State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -156,8 +156,26 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
         matches!(&err, Error::NodeFailed { node, .. } if node == "flaky"),
         "{err}"
     );
+    // The stopped step shows what it did: steady's write is in the state, only flaky is
+    // still to run, and the step's tasks say which failed and why.
     let paused = graph.get_state(&thread("p")).await.unwrap();
-    assert_eq!(paused.next, ["flaky", "steady"]);
+    assert_eq!(paused.values.log, ["steady"]);
+    assert_eq!(paused.next, ["flaky"]);
+    let flaky = paused.tasks.iter().find(|t| t.name == "flaky").unwrap();
+    assert!(
+        flaky
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("flaky failure")),
+        "{flaky:?}"
+    );
+    assert!(flaky.result.is_none());
+    let steady = paused.tasks.iter().find(|t| t.name == "steady").unwrap();
+    assert_eq!(
+        steady.result,
+        Some(serde_json::json!([{ "log": { "items": ["steady"] } }]))
+    );
+    assert_eq!(steady.error, None);
 
     let out = graph
         .invoke_with(RunInput::Continue, thread("p"))
@@ -189,7 +207,11 @@ async fn pending_sends_are_restored_with_their_inputs() {
     })
     .add_conditional_edges(
         START,
-        |_: &Chat| (0..4u32).map(|i| Send::new("work", i)).collect::<Vec<_>>(),
+        |_: &Chat| {
+            (0..4u32)
+                .map(|i| SendTo::new("work", i))
+                .collect::<Vec<_>>()
+        },
         ["work"],
     );
     let graph = g
@@ -382,8 +404,8 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
         START,
         |_: &Chat| {
             vec![
-                Send::new("approve", "alice".to_string()),
-                Send::new("approve", "bob".to_string()),
+                SendTo::new("approve", "alice".to_string()),
+                SendTo::new("approve", "bob".to_string()),
             ]
         },
         ["approve"],
@@ -809,7 +831,16 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
         .unwrap_err();
     assert!(matches!(err, Error::Interrupted { .. }), "{err}");
     let paused = graph.get_state(&exit()).await.unwrap();
-    assert_eq!(paused.next, ["ask", "side"]);
+    // `side` finished before the pause: its write shows, and only `ask` is still to run.
+    assert_eq!(paused.next, ["ask"]);
+    assert!(
+        paused
+            .values
+            .log
+            .ends_with(&["before".into(), "side".into()])
+    );
+    let planned: Vec<&str> = paused.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(planned, ["ask", "side"]);
     assert_eq!(paused.interrupts.len(), 1);
     let out = graph
         .invoke_with(Command::resume("ok"), exit())
@@ -877,7 +908,7 @@ async fn per_run_interrupt_names_are_checked() {
 }
 
 #[tokio::test]
-async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
+async fn writing_on_an_earlier_checkpoint_is_an_update_branching_from_it() {
     let graph = chain(saver());
     graph
         .invoke_with(ChatUpdate::new(), thread("fk"))
@@ -887,13 +918,15 @@ async fn writing_on_an_earlier_checkpoint_is_recorded_as_a_fork() {
         .get_state_history(&thread("fk"), &ListOptions::default())
         .await
         .unwrap();
-    let fork = graph
+    let edit = graph
         .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
         .await
         .unwrap();
+    let edited = graph.get_state(&edit).await.unwrap();
+    assert_eq!(edited.source, CheckpointSource::Update);
     assert_eq!(
-        graph.get_state(&fork).await.unwrap().source,
-        CheckpointSource::Fork
+        edited.parent_checkpoint_id.as_deref(),
+        Some(history[2].checkpoint_id.as_str())
     );
 }
 
@@ -932,4 +965,384 @@ async fn sqlite_groups_checkpoints_written_in_the_background() {
         [3, 2, 1, 0]
     );
     assert_eq!(history[0].values, out);
+}
+
+fn ask_then_after(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("before", say("before"))
+        .add_node("ask", ask)
+        .add_node("after", say("after"))
+        .add_node("extra", say("extra"));
+    g.add_edge(START, "before")
+        .add_edge("before", "ask")
+        .add_edge("ask", "after")
+        // `extra` is reached only by a Command's goto.
+        .add_conditional_edges("after", |_: &Chat| END, ["extra", END]);
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_command_input_applies_its_update_adds_its_goto_and_resumes_together() {
+    let graph = ask_then_after(saver());
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("cmd"))
+            .await
+            .is_err()
+    );
+    let command = Command::resume("yes")
+        .update(ChatUpdate::new().log(vec!["edited".to_string()]))
+        .goto("extra");
+    let out = graph.invoke_with(command, thread("cmd")).await.unwrap();
+    assert_eq!(out.answer, "yes", "the resume value reached the interrupt");
+    // The update is the input of the resumed step; `extra` ran in that step, after `ask`.
+    assert_eq!(out.log, ["before", "edited", "extra", "after"]);
+    let history = graph
+        .get_state_history(&thread("cmd"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        history.iter().any(|s| s.source == CheckpointSource::Input
+            && s.tasks.iter().map(|t| t.name.as_str()).eq(["ask", "extra"])),
+        "the command's input is saved as a checkpoint of its own"
+    );
+}
+
+#[tokio::test]
+async fn a_command_input_on_a_finished_thread_updates_and_runs_only_its_goto() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("done"))
+        .await
+        .unwrap();
+    // An update alone: applied, nothing runs.
+    let out = graph
+        .invoke_with(
+            Command::new().update(ChatUpdate::new().answer("noted")),
+            thread("done"),
+        )
+        .await
+        .unwrap();
+    assert_eq!((out.answer.as_str(), out.log.len()), ("noted", 3));
+    // A goto: that node runs, then its edges.
+    let out = graph
+        .invoke_with(Command::goto_only("c"), thread("done"))
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c", "c"]);
+}
+
+#[tokio::test]
+async fn a_command_input_without_a_checkpointer_starts_at_its_goto() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("a", say("a")).add_node("b", say("b"));
+    g.add_edge(START, "a")
+        .add_edge("a", END)
+        .add_conditional_edges("a", |_: &Chat| END, ["b", END])
+        .add_edge("b", END);
+    let graph = g.compile().unwrap();
+    let out = graph
+        .invoke(
+            Command::new()
+                .update(ChatUpdate::new().answer("given"))
+                .goto("b"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (out.answer.as_str(), out.log.as_slice()),
+        ("given", &["b".to_string()][..])
+    );
+    let err = graph
+        .invoke(Command::resume("x").goto("b"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NoCheckpointer(_)), "{err}");
+    let err = graph
+        .invoke(Command::goto_only("b").to_parent())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidRunInput(_)), "{err}");
+}
+
+fn fan_out(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("left", say("left"))
+        .add_node("right", say("right"))
+        .add_node("last", say("last"));
+    g.add_edge(START, "left")
+        .add_edge(START, "right")
+        .add_edge("left", "last")
+        .add_edge("last", END);
+    g.compile_with(
+        CompileOptions::new()
+            .checkpointer(saver)
+            .interrupt_before(["last"]),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_names_them() {
+    let graph = fan_out(saver());
+    assert!(
+        graph
+            .invoke_with(ChatUpdate::new(), thread("amb"))
+            .await
+            .is_err()
+    );
+    let err = graph
+        .update_state(&thread("amb"), ChatUpdate::new().answer("x"), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::AmbiguousUpdate { writers, .. } if writers == &["left", "right"]),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn update_state_without_as_node_writes_as_the_last_single_writer() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("single"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("single"), &ListOptions::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
+    // Written as `a` (the only writer of that step): `a`'s edge plans `b` again.
+    let edited = graph
+        .update_state(&after_a.config(), ChatUpdate::new().answer("as a"), None)
+        .await
+        .unwrap();
+    let state = graph.get_state(&edited).await.unwrap();
+    assert_eq!(state.next, ["b"]);
+    assert_eq!(state.metadata["writes"], serde_json::json!(["a"]));
+    assert_eq!(
+        state.source,
+        CheckpointSource::Update,
+        "an update on an earlier checkpoint is an Update, as the docs say"
+    );
+}
+
+#[tokio::test]
+async fn update_state_as_the_input_plans_from_start() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("asinput"))
+        .await
+        .unwrap();
+    graph
+        .update_state(
+            &thread("asinput"),
+            ChatUpdate::new().answer("again"),
+            Some(graphkit::INPUT),
+        )
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("asinput")).await.unwrap();
+    assert_eq!(
+        (state.source, state.next.clone()),
+        (CheckpointSource::Input, vec!["a".to_string()])
+    );
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("asinput"))
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c", "a", "b", "c"]);
+}
+
+#[tokio::test]
+async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there() {
+    let graph = chain(saver());
+    graph
+        .update_state(&thread("fresh"), ChatUpdate::new().answer("seeded"), None)
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("fresh")).await.unwrap();
+    assert_eq!(state.next, ["a"]);
+    let out = graph
+        .invoke_with(RunInput::Continue, thread("fresh"))
+        .await
+        .unwrap();
+    assert_eq!((out.answer.as_str(), out.log.len()), ("seeded", 3));
+}
+
+#[tokio::test]
+async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread("replay"))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("replay"), &ListOptions::default())
+        .await
+        .unwrap();
+    let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
+    let out = graph
+        .invoke_with(RunInput::Continue, after_a.config())
+        .await
+        .unwrap();
+    assert_eq!(out.log, ["a", "b", "c"]);
+    let all = graph
+        .get_state_history(&thread("replay"), &ListOptions::default())
+        .await
+        .unwrap();
+    let fork = all
+        .iter()
+        .find(|s| s.source == CheckpointSource::Fork)
+        .expect("a Fork checkpoint");
+    assert_eq!(
+        fork.parent_checkpoint_id.as_deref(),
+        Some(after_a.checkpoint_id.as_str())
+    );
+    assert_eq!(
+        (fork.next.clone(), fork.values.log.clone()),
+        (after_a.next.clone(), after_a.values.log.clone())
+    );
+    assert_eq!(all.len(), history.len() + 3, "the copy, then `b` and `c`");
+}
+
+fn parallel_approvals(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    async fn approve(Input(who): Input<String>, ctx: NodeContext) -> Result<ChatUpdate, Error> {
+        let verdict = ctx.interrupt(format!("approve {who}?"))?;
+        Ok(ChatUpdate::new().log(vec![format!("{who}:{}", verdict.as_str().unwrap_or("?"))]))
+    }
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("approve", approve).add_conditional_edges(
+        START,
+        |_: &Chat| {
+            vec![
+                SendTo::new("approve", "alice".to_string()),
+                SendTo::new("approve", "bob".to_string()),
+            ]
+        },
+        ["approve"],
+    );
+    g.compile_with(CompileOptions::new().checkpointer(saver))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wrote() {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let graph = parallel_approvals(saver());
+    let Err(Error::Interrupted { interrupts, .. }) =
+        graph.invoke_with(ChatUpdate::new(), thread("half")).await
+    else {
+        panic!("expected interrupts")
+    };
+    let alice = interrupts
+        .iter()
+        .find(|i| i.payload == "approve alice?")
+        .unwrap();
+    let answer = Command::resume_with(Resume::by_id([(alice.id.clone(), "yes")]));
+    let mut stream = graph.stream_with(answer, thread("half"), StreamMode::Updates);
+    let mut updates = Vec::new();
+    let mut end = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => {
+                if let StreamPayload::Updates { node, update } = event.payload {
+                    updates.push((node.to_string(), update.log));
+                }
+            }
+            Err(error) => end = Some(error),
+        }
+    }
+    assert!(
+        matches!(&end, Some(Error::Interrupted { interrupts, .. }) if interrupts.len() == 1),
+        "{end:?}"
+    );
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0].0, "approve");
+    let state = graph.get_state(&thread("half")).await.unwrap();
+    assert_eq!(state.values.log, ["alice:yes"]);
+    assert_eq!(state.next, ["approve"], "only bob's task is still to run");
+    assert_eq!(state.interrupts.len(), 1);
+    assert_eq!(state.tasks.len(), 2);
+    assert_eq!(state.tasks[1].interrupts.len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_step_streams_its_finished_siblings_before_the_error() {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("fine", say("fine"))
+        .add_node("broken", |_: Arc<Chat>| async {
+            Err::<ChatUpdate, _>("broken on purpose")
+        })
+        .add_edge(START, "fine")
+        .add_edge(START, "broken");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let items: Vec<_> = graph
+        .stream_with(ChatUpdate::new(), thread("sib"), StreamMode::Updates)
+        .collect()
+        .await;
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(
+        matches!(&items[0], Ok(e) if matches!(&e.payload, StreamPayload::Updates { node, .. } if &**node == "fine"))
+    );
+    assert!(matches!(&items[1], Err(Error::NodeFailed { node, .. }) if node == "broken"));
+}
+
+#[tokio::test]
+async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_and_resume() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node(
+        "one",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("one")),
+    )
+    .add_node(
+        "two",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("two")),
+    )
+    .add_node("broken", |_: Arc<Chat>| async {
+        Err::<ChatUpdate, _>("broken on purpose")
+    })
+    .add_edge(START, "one")
+    .add_edge(START, "two")
+    .add_edge(START, "broken");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("clash"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeFailed { .. }), "{err}");
+    let err = graph.get_state(&thread("clash")).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidConcurrentUpdate {
+                field: "answer",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let err = graph
+        .invoke_with(RunInput::Continue, thread("clash"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidConcurrentUpdate {
+                field: "answer",
+                ..
+            } | Error::NodeFailed { .. }
+        ),
+        "{err}"
+    );
 }

@@ -338,3 +338,66 @@ fn a_whole_state_converts_into_an_update() {
     assert_eq!(fresh.notes, ["n"]);
     assert_eq!(fresh, state);
 }
+
+#[test]
+fn removing_a_key_that_is_not_there_is_an_error_naming_the_key() {
+    let mut state = Everything::default();
+    state
+        .apply_update(EverythingUpdate::new().docs(vec![Doc { id: 1, body: 1 }]))
+        .unwrap();
+    let err = state
+        .apply_update(EverythingUpdate::new().docs(KeyedUpdate::remove([7])))
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::RemovedKeyNotFound { field: "docs", key } if key == "7"),
+        "{err}"
+    );
+    assert_eq!(state.docs, [Doc { id: 1, body: 1 }], "nothing was applied");
+}
+
+#[test]
+fn a_removal_sees_the_earlier_operations_of_its_own_update() {
+    let mut state = Everything::default();
+    // Upserted then removed in one update: present when the removal comes.
+    state
+        .apply_update(
+            EverythingUpdate::new()
+                .docs(KeyedUpdate::upsert([Doc { id: 3, body: 3 }]).and_remove(3)),
+        )
+        .unwrap();
+    assert!(state.docs.is_empty());
+    // Removed twice: the second removal finds nothing.
+    state
+        .apply_update(EverythingUpdate::new().docs(vec![Doc { id: 4, body: 4 }]))
+        .unwrap();
+    let err = state
+        .apply_update(EverythingUpdate::new().docs(KeyedUpdate::remove([4, 4])))
+        .unwrap_err();
+    assert!(matches!(&err, Error::RemovedKeyNotFound { .. }), "{err}");
+}
+
+#[test]
+fn a_second_overwrite_of_a_field_in_one_step_is_an_error_even_from_one_task() {
+    let mut state = Everything::default();
+    let mut writes = StepWrites::default();
+    writes.begin_task(0, &"alpha".into());
+    state
+        .apply(
+            EverythingUpdate::new().notes(AppendUpdate::replace(["a".to_string()])),
+            &mut writes,
+        )
+        .unwrap();
+    let err = state
+        .apply(
+            EverythingUpdate::new()
+                .docs(KeyedUpdate::remove_all())
+                .notes(AppendUpdate::clear()),
+            &mut writes,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::SecondOverwrite { field: "notes", first, second }
+            if first == "alpha" && second == "alpha"),
+        "{err}"
+    );
+}

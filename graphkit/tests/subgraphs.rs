@@ -148,3 +148,31 @@ async fn a_failing_subgraph_names_the_subgraph_node_and_the_inner_node() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_same_state_subgraph_emits_no_empty_update_for_its_input() {
+    use futures::StreamExt;
+    use graphkit::{StateUpdate, StreamMode, StreamPayload};
+    let mut child = StateGraph::<Doc>::new();
+    child.add_node("c1", step("c1")).add_edge(START, "c1");
+    let mut parent = StateGraph::<Doc>::new();
+    parent
+        .add_subgraph("child", child.compile().unwrap())
+        .add_edge(START, "child")
+        .add_edge("child", END);
+    let updates: Vec<(String, DocUpdate)> = parent
+        .compile()
+        .unwrap()
+        .stream(DocUpdate::new(), StreamMode::Updates)
+        .filter_map(|e| async move {
+            match e.unwrap().payload {
+                StreamPayload::Updates { node, update } => Some((node.to_string(), update)),
+                _ => None,
+            }
+        })
+        .collect()
+        .await;
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0].0, "child");
+    assert!(!updates[0].1.is_empty());
+}

@@ -118,6 +118,11 @@ fn run() -> Result<ExitCode, BenchError> {
 }
 
 fn main() -> ExitCode {
+    // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     match run() {
         Ok(code) => code,
         Err(error) => {

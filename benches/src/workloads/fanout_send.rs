@@ -1,7 +1,7 @@
 //! W3 `fanout_send`: map-reduce with W `Send`s from START, then one reduce.
 
 use graphkit::{
-    CompiledGraph, END, Input, NodeContext, START, Send, State, StateGraph, SyncNodeWithContext,
+    CompiledGraph, END, Input, NodeContext, START, SendTo, State, StateGraph, SyncNodeWithContext,
 };
 use serde::{Deserialize, Serialize};
 
@@ -29,9 +29,9 @@ pub struct Work {
     pub i: i64,
 }
 
-fn fan(state: &MapReduce) -> Vec<Send> {
+fn fan(state: &MapReduce) -> Vec<SendTo> {
     (0..state.n)
-        .map(|i| Send::new("work", Work { i }))
+        .map(|i| SendTo::new("work", Work { i }))
         .collect()
 }
 

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use graphkit::{
-    CompiledGraph, END, Input, KeyedUpdate, NodeContext, START, Send, State, StateGraph, SyncNode,
-    SyncNodeWithContext,
+    CompiledGraph, END, Input, KeyedUpdate, NodeContext, START, SendTo, State, StateGraph,
+    SyncNode, SyncNodeWithContext,
 };
 use serde::{Deserialize, Serialize};
 
@@ -90,9 +90,9 @@ pub struct BatchInput {
     pub batch: i64,
 }
 
-fn fan() -> Vec<Send> {
+fn fan() -> Vec<SendTo> {
     (0..BATCHES)
-        .map(|batch| Send::new("produce", BatchInput { batch }))
+        .map(|batch| SendTo::new("produce", BatchInput { batch }))
         .collect()
 }
 

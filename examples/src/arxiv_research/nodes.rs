@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use graphkit::{AppendUpdate, Goto, Input, RunConfig, Send};
+use graphkit::{AppendUpdate, Goto, Input, RunConfig, SendTo};
 use graphkit_llm::checks::{non_empty, required_headings, word_range};
 use graphkit_llm::{CallOptions, ChatModel, Message};
 use graphkit_tools::prebuilt::arxiv::Arxiv;
@@ -230,7 +230,7 @@ pub fn after_advance(state: &ResearchState) -> Vec<Goto> {
         .facts
         .iter()
         .filter(|f| f.is_reference() && f.extended_summary.is_none())
-        .map(|f| Goto::Send(Send::new(EXPANDER, f.clone())))
+        .map(|f| Goto::Send(SendTo::new(EXPANDER, f.clone())))
         .collect();
     if sends.is_empty() {
         vec![Goto::from(SYNTHESIZER)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::{BoxError, Goto, Input, NodeContext, Send};
+use graphkit::{BoxError, Goto, Input, NodeContext, SendTo};
 use graphkit_llm::{ChatModel, LlmError, Message, PriceTable};
 use graphkit_tools::prebuilt::search::SearchBackend;
 use schemars::JsonSchema;
@@ -286,7 +286,7 @@ pub fn fan_out_searches(state: &S) -> Vec<Goto> {
         .current_queries
         .iter()
         .map(|query| {
-            Goto::Send(Send::new(
+            Goto::Send(SendTo::new(
                 EXECUTE_SEARCH,
                 SearchTask {
                     query: query.clone(),

@@ -276,7 +276,11 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     combining_builder(ident, &fname, &uty),
                     quote! {
                         if let Some(value) = update.#ident {
-                            <#reducer as #gk::Reducer<#ty>>::reduce(&mut self.#ident, value);
+                            <#reducer as #gk::Reducer<#ty>>::reduce_in_step(
+                                &mut self.#ident,
+                                value,
+                                writes.field(#index, #fname),
+                            )?;
                         }
                     },
                 )

@@ -71,6 +71,8 @@ pub(crate) enum Pending<S: State> {
     },
     /// Resume values given to a task so far, in interrupt order.
     Resume(Vec<Value>),
+    /// A task failed with this error (it runs again when the thread continues).
+    Error { message: String },
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, Error> {

@@ -46,7 +46,7 @@ pub enum CheckpointSource {
     Loop,
     /// `update_state` wrote to the thread.
     Update,
-    /// A run started from an earlier checkpoint.
+    /// A run started from an earlier checkpoint: the copy that begins its branch.
     Fork,
 }
 

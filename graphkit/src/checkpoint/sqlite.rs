@@ -5,7 +5,7 @@
 //! name the holding process; a lock whose process is gone (killed, crashed) is taken over.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -149,12 +149,15 @@ impl SqliteSaver {
             .synchronous(synchronous)
             .busy_timeout(BUSY_TIMEOUT)
             .foreign_keys(true);
-        SqlitePoolOptions::new()
-            .max_connections(4)
-            // A local file's connection does not go stale; pinging it before every
-            // statement would add a round trip to SQLite's worker thread per checkpoint.
-            .test_before_acquire(false)
-            .connect_with(options)
+        let connect = || {
+            SqlitePoolOptions::new()
+                .max_connections(4)
+                // A local file's connection does not go stale; pinging it before every
+                // statement would add a round trip to SQLite's worker thread per checkpoint.
+                .test_before_acquire(false)
+                .connect_with(options.clone())
+        };
+        retry_while_locked(connect)
             .await
             .map_err(|e| backend_error(backend, &format!("cannot open {}", path.display()), e))
     }
@@ -181,27 +184,9 @@ impl SqliteSaver {
         component: &str,
         migrations: &[Migration],
     ) -> Result<(), Error> {
-        let err = |e| backend_error(backend, "schema migration failed", e);
-        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        sqlx::query(
-            "CREATE TABLE IF NOT EXISTS graphkit_migrations (
-                component     TEXT    NOT NULL,
-                version       INTEGER NOT NULL,
-                description   TEXT    NOT NULL,
-                applied_at_ms INTEGER NOT NULL,
-                PRIMARY KEY (component, version)
-            )",
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(err)?;
-        let applied: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(version), 0) FROM graphkit_migrations WHERE component = ?1",
-        )
-        .bind(component)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(err)?;
+        let applied = retry_while_locked(|| apply_migrations(pool, component, migrations))
+            .await
+            .map_err(|e| backend_error(backend, "schema migration failed", e))?;
         let known = migrations.last().map_or(0, |m| m.0);
         if applied > known {
             return Err(Error::Backend {
@@ -211,21 +196,89 @@ impl SqliteSaver {
                 ),
             });
         }
-        for &(version, description, sql) in migrations.iter().filter(|m| m.0 > applied) {
-            sqlx::raw_sql(sql).execute(&mut *tx).await.map_err(err)?;
-            sqlx::query(
-                "INSERT INTO graphkit_migrations (component, version, description, applied_at_ms) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .bind(component)
-            .bind(version)
-            .bind(description)
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-        }
-        tx.commit().await.map_err(err)
+        Ok(())
     }
+}
+
+/// Runs the migrations of `component` newer than the database's version, unless the
+/// database is newer than this build; returns the version found before migrating.
+async fn apply_migrations(
+    pool: &SqlitePool,
+    component: &str,
+    migrations: &[Migration],
+) -> Result<i64, sqlx::Error> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS graphkit_migrations (
+            component     TEXT    NOT NULL,
+            version       INTEGER NOT NULL,
+            description   TEXT    NOT NULL,
+            applied_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (component, version)
+        )",
+    )
+    .execute(&mut *tx)
+    .await?;
+    let applied: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(version), 0) FROM graphkit_migrations WHERE component = ?1",
+    )
+    .bind(component)
+    .fetch_one(&mut *tx)
+    .await?;
+    let known = migrations.last().map_or(0, |m| m.0);
+    if applied > known {
+        return Ok(applied);
+    }
+    for &(version, description, sql) in migrations.iter().filter(|m| m.0 > applied) {
+        sqlx::raw_sql(sql).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO graphkit_migrations (component, version, description, applied_at_ms) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .bind(component)
+        .bind(version)
+        .bind(description)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Runs `attempt` again while SQLite reports the file busy or locked, until
+/// [`BUSY_TIMEOUT`] has passed.
+///
+/// SQLite's own busy handler covers most statements, but not all of opening a file another
+/// process is creating, converting to WAL or recovering: there SQLite returns "database is
+/// locked" at once (it declines to wait where waiting could deadlock). Opening then starts
+/// over, with a short, growing pause.
+async fn retry_while_locked<T, F, Fut>(mut attempt: F) -> Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, sqlx::Error>>,
+{
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match attempt().await {
+            Err(e) if is_locked(&e) && Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// `SQLITE_BUSY` or `SQLITE_LOCKED`, in any of their extended forms.
+fn is_locked(error: &sqlx::Error) -> bool {
+    const SQLITE_BUSY: i64 = 5;
+    const SQLITE_LOCKED: i64 = 6;
+    error
+        .as_database_error()
+        .and_then(|e| e.code())
+        .and_then(|code| code.parse::<i64>().ok())
+        .is_some_and(|code| matches!(code & 0xff, SQLITE_BUSY | SQLITE_LOCKED))
 }
 
 /// A query of checkpoint rows, in the column order [`decode_record`] reads.

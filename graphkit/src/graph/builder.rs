@@ -143,6 +143,8 @@ pub(crate) struct BranchDecl<S: State> {
     pub(crate) source: Arc<str>,
     pub(crate) router: RouterFn<S>,
     pub(crate) targets: Option<Vec<Arc<str>>>,
+    /// Label → target, when the router returns labels.
+    pub(crate) path_map: Option<Vec<(Arc<str>, Arc<str>)>>,
 }
 
 /// A graph under construction: nodes, edges and routers over state `S`.
@@ -232,7 +234,7 @@ impl<S: State> StateGraph<S> {
         may_route: bool,
         subgraph: Option<Arc<Shape>>,
     ) -> &mut Self {
-        if name == START || name == END {
+        if name == START || name == END || name == crate::graph::INPUT {
             self.errors.push(Error::ReservedName(name.to_owned()));
         } else if name.is_empty() || name.contains([':', '|', '\n']) {
             self.errors.push(Error::InvalidName(name.to_owned()));
@@ -331,6 +333,63 @@ impl<S: State> StateGraph<S> {
         self.push_branch(from, router, None)
     }
 
+    /// Adds a conditional edge whose router returns **labels**, and a path map that says
+    /// which node (or `END`) each label leads to, as LangGraph's `path_map`. Drawings label
+    /// each edge with its label. `compile()` checks every mapped target; a router that
+    /// returns a label outside the map fails the run with `Error::UnknownRouteLabel`. `Send`s
+    /// are not mapped: they name their node, which must be one of the map's targets.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::{END, START, State, StateGraph, SyncNode};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Draft { score: u32, #[reducer(append)] log: Vec<String> }
+    ///
+    /// let mut graph = StateGraph::<Draft>::new();
+    /// graph
+    ///     .add_node("write", SyncNode::new(|_: &Draft| DraftUpdate::new().score(7)))
+    ///     .add_node("publish", SyncNode::new(|_: &Draft| DraftUpdate::new().log(vec!["published".into()])))
+    ///     .add_edge(START, "write")
+    ///     .add_conditional_edges_mapped(
+    ///         "write",
+    ///         |d: &Draft| if d.score >= 5 { "good" } else { "bad" },
+    ///         [("good", "publish"), ("bad", END)],
+    ///     )
+    ///     .add_edge("publish", END);
+    /// let graph = graph.compile()?;
+    /// assert!(graph.draw_mermaid().contains("write -.->|\"good\"| publish"));
+    /// # Ok::<(), graphkit::Error>(())
+    /// ```
+    pub fn add_conditional_edges_mapped<R, I, L, T>(
+        &mut self,
+        from: &str,
+        router: impl Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        path_map: I,
+    ) -> &mut Self
+    where
+        R: IntoRoute,
+        I: IntoIterator<Item = (L, T)>,
+        L: Into<Arc<str>>,
+        T: Into<Arc<str>>,
+    {
+        let path_map: Vec<(Arc<str>, Arc<str>)> = path_map
+            .into_iter()
+            .map(|(label, target)| (label.into(), target.into()))
+            .collect();
+        let mut targets: Vec<Arc<str>> = Vec::with_capacity(path_map.len());
+        for (_, target) in &path_map {
+            if !targets.contains(target) {
+                targets.push(Arc::clone(target));
+            }
+        }
+        self.push_branch(from, router, Some(targets));
+        if let Some(branch) = self.branches.last_mut() {
+            branch.path_map = Some(path_map);
+        }
+        self
+    }
+
     fn push_branch<R: IntoRoute>(
         &mut self,
         from: &str,
@@ -344,6 +403,7 @@ impl<S: State> StateGraph<S> {
             source: from.into(),
             router,
             targets,
+            path_map: None,
         });
         self
     }

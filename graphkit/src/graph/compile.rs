@@ -10,7 +10,7 @@ use petgraph::visit::{Dfs, Reversed};
 use crate::error::Error;
 use crate::graph::builder::{CompileOptions, StateGraph};
 use crate::graph::compiled::{Branch, CompiledGraph, Dest, GraphCore, JoinSpec, NodeId, NodeSpec};
-use crate::graph::draw::{Shape, ShapeEdge, ShapeNode};
+use crate::graph::draw::{EdgeKind, Shape, ShapeEdge, ShapeNode};
 use crate::graph::{END, START};
 use crate::state::State;
 
@@ -108,9 +108,22 @@ pub(crate) fn compile<S: State>(
                 dest(target, &ctx)?;
             }
         }
+        if let Some(path_map) = &branch.path_map
+            && let Some((label, _)) = path_map
+                .iter()
+                .enumerate()
+                .find(|(i, (label, _))| path_map[..*i].iter().any(|(l, _)| l == label))
+                .map(|(_, entry)| entry)
+        {
+            return Err(Error::InvalidEdge(format!(
+                "{} maps the label `{label}` twice; give each label one target",
+                ctx()
+            )));
+        }
         let compiled = Branch {
             router: branch.router,
             declared: branch.targets,
+            path_map: branch.path_map,
         };
         match source(&branch.source, &ctx)? {
             None => start_branches.push(compiled),
@@ -210,42 +223,41 @@ fn build_shape<S: State>(
             .map(|n| Arc::clone(&n.name))
             .chain(std::iter::once(Arc::from(END)))
     };
+    let edge = |from: &Arc<str>, to: &Arc<str>, kind: EdgeKind| ShapeEdge {
+        from: Arc::clone(from),
+        to: Arc::clone(to),
+        kind,
+        label: None,
+    };
     for (from, to) in &graph.edges {
-        edges.push(ShapeEdge {
-            from: Arc::clone(from),
-            to: Arc::clone(to),
-            conditional: false,
-        });
+        edges.push(edge(from, to, EdgeKind::Plain));
     }
     for (sources, to) in &graph.joins {
         for from in sources {
-            edges.push(ShapeEdge {
-                from: Arc::clone(from),
-                to: Arc::clone(to),
-                conditional: false,
-            });
+            edges.push(edge(from, to, EdgeKind::Join));
         }
     }
-    let mut add_branch = |from: &Arc<str>, branch: &Branch<S>| match &branch.declared {
-        Some(targets) => {
-            for to in targets {
-                edges.push(ShapeEdge {
-                    from: Arc::clone(from),
-                    to: Arc::clone(to),
-                    conditional: true,
-                });
+    let mut add_branch =
+        |from: &Arc<str>, branch: &Branch<S>| match (&branch.path_map, &branch.declared) {
+            (Some(path_map), _) => {
+                for (label, to) in path_map {
+                    edges.push(ShapeEdge {
+                        label: Some(Arc::clone(label)),
+                        ..edge(from, to, EdgeKind::Conditional)
+                    });
+                }
             }
-        }
-        None => {
-            for to in all_targets() {
-                edges.push(ShapeEdge {
-                    from: Arc::clone(from),
-                    to,
-                    conditional: true,
-                });
+            (None, Some(targets)) => {
+                for to in targets {
+                    edges.push(edge(from, to, EdgeKind::Conditional));
+                }
             }
-        }
-    };
+            (None, None) => {
+                for to in all_targets() {
+                    edges.push(edge(from, &to, EdgeKind::Conditional));
+                }
+            }
+        };
     let start: Arc<str> = Arc::from(START);
     for branch in start_branches {
         add_branch(&start, branch);
@@ -258,16 +270,19 @@ fn build_shape<S: State>(
     for node in &graph.nodes {
         if let Some(targets) = &node.options.destinations {
             for to in targets {
-                edges.push(ShapeEdge {
-                    from: Arc::clone(&node.name),
-                    to: Arc::clone(to),
-                    conditional: true,
-                });
+                edges.push(edge(&node.name, to, EdgeKind::Conditional));
             }
         }
     }
     let mut seen = std::collections::HashSet::new();
-    edges.retain(|e| seen.insert((Arc::clone(&e.from), Arc::clone(&e.to), e.conditional)));
+    edges.retain(|e| {
+        seen.insert((
+            Arc::clone(&e.from),
+            Arc::clone(&e.to),
+            e.kind,
+            e.label.clone(),
+        ))
+    });
     Shape {
         nodes: graph
             .nodes

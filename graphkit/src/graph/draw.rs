@@ -22,7 +22,25 @@ pub(crate) struct ShapeNode {
 pub(crate) struct ShapeEdge {
     pub(crate) from: Arc<str>,
     pub(crate) to: Arc<str>,
-    pub(crate) conditional: bool,
+    pub(crate) kind: EdgeKind,
+    /// The path-map label of a conditional edge.
+    pub(crate) label: Option<Arc<str>>,
+}
+
+/// How an edge is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum EdgeKind {
+    /// Always taken after its source: a solid arrow.
+    Plain,
+    /// One source of a join (the target waits for all of them): a thick arrow.
+    Join,
+    /// A possible route of a router or `Command`: a dashed arrow.
+    Conditional,
+}
+
+/// Text inside a quoted Mermaid label (Mermaid has no backslash escapes).
+fn quoted(text: &str) -> String {
+    text.replace('"', "#quot;")
 }
 
 /// Mermaid and DOT identifiers: letters, digits and `_`; anything else becomes `_xx`.
@@ -105,7 +123,12 @@ impl Shape {
             label(END)
         );
         for edge in &self.edges {
-            let arrow = if edge.conditional { "-.->" } else { "-->" };
+            let arrow = match (edge.kind, &edge.label) {
+                (EdgeKind::Plain, _) => "-->".to_owned(),
+                (EdgeKind::Join, _) => "==>".to_owned(),
+                (EdgeKind::Conditional, None) => "-.->".to_owned(),
+                (EdgeKind::Conditional, Some(label)) => format!("-.->|\"{}\"|", quoted(label)),
+            };
             let _ = writeln!(
                 out,
                 "{pad}{} {arrow} {}",
@@ -162,10 +185,13 @@ impl Shape {
             }
         }
         for edge in &self.edges {
-            let style = if edge.conditional {
-                " [style=dashed]"
-            } else {
-                ""
+            let style = match (edge.kind, &edge.label) {
+                (EdgeKind::Plain, _) => String::new(),
+                (EdgeKind::Join, _) => " [style=bold, arrowhead=diamond]".to_owned(),
+                (EdgeKind::Conditional, None) => " [style=dashed]".to_owned(),
+                (EdgeKind::Conditional, Some(label)) => {
+                    format!(" [style=dashed, label=\"{}\"]", label.replace('"', "\\\""))
+                }
             };
             let _ = writeln!(
                 out,
@@ -190,7 +216,12 @@ impl Shape {
                 .edges
                 .iter()
                 .filter(|e| &*e.from == source)
-                .map(|e| format!("{}{}", if e.conditional { "?" } else { "" }, label(&e.to)))
+                .map(|e| match (e.kind, &e.label) {
+                    (EdgeKind::Plain, _) => label(&e.to).to_owned(),
+                    (EdgeKind::Join, _) => format!("&{}", label(&e.to)),
+                    (EdgeKind::Conditional, None) => format!("?{}", label(&e.to)),
+                    (EdgeKind::Conditional, Some(l)) => format!("?{l}:{}", label(&e.to)),
+                })
                 .collect();
             let _ = writeln!(
                 out,

@@ -2,17 +2,20 @@
 
 use std::sync::Arc;
 
-use crate::command::{Goto, Send};
+use crate::command::{Goto, SendTo};
 use crate::error::BoxError;
 
 /// The graph's entry: `add_edge(START, "first")`.
 pub const START: &str = "__start__";
 /// The graph's exit: `add_edge("last", END)`, or a router returning `END`.
 pub const END: &str = "__end__";
+/// The writer of a run's input, in checkpoint metadata; `update_state(.., Some(INPUT))`
+/// writes an update as the input (the next step is planned from `START`).
+pub const INPUT: &str = "__input__";
 
 /// What a router returns: one target, several, `END`, or `Send`s.
 ///
-/// Implemented for `&'static str`, `String`, [`Send`], [`Goto`], vectors of those,
+/// Implemented for `&'static str`, `String`, [`SendTo`], [`Goto`], vectors of those,
 /// `Option` (None = stop this branch) and `Result` of any of them.
 pub trait IntoRoute {
     /// The targets, in order.
@@ -37,7 +40,7 @@ impl IntoRoute for Arc<str> {
     }
 }
 
-impl IntoRoute for Send {
+impl IntoRoute for SendTo {
     fn into_route(self) -> Result<Vec<Goto>, BoxError> {
         Ok(vec![Goto::Send(self)])
     }

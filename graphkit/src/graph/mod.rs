@@ -8,4 +8,4 @@ pub(crate) mod edge;
 pub(crate) mod node;
 pub(crate) mod subgraph;
 
-pub use edge::{END, START};
+pub use edge::{END, INPUT, START};

@@ -137,7 +137,7 @@ impl<S: State> FromContext<S> for RunConfig {
     }
 }
 
-/// The input of a `Send` task, as sent with [`Send::new`](crate::Send::new).
+/// The input of a `Send` task, as sent with [`Send::new`](crate::SendTo::new).
 ///
 /// ```
 /// use std::sync::Arc;

@@ -8,8 +8,8 @@ use crate::command::{Command, CommandGraph, RunInput};
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
 use crate::graph::node::{ErasedAsyncNode, NodeOutput};
-use crate::run::Runner;
 use crate::run::context::NodeContext;
+use crate::run::runner::Runner;
 use crate::state::State;
 
 /// A subgraph over the parent's state type: it starts from the parent's snapshot and its

@@ -6,7 +6,7 @@ use crate::command::{CommandGraph, Goto};
 use crate::error::{Error, ParentCommand};
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
-use crate::run::Emitter;
+use crate::run::emitter::Emitter;
 use crate::run::plan::Task;
 use crate::state::{State, StepWrites};
 
@@ -88,4 +88,26 @@ pub(crate) fn apply_writes<S: State>(
         }
     }
     Ok(gotos)
+}
+
+/// Applies the writes of the tasks of a stopped step that did finish (`finished`: task
+/// index and its updates, in task order) to `state`, with the step's conflict checks: two
+/// last-value writes are [`Error::InvalidConcurrentUpdate`] here as in a whole step.
+pub(crate) fn apply_finished<'a, S: State>(
+    core: &GraphCore<S>,
+    state: &mut S,
+    tasks: &[Task],
+    finished: impl IntoIterator<Item = (usize, &'a [S::Update])>,
+) -> Result<(), Error> {
+    let mut writes = StepWrites::default();
+    for (index, updates) in finished {
+        let Some(task) = tasks.get(index) else {
+            continue;
+        };
+        writes.begin_task(index, &core.nodes[task.node].name);
+        for update in updates {
+            state.apply(update.clone(), &mut writes)?;
+        }
+    }
+    Ok(())
 }

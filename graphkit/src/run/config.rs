@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::BoxError;
+use crate::run::run_context::ContextValues;
 
 /// When a run with a checkpointer writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,6 +53,7 @@ pub struct RunConfig {
     pub(crate) interrupt_before: Vec<Arc<str>>,
     pub(crate) interrupt_after: Vec<Arc<str>>,
     pub(crate) durability: Durability,
+    pub(crate) context: ContextValues,
 }
 
 impl Default for RunConfig {
@@ -67,6 +69,7 @@ impl Default for RunConfig {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             durability: Durability::Sync,
+            context: ContextValues::default(),
         }
     }
 }
@@ -84,6 +87,7 @@ impl fmt::Debug for RunConfig {
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
             .field("durability", &self.durability)
+            .field("context", &self.context)
             .finish()
     }
 }
@@ -94,18 +98,38 @@ impl RunConfig {
         Self::default()
     }
 
-    /// Bounds the number of super-steps (must be at least 1).
+    /// Bounds the number of super-steps one run (one `invoke` or `stream`, a resume
+    /// included) may take; it must be at least 1, and a run with 0 fails with
+    /// [`Error::InvalidRunConfig`](crate::Error::InvalidRunConfig).
+    ///
+    /// The budget counts the steps of this run only: a resumed thread gets the whole limit
+    /// again, counted from the step it resumes (as in LangGraph).
     #[must_use]
     pub fn recursion_limit(mut self, limit: usize) -> Self {
-        self.recursion_limit = limit.max(1);
+        self.recursion_limit = limit;
         self
     }
 
-    /// Runs at most `n` tasks of a super-step at once (at least 1).
+    /// Runs at most `n` tasks of a super-step at once; it must be at least 1, and a run
+    /// with 0 fails with [`Error::InvalidRunConfig`](crate::Error::InvalidRunConfig).
     #[must_use]
     pub fn max_concurrency(mut self, n: usize) -> Self {
-        self.max_concurrency = Some(n.max(1));
+        self.max_concurrency = Some(n);
         self
+    }
+
+    /// Refuses settings no run can honour.
+    pub(crate) fn validate(&self) -> Result<(), crate::error::Error> {
+        let invalid = |message: &str| Err(crate::error::Error::InvalidRunConfig(message.into()));
+        if self.recursion_limit == 0 {
+            return invalid(
+                "recursion_limit(0) allows no super-step; give it at least 1 (the default is DEFAULT_RECURSION_LIMIT)",
+            );
+        }
+        if self.max_concurrency == Some(0) {
+            return invalid("max_concurrency(0) would run no task; give it at least 1");
+        }
+        Ok(())
     }
 
     /// Cancels the run when `token` is cancelled.
@@ -170,6 +194,31 @@ impl RunConfig {
     pub fn with_value(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.values.insert(key.into(), value.into());
         self
+    }
+
+    /// Gives the run a context value of type `C`: nodes read it with the
+    /// [`RunContext<C>`](crate::RunContext) argument or [`NodeContext::context`](crate::NodeContext::context),
+    /// tools through their runtime's config. One value per type (a second replaces the
+    /// first); subgraphs see their parent run's values. LangGraph's `context=`.
+    #[must_use]
+    pub fn with_context<C: std::marker::Send + Sync + 'static>(mut self, value: C) -> Self {
+        self.context.insert(Arc::new(value));
+        self
+    }
+
+    /// [`with_context`](Self::with_context) with a value already shared.
+    #[must_use]
+    pub fn with_shared_context<C: std::marker::Send + Sync + 'static>(
+        mut self,
+        value: Arc<C>,
+    ) -> Self {
+        self.context.insert(value);
+        self
+    }
+
+    /// The run's context value of type `C`, if it was given one.
+    pub fn context<C: std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+        self.context.get::<C>()
     }
 
     /// The recursion limit in force.

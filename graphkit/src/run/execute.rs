@@ -186,8 +186,16 @@ impl<S: State> TaskRun<S> {
     }
 
     async fn attempt(&self, snapshot: &Arc<S>) -> Attempt<S> {
+        // One span per attempt (cheap when no subscriber listens: a level check).
+        let span = tracing::info_span!(
+            "node",
+            node = %self.ctx.node,
+            step = self.ctx.step,
+            attempt = self.ctx.attempt,
+        );
         match &self.runner {
             NodeRunner::Sync(f) => {
+                let _entered = span.enter();
                 let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
                 let outcome = self.ctx.writer.clone().sync_scope(call);
                 match outcome {
@@ -199,7 +207,8 @@ impl<S: State> TaskRun<S> {
             NodeRunner::Async(f) => {
                 let future =
                     AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
-                let future = self.ctx.writer.clone().scope(future);
+                let future =
+                    tracing::Instrument::instrument(self.ctx.writer.clone().scope(future), span);
                 let outcome = match self.timeout {
                     Some(limit) => match Box::pin(tokio::time::timeout(limit, future)).await {
                         Ok(outcome) => outcome,

@@ -60,6 +60,9 @@ pub(crate) enum PendingRef<'a, S: State> {
         payload: &'a Value,
     },
     Resume(&'a [Value]),
+    Error {
+        message: &'a str,
+    },
 }
 
 pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
@@ -140,6 +143,8 @@ pub(crate) struct PendingStep<S: State> {
     pub(crate) resume: HashMap<usize, Vec<Value>>,
     /// Static interrupts recorded on the checkpoint.
     pub(crate) static_interrupts: Vec<Interrupt>,
+    /// Errors of tasks that failed, by task index.
+    pub(crate) errors: HashMap<usize, String>,
 }
 
 impl<S: State> PendingStep<S> {
@@ -184,11 +189,12 @@ pub(crate) fn pending_step<S: State>(
                                 corrupt(format!("a pending Send targets node `{node}`, which this graph does not have"))
                             })?;
                             let packet = decode_packet(core, id, input).map_err(|e| corrupt(format!("a pending Send input for `{node}` does not decode: {e}")))?;
-                            Goto::Send(crate::command::Send { node: node.into(), input: packet })
+                            Goto::Send(crate::command::SendTo { node: node.into(), input: packet })
                         }
                     });
                 }
                 step.interrupts.remove(&index);
+                step.errors.remove(&index);
                 step.outputs.insert(index, (output.updates, gotos));
             }
             (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
@@ -228,6 +234,11 @@ pub(crate) fn pending_step<S: State>(
             }
             (Pending::Resume(values), Some(index)) if is_resume => {
                 step.resume.insert(index, values);
+            }
+            (Pending::Error { message }, Some(index)) if !is_resume => {
+                if !step.outputs.contains_key(&index) {
+                    step.errors.insert(index, message);
+                }
             }
             (_, _) => {
                 return Err(corrupt(format!(
@@ -440,6 +451,14 @@ impl Persist {
             is_snapshot,
             payload,
         };
+        let span = tracing::debug_span!(
+            "checkpoint_save",
+            thread_id = %self.thread_id,
+            step = self.step,
+            checkpoint_id = %record.checkpoint_id,
+            bytes = record.payload.len(),
+            snapshot = is_snapshot,
+        );
         match self.durability {
             Durability::Async => {
                 let saver = &self.saver;
@@ -451,10 +470,29 @@ impl Persist {
                     self.flush().await?;
                 }
             }
-            Durability::Sync | Durability::Exit => self.saver.put(record.clone()).await?,
+            Durability::Sync | Durability::Exit => {
+                tracing::Instrument::instrument(self.saver.put(record.clone()), span).await?;
+            }
         }
         self.current = Some(record.checkpoint_id.clone());
         Ok(record)
+    }
+
+    /// `true` when checkpoint `checkpoint_id` is the thread's newest.
+    pub(crate) async fn is_newest(&self, checkpoint_id: &str) -> Result<bool, Error> {
+        let newest = self.saver.get(&self.thread_id, &self.ns, None).await?;
+        Ok(newest.is_some_and(|t| t.record.checkpoint_id == checkpoint_id))
+    }
+
+    /// Saves `writes` (pending writes loaded from an earlier checkpoint) against the
+    /// current checkpoint, which now holds the same pending step.
+    pub(crate) async fn copy_pending(&self, writes: Vec<PendingWrite>) -> Result<(), Error> {
+        let Some(checkpoint_id) = &self.current else {
+            return Ok(());
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, checkpoint_id, writes)
+            .await
     }
 
     /// What a task needs to save its own pending write.

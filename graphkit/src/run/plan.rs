@@ -130,6 +130,21 @@ impl<'a, S: State> Planner<'a, S> {
             }
         };
         for goto in gotos {
+            let goto = match (&branch.path_map, goto) {
+                (Some(path_map), Goto::Node(label)) => {
+                    let target = path_map
+                        .iter()
+                        .find(|(l, _)| *l == label)
+                        .map(|(_, target)| Arc::clone(target))
+                        .ok_or_else(|| Error::UnknownRouteLabel {
+                            from: from.to_owned(),
+                            label: label.to_string(),
+                            labels: path_map.iter().map(|(l, _)| l.to_string()).collect(),
+                        })?;
+                    Goto::Node(target)
+                }
+                (_, goto) => goto,
+            };
             self.goto(from, goto, branch.declared.as_deref())?;
         }
         Ok(())
@@ -169,6 +184,19 @@ pub(crate) fn start_tasks<S: State>(
     }
     for branch in &core.start_branches {
         planner.route(crate::graph::START, branch, state)?;
+    }
+    Ok(planner.finish())
+}
+
+/// The tasks a run's input routes to (`Command::goto` given as run input).
+pub(crate) fn goto_tasks<S: State>(
+    core: &GraphCore<S>,
+    gotos: Vec<Goto>,
+    scratch: &mut PlanScratch,
+) -> Result<Vec<Task>, Error> {
+    let mut planner = Planner::new(core, scratch);
+    for goto in gotos {
+        planner.goto("the run's input", goto, None)?;
     }
     Ok(planner.finish())
 }

@@ -9,10 +9,14 @@ use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions,
 };
 use crate::error::Error;
+use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
 use crate::interrupt::Interrupt;
+use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
-use crate::run::persist::{Persist, TaskWriteRef, pending_step, restore_tasks, task_records};
+use crate::run::persist::{
+    Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_records,
+};
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
 
@@ -39,6 +43,25 @@ pub struct StateSnapshot<S: State> {
     pub metadata: Value,
     /// Interrupts waiting for an answer at this checkpoint.
     pub interrupts: Vec<Interrupt>,
+    /// The tasks of the step this checkpoint plans, in task order, with what each did so
+    /// far: LangGraph's `StateSnapshot.tasks`. A UI shows from it which task failed and why.
+    pub tasks: Vec<SnapshotTask>,
+}
+
+/// One task of the step a checkpoint plans, as [`StateSnapshot::tasks`] shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SnapshotTask {
+    /// The task's id (stable for this checkpoint and task).
+    pub id: String,
+    /// Its node.
+    pub name: String,
+    /// The error it failed with, if the step stopped on it.
+    pub error: Option<String>,
+    /// The interrupt it is paused on, if any.
+    pub interrupts: Vec<Interrupt>,
+    /// Its writes (the list of its updates, as JSON), if it finished before the step
+    /// stopped; such a task does not run again.
+    pub result: Option<Value>,
 }
 
 impl<S: State> StateSnapshot<S> {
@@ -65,9 +88,46 @@ impl<S: State> CompiledGraph<S> {
     ) -> Result<StateSnapshot<S>, Error> {
         let pending = pending_step(&self.core, &loaded.record, &tuple.pending_writes)?;
         let record: CheckpointRecord = loaded.record;
+        let planned = restore_tasks(&self.core, &record, loaded.body.next.clone())?;
+        // The state shows what the tasks that finished before the step stopped wrote, with
+        // the same conflict checks as the step.
+        let mut values = loaded.state;
+        let mut finished: Vec<(usize, &[S::Update])> = pending
+            .outputs
+            .iter()
+            .map(|(index, (updates, _))| (*index, updates.as_slice()))
+            .collect();
+        finished.sort_by_key(|(index, _)| *index);
+        apply_finished(&self.core, &mut values, &planned, finished)?;
+        let tasks: Vec<SnapshotTask> = loaded
+            .body
+            .next
+            .iter()
+            .enumerate()
+            .map(|(index, task)| SnapshotTask {
+                id: interrupt_id(&record.checkpoint_id, index),
+                name: task.node.clone(),
+                error: pending.errors.get(&index).cloned(),
+                interrupts: pending
+                    .interrupts
+                    .get(&index)
+                    .cloned()
+                    .into_iter()
+                    .collect(),
+                result: pending
+                    .outputs
+                    .get(&index)
+                    .map(|(updates, _)| serde_json::to_value(updates).unwrap_or(Value::Null)),
+            })
+            .collect();
         Ok(StateSnapshot {
-            values: loaded.state,
-            next: loaded.body.next.into_iter().map(|t| t.node).collect(),
+            values,
+            next: tasks
+                .iter()
+                .filter(|t| t.result.is_none())
+                .map(|t| t.name.clone())
+                .collect(),
+            tasks,
             thread_id: record.thread_id,
             checkpoint_id: record.checkpoint_id,
             parent_checkpoint_id: record.parent_id,
@@ -123,9 +183,17 @@ impl<S: State> CompiledGraph<S> {
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it, and plans the
-    /// next step from that node's edges (with `None`, the pending next step stays). The
-    /// next `invoke_with(RunInput::Continue, ..)` continues from there. With a
-    /// `checkpoint_id` in `config`, the write forks from that checkpoint.
+    /// next step from that node's edges. The next `invoke_with(RunInput::Continue, ..)`
+    /// continues from there. With a `checkpoint_id` in `config`, the write forks from that
+    /// checkpoint.
+    ///
+    /// - `Some(INPUT)` writes the update as the run's input: the next step is planned from
+    ///   `START` (the checkpoint's source is `Input`).
+    /// - `None` writes it as the node that wrote the checkpoint's last step, as LangGraph
+    ///   does; when several nodes wrote it, that is ambiguous
+    ///   ([`Error::AmbiguousUpdate`] names them). A checkpoint nobody wrote (an input, an
+    ///   earlier update as the input) keeps its planned next step, and a thread with no
+    ///   checkpoint yet is started: the update is its input.
     ///
     /// Returns a config pointing at the new checkpoint.
     pub async fn update_state(
@@ -136,22 +204,16 @@ impl<S: State> CompiledGraph<S> {
     ) -> Result<RunConfig, Error> {
         let saver = self.saver("update_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let node = match as_node {
-            Some(name) => Some(
-                *self
-                    .core
-                    .by_name
-                    .get(name)
-                    .ok_or_else(|| Error::UnknownNode {
-                        context: "update_state(as_node)".into(),
-                        node: name.to_owned(),
-                    })?,
-            ),
-            None => None,
-        };
         let mut persist = Persist::open(Arc::clone(saver), thread, crate::Durability::Sync).await?;
         let outcome = async {
             let loaded = persist.load::<S>(config.checkpoint_id.as_deref()).await?;
+            let writer = match as_node {
+                Some(name) => self.writer_named(name)?,
+                None => match &loaded {
+                    None => Writer::Input,
+                    Some((loaded, _)) => self.last_writer(&loaded.record)?,
+                },
+            };
             let (mut state, mut joins, pending_next) = match loaded {
                 Some((loaded, _)) => {
                     let next = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
@@ -164,39 +226,42 @@ impl<S: State> CompiledGraph<S> {
                 None => (S::default(), JoinProgress::new(&self.core), Vec::new()),
             };
             state.apply_update(update.clone())?;
-            let next = match node {
-                Some(id) => plan::next_tasks(
-                    &self.core,
-                    &[Task {
-                        node: id,
-                        input: None,
-                    }],
-                    vec![Vec::new()],
-                    &state,
-                    &mut joins,
-                    &mut plan::PlanScratch::new(&self.core),
-                )?,
-                None => pending_next,
+            let mut scratch = plan::PlanScratch::new(&self.core);
+            let (next, source, writer_name) = match writer {
+                Writer::Node(id) => {
+                    let next = plan::next_tasks(
+                        &self.core,
+                        &[Task {
+                            node: id,
+                            input: None,
+                        }],
+                        vec![Vec::new()],
+                        &state,
+                        &mut joins,
+                        &mut scratch,
+                    )?;
+                    (next, CheckpointSource::Update, &*self.core.nodes[id].name)
+                }
+                Writer::Input => {
+                    joins = JoinProgress::new(&self.core);
+                    let next = plan::start_tasks(&self.core, &state, &mut scratch)?;
+                    (next, CheckpointSource::Input, INPUT)
+                }
+                Writer::KeepNext => (pending_next, CheckpointSource::Update, INPUT),
             };
-            let writer = as_node.unwrap_or("__update__");
             let writes = [TaskWriteRef::<S> {
-                node: writer,
+                node: writer_name,
                 updates: std::slice::from_ref(&update),
                 gotos: Vec::new(),
             }];
             let record = persist
                 .save(
-                    // Writing on an earlier checkpoint starts a new branch.
-                    if config.checkpoint_id.is_some() {
-                        CheckpointSource::Fork
-                    } else {
-                        CheckpointSource::Update
-                    },
+                    source,
                     &state,
                     &writes,
                     &task_records(&self.core, &next),
                     &joins.0,
-                    &[writer],
+                    &[writer_name],
                 )
                 .await?;
             Ok(RunConfig::new()
@@ -208,8 +273,55 @@ impl<S: State> CompiledGraph<S> {
         outcome.and_then(|config| released.map(|()| config))
     }
 
+    /// The writer `update_state(.., Some(name))` names.
+    fn writer_named(&self, name: &str) -> Result<Writer, Error> {
+        if name == INPUT {
+            return Ok(Writer::Input);
+        }
+        self.core
+            .by_name
+            .get(name)
+            .map(|id| Writer::Node(*id))
+            .ok_or_else(|| Error::UnknownNode {
+                context: "update_state(as_node)".into(),
+                node: name.to_owned(),
+            })
+    }
+
+    /// The writer `update_state(.., None)` uses: the node that wrote the checkpoint.
+    fn last_writer(&self, record: &CheckpointRecord) -> Result<Writer, Error> {
+        let writers: Vec<&str> = record
+            .metadata
+            .get("writes")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let nodes: Vec<&str> = writers
+            .into_iter()
+            .filter(|w| self.core.by_name.contains_key(*w))
+            .collect();
+        match nodes.as_slice() {
+            [] => Ok(Writer::KeepNext),
+            [node] => self.writer_named(node),
+            _ => Err(Error::AmbiguousUpdate {
+                checkpoint_id: record.checkpoint_id.clone(),
+                writers: nodes.iter().map(|n| (*n).to_owned()).collect(),
+            }),
+        }
+    }
+
     /// Deletes every checkpoint of a thread.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         self.saver("delete_thread")?.delete_thread(thread_id).await
     }
+}
+
+/// Whom `update_state` writes as.
+enum Writer {
+    /// A node: its edges plan the next step.
+    Node(crate::graph::compiled::NodeId),
+    /// The run's input: the next step is planned from START.
+    Input,
+    /// Nobody in particular: the checkpoint's planned next step stays.
+    KeepNext,
 }

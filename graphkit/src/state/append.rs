@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::FieldWrites;
 use super::reducer::Reducer;
+use crate::error::Error;
 
 /// Append to a list (`#[reducer(append)]`), LangGraph's `Annotated[list, operator.add]`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -143,5 +145,17 @@ impl<T> Reducer<Vec<T>> for Append {
 
     fn reduce(current: &mut Vec<T>, update: AppendUpdate<T>) {
         update.apply_to(current);
+    }
+
+    fn reduce_in_step(
+        current: &mut Vec<T>,
+        update: AppendUpdate<T>,
+        mut field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        if update.clear {
+            field.overwrite()?;
+        }
+        update.apply_to(current);
+        Ok(())
     }
 }

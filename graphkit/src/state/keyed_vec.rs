@@ -6,9 +6,11 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::FieldWrites;
 use super::keyed::Keyed;
 use super::merge::{KeyedOp, KeyedUpdate, MergeByKey};
 use super::reducer::Reducer;
+use crate::error::Error;
 
 /// A list of [`Keyed`] items that also indexes them by key, so merging one item costs
 /// O(1) however long the list is (a plain `Vec` must scan it).
@@ -186,6 +188,16 @@ impl<T: Keyed> Reducer<KeyedVec<T>> for MergeByKey {
                 KeyedOp::RemoveAll => list.clear(),
             }
         }
+    }
+
+    fn reduce_in_step(
+        list: &mut KeyedVec<T>,
+        update: KeyedUpdate<T>,
+        mut field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        super::merge::check_in_step(&update.ops, |k| list.contains_key(k), &mut field)?;
+        <Self as Reducer<KeyedVec<T>>>::reduce(list, update);
+        Ok(())
     }
 }
 

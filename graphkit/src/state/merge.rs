@@ -5,8 +5,10 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
+use super::FieldWrites;
 use super::keyed::Keyed;
 use super::reducer::Reducer;
+use crate::error::Error;
 
 /// Merge items by key (`#[reducer(merge_by_key)]`).
 ///
@@ -26,7 +28,8 @@ pub struct MergeByKey;
 pub enum KeyedOp<T: Keyed> {
     /// Replace the item with this key in place, or append it if the key is new.
     Upsert(T),
-    /// Remove the item with this key (no-op when absent).
+    /// Remove the item with this key. In a super-step, removing a key that is not there
+    /// is an error ([`Error::RemovedKeyNotFound`]); [`Reducer::reduce`] ignores it.
     Remove(T::Key),
     /// The clear sentinel: remove every item.
     RemoveAll,
@@ -135,6 +138,46 @@ impl<T: Keyed, const N: usize> From<[T; N]> for KeyedUpdate<T> {
     }
 }
 
+/// Checks an update before a super-step applies it: at most one overwrite (remove-all)
+/// per field and step, and every removed key present when its removal comes (`holds`
+/// says whether the value held a key before the update).
+pub(crate) fn check_in_step<T: Keyed>(
+    ops: &[KeyedOp<T>],
+    holds: impl Fn(&T::Key) -> bool,
+    field: &mut FieldWrites<'_>,
+) -> Result<(), Error> {
+    if ops.iter().any(|op| matches!(op, KeyedOp::RemoveAll)) {
+        field.overwrite()?;
+    }
+    if !ops.iter().any(|op| matches!(op, KeyedOp::Remove(_))) {
+        return Ok(());
+    }
+    // Keys whose presence the update's earlier ops changed, newest last.
+    let mut changed: Vec<(&T::Key, bool)> = Vec::new();
+    let mut cleared = false;
+    for op in ops {
+        match op {
+            KeyedOp::Upsert(item) => changed.push((item.key(), true)),
+            KeyedOp::RemoveAll => {
+                cleared = true;
+                changed.clear();
+            }
+            KeyedOp::Remove(key) => {
+                let present = changed
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| *k == key)
+                    .map_or_else(|| !cleared && holds(key), |(_, present)| *present);
+                if !present {
+                    return Err(field.missing_key(key));
+                }
+                changed.push((key, false));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Below this many `len × ops`, a linear scan beats building a hash index.
 const LINEAR_SCAN_LIMIT: usize = 256;
 /// Up to this many ops, scanning is cheaper than indexing at any length.
@@ -153,6 +196,20 @@ impl<T: Keyed> Reducer<Vec<T>> for MergeByKey {
         } else {
             merge_indexed(list, update.ops);
         }
+    }
+
+    fn reduce_in_step(
+        list: &mut Vec<T>,
+        update: KeyedUpdate<T>,
+        mut field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        check_in_step(
+            &update.ops,
+            |k| list.iter().any(|x| x.key() == k),
+            &mut field,
+        )?;
+        <Self as Reducer<Vec<T>>>::reduce(list, update);
+        Ok(())
     }
 }
 
@@ -225,6 +282,16 @@ where
             }
         }
     }
+
+    fn reduce_in_step(
+        map: &mut HashMap<K, V, H>,
+        update: KeyedUpdate<(K, V)>,
+        mut field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        check_in_step(&update.ops, |k| map.contains_key(k), &mut field)?;
+        <Self as Reducer<HashMap<K, V, H>>>::reduce(map, update);
+        Ok(())
+    }
 }
 
 impl<K, V> Reducer<BTreeMap<K, V>> for MergeByKey
@@ -245,6 +312,16 @@ where
                 KeyedOp::RemoveAll => map.clear(),
             }
         }
+    }
+
+    fn reduce_in_step(
+        map: &mut BTreeMap<K, V>,
+        update: KeyedUpdate<(K, V)>,
+        mut field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        check_in_step(&update.ops, |k| map.contains_key(k), &mut field)?;
+        <Self as Reducer<BTreeMap<K, V>>>::reduce(map, update);
+        Ok(())
     }
 }
 

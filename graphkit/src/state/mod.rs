@@ -135,6 +135,8 @@ pub struct StepWrites {
     names: Vec<(usize, Arc<str>)>,
     /// (field, task) of each last-value field written in this step.
     claims: Vec<(usize, usize)>,
+    /// (field, task) of each field overwritten (cleared, replaced) in this step.
+    overwrites: Vec<(usize, usize)>,
 }
 
 impl StepWrites {
@@ -152,6 +154,16 @@ impl StepWrites {
             .map_or_else(|| "input".to_owned(), |(_, name)| name.to_string())
     }
 
+    /// The bookkeeping of one field (its index in [`State::FIELDS`]) for a reducer's
+    /// [`reduce_in_step`](Reducer::reduce_in_step).
+    pub fn field(&mut self, field: usize, field_name: &'static str) -> FieldWrites<'_> {
+        FieldWrites {
+            writes: self,
+            field,
+            field_name,
+        }
+    }
+
     /// Records a write to last-value field `field` (its index in [`State::FIELDS`]).
     pub fn claim(&mut self, field: usize, field_name: &'static str) -> Result<(), Error> {
         match self.claims.iter().find(|(f, _)| *f == field) {
@@ -165,6 +177,48 @@ impl StepWrites {
                 self.claims.push((field, self.task));
                 Ok(())
             }
+        }
+    }
+}
+
+/// One field's view of [`StepWrites`], handed to [`Reducer::reduce_in_step`].
+#[derive(Debug)]
+pub struct FieldWrites<'a> {
+    writes: &'a mut StepWrites,
+    field: usize,
+    field_name: &'static str,
+}
+
+impl FieldWrites<'_> {
+    /// The field's name.
+    pub fn name(&self) -> &'static str {
+        self.field_name
+    }
+
+    /// Records that the current update overwrites the field (clears or replaces it); a
+    /// second overwrite in the same step, by any task, is an error, as in LangGraph
+    /// ("can receive only one Overwrite value per super-step").
+    ///
+    /// # Errors
+    /// [`Error::SecondOverwrite`] naming both writers.
+    pub fn overwrite(&mut self) -> Result<(), Error> {
+        let writes = &mut *self.writes;
+        if let Some(&(_, first)) = writes.overwrites.iter().find(|(f, _)| *f == self.field) {
+            return Err(Error::SecondOverwrite {
+                field: self.field_name,
+                first: writes.name_of(first),
+                second: writes.name_of(writes.task),
+            });
+        }
+        writes.overwrites.push((self.field, writes.task));
+        Ok(())
+    }
+
+    /// The error for removing `key`, which the field does not hold.
+    pub fn missing_key(&self, key: &dyn Debug) -> Error {
+        Error::RemovedKeyNotFound {
+            field: self.field_name,
+            key: format!("{key:?}"),
         }
     }
 }

@@ -2,6 +2,9 @@
 
 use std::ops::AddAssign;
 
+use super::FieldWrites;
+use crate::error::Error;
+
 /// How updates to one state field merge into its current value.
 ///
 /// A reducer is a type-level tag: `#[reducer(append)]` on a field selects [`Append`],
@@ -13,6 +16,24 @@ pub trait Reducer<T> {
 
     /// Merges `update` into `current`.
     fn reduce(current: &mut T, update: Self::Update);
+
+    /// Merges `update` into `current` as part of a super-step, refusing what would be lost
+    /// silently: a second overwrite (clear, replace) of the field in one step, or the
+    /// removal of a key that is not there. `field` records the step's overwrites.
+    ///
+    /// The default merges with [`reduce`](Self::reduce) and refuses nothing.
+    ///
+    /// # Errors
+    /// [`Error::SecondOverwrite`] or [`Error::RemovedKeyNotFound`]; the value is unchanged then.
+    fn reduce_in_step(
+        current: &mut T,
+        update: Self::Update,
+        field: FieldWrites<'_>,
+    ) -> Result<(), Error> {
+        let _ = field;
+        Self::reduce(current, update);
+        Ok(())
+    }
 }
 
 /// Overwrite with the new value (the default reducer).

@@ -1,0 +1,389 @@
+//! [`Runner`]: one run of a compiled graph. It finds where the run starts ([`start`]),
+//! then loops over super-steps — plan, execute, apply, persist — until no task is
+//! triggered or a step stops ([`stop`]).
+//!
+//! [`start`]: crate::run::start
+//! [`stop`]: crate::run::stop
+
+use std::sync::Arc;
+
+use crate::checkpoint::CheckpointSource;
+use crate::command::RunInput;
+use crate::error::Error;
+use crate::graph::compiled::{CompiledGraph, GraphCore};
+use crate::graph::node::NodeOutput;
+use crate::interrupt::{InterruptKind, InterruptSignal, Scratchpad};
+use crate::run::Done;
+use crate::run::apply::{self, RecordedWrite};
+use crate::run::config::RunConfig;
+use crate::run::context::NodeContext;
+use crate::run::emitter::Emitter;
+use crate::run::execute::{self, StepScope, TaskExtras};
+use crate::run::persist::{PendingStep, Persist, TaskWriteRef, task_records};
+use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
+use crate::run::start::Start;
+use crate::run::stop::StaticCheck;
+use crate::run::stream::Namespace;
+use crate::state::State;
+
+/// One run of a compiled graph: its state and the loop over super-steps.
+pub(crate) struct Runner<S: State> {
+    pub(crate) graph: CompiledGraph<S>,
+    pub(crate) config: Arc<RunConfig>,
+    pub(crate) emitter: Emitter<S>,
+    pub(crate) state: S,
+    pub(crate) step: usize,
+    pub(crate) namespace: Namespace,
+    pub(crate) collected: Option<Vec<S::Update>>,
+    /// Root runs save checkpoints (when the graph has a checkpointer); subgraph runs don't.
+    pub(crate) persistent: bool,
+    /// A subgraph run shares the interrupt bookkeeping of the parent task it runs in.
+    pub(crate) inherited_scratchpad: Option<Arc<Scratchpad>>,
+    /// `true` when this run is a subgraph inside a parent task.
+    pub(crate) is_subgraph: bool,
+}
+
+/// How one super-step ended.
+enum StepOutcome<S: State> {
+    /// Every task finished: their outputs, in task order.
+    Finished(Vec<NodeOutput<S>>),
+    /// A task failed or paused: the outputs that did finish, the interrupts raised and
+    /// the failures, each with its task index.
+    Stopped {
+        outputs: Vec<(usize, NodeOutput<S>)>,
+        interrupts: Vec<(usize, InterruptSignal)>,
+        failures: Vec<(usize, Error)>,
+    },
+}
+
+impl<S: State> Runner<S> {
+    pub(crate) fn new(
+        graph: &CompiledGraph<S>,
+        state: S,
+        config: Arc<RunConfig>,
+        emitter: Emitter<S>,
+    ) -> Self {
+        let namespace = emitter
+            .target
+            .as_ref()
+            .map_or_else(|| Arc::from(Vec::new()), |t| Arc::clone(&t.namespace));
+        Self {
+            graph: graph.clone(),
+            config,
+            emitter,
+            state,
+            step: 0,
+            namespace,
+            collected: None,
+            persistent: true,
+            inherited_scratchpad: None,
+            is_subgraph: false,
+        }
+    }
+
+    /// A subgraph run inside the task of `ctx`: no checkpoints of its own, the parent
+    /// task's interrupt bookkeeping.
+    pub(crate) fn child_of(graph: &CompiledGraph<S>, state: S, ctx: &NodeContext) -> Self {
+        let mut runner = Self::new(
+            graph,
+            state,
+            Arc::clone(&ctx.config),
+            Emitter::child_of(ctx),
+        );
+        runner.persistent = false;
+        runner.inherited_scratchpad = ctx.scratchpad.clone();
+        runner.is_subgraph = true;
+        runner
+    }
+
+    /// Adds `label` to the namespace of this child run's events, after the parent task's
+    /// `"node:step"` (so that several child runs of one task stay apart).
+    pub(crate) fn labeled(mut self, label: &str) -> Self {
+        if let Some(target) = self.emitter.target.as_mut() {
+            let mut namespace = target.namespace.to_vec();
+            namespace.push(label.into());
+            target.namespace = namespace.into();
+            self.namespace = Arc::clone(&target.namespace);
+        }
+        self
+    }
+
+    /// Keeps a copy of every applied update (for a same-state subgraph's parent).
+    pub(crate) fn collecting(mut self) -> Self {
+        self.collected = Some(Vec::new());
+        self
+    }
+
+    pub(crate) async fn run(self, input: RunInput<S>) -> Result<Done<S>, Error> {
+        let cancel = self.config.cancel.clone();
+        if cancel.is_cancelled() {
+            return Err(Error::Cancelled);
+        }
+        let span = tracing::info_span!(
+            "run",
+            thread_id = self.config.thread_id.as_deref(),
+            subgraph = self.is_subgraph,
+            namespace = ?self.namespace,
+        );
+        let run = tracing::Instrument::instrument(self.run_with_thread(input), span);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(Error::Cancelled),
+            done = run => done,
+        }
+    }
+
+    /// Checks the run's config, takes the thread (with a checkpointer), runs, and
+    /// releases the thread whatever happened.
+    async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
+        self.config.validate()?;
+        let core = Arc::clone(&self.graph.core);
+        for (what, names) in [
+            ("RunConfig::interrupt_before", &self.config.interrupt_before),
+            ("RunConfig::interrupt_after", &self.config.interrupt_after),
+        ] {
+            if let Some(unknown) = names.iter().find(|n| !core.by_name.contains_key(&***n)) {
+                return Err(Error::UnknownNode {
+                    context: format!("`{what}`"),
+                    node: unknown.to_string(),
+                });
+            }
+        }
+        let mut persist = match (&core.checkpointer, self.persistent) {
+            (Some(saver), true) => {
+                let thread = self
+                    .config
+                    .thread_id
+                    .as_deref()
+                    .ok_or(Error::MissingThreadId)?;
+                Some(Persist::open(Arc::clone(saver), thread, self.config.durability).await?)
+            }
+            _ => None,
+        };
+        let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        if let Err(Error::ParentCommand { node, .. }) = &outcome
+            && !self.is_subgraph
+        {
+            outcome = Err(Error::NoParentGraph {
+                node: node.clone(),
+                reason: "this graph is not running as a subgraph",
+            });
+        }
+        if let Some(persist) = persist {
+            let released = persist.release().await;
+            // A checkpoint that failed to save fails the run, unless it failed already.
+            if outcome.is_ok() {
+                outcome = released;
+            }
+        }
+        outcome.map(|()| Done {
+            state: self.state,
+            updates: self.collected.unwrap_or_default(),
+        })
+    }
+
+    /// Finds the starting point, then runs super-steps until no task is triggered.
+    async fn run_steps(
+        &mut self,
+        core: &Arc<GraphCore<S>>,
+        input: RunInput<S>,
+        mut persist: Option<&mut Persist>,
+    ) -> Result<(), Error> {
+        let mut scratch = PlanScratch::new(core);
+        let Start {
+            mut tasks,
+            mut pending,
+            mut joins,
+            mut skip_static_before,
+        } = self
+            .start(core, input, persist.as_deref_mut(), &mut scratch)
+            .await?;
+        self.emitter.values(&self.state);
+
+        while !tasks.is_empty() {
+            if !skip_static_before {
+                let before = StaticCheck {
+                    kind: InterruptKind::Before,
+                    hits: &tasks,
+                    next: &tasks,
+                };
+                self.static_interrupt(core, before, &joins, persist.as_deref_mut())
+                    .await?;
+            }
+            skip_static_before = false;
+            if self.step >= self.config.recursion_limit {
+                return Err(Error::RecursionLimit {
+                    limit: self.config.recursion_limit,
+                });
+            }
+            self.step += 1;
+            let step_span = tracing::info_span!(
+                "step",
+                step = self.step,
+                tasks = tasks.len(),
+                thread_id = self.config.thread_id.as_deref(),
+            );
+
+            let execute = self.execute_step(
+                core,
+                &tasks,
+                std::mem::take(&mut pending),
+                persist.as_deref(),
+            );
+            let outcome = tracing::Instrument::instrument(execute, step_span.clone()).await;
+            let outputs = match outcome {
+                StepOutcome::Finished(outputs) => outputs,
+                StepOutcome::Stopped {
+                    outputs,
+                    interrupts,
+                    failures,
+                } => {
+                    let stopped = crate::run::stop::StoppedStep {
+                        tasks: &tasks,
+                        outputs: &outputs,
+                        interrupts: &interrupts,
+                        failures: &failures,
+                    };
+                    let conflict = self.show_stopped_step(core, &stopped);
+                    if let Some(p) = persist.as_deref_mut() {
+                        self.save_stopped_step(core, p, &joins, &stopped).await?;
+                    }
+                    if let Some((_, error)) = failures.into_iter().next() {
+                        return Err(error);
+                    }
+                    conflict?;
+                    return Err(self.paused(core, &tasks, interrupts, persist.as_deref()));
+                }
+            };
+
+            let mut recorded = persist
+                .as_deref()
+                .filter(|p| p.per_step())
+                .map(|_| Vec::new());
+            let gotos = apply::apply_writes(
+                core,
+                &mut self.state,
+                &tasks,
+                outputs,
+                &self.emitter,
+                &mut self.collected,
+                recorded.as_mut(),
+            )?;
+            self.emitter.values(&self.state);
+            let next =
+                plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins, &mut scratch)?;
+            if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
+                let save = self.save_step(core, p, &tasks, &recorded, &next, &joins);
+                tracing::Instrument::instrument(save, step_span).await?;
+            }
+            if !next.is_empty() {
+                let after = StaticCheck {
+                    kind: InterruptKind::After,
+                    hits: &tasks,
+                    next: &next,
+                };
+                self.static_interrupt(core, after, &joins, persist.as_deref_mut())
+                    .await?;
+            }
+            tasks = next;
+        }
+        if let Some(p) = persist.filter(|p| !p.per_step()) {
+            let record = p
+                .save(CheckpointSource::Loop, &self.state, &[], &[], &joins.0, &[])
+                .await?;
+            self.emitter.checkpoint(&record, core, &[]);
+        }
+        Ok(())
+    }
+
+    /// Runs the tasks of one super-step concurrently on one snapshot of the state.
+    /// Tasks that finished before an interruption (in `pending`) return their saved output.
+    async fn execute_step(
+        &mut self,
+        core: &Arc<GraphCore<S>>,
+        tasks: &[Task],
+        mut pending: PendingStep<S>,
+        persist: Option<&Persist>,
+    ) -> StepOutcome<S> {
+        let parallel = tasks.len() > 1;
+        let extras: Vec<TaskExtras<S>> = (0..tasks.len())
+            .map(|i| TaskExtras {
+                prefilled: pending
+                    .outputs
+                    .remove(&i)
+                    .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
+                saver: persist.and_then(|p| p.task_saver(i, parallel)),
+                scratchpad: match persist {
+                    Some(_) => Some(Scratchpad::new(
+                        pending.resume.remove(&i).unwrap_or_default(),
+                    )),
+                    None => self.inherited_scratchpad.clone(),
+                },
+            })
+            .collect();
+        let scope = StepScope {
+            step: self.step,
+            config: Arc::clone(&self.config),
+            target: self.emitter.target.clone(),
+            namespace: Arc::clone(&self.namespace),
+            store: core.store.clone(),
+        };
+        // The snapshot takes the state by move; it is cloned back only if a task kept
+        // a reference past the step.
+        let snapshot = Arc::new(std::mem::take(&mut self.state));
+        let results = execute::run_step(core, tasks, &snapshot, &scope, extras).await;
+        self.state = Arc::try_unwrap(snapshot).unwrap_or_else(|shared| (*shared).clone());
+
+        let mut outputs = Vec::with_capacity(results.len());
+        let mut interrupts = Vec::new();
+        let mut failures = Vec::new();
+        for (index, result) in results.into_iter().enumerate() {
+            match result {
+                Ok(output) => outputs.push((index, output)),
+                Err(Error::Interrupt(signal)) => interrupts.push((index, signal)),
+                Err(error) => failures.push((index, error)),
+            }
+        }
+        if !failures.is_empty() || !interrupts.is_empty() {
+            return StepOutcome::Stopped {
+                outputs,
+                interrupts,
+                failures,
+            };
+        }
+        StepOutcome::Finished(outputs.into_iter().map(|(_, o)| o).collect())
+    }
+
+    /// Saves the checkpoint that ends a super-step: its writes, and the tasks of the next.
+    async fn save_step(
+        &self,
+        core: &GraphCore<S>,
+        persist: &mut Persist,
+        ran: &[Task],
+        recorded: &[RecordedWrite<S>],
+        next: &[Task],
+        joins: &JoinProgress,
+    ) -> Result<(), Error> {
+        let writes: Vec<TaskWriteRef<'_, S>> = recorded
+            .iter()
+            .map(|w| TaskWriteRef {
+                node: &w.node,
+                updates: &w.updates,
+                gotos: Vec::new(),
+            })
+            .collect();
+        let ran: Vec<&str> = ran.iter().map(|t| &*core.nodes[t.node].name).collect();
+        let record = persist
+            .save(
+                CheckpointSource::Loop,
+                &self.state,
+                &writes,
+                &task_records(core, next),
+                &joins.0,
+                &ran,
+            )
+            .await?;
+        self.emitter.checkpoint(&record, core, next);
+        Ok(())
+    }
+}
