@@ -17,7 +17,7 @@ use graphkit_examples::biography_events::{
     run_biography_events,
 };
 use graphkit_examples::shared::{ExampleError, Progress, RunDir};
-use graphkit_llm::ChatModel;
+use graphkit_llm::{ChatModel, Message};
 use graphkit_tools::ToolError;
 use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
 
@@ -103,6 +103,42 @@ async fn the_seed_flow_finds_crawls_twice_deepens_and_stops_when_think_says_so()
     assert!(state.urls[1].contains("britannica.example"));
     assert!(state.urls[2].contains("biography.example"));
     assert_eq!(state.crawled, state.urls[..2]);
+    // The supervisor called the graphs as tools: each call an assistant message, each
+    // answered by the tool's reply.
+    let calls: Vec<(String, serde_json::Value)> = state
+        .tool_messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|c| (format!("{}:{}", c.name, c.id), c.arguments.clone()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "url_crawler:call_2".into(),
+                serde_json::json!({"url": state.urls[0]})
+            ),
+            (
+                "url_crawler:call_3".into(),
+                serde_json::json!({"url": state.urls[1]})
+            ),
+            (
+                "further_event_research:call_4".into(),
+                serde_json::json!({"gap_targets": 5})
+            ),
+        ]
+    );
+    let replies: Vec<&Message> = state
+        .tool_messages
+        .iter()
+        .filter(|m| m.role() == "tool")
+        .collect();
+    assert_eq!(replies.len(), 3);
+    assert!(
+        replies[2].text().contains("targeted searches"),
+        "{:?}",
+        replies[2]
+    );
     // Every history entry has think's reflection and recommendation.
     assert!(
         state
@@ -536,7 +572,7 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
 }
 
 #[tokio::test]
-async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
+async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
     use futures::StreamExt;
     use graphkit::{CompileOptions, RunConfig, StreamMode, StreamPayload};
     use graphkit_examples::biography_events::{BiographyStateUpdate, Deps, build_graph};
@@ -555,30 +591,30 @@ async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
         RunConfig::new().subgraphs(true),
         [StreamMode::Updates],
     );
+    // Each event of a tool graph: ["tools:<step>", "<tool>:<call id>"] / node.
     let mut seen = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
         if let StreamPayload::SubgraphUpdates { node, .. } = event.payload {
-            let namespace = event
-                .namespace
-                .first()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            seen.push(format!(
-                "{}/{node}",
-                namespace.split(':').next().unwrap_or("")
-            ));
+            let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
+            let tool_node = namespace[0].split(':').next().unwrap_or("").to_owned();
+            seen.push(format!("{tool_node}/{}/{node}", namespace[1]));
         }
     }
+    let crawls: Vec<&String> = seen
+        .iter()
+        .filter(|s| s.ends_with("/structure_events"))
+        .collect();
     assert_eq!(
-        seen.iter()
-            .filter(|s| *s == "url_crawler/structure_events")
-            .count(),
-        2
+        crawls,
+        [
+            "tools/url_crawler:call_2/structure_events",
+            "tools/url_crawler:call_3/structure_events"
+        ]
     );
     assert_eq!(
         seen.iter()
-            .filter(|s| *s == "further_event_research/extract_updates")
+            .filter(|s| *s == "tools/further_event_research:call_4/extract_updates")
             .count(),
         1
     );

@@ -41,7 +41,7 @@ pub struct BiographyOptions {
     pub thread: String,
     /// Continue the thread instead of refusing to touch it.
     pub resume: bool,
-    /// Print every node update (subgraphs included) as a JSON line on stdout.
+    /// Print every node update (the tool graphs' included) as a JSON line on stdout.
     pub stream: bool,
     /// Progress lines.
     pub progress: Progress,
