@@ -16,7 +16,7 @@ use graphkit_examples::biography_events::{
     BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
     run_biography_events,
 };
-use graphkit_examples::shared::{ExampleError, Progress, RunDir};
+use graphkit_examples::shared::{ExampleError, Progress, RunDir, StopSignal};
 use graphkit_llm::{ChatModel, Message};
 use graphkit_tools::ToolError;
 use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
@@ -47,6 +47,7 @@ fn options_with(
         resume: false,
         stream: false,
         progress: Progress::new("tool calls", true),
+        stop: StopSignal::new(),
     }
 }
 
@@ -656,4 +657,34 @@ async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
     ] {
         assert!(dir.path().join("run").join(file).exists(), "{file}");
     }
+}
+
+#[tokio::test]
+async fn a_stop_request_ends_the_run_at_a_checkpoint_and_resume_finishes_it() {
+    let uninterrupted = run("Odile Marchetti", Limits::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let first = options_with(
+        &dir,
+        Arc::new(stand_in()),
+        corpus(),
+        Arc::clone(&saver),
+        Limits::default(),
+    );
+    first.stop.request(); // as a Ctrl-C would
+    let err = run_biography_events("Odile Marchetti", None, &first)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExampleError::Interrupted), "{err}");
+    assert!(!dir.path().join("run").join("events.json").exists());
+
+    let resumed = BiographyOptions {
+        resume: true,
+        stop: StopSignal::new(),
+        ..first
+    };
+    let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
+    assert!(summary.resumed);
+    assert_eq!(state.events, uninterrupted.events);
+    assert_eq!(state.tool_calls, 4);
 }
