@@ -183,16 +183,18 @@ pub async fn biography_events_main(
     // the offline model (or without TAVILY_API_KEY) and the web otherwise.
     let corpus_flag: Option<PathBuf> = session.option("corpus", common.corpus.clone())?;
     let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
-    let fresh = if corpus_flag.is_some() || choice.is_offline() || !tavily {
-        "corpus"
-    } else {
-        "web"
-    };
-    let backend: String = session.option("search", fresh.to_owned())?;
-    let corpus = match (corpus_flag, backend.as_str()) {
-        (Some(dir), _) => Some(dir),
-        (None, "web") => None,
-        (None, _) => Some(default_corpus_dir()),
+    let corpus = match corpus_flag {
+        // Recorded as `corpus`: a resume searches the same directory.
+        Some(dir) => Some(dir),
+        None => {
+            let fresh = if choice.is_offline() || !tavily {
+                "corpus"
+            } else {
+                "web"
+            };
+            let backend: String = session.option("search", fresh.to_owned())?;
+            (backend != "web").then(default_corpus_dir)
+        }
     };
     let (search, search_name) =
         crate::shared::search::choose(corpus.as_deref(), choice.is_offline())?;
