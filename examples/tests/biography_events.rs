@@ -16,8 +16,8 @@ use graphkit_examples::biography_events::{
     BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
     run_biography_events,
 };
-use graphkit_examples::shared::{ExampleError, Progress, RunDir};
-use graphkit_llm::ChatModel;
+use graphkit_examples::shared::{ExampleError, Progress, RunDir, StopSignal};
+use graphkit_llm::{ChatModel, Message};
 use graphkit_tools::ToolError;
 use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
 
@@ -47,6 +47,7 @@ fn options_with(
         resume: false,
         stream: false,
         progress: Progress::new("tool calls", true),
+        stop: StopSignal::new(),
     }
 }
 
@@ -103,6 +104,42 @@ async fn the_seed_flow_finds_crawls_twice_deepens_and_stops_when_think_says_so()
     assert!(state.urls[1].contains("britannica.example"));
     assert!(state.urls[2].contains("biography.example"));
     assert_eq!(state.crawled, state.urls[..2]);
+    // The supervisor called the graphs as tools: each call an assistant message, each
+    // answered by the tool's reply.
+    let calls: Vec<(String, serde_json::Value)> = state
+        .tool_messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .map(|c| (format!("{}:{}", c.name, c.id), c.arguments.clone()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            (
+                "url_crawler:call_2".into(),
+                serde_json::json!({"url": state.urls[0]})
+            ),
+            (
+                "url_crawler:call_3".into(),
+                serde_json::json!({"url": state.urls[1]})
+            ),
+            (
+                "further_event_research:call_4".into(),
+                serde_json::json!({"gap_targets": 5})
+            ),
+        ]
+    );
+    let replies: Vec<&Message> = state
+        .tool_messages
+        .iter()
+        .filter(|m| m.role() == "tool")
+        .collect();
+    assert_eq!(replies.len(), 3);
+    assert!(
+        replies[2].text().contains("targeted searches"),
+        "{:?}",
+        replies[2]
+    );
     // Every history entry has think's reflection and recommendation.
     assert!(
         state
@@ -536,7 +573,7 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
 }
 
 #[tokio::test]
-async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
+async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
     use futures::StreamExt;
     use graphkit::{CompileOptions, RunConfig, StreamMode, StreamPayload};
     use graphkit_examples::biography_events::{BiographyStateUpdate, Deps, build_graph};
@@ -555,30 +592,30 @@ async fn the_subgraphs_stream_their_nodes_under_their_own_namespace() {
         RunConfig::new().subgraphs(true),
         [StreamMode::Updates],
     );
+    // Each event of a tool graph: ["tools:<step>", "<tool>:<call id>"] / node.
     let mut seen = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
         if let StreamPayload::SubgraphUpdates { node, .. } = event.payload {
-            let namespace = event
-                .namespace
-                .first()
-                .map(|s| s.to_string())
-                .unwrap_or_default();
-            seen.push(format!(
-                "{}/{node}",
-                namespace.split(':').next().unwrap_or("")
-            ));
+            let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
+            let tool_node = namespace[0].split(':').next().unwrap_or("").to_owned();
+            seen.push(format!("{tool_node}/{}/{node}", namespace[1]));
         }
     }
+    let crawls: Vec<&String> = seen
+        .iter()
+        .filter(|s| s.ends_with("/structure_events"))
+        .collect();
     assert_eq!(
-        seen.iter()
-            .filter(|s| *s == "url_crawler/structure_events")
-            .count(),
-        2
+        crawls,
+        [
+            "tools/url_crawler:call_2/structure_events",
+            "tools/url_crawler:call_3/structure_events"
+        ]
     );
     assert_eq!(
         seen.iter()
-            .filter(|s| *s == "further_event_research/extract_updates")
+            .filter(|s| *s == "tools/further_event_research:call_4/extract_updates")
             .count(),
         1
     );
@@ -620,4 +657,34 @@ async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
     ] {
         assert!(dir.path().join("run").join(file).exists(), "{file}");
     }
+}
+
+#[tokio::test]
+async fn a_stop_request_ends_the_run_at_a_checkpoint_and_resume_finishes_it() {
+    let uninterrupted = run("Odile Marchetti", Limits::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let first = options_with(
+        &dir,
+        Arc::new(stand_in()),
+        corpus(),
+        Arc::clone(&saver),
+        Limits::default(),
+    );
+    first.stop.request(); // as a Ctrl-C would
+    let err = run_biography_events("Odile Marchetti", None, &first)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ExampleError::Interrupted), "{err}");
+    assert!(!dir.path().join("run").join("events.json").exists());
+
+    let resumed = BiographyOptions {
+        resume: true,
+        stop: StopSignal::new(),
+        ..first
+    };
+    let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
+    assert!(summary.resumed);
+    assert_eq!(state.events, uninterrupted.events);
+    assert_eq!(state.tool_calls, 4);
 }

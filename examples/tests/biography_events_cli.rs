@@ -130,3 +130,41 @@ fn bad_input_on_the_command_line_gets_a_clear_error_and_exit_code_2() {
     .expect("run");
     assert!(String::from_utf8_lossy(&out.stderr).contains("not JSON"));
 }
+
+#[test]
+fn resume_takes_the_options_left_out_from_run_json_and_records_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let out = cli(&run, "opts", &["--quiet", "--max-tool-calls", "2"])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["workflow"], "biography-events");
+    assert_eq!(manifest["status"], "finished");
+    assert_eq!(manifest["options"]["max_tool_calls"], 2);
+    assert_eq!(manifest["options"]["search"], "corpus");
+    assert_eq!(manifest["input"]["person"], "Odile Marchetti");
+
+    // --resume without the options: the person and the knobs come from run.json.
+    let out = cli(&run, "opts", &["--quiet", "--resume"])
+        .output()
+        .expect("resume");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("for Odile Marchetti"), "{stdout}");
+    assert!(stdout.contains("2 tool calls"), "{stdout}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["options"]["max_tool_calls"], 2);
+    assert_eq!(manifest["status"], "finished");
+}

@@ -69,7 +69,7 @@ enum Workflow {
     /// (paraphrases matched, conflicts flagged). Outputs: events.json, history.json,
     /// run_summary.json and timeline.md in RUN_DIR.
     #[command(name = "biography-events")]
-    BiographyEvents(BiographyEventsArgs),
+    BiographyEvents(BiographyEventsCli),
 
     /// List past runs (under graphkit-runs/, and those started with --out elsewhere) with
     /// their status and the command that resumes them.
@@ -237,69 +237,28 @@ struct EntityIntelArgs {
 }
 
 #[derive(Debug, Args)]
-struct BiographyEventsArgs {
+struct BiographyEventsCli {
     #[command(flatten)]
     common: CommonArgs,
-
-    /// The person to research [default: a fictional author of the offline corpus].
-    person: Option<String>,
-
-    /// Known events (JSON array) for an incremental run: checked for gaps first; no gaps,
-    /// no tool calls.
-    #[arg(long, value_name = "FILE")]
-    initial_events: Option<PathBuf>,
-
-    /// Tool calls before the run stops (think_tool not counted).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    max_tool_calls: u32,
-
-    /// From this many events on, deepen (further_event_research) instead of crawling.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    deepening_threshold: usize,
-
-    /// Stop when more than this share of events has full details.
-    #[arg(long, value_name = "RATIO", default_value_t = 0.8)]
-    full_detail_ratio: f64,
-
-    /// Stop when the events did not change in this many consecutive tool calls.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    no_change_window: usize,
-
-    /// History entries kept; older ones are folded into one summary entry.
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    history_cap: usize,
-
-    /// Events further_event_research researches per call (the seed: 3-5).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    gap_targets: usize,
+    #[command(flatten)]
+    args: biography_events::cli::BiographyEventsArgs,
 }
 
-impl BiographyEventsArgs {
-    fn into_request(self) -> biography_events::cli::CliRequest {
-        let common = self.common;
-        biography_events::cli::CliRequest {
-            person: self.person,
-            initial_events: self.initial_events.or(common.input),
-            limits: biography_events::Limits {
-                max_tool_calls: self.max_tool_calls,
-                min_events_for_deepening: self.deepening_threshold,
-                full_detail_ratio: self.full_detail_ratio,
-                no_change_window: self.no_change_window,
-                history_cap: self.history_cap,
-                gap_targets: self.gap_targets,
-                ..biography_events::Limits::default()
-            },
-            model: common.model,
-            out: common.out,
-            thread: common.thread,
-            resume: common.resume,
-            checkpoint: common.checkpoint,
-            corpus: common.corpus,
-            print_graph: common.print_graph,
-            print_input_schema: common.print_input_schema,
-            stream: common.stream,
-            quiet: common.quiet,
-            offline_delay_ms: common.offline_delay_ms,
+impl CommonArgs {
+    fn biography_flags(self) -> biography_events::cli::CommonFlags {
+        biography_events::cli::CommonFlags {
+            model: self.model,
+            out: self.out,
+            thread: self.thread,
+            resume: self.resume,
+            checkpoint: self.checkpoint,
+            input: self.input,
+            corpus: self.corpus,
+            print_graph: self.print_graph,
+            print_input_schema: self.print_input_schema,
+            stream: self.stream,
+            quiet: self.quiet,
+            offline_delay_ms: self.offline_delay_ms,
         }
     }
 }
@@ -347,15 +306,14 @@ fn main() -> ExitCode {
                         }
                     })
             }
-            Workflow::BiographyEvents(args) => biography_events::cli::run(args.into_request())
+            Workflow::BiographyEvents(cli) => {
+                biography_events::cli::biography_events_main(
+                    cli.args,
+                    cli.common.biography_flags(),
+                    &sub,
+                )
                 .await
-                .map(|finished| {
-                    if finished {
-                        RunStatus::Finished
-                    } else {
-                        RunStatus::Failed
-                    }
-                }),
+            }
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));
                 Ok(RunStatus::Finished)

@@ -1,27 +1,65 @@
-//! `graphkit-research biography-events`: from the command line's values to a run.
+//! `graphkit-research biography-events`: the subcommand's own options and its main, on
+//! the shared run infrastructure ([`RunSession`] for the run directory, `run.json` and
+//! `--resume`; [`StopSignal`] for Ctrl-C; [`Progress`] and `--stream` JSON lines).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use clap::{ArgMatches, Args};
 use serde_json::json;
 
 use super::event::load_initial_events;
 use super::offline::offline_model;
 use super::runner::{BiographyOptions, run_biography_events};
 use super::{DEFAULT_PERSON, Deps, Limits, Sites, build_graph, default_corpus_dir};
-use crate::shared::run_dir::RunStatus;
-use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{CheckpointChoice, ExampleError, ModelChoice, Progress, RunDir, RunManifest};
+use crate::shared::{
+    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
+    StopSignal,
+};
 
-/// What the command line asked for.
-#[derive(Debug, Clone, Default)]
-pub struct CliRequest {
-    /// The person (default: [`DEFAULT_PERSON`]; on `--resume`, the run's own).
+/// The workflow's name: the subcommand and the folder of its runs.
+pub const WORKFLOW: &str = "biography-events";
+
+/// The options of `biography-events` besides the common ones.
+#[derive(Debug, Clone, Args)]
+pub struct BiographyEventsArgs {
+    /// The person to research [default: a fictional author of the offline corpus].
     pub person: Option<String>,
-    /// `--initial-events FILE`.
+
+    /// Known events (JSON array) for an incremental run: checked for gaps first; no gaps,
+    /// no tool calls.
+    #[arg(long, value_name = "FILE")]
     pub initial_events: Option<PathBuf>,
-    /// The knobs.
-    pub limits: Limits,
+
+    /// Tool calls before the run stops (think_tool not counted).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_tool_calls: u32,
+
+    /// From this many events on, deepen (further_event_research) instead of crawling.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub deepening_threshold: usize,
+
+    /// Stop when more than this share of events has full details.
+    #[arg(long, value_name = "RATIO", default_value_t = 0.8)]
+    pub full_detail_ratio: f64,
+
+    /// Stop when the events did not change in this many consecutive tool calls.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub no_change_window: usize,
+
+    /// History entries kept; older ones are folded into one summary entry.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub history_cap: usize,
+
+    /// Events further_event_research researches per call (the seed: 3-5).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub gap_targets: usize,
+}
+
+/// The common options of `graphkit-research` this workflow uses.
+#[derive(Debug, Clone, Default)]
+pub struct CommonFlags {
     /// `--model`.
     pub model: String,
     /// `--out`.
@@ -32,6 +70,8 @@ pub struct CliRequest {
     pub resume: bool,
     /// `--checkpoint`.
     pub checkpoint: Option<String>,
+    /// `--input` (the same as `--initial-events`).
+    pub input: Option<PathBuf>,
     /// `--corpus`.
     pub corpus: Option<PathBuf>,
     /// `--print-graph`.
@@ -42,26 +82,34 @@ pub struct CliRequest {
     pub stream: bool,
     /// `--quiet`.
     pub quiet: bool,
-    /// The offline stand-in's delay per reply.
+    /// `--offline-delay-ms`: the offline stand-in's delay per reply.
     pub offline_delay_ms: u64,
 }
 
-/// Runs the command; `Ok(true)` when the run finished.
+/// The subcommand: checks the input, starts or resumes the run, runs the graph, writes
+/// the outputs. On `--resume`, options given now win and the others (the person, the
+/// model, the search backend, the knobs) come from `run.json`.
 ///
 /// # Errors
-/// [`ExampleError`] for bad input (empty name, an initial-events file that does not
-/// parse or holds invalid dates), unusable options, or a failed run.
-pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
-    if request.print_input_schema {
+/// Bad input (exit 2: an empty name, an initial-events file that does not parse or holds
+/// invalid dates, knobs out of range), a resume that cannot start, unusable options.
+/// A run that fails midway is not an error: it returns [`RunStatus::Failed`] after
+/// printing the command that continues it.
+pub async fn biography_events_main(
+    args: BiographyEventsArgs,
+    common: CommonFlags,
+    matches: &ArgMatches,
+) -> Result<RunStatus, ExampleError> {
+    if common.print_input_schema {
         let schema = schemars::schema_for!(Vec<super::Event>);
         println!(
             "{}",
             serde_json::to_string_pretty(&schema).unwrap_or_default()
         );
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
-    let offline = offline_model(Duration::from_millis(request.offline_delay_ms));
-    if request.print_graph {
+    let offline = offline_model(Duration::from_millis(common.offline_delay_ms));
+    if common.print_graph {
         let deps = Deps {
             model: offline,
             search: crate::shared::search::corpus(&default_corpus_dir())?,
@@ -71,58 +119,83 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
             "{}",
             build_graph(&deps, graphkit::CompileOptions::new())?.draw_mermaid()
         );
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
-    let thread = request.thread.clone().unwrap_or_else(new_thread);
-    let run_dir = RunDir::create(
-        request
-            .out
-            .clone()
-            .unwrap_or_else(|| RunDir::default_for("biography-events", &thread)),
-    )?;
-    let manifest = RunManifest::read(run_dir.path())?.filter(|_| request.resume);
-    if request.resume && manifest.is_none() {
-        return Err(ExampleError::Usage(format!(
-            "nothing to resume in {}: no run.json there; pass the same --out as the first run",
-            run_dir.path().display()
-        )));
+    // Bad input is reported before anything is created.
+    let given_person = args.person.as_deref().map(str::trim).map(str::to_owned);
+    if given_person.as_deref() == Some("") {
+        return Err(empty_person());
     }
-    let person = match (&request.person, &manifest) {
-        (Some(p), _) => p.trim().to_owned(),
-        (None, Some(m)) => m.input["person"].as_str().unwrap_or("").to_owned(),
+    let initial = args
+        .initial_events
+        .as_deref()
+        .or(common.input.as_deref())
+        .map(load_initial_events)
+        .transpose()?;
+    let cli_limits = Limits {
+        max_tool_calls: args.max_tool_calls,
+        min_events_for_deepening: args.deepening_threshold,
+        full_detail_ratio: args.full_detail_ratio,
+        no_change_window: args.no_change_window,
+        history_cap: args.history_cap,
+        gap_targets: args.gap_targets,
+        ..Limits::default()
+    };
+    cli_limits.validate().map_err(ExampleError::Usage)?;
+    common.model.parse::<ModelChoice>()?;
+
+    let mut session = RunSession::begin(RunRequest {
+        thread: common.thread.clone(),
+        out: common.out.clone(),
+        resume: common.resume,
+        given: GivenOptions::from_matches(matches),
+        ..RunRequest::new(WORKFLOW)
+    })?;
+    let saved = session.saved_input().cloned();
+    let person = match (given_person, &saved) {
+        (Some(person), _) => person,
+        (None, Some(saved)) => saved["person"].as_str().unwrap_or("").to_owned(),
         (None, None) => DEFAULT_PERSON.to_owned(),
     };
     if person.is_empty() {
-        return Err(ExampleError::Usage("the person to research is empty; give a name, e.g. graphkit-research biography-events \"Odile Marchetti\"".into()));
+        return Err(empty_person());
     }
-    let initial = request
-        .initial_events
-        .as_deref()
-        .map(load_initial_events)
-        .transpose()?;
-    request.limits.validate().map_err(ExampleError::Usage)?;
-
-    let model_spec = match &manifest {
-        Some(m) if request.model == "offline" => m.model.clone(),
-        _ => request.model.clone(),
+    let initial = match (initial, &saved) {
+        (Some(events), _) => Some(events),
+        (None, Some(saved)) => serde_json::from_value(saved["initialEvents"].clone()).ok(),
+        (None, None) => None,
     };
+    let limits = Limits {
+        max_tool_calls: session.option("max_tool_calls", cli_limits.max_tool_calls)?,
+        min_events_for_deepening: session
+            .option("deepening_threshold", cli_limits.min_events_for_deepening)?,
+        full_detail_ratio: session.option("full_detail_ratio", cli_limits.full_detail_ratio)?,
+        no_change_window: session.option("no_change_window", cli_limits.no_change_window)?,
+        history_cap: session.option("history_cap", cli_limits.history_cap)?,
+        gap_targets: session.option("gap_targets", cli_limits.gap_targets)?,
+        ..cli_limits
+    };
+    limits.validate().map_err(ExampleError::Usage)?;
+    let model_spec: String = session.option("model", common.model.clone())?;
     let choice = model_spec.parse::<ModelChoice>()?;
     let model = choice.build(offline)?;
-    let checkpoint: CheckpointChoice = match (&request.checkpoint, &manifest) {
-        (Some(spec), _) => spec.parse()?,
-        (None, Some(m)) if !m.checkpoint.starts_with("postgres") => m.checkpoint.parse()?,
-        _ => CheckpointChoice::Sqlite(run_dir.join("checkpoints.sqlite")),
-    };
-    if request.resume && !checkpoint.is_durable() {
-        return Err(ExampleError::Usage(
-            "--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into(),
-        ));
-    }
+    // The search backend: --corpus, else the one the run recorded, else the corpus for
+    // the offline model (or without TAVILY_API_KEY) and the web otherwise.
+    let corpus_flag: Option<PathBuf> = session.option("corpus", common.corpus.clone())?;
     let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
-    let corpus = request
-        .corpus
-        .clone()
-        .or_else(|| (choice.is_offline() || !tavily).then(default_corpus_dir));
+    let corpus = match corpus_flag {
+        // Recorded as `corpus`: a resume searches the same directory.
+        Some(dir) => Some(dir),
+        None => {
+            let fresh = if choice.is_offline() || !tavily {
+                "corpus"
+            } else {
+                "web"
+            };
+            let backend: String = session.option("search", fresh.to_owned())?;
+            (backend != "web").then(default_corpus_dir)
+        }
+    };
     let (search, search_name) =
         crate::shared::search::choose(corpus.as_deref(), choice.is_offline())?;
     let sites = if corpus.is_some() {
@@ -130,81 +203,67 @@ pub async fn run(request: CliRequest) -> Result<bool, ExampleError> {
     } else {
         Sites::web()
     };
-
-    let mut manifest = match manifest {
-        Some(m) => m,
-        None => RunManifest {
-            workflow: "biography-events".into(),
-            thread: thread.clone(),
-            model: model_spec.clone(),
-            summary_model: None,
-            checkpoint: checkpoint.to_string(),
-            created_at: rfc3339(now_ms()),
-            input: json!({"person": person, "initialEvents": initial, "limits": request.limits}),
-            options: serde_json::Map::new(),
-            status: RunStatus::Running,
-            pid: None,
-            updated_at: String::new(),
-        },
-    };
-    manifest.status = RunStatus::Running;
-    manifest.pid = Some(std::process::id());
-    manifest.updated_at = rfc3339(now_ms());
-    run_dir.write_json(RunManifest::FILE, &manifest)?;
-    let progress = Progress::new("tool calls", request.quiet);
+    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
+    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
+    session.record_start(
+        &checkpoint,
+        json!({"person": person, "initialEvents": initial, "limits": limits}),
+    )?;
+    let progress = Progress::new("tool calls", common.quiet);
     progress.note(
         "run",
         &format!(
-            "biography-events for {person}, thread {thread}, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            run_dir.path().display()
+            "{WORKFLOW} for {person}, thread {}, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
+            session.thread(),
+            session.dir().path().display()
         ),
     );
     let options = BiographyOptions {
         model,
         search,
         sites,
-        limits: request.limits.clone(),
-        run_dir,
-        checkpointer: checkpoint.open().await?,
-        thread: thread.clone(),
-        resume: request.resume,
-        stream: request.stream,
+        limits,
+        run_dir: session.dir().clone(),
+        checkpointer: Arc::clone(&checkpointer.saver),
+        thread: session.thread().to_owned(),
+        resume: session.is_resume(),
+        stream: common.stream,
         progress,
+        stop: StopSignal::on_ctrl_c(common.quiet),
     };
     let outcome = run_biography_events(&person, initial, &options).await;
-    manifest.status = if outcome.is_ok() {
-        RunStatus::Finished
-    } else {
-        RunStatus::Failed
-    };
-    manifest.updated_at = rfc3339(now_ms());
-    options.run_dir.write_json(RunManifest::FILE, &manifest)?;
+    options.progress.end();
+    drop(options);
+    checkpointer.close().await;
     match outcome {
         Ok((summary, _)) => {
-            print!("{}", summary.render());
-            println!("events: {}", options.run_dir.join("events.json").display());
-            println!(
-                "timeline: {}",
-                options.run_dir.join("timeline.md").display()
+            let outputs = session.dir();
+            let text = format!(
+                "{}events: {}\ntimeline: {}\n",
+                summary.render(),
+                outputs.join("events.json").display(),
+                outputs.join("timeline.md").display()
             );
-            Ok(true)
+            session.finish(RunStatus::Finished, &text, common.stream)
         }
+        Err(ExampleError::Interrupted) => session.finish(RunStatus::Interrupted, "", common.stream),
         Err(err @ ExampleError::Graph(_)) => {
+            session.record_status(RunStatus::Failed)?;
             eprintln!(
-                "the run stopped: {err}\ncontinue it with: graphkit-research biography-events --resume --thread {thread} --out {}",
-                options.run_dir.path().display()
+                "the run stopped: {err}\ncontinue it with:\n  {}",
+                session.resume_command()
             );
-            Ok(false)
+            Ok(RunStatus::Failed)
         }
-        Err(err) => Err(err),
+        Err(err) => {
+            session.record_failure(&err);
+            Err(err)
+        }
     }
 }
 
-/// A new thread id: `be-<utc time>-<pid>`.
-fn new_thread() -> String {
-    let stamp: String = rfc3339(now_ms())
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    format!("be-{stamp}-{}", std::process::id())
+fn empty_person() -> ExampleError {
+    ExampleError::Usage(format!(
+        "the person to research is empty; give a name, e.g. graphkit-research {WORKFLOW} \"{DEFAULT_PERSON}\""
+    ))
 }

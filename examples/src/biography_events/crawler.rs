@@ -1,6 +1,6 @@
-//! The `url_crawler` subgraph (seed §1): crawl a page and chunk it → categorize the chunks
-//! → merge the life events into one `events_summary` → clean and order it into
-//! structured events.
+//! The `url_crawler` graph (seed §1), called by the supervisor as a tool: crawl a page
+//! and chunk it → categorize the chunks → merge the life events into one
+//! `events_summary` → clean and order it into structured events.
 
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ const MAX_CHUNK: usize = 1200;
 /// Most chunks looked at per page.
 const MAX_CHUNKS: usize = 40;
 
-/// Builds the url_crawler subgraph.
+/// Builds the url_crawler graph (run as a tool, see [`super::tools`]).
 ///
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).

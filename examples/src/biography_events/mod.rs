@@ -1,8 +1,9 @@
 //! The biography events workflow (seed 003): a supervisor graph that collects the dated
 //! life events of an author. It always starts with `url_finder` (the author's pages on
-//! Wikipedia, Britannica and Biography.com), crawls them with the `url_crawler`
-//! subgraph while it has fewer than 5 events, then deepens them with the
-//! `further_event_research` subgraph (targeted searches for missing dates and places).
+//! Wikipedia, Britannica and Biography.com), crawls them by calling the `url_crawler`
+//! graph as a tool while it has fewer than 5 events, then deepens them by calling the
+//! `further_event_research` graph as a tool (targeted searches for missing dates and
+//! places).
 //! After each tool, `think_tool` reflects and recommends the next step; new events are
 //! merged into the known ones (paraphrases matched, details merged preferring primary
 //! sources, conflicts flagged). It stops after 5 tool calls, when think_tool says so,
@@ -29,6 +30,7 @@ pub mod research;
 pub mod runner;
 pub mod state;
 pub mod supervisor;
+pub mod tools;
 pub mod url_finder;
 
 pub use event::{Conflict, Event, EventDate};
@@ -38,7 +40,7 @@ pub use runner::{BiographyOptions, BiographyRunSummary, run_biography_events};
 pub use state::{BiographyState, BiographyStateUpdate, Limits};
 pub use url_finder::Sites;
 
-/// What the nodes of the graph and its subgraphs need.
+/// What the nodes of the graph and of its tool graphs need.
 #[derive(Clone)]
 pub struct Deps {
     /// The model behind every prompt.

@@ -61,7 +61,7 @@ pub struct ThinkOutput {
     pub reason: String,
 }
 
-/// The think_tool prompt (the seed's: "Summarize new info from [output]. Check
+/// The think_tool prompt (the seed's: "Summarize new info from \[output\]. Check
 /// events/messages for gaps (e.g., missing dates). Recommend: next tool (or none), reason.").
 pub fn think(
     person: &str,

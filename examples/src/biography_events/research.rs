@@ -1,6 +1,6 @@
-//! The `further_event_research` subgraph (seed §2): scan the events for gaps and pick the
-//! top 3-5 → run a targeted web search for each → read the updates from the pages found
-//! (the supervisor merges them by its rules).
+//! The `further_event_research` graph (seed §2), called by the supervisor as a tool:
+//! scan the events for gaps and pick the top 3-5 → run a targeted web search for each →
+//! read the updates from the pages found (the supervisor merges them by its rules).
 
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ pub const EXTRACT_UPDATES: &str = "extract_updates";
 const PAGES_PER_TARGET: usize = 2;
 const PAGE_CHARS: usize = 4000;
 
-/// Builds the further_event_research subgraph.
+/// Builds the further_event_research graph (run as a tool, see [`super::tools`]).
 ///
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).

@@ -8,7 +8,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
-    CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
+    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
+    StreamPayload,
 };
 use graphkit_llm::ChatModel;
 use graphkit_tools::prebuilt::search::SearchBackend;
@@ -19,8 +20,9 @@ use super::event::{Event, full_detail_ratio, sort_by_date};
 use super::graph::build_graph;
 use super::state::{BiographyState, BiographyStateUpdate, Limits};
 use super::{Deps, Sites};
+use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir};
+use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
 
 /// Everything a run needs besides the person and the initial events.
 #[derive(Clone)]
@@ -41,10 +43,12 @@ pub struct BiographyOptions {
     pub thread: String,
     /// Continue the thread instead of refusing to touch it.
     pub resume: bool,
-    /// Print every node update (subgraphs included) as a JSON line on stdout.
+    /// Print every node update (the tool graphs' included) as a JSON line on stdout.
     pub stream: bool,
     /// Progress lines.
     pub progress: Progress,
+    /// Ctrl-C: stop after the step in progress is checkpointed.
+    pub stop: StopSignal,
 }
 
 impl std::fmt::Debug for BiographyOptions {
@@ -127,7 +131,8 @@ impl BiographyRunSummary {
 /// # Errors
 /// [`ExampleError::Usage`] for an empty name, unusable knobs, or a thread that exists
 /// without `resume`; [`ExampleError::Graph`] when the run fails (the thread can then be
-/// resumed); [`ExampleError::Io`] when an output cannot be written.
+/// resumed); [`ExampleError::Interrupted`] after a stop (Ctrl-C; the last step is
+/// checkpointed); [`ExampleError::Io`] when an output cannot be written.
 pub async fn run_biography_events(
     person: &str,
     initial_events: Option<Vec<Event>>,
@@ -152,7 +157,8 @@ pub async fn run_biography_events(
     let config = RunConfig::new()
         .thread_id(&options.thread)
         .recursion_limit(200)
-        .subgraphs(true);
+        .subgraphs(true)
+        .cancellation(options.stop.immediate());
 
     let mut resumed = false;
     let input: Option<RunInput<BiographyState>> = match graph.get_state(&config).await {
@@ -197,38 +203,66 @@ pub async fn run_biography_events(
 
     let state = match input {
         None => graph.get_state(&config).await?.values,
-        Some(input) => {
-            let mut stream =
-                graph.stream_with(input, config, [StreamMode::Updates, StreamMode::Custom]);
-            while let Some(event) = stream.next().await {
-                let event = event?;
-                let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
-                match event.payload {
-                    StreamPayload::Custom { payload, .. } => report(&options.progress, &payload),
-                    StreamPayload::Updates { node, update } if options.stream => {
-                        println!(
-                            "{}",
-                            json!({"namespace": namespace, "node": &*node, "update": update})
-                        );
-                    }
-                    StreamPayload::SubgraphUpdates { node, update } if options.stream => {
-                        println!(
-                            "{}",
-                            json!({"namespace": namespace, "node": &*node, "update": update})
-                        );
-                    }
-                    _ => {}
-                }
-            }
-            stream
-                .into_final_state()
-                .ok_or_else(|| ExampleError::Usage("the run ended without a final state".into()))?
-        }
+        Some(input) => stream_run(&graph, input, config, options).await?,
     };
 
     let summary = summarize(&state, options, resumed, started_at, started);
     write_outputs(&state, &summary, &options.run_dir)?;
     Ok((summary, state))
+}
+
+/// Runs the graph from `input`, reporting progress (and with `--stream` every update as a
+/// JSON line), until it ends or a stop is asked for.
+async fn stream_run(
+    graph: &CompiledGraph<BiographyState>,
+    input: RunInput<BiographyState>,
+    config: RunConfig,
+    options: &BiographyOptions,
+) -> Result<BiographyState, ExampleError> {
+    let stop = &options.stop;
+    let mut stream = graph.stream_with(
+        input,
+        config,
+        [
+            StreamMode::Updates,
+            StreamMode::Custom,
+            StreamMode::Checkpoints,
+        ],
+    );
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event,
+            () = stop.requested(), if !stop.is_requested() => continue,
+        };
+        let Some(event) = event else { break };
+        let event = match event {
+            Ok(event) => event,
+            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
+            Err(err) => return Err(err.into()),
+        };
+        let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
+        match event.payload {
+            StreamPayload::Custom { payload, .. } => report(&options.progress, &payload),
+            StreamPayload::Updates { node, update } if options.stream => {
+                let plain = plain_update::<BiographyState>(&update);
+                emit_json_line(
+                    &json!({"type": "update", "namespace": namespace, "node": &*node, "update": plain}),
+                );
+            }
+            StreamPayload::SubgraphUpdates { node, update } if options.stream => {
+                emit_json_line(
+                    &json!({"type": "update", "namespace": namespace, "node": &*node, "update": update}),
+                );
+            }
+            StreamPayload::Checkpoint(_) if stop.is_requested() => {
+                return Err(ExampleError::Interrupted);
+            }
+            _ => {}
+        }
+    }
+    stream
+        .into_final_state()
+        .ok_or_else(|| ExampleError::Usage("the run ended without a final state".into()))
 }
 
 fn summarize(

@@ -1,6 +1,7 @@
-//! The states of the supervisor graph and of its two subgraphs.
+//! The states of the supervisor graph and of its two tool graphs.
 
 use graphkit::State;
+use graphkit_llm::Message;
 use serde::{Deserialize, Serialize};
 
 use super::event::Event;
@@ -101,19 +102,23 @@ pub struct BiographyState {
     pub events_changed_history: Vec<bool>,
     /// Why the run stopped.
     pub stop_reason: Option<String>,
-    /// The tool the supervisor chose next (`url_crawler`, `further_event_research`), or
-    /// `None` when it stops.
-    pub next_tool: Option<String>,
+    /// The supervisor's tool calls (assistant messages calling `url_crawler` or
+    /// `further_event_research`) and the tools' replies; the `tools` node runs the last
+    /// call.
+    #[reducer(merge_by_key)]
+    pub tool_messages: Vec<Message>,
     /// The last tool's name, input and output, for think_tool.
     pub last_tool: HistoryEntry,
     /// Events a data tool returned, waiting to be merged.
     pub pending_events: Vec<Event>,
     /// The knobs.
     pub limits: Limits,
-    /// Model calls made (all roles, subgraphs included).
+    /// Model calls made (all roles, tool graphs included).
     #[reducer(add)]
     pub model_calls: u64,
 }
+
+graphkit_tools::messages_state!(BiographyState, tool_messages);
 
 /// A chunk of a crawled page and its category.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,7 +129,7 @@ pub struct CategorizedChunk {
     pub category: String,
 }
 
-/// The url_crawler subgraph's state (seed §1).
+/// The url_crawler graph's state (seed §1).
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CrawlState {
     /// The person.
@@ -166,7 +171,7 @@ pub struct GapFinding {
     pub pages: Vec<(String, String, String)>,
 }
 
-/// The further_event_research subgraph's state (seed §2).
+/// The further_event_research graph's state (seed §2).
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ResearchState {
     /// The person.

@@ -16,6 +16,7 @@ use super::merge::{EventMatches, check_matches, merge_events};
 use super::offline::obvious_matches;
 use super::prompts::{self, DetailAssessment, GapCheck};
 use super::state::{BiographyState, BiographyStateUpdate as Update};
+use super::tools::call_message;
 use super::url_finder::find_urls;
 use graphkit_tools::prebuilt::reflect::ReflectTool;
 
@@ -27,6 +28,8 @@ pub const URL_FINDER: &str = "url_finder";
 pub const URL_CRAWLER: &str = "url_crawler";
 /// Node and tool names.
 pub const FURTHER_EVENT_RESEARCH: &str = "further_event_research";
+/// Node and tool names: the node that runs the supervisor's tool calls.
+pub const TOOLS: &str = "tools";
 /// Node and tool names.
 pub const MERGE_EVENTS: &str = "merge_events";
 /// Node and tool names.
@@ -276,7 +279,8 @@ pub async fn think_tool(
 /// `supervisor`: applies the termination rules in order (tool calls, think's stop, no
 /// change, full details), then picks the next tool: think's recommendation when it can
 /// run, else fewer than the deepening threshold → url_crawler on the next URL, otherwise
-/// further_event_research. Nothing to crawl with too few events stops the run.
+/// further_event_research. Nothing to crawl with too few events stops the run. The choice
+/// is issued as a tool call (an assistant message) that the `tools` node runs.
 pub async fn supervisor(
     state: Arc<BiographyState>,
     ctx: NodeContext,
@@ -287,10 +291,12 @@ pub async fn supervisor(
         ctx.writer()
             .custom(json!({"event": "stop", "reason": reason}));
     }
-    Ok(Update::new()
-        .stop_reason(stop)
-        .next_tool(next)
-        .model_calls(model_calls))
+    let mut update = Update::new().stop_reason(stop).model_calls(model_calls);
+    if let Some(tool) = next {
+        let url = next_url(&state).map(String::as_str);
+        update = update.tool_messages(vec![call_message(&state, &tool, url)]);
+    }
+    Ok(update)
 }
 
 async fn decide(state: &BiographyState, deps: &Deps) -> (Option<String>, Option<String>, u64) {
@@ -387,13 +393,13 @@ async fn confirmed_ratio(state: &BiographyState, deps: &Deps) -> f64 {
     }
 }
 
-/// Where the run goes after the supervisor's decision.
+/// Where the run goes after the supervisor's decision: `tools` to run its tool call, or
+/// `finish` when it stopped.
 pub fn route(state: &BiographyState) -> &'static str {
-    match state.next_tool.as_deref() {
-        _ if state.stop_reason.is_some() => FINISH,
-        Some(URL_CRAWLER) => URL_CRAWLER,
-        Some(FURTHER_EVENT_RESEARCH) => FURTHER_EVENT_RESEARCH,
-        _ => FINISH,
+    if state.stop_reason.is_some() {
+        FINISH
+    } else {
+        TOOLS
     }
 }
 
