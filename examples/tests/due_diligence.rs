@@ -42,6 +42,7 @@ fn options(
         resume,
         stream: false,
         progress: Progress::new("searches", true),
+        stop: graphkit_examples::shared::StopSignal::new(),
     }
 }
 
@@ -670,4 +671,52 @@ fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_search
             .filter(|e| e["event"] == "search")
             .count()
     );
+}
+
+fn run_json(run_dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).expect("run.json"))
+        .expect("json")
+}
+
+#[test]
+fn resume_uses_the_options_saved_in_run_json_unless_given_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let bin = env!("CARGO_BIN_EXE_graphkit-research");
+    let first = std::process::Command::new(bin)
+        .args(["due-diligence", "Orrin Castellane", "--quiet"])
+        .args(["--max-depth", "1", "--results-per-search", "2"])
+        .args(["--max-concurrent-searches", "1", "--thread", "opts"])
+        .arg("--out")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("first run");
+    assert!(first.success());
+    let saved = run_json(&run);
+    assert_eq!(saved["workflow"], "due-diligence");
+    assert_eq!(saved["status"], "finished");
+    assert_eq!(saved["input"]["subject"], "Orrin Castellane");
+    assert_eq!(saved["input"]["max_depth"], 1);
+    assert_eq!(saved["options"]["results_per_search"], 2);
+    assert_eq!(saved["options"]["strategy_model"], "offline");
+
+    // No subject, depth or results per search now: they come from run.json; the
+    // concurrency given again wins.
+    let resumed = std::process::Command::new(bin)
+        .args(["due-diligence", "--quiet", "--resume", "--thread", "opts"])
+        .args(["--max-concurrent-searches", "2"])
+        .arg("--out")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("resume");
+    assert!(resumed.success());
+    let after = run_json(&run);
+    assert_eq!(after["input"], saved["input"]);
+    assert_eq!(after["options"]["results_per_search"], 2);
+    assert_eq!(after["options"]["max_concurrent_searches"], 2);
+    assert_eq!(after["options"]["search_model"], "offline");
+    assert_eq!(after["createdAt"], saved["createdAt"]);
+    assert_eq!(after["status"], "finished");
 }

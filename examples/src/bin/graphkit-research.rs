@@ -210,15 +210,7 @@ fn main() -> ExitCode {
         match cli.workflow {
             Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
             Workflow::DueDiligence(cmd) => {
-                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args)
-                    .await
-                    .map(|ok| {
-                        if ok {
-                            RunStatus::Finished
-                        } else {
-                            RunStatus::Failed
-                        }
-                    })
+                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args, &sub).await
             }
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));
