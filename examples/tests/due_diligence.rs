@@ -720,3 +720,48 @@ fn resume_uses_the_options_saved_in_run_json_unless_given_again() {
     assert_eq!(after["createdAt"], saved["createdAt"]);
     assert_eq!(after["status"], "finished");
 }
+
+#[test]
+fn ctrl_c_stops_at_a_checkpoint_exits_130_prints_the_resume_command_and_resume_finishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("stopped");
+    let mut child = cli(&run, "ctrlc", &[])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(&run)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let stopped = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("graphkit-research due-diligence --resume --thread ctrlc --out"),
+        "{text}"
+    );
+    assert_eq!(run_json(&run)["status"], "interrupted");
+
+    assert!(
+        cli(&run, "ctrlc", &["--resume"])
+            .status()
+            .expect("resume")
+            .success()
+    );
+    assert_eq!(run_json(&run)["status"], "finished");
+}
