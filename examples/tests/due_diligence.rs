@@ -42,6 +42,7 @@ fn options(
         resume,
         stream: false,
         progress: Progress::new("searches", true),
+        stop: graphkit_examples::shared::StopSignal::new(),
     }
 }
 
@@ -670,4 +671,97 @@ fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_search
             .filter(|e| e["event"] == "search")
             .count()
     );
+}
+
+fn run_json(run_dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("run.json")).expect("run.json"))
+        .expect("json")
+}
+
+#[test]
+fn resume_uses_the_options_saved_in_run_json_unless_given_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let bin = env!("CARGO_BIN_EXE_graphkit-research");
+    let first = std::process::Command::new(bin)
+        .args(["due-diligence", "Orrin Castellane", "--quiet"])
+        .args(["--max-depth", "1", "--results-per-search", "2"])
+        .args(["--max-concurrent-searches", "1", "--thread", "opts"])
+        .arg("--out")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("first run");
+    assert!(first.success());
+    let saved = run_json(&run);
+    assert_eq!(saved["workflow"], "due-diligence");
+    assert_eq!(saved["status"], "finished");
+    assert_eq!(saved["input"]["subject"], "Orrin Castellane");
+    assert_eq!(saved["input"]["max_depth"], 1);
+    assert_eq!(saved["options"]["results_per_search"], 2);
+    assert_eq!(saved["options"]["strategy_model"], "offline");
+
+    // No subject, depth or results per search now: they come from run.json; the
+    // concurrency given again wins.
+    let resumed = std::process::Command::new(bin)
+        .args(["due-diligence", "--quiet", "--resume", "--thread", "opts"])
+        .args(["--max-concurrent-searches", "2"])
+        .arg("--out")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("resume");
+    assert!(resumed.success());
+    let after = run_json(&run);
+    assert_eq!(after["input"], saved["input"]);
+    assert_eq!(after["options"]["results_per_search"], 2);
+    assert_eq!(after["options"]["max_concurrent_searches"], 2);
+    assert_eq!(after["options"]["search_model"], "offline");
+    assert_eq!(after["createdAt"], saved["createdAt"]);
+    assert_eq!(after["status"], "finished");
+}
+
+#[test]
+fn ctrl_c_stops_at_a_checkpoint_exits_130_prints_the_resume_command_and_resume_finishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("stopped");
+    let mut child = cli(&run, "ctrlc", &[])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(&run)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let stopped = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("graphkit-research due-diligence --resume --thread ctrlc --out"),
+        "{text}"
+    );
+    assert_eq!(run_json(&run)["status"], "interrupted");
+
+    assert!(
+        cli(&run, "ctrlc", &["--resume"])
+            .status()
+            .expect("resume")
+            .success()
+    );
+    assert_eq!(run_json(&run)["status"], "finished");
 }

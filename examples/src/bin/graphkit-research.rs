@@ -296,15 +296,7 @@ fn main() -> ExitCode {
                 arxiv_research::arxiv_research_main(cli.args, cli.common.flags(), &sub).await
             }
             Workflow::DueDiligence(cmd) => {
-                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args)
-                    .await
-                    .map(|ok| {
-                        if ok {
-                            RunStatus::Finished
-                        } else {
-                            RunStatus::Failed
-                        }
-                    })
+                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args, &sub).await
             }
             Workflow::BiographyEvents(cli) => {
                 biography_events::cli::biography_events_main(

@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{ArgMatches, Args};
 use graphkit_llm::ChatModel;
-use serde::{Deserialize, Serialize};
 
 use super::evaluate;
 use super::input::{Investigation, corpus_dir, personas_path, read_personas};
@@ -15,7 +14,10 @@ use super::nodes::Deps;
 use super::offline::OfflineDueDiligenceModel;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{CheckpointChoice, ExampleError, ModelChoice, Progress, RunDir, RunManifest};
+use crate::shared::{
+    CheckpointChoice, ExampleError, GivenOptions, ModelChoice, Progress, RunDir, RunRequest,
+    RunSession, RunStatus, StopSignal,
+};
 
 /// The options of `graphkit-research due-diligence` (besides the common ones).
 #[derive(Debug, Clone, Args)]
@@ -99,16 +101,7 @@ pub struct CommonOptions {
     pub corpus: Option<PathBuf>,
 }
 
-/// What `run.json` keeps of a due-diligence run (its `input` field), so `--resume`
-/// continues with the same investigation and models.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct SavedRun {
-    investigation: Investigation,
-    strategy_model: String,
-    search_model: String,
-}
-
-/// A new thread id: `dd-<utc time>-<pid>`.
+/// A new thread id for an evaluation folder: `dd-<utc time>-<pid>`.
 fn new_thread() -> String {
     let stamp: String = rfc3339(now_ms())
         .chars()
@@ -117,20 +110,25 @@ fn new_thread() -> String {
     format!("dd-{stamp}-{}", std::process::id())
 }
 
-/// The command: prints the schema or the graph, evaluates, or runs one investigation.
-/// Returns `true` on success.
+/// The command: prints the schema or the graph, evaluates, or runs (or, with `--resume`,
+/// continues) one investigation through a [`RunSession`]. `matches` are the subcommand's
+/// (they tell which options were given, so on `--resume` the others come from `run.json`).
+/// Returns how the run ended (its exit code is the process's; Ctrl-C gives
+/// [`RunStatus::Interrupted`] and prints the resume command).
 ///
 /// # Errors
 /// [`ExampleError`] for bad input or options (naming the field), or a failed run.
-pub async fn run(common: CommonOptions, args: DueDiligenceArgs) -> Result<bool, ExampleError> {
+pub async fn run(
+    common: CommonOptions,
+    args: DueDiligenceArgs,
+    matches: &ArgMatches,
+) -> Result<RunStatus, ExampleError> {
     if common.print_input_schema {
         println!("{}", Investigation::schema_json());
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
-    );
     if common.print_graph {
+        let offline: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
         let deps = Arc::new(Deps {
             strategy_model: Arc::clone(&offline),
             search_model: offline,
@@ -142,137 +140,167 @@ pub async fn run(common: CommonOptions, args: DueDiligenceArgs) -> Result<bool, 
         });
         let graph = super::graph::build_graph(deps, graphkit::CompileOptions::new())?;
         println!("{}", graph.draw_mermaid());
-        return Ok(true);
+        return Ok(RunStatus::Finished);
     }
     if args.evaluate {
-        return evaluate_personas(&common, &args, offline).await;
+        return evaluate_personas(&common, &args).await;
     }
+    // Bad input or a bad model spec is reported before anything is created.
+    let given_investigation = if common.resume && common.input.is_none() {
+        None
+    } else {
+        Some(investigation_from(&common, &args)?)
+    };
+    for spec in [&args.strategy_model, &args.search_model]
+        .into_iter()
+        .flatten()
+    {
+        spec.parse::<ModelChoice>()?;
+    }
+    common.model.parse::<ModelChoice>()?;
+    let mut session = RunSession::begin(RunRequest {
+        thread: common.thread.clone(),
+        out: common.out.clone(),
+        resume: common.resume,
+        given: GivenOptions::from_matches(matches),
+        ..RunRequest::new("due-diligence")
+    })?;
+    let result = run_session(&mut session, &common, &args, given_investigation).await;
+    match result {
+        Ok((status, text)) => session.finish(status, &text, common.stream),
+        Err(err) => {
+            session.record_failure(&err);
+            if matches!(err, ExampleError::Interrupted) {
+                return session.finish(RunStatus::Interrupted, "", common.stream);
+            }
+            Err(err)
+        }
+    }
+}
 
-    let thread = common.thread.clone().unwrap_or_else(new_thread);
-    let run_dir = RunDir::create(
-        common
-            .out
-            .clone()
-            .unwrap_or_else(|| RunDir::default_for("due-diligence", &thread)),
-    )?;
-    let manifest = RunManifest::read(run_dir.path())?;
-    let saved: Option<SavedRun> = match manifest.as_ref().filter(|_| common.resume) {
-        Some(m) => {
-            Some(
-                serde_json::from_value(m.input.clone()).map_err(|e| ExampleError::Input {
-                    origin: run_dir.join(RunManifest::FILE).display().to_string(),
+/// The run itself, once its session has begun: returns how it ended and the summary text.
+async fn run_session(
+    session: &mut RunSession,
+    common: &CommonOptions,
+    args: &DueDiligenceArgs,
+    given_investigation: Option<Investigation>,
+) -> Result<(RunStatus, String), ExampleError> {
+    // The investigation: given now (--input, SUBJECT, limits), else the run's own.
+    let investigation = match (given_investigation, session.saved_input()) {
+        (Some(investigation), _) => investigation,
+        (None, Some(saved)) => {
+            let mut investigation: Investigation =
+                serde_json::from_value(saved.clone()).map_err(|e| ExampleError::Input {
+                    origin: session.dir().join("run.json").display().to_string(),
                     message: e.to_string(),
-                })?,
-            )
+                })?;
+            if let Some(subject) = &args.subject {
+                investigation.subject = subject.clone();
+            }
+            apply_flags(&mut investigation, args);
+            investigation
+                .validate()
+                .map_err(|message| ExampleError::Input {
+                    origin: "the command line".into(),
+                    message,
+                })?;
+            investigation
         }
-        None if common.resume => {
-            return Err(ExampleError::Usage(format!(
-                "nothing to resume in {}: no run.json there; pass the same --out as the first run",
-                run_dir.path().display()
-            )));
-        }
-        None => None,
+        (None, None) => investigation_from(common, args)?,
     };
+    // Run-defining options: given now wins; on --resume the rest come from run.json.
+    let model_spec: String = session.option("model", common.model.clone())?;
+    let strategy_spec: String = session.option(
+        "strategy_model",
+        args.strategy_model
+            .clone()
+            .unwrap_or_else(|| model_spec.clone()),
+    )?;
+    let search_spec: String = session.option(
+        "search_model",
+        args.search_model
+            .clone()
+            .unwrap_or_else(|| model_spec.clone()),
+    )?;
+    let corpus: Option<PathBuf> = session.option(
+        "corpus",
+        common
+            .corpus
+            .as_deref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+    )?;
+    let offline_delay_ms: u64 = session.option("offline_delay_ms", common.offline_delay_ms)?;
+    let max_concurrent_searches: usize =
+        session.option("max_concurrent_searches", args.max_concurrent_searches)?;
+    let results_per_search: usize =
+        session.option("results_per_search", args.results_per_search)?;
+    let max_tokens_per_call: u32 =
+        session.option("max_tokens_per_call", args.max_tokens_per_call)?;
+    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
-    let investigation = match &saved {
-        Some(saved) => saved.investigation.clone(),
-        None => investigation_from(&common, &args)?,
-    };
-    let model = |role: &Option<String>, saved_spec: Option<&String>| -> String {
-        role.clone()
-            .or_else(|| saved_spec.cloned())
-            .unwrap_or_else(|| common.model.clone())
-    };
-    let strategy_spec = model(
-        &args.strategy_model,
-        saved.as_ref().map(|s| &s.strategy_model),
+    let offline: Arc<dyn ChatModel> = Arc::new(
+        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(offline_delay_ms)),
     );
-    let search_spec = model(&args.search_model, saved.as_ref().map(|s| &s.search_model));
     let strategy_choice: ModelChoice = strategy_spec.parse()?;
     let search_choice: ModelChoice = search_spec.parse()?;
     let strategy_model = bounded(
         strategy_choice.build(Arc::clone(&offline))?,
         &strategy_choice,
-        args.max_tokens_per_call,
+        max_tokens_per_call,
     );
     let search_model = bounded(
         search_choice.build(offline)?,
         &search_choice,
-        args.max_tokens_per_call,
+        max_tokens_per_call,
     );
     let all_offline = strategy_choice.is_offline() && search_choice.is_offline();
     let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
-    let (search, search_name) = match &common.corpus {
+    let (search, search_name) = match &corpus {
         Some(dir) => crate::shared::search::choose(Some(dir), true)?,
         // Real models with a Tavily key search the web; otherwise this workflow's corpus.
         None if !all_offline && tavily => crate::shared::search::choose(None, false)?,
         None => crate::shared::search::choose(Some(&corpus_dir()), true)?,
     };
-    let checkpoint: CheckpointChoice = match &common.checkpoint {
-        Some(spec) => spec.parse()?,
-        None => match manifest.as_ref().filter(|_| common.resume) {
-            Some(m) if !m.checkpoint.starts_with("postgres") => m.checkpoint.parse()?,
-            _ => CheckpointChoice::Sqlite(run_dir.join("checkpoints.sqlite")),
-        },
-    };
-    if common.resume && !checkpoint.is_durable() {
-        return Err(ExampleError::Usage(
-            "--resume needs durable checkpoints: use sqlite:PATH or postgres:URL".into(),
-        ));
-    }
-    if !common.resume {
-        let input = SavedRun {
-            investigation: investigation.clone(),
-            strategy_model: strategy_spec.clone(),
-            search_model: search_spec.clone(),
-        };
-        run_dir.write_json(
-            RunManifest::FILE,
-            &RunManifest {
-                workflow: "due-diligence".into(),
-                thread: thread.clone(),
-                model: strategy_spec.clone(),
-                summary_model: Some(search_spec.clone()),
-                checkpoint: checkpoint.to_string(),
-                created_at: rfc3339(now_ms()),
-                input: serde_json::to_value(&input).unwrap_or_default(),
-                options: serde_json::Map::new(),
-                status: crate::shared::RunStatus::Running,
-                pid: Some(std::process::id()),
-                updated_at: rfc3339(now_ms()),
-            },
-        )?;
-    }
+    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
+    session.record_start(
+        &checkpoint,
+        serde_json::to_value(&investigation).unwrap_or_default(),
+    )?;
     let progress = Progress::new("searches", common.quiet);
     progress.note(
         "run",
         &format!(
-            "due-diligence {:?}, thread {thread}, max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
+            "due-diligence {:?}, thread {}, max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
             investigation.subject,
+            session.thread(),
             investigation.max_depth,
-            run_dir.path().display()
+            session.dir().path().display()
         ),
     );
     let options = DueDiligenceOptions {
         strategy_model,
         search_model,
         search,
-        results_per_search: args.results_per_search,
-        max_concurrent_searches: args.max_concurrent_searches,
-        run_dir,
-        checkpointer: checkpoint.open().await?,
-        thread,
-        resume: common.resume,
+        results_per_search,
+        max_concurrent_searches,
+        run_dir: session.dir().clone(),
+        checkpointer: Arc::clone(&checkpointer.saver),
+        thread: session.thread().to_owned(),
+        resume: session.is_resume(),
         stream: common.stream,
         progress,
+        stop: StopSignal::on_ctrl_c(common.quiet),
     };
-    let outcome = run_due_diligence(&investigation, &options).await?;
-    print!("{}", outcome.summary.render());
-    println!(
-        "summary: {}",
-        options.run_dir.join("run_summary.json").display()
+    let result = run_due_diligence(&investigation, &options).await;
+    drop(options);
+    checkpointer.close().await;
+    let outcome = result?;
+    let text = format!(
+        "{}summary: {}\n",
+        outcome.summary.render(),
+        session.dir().join("run_summary.json").display()
     );
-    Ok(true)
+    Ok((RunStatus::Finished, text))
 }
 
 /// A real model with at most `max_tokens` output tokens per call (the stand-in as is).
@@ -311,6 +339,20 @@ fn investigation_from(
     if let (Some(_), Some(subject)) = (&common.input, &args.subject) {
         investigation.subject = subject.clone();
     }
+    apply_flags(&mut investigation, args);
+    let origin = common.input.as_ref().map_or_else(
+        || "the command line".to_owned(),
+        |p| p.display().to_string(),
+    );
+    investigation
+        .validate()
+        .map_err(|message| ExampleError::Input { origin, message })?;
+    Ok(investigation)
+}
+
+/// The investigation flags given on the command line (`--context` and the limits) over
+/// `investigation`.
+fn apply_flags(investigation: &mut Investigation, args: &DueDiligenceArgs) {
     if let Some(context) = &args.context {
         investigation.context = context.clone();
     }
@@ -323,21 +365,15 @@ fn investigation_from(
     if let Some(n) = args.stagnation_threshold {
         investigation.stagnation_threshold = n;
     }
-    let origin = common.input.as_ref().map_or_else(
-        || "the command line".to_owned(),
-        |p| p.display().to_string(),
-    );
-    investigation
-        .validate()
-        .map_err(|message| ExampleError::Input { origin, message })?;
-    Ok(investigation)
 }
 
 async fn evaluate_personas(
     common: &CommonOptions,
     args: &DueDiligenceArgs,
-    offline: Arc<dyn ChatModel>,
-) -> Result<bool, ExampleError> {
+) -> Result<RunStatus, ExampleError> {
+    let offline: Arc<dyn ChatModel> = Arc::new(
+        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
+    );
     let personas = read_personas(&personas_path())?;
     let strategy: ModelChoice = args
         .strategy_model
@@ -382,6 +418,7 @@ async fn evaluate_personas(
             resume: false,
             stream: false,
             progress: Progress::new("searches", true),
+            stop: StopSignal::new(),
         };
         let outcome = run_due_diligence(&investigation, &options).await?;
         scores.push(evaluate::score(persona, &outcome.state));
@@ -389,5 +426,5 @@ async fn evaluate_personas(
     print!("{}", evaluate::render(&scores));
     RunDir::create(&root)?.write_json("evaluation.json", &scores)?;
     println!("runs and evaluation.json in {}", root.display());
-    Ok(true)
+    Ok(RunStatus::Finished)
 }

@@ -20,8 +20,9 @@ use super::input::Investigation;
 use super::nodes::{Deps, default_prices};
 use super::state::{DueDiligenceState, DueDiligenceStateUpdate, TerminationReason};
 use super::trail::{AuditTrail, audit_path};
+use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir};
+use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
 
 /// Everything a run needs besides the investigation.
 #[derive(Clone)]
@@ -48,6 +49,9 @@ pub struct DueDiligenceOptions {
     pub stream: bool,
     /// Progress lines.
     pub progress: Progress,
+    /// Stops the run cleanly (Ctrl-C): the run stops once its step in progress is
+    /// checkpointed, with [`ExampleError::Interrupted`].
+    pub stop: StopSignal,
 }
 
 impl std::fmt::Debug for DueDiligenceOptions {
@@ -163,7 +167,8 @@ pub async fn run_due_diligence(
     let config = RunConfig::new()
         .thread_id(&options.thread)
         .max_concurrency(options.max_concurrent_searches.max(1))
-        .recursion_limit(20 + 6 * usize::try_from(investigation.max_depth).unwrap_or(20));
+        .recursion_limit(20 + 6 * usize::try_from(investigation.max_depth).unwrap_or(20))
+        .cancellation(options.stop.immediate());
 
     let mut resumed = false;
     let input: RunInput<DueDiligenceState> = match graph.get_state(&config).await {
@@ -203,12 +208,40 @@ pub async fn run_due_diligence(
         Err(err) => return Err(err.into()),
     };
 
-    let mut stream = graph.stream_with(input, config, [StreamMode::Updates, StreamMode::Custom]);
-    while let Some(event) = stream.next().await {
-        match event?.payload {
-            StreamPayload::Custom { payload, .. } => report_progress(&options.progress, &payload),
+    let mut stream = graph.stream_with(
+        input,
+        config,
+        [
+            StreamMode::Updates,
+            StreamMode::Custom,
+            StreamMode::Checkpoints,
+        ],
+    );
+    loop {
+        // A stop request is honoured at the next checkpoint: the step in progress is saved.
+        let event = tokio::select! {
+            event = stream.next() => event,
+            () = options.stop.requested(), if !options.stop.is_requested() => continue,
+        };
+        let Some(event) = event else { break };
+        let event = match event {
+            Ok(event) => event,
+            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
+            Err(err) => return Err(err.into()),
+        };
+        match event.payload {
+            StreamPayload::Custom { node, payload } => {
+                report_progress(&options.progress, &payload);
+                if options.stream {
+                    emit_json_line(&json!({"type": "event", "node": &*node, "event": payload}));
+                }
+            }
             StreamPayload::Updates { node, update } if options.stream => {
-                println!("{}", json!({"node": &*node, "update": update}));
+                let plain = plain_update::<DueDiligenceState>(&update);
+                emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
+            }
+            StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
+                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }
