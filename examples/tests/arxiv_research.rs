@@ -920,8 +920,9 @@ fn recorded_keys(model: &StandInModel) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_reference_per_key() {
+/// A run over the shipped corpus on `topic`: the worker records all five hits of each
+/// step and the gate admits up to five, so only the key limits what is kept.
+async fn run_shipped(topic: &str) -> (ResearchState, StandInModel) {
     let server = OfflineArxiv::shipped()
         .expect("the shipped corpus")
         .serve()
@@ -931,7 +932,7 @@ async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_refere
     let shared: Arc<dyn ChatModel> = Arc::new(model.clone());
     let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
     let state = ar::run_arxiv_research(&options(
-        "retrieval augmented generation",
+        topic,
         5,
         deps(shared, &server, None),
         saver,
@@ -939,6 +940,40 @@ async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_refere
     ))
     .await
     .expect("the run finishes");
+    (state, model)
+}
+
+/// The keys of the references in `facts`, each once per reference.
+fn reference_keys(state: &ResearchState) -> Vec<String> {
+    let references: Vec<&Fact> = state.facts.iter().filter(|f| f.is_reference()).collect();
+    let keys: Vec<String> = references.iter().filter_map(|f| reference_key(f)).collect();
+    assert_eq!(keys.len(), references.len(), "every reference has a key");
+    keys
+}
+
+#[tokio::test]
+async fn an_offline_run_meets_the_title_year_duplicate_and_keeps_the_first_of_the_pair() {
+    let (state, model) = run_shipped("graph neural networks for molecules").await;
+    let key = "title:graph neural networks for molecular property prediction|2024";
+    let recorded = recorded_keys(&model);
+    assert!(
+        recorded.iter().filter(|k| *k == key).count() >= 2,
+        "the worker recorded `{key}` fewer than twice: {recorded:?}"
+    );
+    let keys = reference_keys(&state);
+    assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{keys:?}");
+    let kept: Vec<&Fact> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && reference_key(f).as_deref() == Some(key))
+        .collect();
+    assert_eq!(kept[0].authors, ["Chen Wei", "Aisha Bello"], "the first recorded is kept");
+    assert_eq!((kept[0].arxiv_id.as_deref(), kept[0].doi.as_deref()), (None, None));
+}
+
+#[tokio::test]
+async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_reference_per_key() {
+    let (state, model) = run_shipped("retrieval augmented generation").await;
 
     let doi = "doi:10.5555/rag-bench.2024.3";
     let url = "url:journals.example.org/tacl/articles/long-context-vs-rag";
@@ -952,8 +987,7 @@ async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_refere
     }
 
     let references: Vec<&Fact> = state.facts.iter().filter(|f| f.is_reference()).collect();
-    let keys: Vec<String> = references.iter().filter_map(|f| reference_key(f)).collect();
-    assert_eq!(keys.len(), references.len(), "every reference has a key");
+    let keys = reference_keys(&state);
     let mut unique = keys.clone();
     unique.sort();
     unique.dedup();

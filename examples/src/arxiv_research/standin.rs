@@ -142,8 +142,10 @@ fn worker_turn(req: &ChatRequest, adds: usize) -> AssistantMessage {
 }
 
 /// The arguments recording `hit`. The stand-in cites the version of record: a paper
-/// arXiv lists as published is cited by its `doi` and journal `url` only (so two arXiv
-/// entries of one publication meet at the DOI or URL key); any other by its `arxiv_id`.
+/// arXiv lists as published (a DOI, a journal URL or a journal reference) is cited by its
+/// `doi` and journal `url` only — by title and year alone when it has just a journal
+/// reference — so two arXiv entries of one publication meet at the DOI, URL or
+/// title|year key; any other paper is cited by its `arxiv_id`.
 fn reference_args(hit: &SearchHit, task: &str) -> serde_json::Value {
     let mut args = json!({
         "title": hit.title,
@@ -152,7 +154,7 @@ fn reference_args(hit: &SearchHit, task: &str) -> serde_json::Value {
         "abstract": hit.abstract_text,
         "why": format!("relevant to: {task}"),
     });
-    if hit.doi.is_some() || hit.url.is_some() {
+    if hit.doi.is_some() || hit.url.is_some() || hit.journal_ref.is_some() {
         args["doi"] = json!(hit.doi);
         args["url"] = json!(hit.url);
     } else {
@@ -163,10 +165,11 @@ fn reference_args(hit: &SearchHit, task: &str) -> serde_json::Value {
 
 /// How the deliverable names the cited version of `hit`.
 fn cited_as(hit: &SearchHit) -> String {
-    match (&hit.doi, &hit.url) {
-        (Some(doi), _) => format!("doi:{doi}"),
-        (None, Some(url)) => url.clone(),
-        (None, None) => format!("arXiv:{}", hit.arxiv_id),
+    match (&hit.doi, &hit.url, &hit.journal_ref) {
+        (Some(doi), _, _) => format!("doi:{doi}"),
+        (None, Some(url), _) => url.clone(),
+        (None, None, Some(journal_ref)) => journal_ref.clone(),
+        (None, None, None) => format!("arXiv:{}", hit.arxiv_id),
     }
 }
 
