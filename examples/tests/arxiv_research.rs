@@ -967,8 +967,15 @@ async fn an_offline_run_meets_the_title_year_duplicate_and_keeps_the_first_of_th
         .iter()
         .filter(|f| f.is_reference() && reference_key(f).as_deref() == Some(key))
         .collect();
-    assert_eq!(kept[0].authors, ["Chen Wei", "Aisha Bello"], "the first recorded is kept");
-    assert_eq!((kept[0].arxiv_id.as_deref(), kept[0].doi.as_deref()), (None, None));
+    assert_eq!(
+        kept[0].authors,
+        ["Chen Wei", "Aisha Bello"],
+        "the first recorded is kept"
+    );
+    assert_eq!(
+        (kept[0].arxiv_id.as_deref(), kept[0].doi.as_deref()),
+        (None, None)
+    );
 }
 
 #[tokio::test]
@@ -1005,10 +1012,29 @@ async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_refere
         .filter_map(|f| f.title.as_deref())
         .collect();
     assert!(titles.contains(&"Benchmarking Retrieval-Augmented Generation: Faithfulness, Attribution and Answer Quality"), "{titles:?}");
-    assert!(!titles.iter().any(|t| t.starts_with("RAG-Bench")), "{titles:?}");
-    assert!(titles.iter().any(|t| t.starts_with("Long-Context Models versus")), "{titles:?}");
-    assert!(!titles.iter().any(|t| t.starts_with("Long Context or Retrieval?")), "{titles:?}");
-    let published = references.iter().find(|f| f.doi.is_some()).expect("a DOI reference");
+    assert!(
+        !titles.iter().any(|t| t.starts_with("RAG-Bench")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("Long-Context Models versus")),
+        "{titles:?}"
+    );
+    assert!(
+        !titles
+            .iter()
+            .any(|t| t.starts_with("Long Context or Retrieval?")),
+        "{titles:?}"
+    );
+    let published = references
+        .iter()
+        .find(|f| f.doi.is_some())
+        .expect("a DOI reference");
     assert_eq!(published.arxiv_id, None);
-    assert!(published.extended_summary.is_some(), "published versions are summarised too");
+    assert!(
+        published.extended_summary.is_some(),
+        "published versions are summarised too"
+    );
 }

@@ -310,7 +310,10 @@ fn an_entry_of_a_published_paper_gives_its_doi_journal_ref_and_related_links() {
     let p = &papers[0];
     assert_eq!(p.id, "hep-ex/0307015v1");
     assert_eq!(p.doi.as_deref(), Some("10.1140/epjc/s2003-01326-x"));
-    assert_eq!(p.journal_ref.as_deref(), Some("Eur.Phys.J. C31 (2003) 17-29"));
+    assert_eq!(
+        p.journal_ref.as_deref(),
+        Some("Eur.Phys.J. C31 (2003) 17-29")
+    );
     assert_eq!(
         p.doi_url.as_deref(),
         Some("http://dx.doi.org/10.1140/epjc/s2003-01326-x")
@@ -319,7 +322,10 @@ fn an_entry_of_a_published_paper_gives_its_doi_journal_ref_and_related_links() {
         p.pdf_url.as_deref(),
         Some("http://arxiv.org/pdf/hep-ex/0307015v1")
     );
-    assert_eq!(p.related_urls, ["https://journals.example.org/epjc/0307015"]);
+    assert_eq!(
+        p.related_urls,
+        ["https://journals.example.org/epjc/0307015"]
+    );
 }
 
 #[test]
