@@ -31,7 +31,8 @@ pub struct ArxivPaper {
     pub published: String,
     /// The PDF link.
     pub pdf_url: Option<String>,
-    /// The DOI of the published version (`<arxiv:doi>`), e.g. `10.1103/PhysRevD.76.013009`.
+    /// The DOI of the published version (`<arxiv:doi>`), e.g. `10.1103/PhysRevD.76.013009`,
+    /// as arXiv lists it (rarely, several separated by spaces, the main article's first).
     pub doi: Option<String>,
     /// The journal reference (`<arxiv:journal_ref>`), e.g. `Phys. Rev. D 76, 013009 (2007)`.
     pub journal_ref: Option<String>,
