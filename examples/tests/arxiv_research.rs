@@ -145,6 +145,7 @@ fn paper(id: &str, title: &str, pdf: bool) -> CorpusPaper {
         summary: format!("{title}: an abstract about widgets and gadgets."),
         doi: None,
         url: None,
+        journal_ref: None,
         body: format!("Full text body of {title}, on widgets."),
         pdf,
     }
@@ -887,4 +888,153 @@ async fn top_k_comes_from_the_run_config_and_bounds_what_the_search_returns() {
         "{results:?}"
     );
     assert_eq!(state.facts.iter().filter(|f| f.is_reference()).count(), 2);
+}
+
+// ---------------------------------------------------------------- duplicates in a run
+
+/// The keys `add_scholar_reference_tool` acknowledged during the run (as the worker saw
+/// the tool results), one per call.
+fn recorded_keys(model: &StandInModel) -> Vec<String> {
+    use graphkit_llm::Message;
+    let mut seen = std::collections::HashSet::new();
+    model
+        .requests()
+        .iter()
+        .flat_map(|r| r.messages.iter())
+        .filter_map(|m| match m {
+            Message::Tool(t)
+                if t.name.as_deref() == Some(ar::ADD_REFERENCE)
+                    && seen.insert(t.tool_call_id.clone()) =>
+            {
+                Some(
+                    t.content
+                        .split_once("(key ")?
+                        .1
+                        .split_once(')')?
+                        .0
+                        .to_owned(),
+                )
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A run over the shipped corpus on `topic`: the worker records all five hits of each
+/// step and the gate admits up to five, so only the key limits what is kept.
+async fn run_shipped(topic: &str) -> (ResearchState, StandInModel) {
+    let server = OfflineArxiv::shipped()
+        .expect("the shipped corpus")
+        .serve()
+        .await
+        .expect("start the offline arXiv server");
+    let model = ar::offline_model(5);
+    let shared: Arc<dyn ChatModel> = Arc::new(model.clone());
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let state = ar::run_arxiv_research(&options(
+        topic,
+        5,
+        deps(shared, &server, None),
+        saver,
+        "dups",
+    ))
+    .await
+    .expect("the run finishes");
+    (state, model)
+}
+
+/// The keys of the references in `facts`, each once per reference.
+fn reference_keys(state: &ResearchState) -> Vec<String> {
+    let references: Vec<&Fact> = state.facts.iter().filter(|f| f.is_reference()).collect();
+    let keys: Vec<String> = references.iter().filter_map(|f| reference_key(f)).collect();
+    assert_eq!(keys.len(), references.len(), "every reference has a key");
+    keys
+}
+
+#[tokio::test]
+async fn an_offline_run_meets_the_title_year_duplicate_and_keeps_the_first_of_the_pair() {
+    let (state, model) = run_shipped("graph neural networks for molecules").await;
+    let key = "title:graph neural networks for molecular property prediction|2024";
+    let recorded = recorded_keys(&model);
+    assert!(
+        recorded.iter().filter(|k| *k == key).count() >= 2,
+        "the worker recorded `{key}` fewer than twice: {recorded:?}"
+    );
+    let keys = reference_keys(&state);
+    assert_eq!(keys.iter().filter(|k| *k == key).count(), 1, "{keys:?}");
+    let kept: Vec<&Fact> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && reference_key(f).as_deref() == Some(key))
+        .collect();
+    assert_eq!(
+        kept[0].authors,
+        ["Chen Wei", "Aisha Bello"],
+        "the first recorded is kept"
+    );
+    assert_eq!(
+        (kept[0].arxiv_id.as_deref(), kept[0].doi.as_deref()),
+        (None, None)
+    );
+}
+
+#[tokio::test]
+async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_reference_per_key() {
+    let (state, model) = run_shipped("retrieval augmented generation").await;
+
+    let doi = "doi:10.5555/rag-bench.2024.3";
+    let url = "url:journals.example.org/tacl/articles/long-context-vs-rag";
+    let arxiv = "arxiv:2401.10001";
+    let recorded = recorded_keys(&model);
+    for key in [arxiv, doi, url] {
+        assert!(
+            recorded.iter().filter(|k| *k == key).count() >= 2,
+            "the worker recorded `{key}` fewer than twice: {recorded:?}"
+        );
+    }
+
+    let references: Vec<&Fact> = state.facts.iter().filter(|f| f.is_reference()).collect();
+    let keys = reference_keys(&state);
+    let mut unique = keys.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len(), "one reference per key: {keys:?}");
+    for key in [arxiv, doi, url] {
+        assert_eq!(
+            keys.iter().filter(|k| *k == key).count(),
+            1,
+            "`{key}` in {keys:?}"
+        );
+    }
+    // The first of each pair was admitted; the later one collapsed into it.
+    let titles: Vec<&str> = references
+        .iter()
+        .filter_map(|f| f.title.as_deref())
+        .collect();
+    assert!(titles.contains(&"Benchmarking Retrieval-Augmented Generation: Faithfulness, Attribution and Answer Quality"), "{titles:?}");
+    assert!(
+        !titles.iter().any(|t| t.starts_with("RAG-Bench")),
+        "{titles:?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("Long-Context Models versus")),
+        "{titles:?}"
+    );
+    assert!(
+        !titles
+            .iter()
+            .any(|t| t.starts_with("Long Context or Retrieval?")),
+        "{titles:?}"
+    );
+    let published = references
+        .iter()
+        .find(|f| f.doi.is_some())
+        .expect("a DOI reference");
+    assert_eq!(published.arxiv_id, None);
+    assert!(
+        published.extended_summary.is_some(),
+        "published versions are summarised too"
+    );
 }

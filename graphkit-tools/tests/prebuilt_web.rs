@@ -277,6 +277,65 @@ fn atom_feeds_parse_and_malformed_ones_are_refused() {
     assert!(err.to_string().contains("incorrect id format"), "{err}");
 }
 
+/// An entry shaped as the arXiv API emits a published paper: `<arxiv:doi>`,
+/// `<arxiv:journal_ref>`, a `title="doi"` related link and another related link.
+const PUBLISHED_FEED: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<feed xmlns="http://www.w3.org/2005/Atom" xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/" xmlns:arxiv="http://arxiv.org/schemas/atom">
+  <title type="html">ArXiv Query: search_query=all:electron</title>
+  <opensearch:totalResults>1</opensearch:totalResults>
+  <entry>
+    <id>http://arxiv.org/abs/hep-ex/0307015v1</id>
+    <updated>2003-07-07T13:46:39-04:00</updated>
+    <published>2003-07-07T13:46:39-04:00</published>
+    <title>Multi-Electron Production at High Transverse Momenta in ep Collisions at HERA</title>
+    <summary>Multi-electron production is studied at high electron transverse momentum.</summary>
+    <author><name>H1 Collaboration</name></author>
+    <arxiv:doi xmlns:arxiv="http://arxiv.org/schemas/atom">10.1140/epjc/s2003-01326-x</arxiv:doi>
+    <link title="doi" href="http://dx.doi.org/10.1140/epjc/s2003-01326-x" rel="related"/>
+    <arxiv:comment xmlns:arxiv="http://arxiv.org/schemas/atom">23 pages, 8 figures and 4 tables</arxiv:comment>
+    <arxiv:journal_ref xmlns:arxiv="http://arxiv.org/schemas/atom">Eur.Phys.J. C31
+      (2003) 17-29</arxiv:journal_ref>
+    <link href="http://arxiv.org/abs/hep-ex/0307015v1" rel="alternate" type="text/html"/>
+    <link title="pdf" href="http://arxiv.org/pdf/hep-ex/0307015v1" rel="related" type="application/pdf"/>
+    <link href="https://journals.example.org/epjc/0307015" rel="related" type="text/html"/>
+    <arxiv:primary_category xmlns:arxiv="http://arxiv.org/schemas/atom" term="hep-ex" scheme="http://arxiv.org/schemas/atom"/>
+    <category term="hep-ex" scheme="http://arxiv.org/schemas/atom"/>
+  </entry>
+</feed>"#;
+
+#[test]
+fn an_entry_of_a_published_paper_gives_its_doi_journal_ref_and_related_links() {
+    let papers = parse_atom(PUBLISHED_FEED).unwrap();
+    assert_eq!(papers.len(), 1);
+    let p = &papers[0];
+    assert_eq!(p.id, "hep-ex/0307015v1");
+    assert_eq!(p.doi.as_deref(), Some("10.1140/epjc/s2003-01326-x"));
+    assert_eq!(
+        p.journal_ref.as_deref(),
+        Some("Eur.Phys.J. C31 (2003) 17-29")
+    );
+    assert_eq!(
+        p.doi_url.as_deref(),
+        Some("http://dx.doi.org/10.1140/epjc/s2003-01326-x")
+    );
+    assert_eq!(
+        p.pdf_url.as_deref(),
+        Some("http://arxiv.org/pdf/hep-ex/0307015v1")
+    );
+    assert_eq!(
+        p.related_urls,
+        ["https://journals.example.org/epjc/0307015"]
+    );
+}
+
+#[test]
+fn an_entry_without_publication_data_has_none_of_it() {
+    let p = &parse_atom(FEED).unwrap()[0];
+    assert_eq!((p.doi.as_deref(), p.journal_ref.as_deref()), (None, None));
+    assert_eq!(p.doi_url, None);
+    assert!(p.related_urls.is_empty(), "{:?}", p.related_urls);
+}
+
 #[tokio::test]
 async fn arxiv_search_and_pdf_download_against_a_mock() {
     let server = MockServer::start().await;

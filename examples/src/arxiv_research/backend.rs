@@ -35,6 +35,9 @@ pub struct CorpusPaper {
     /// A journal URL, written into the feed as a `related` link.
     #[serde(default)]
     pub url: Option<String>,
+    /// The journal reference, written into the feed as `<arxiv:journal_ref>`.
+    #[serde(default)]
+    pub journal_ref: Option<String>,
     /// More text for the PDF body.
     #[serde(default)]
     pub body: String,
@@ -352,7 +355,16 @@ fn atom_entry(paper: &CorpusPaper) -> String {
         ));
     }
     if let Some(doi) = &paper.doi {
-        entry.push_str(&format!("<arxiv:doi>{}</arxiv:doi>\n", xml_escape(doi)));
+        entry.push_str(&format!(
+            "<arxiv:doi>{doi}</arxiv:doi>\n<link title=\"doi\" href=\"http://dx.doi.org/{doi}\" rel=\"related\"/>\n",
+            doi = xml_escape(doi)
+        ));
+    }
+    if let Some(journal_ref) = &paper.journal_ref {
+        entry.push_str(&format!(
+            "<arxiv:journal_ref>{}</arxiv:journal_ref>\n",
+            xml_escape(journal_ref)
+        ));
     }
     if let Some(url) = &paper.url {
         entry.push_str(&format!(

@@ -126,31 +126,51 @@ fn worker_turn(req: &ChatRequest, adds: usize) -> AssistantMessage {
         let calls: Vec<ToolCall> = hits
             .iter()
             .take(adds)
-            .map(|hit| {
-                ToolCall::new(
-                    ADD_REFERENCE,
-                    json!({
-                        "title": hit.title,
-                        "arxiv_id": hit.arxiv_id,
-                        "authors": hit.authors,
-                        "year": hit.year,
-                        "abstract": hit.abstract_text,
-                        "why": format!("relevant to: {task}"),
-                    }),
-                )
-            })
+            .map(|hit| ToolCall::new(ADD_REFERENCE, reference_args(hit, &task)))
             .collect();
         return calls.into();
     }
     let lines: String = hits
         .iter()
         .take(adds)
-        .map(|h| format!("- {} (arXiv:{})\n", h.title, h.arxiv_id))
+        .map(|h| format!("- {} ({})\n", h.title, cited_as(h)))
         .collect();
     if lines.is_empty() {
         return AssistantMessage::text(format!("{DELIVERABLE}\nNo paper found for: {task}"));
     }
     AssistantMessage::text(format!("{DELIVERABLE}\n{task}:\n{lines}"))
+}
+
+/// The arguments recording `hit`. The stand-in cites the version of record: a paper
+/// arXiv lists as published (a DOI, a journal URL or a journal reference) is cited by its
+/// `doi` and journal `url` only — by title and year alone when it has just a journal
+/// reference — so two arXiv entries of one publication meet at the DOI, URL or
+/// title|year key; any other paper is cited by its `arxiv_id`.
+fn reference_args(hit: &SearchHit, task: &str) -> serde_json::Value {
+    let mut args = json!({
+        "title": hit.title,
+        "authors": hit.authors,
+        "year": hit.year,
+        "abstract": hit.abstract_text,
+        "why": format!("relevant to: {task}"),
+    });
+    if hit.doi.is_some() || hit.url.is_some() || hit.journal_ref.is_some() {
+        args["doi"] = json!(hit.doi);
+        args["url"] = json!(hit.url);
+    } else {
+        args["arxiv_id"] = json!(hit.arxiv_id);
+    }
+    args
+}
+
+/// How the deliverable names the cited version of `hit`.
+fn cited_as(hit: &SearchHit) -> String {
+    match (&hit.doi, &hit.url, &hit.journal_ref) {
+        (Some(doi), _, _) => format!("doi:{doi}"),
+        (None, Some(url), _) => url.clone(),
+        (None, None, Some(journal_ref)) => journal_ref.clone(),
+        (None, None, None) => format!("arXiv:{}", hit.arxiv_id),
+    }
 }
 
 /// A 150–300-word summary assembled from the source text (an extract, not a reading).

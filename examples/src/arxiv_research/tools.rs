@@ -42,6 +42,16 @@ pub struct SearchHit {
     /// The abstract.
     #[serde(rename = "abstract")]
     pub abstract_text: String,
+    /// The DOI of the published version (`<arxiv:doi>`), when arXiv lists one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doi: Option<String>,
+    /// The journal's page of the published version (the entry's first `related` link
+    /// that is neither the PDF nor the DOI resolver), when arXiv lists one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The journal reference (`<arxiv:journal_ref>`), when arXiv lists one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_ref: Option<String>,
 }
 
 /// Arguments of `add_scholar_reference_tool`.
@@ -78,7 +88,8 @@ pub fn worker_tools(arxiv: &Arxiv) -> Vec<DynTool<ResearchState>> {
     vec![
         Arc::new(tool_fn_with_runtime(
             ARXIV_SEARCH,
-            "Search arXiv. Returns a JSON list of papers (arxiv_id, title, authors, year, abstract).",
+            "Search arXiv. Returns a JSON list of papers (arxiv_id, title, authors, year, abstract; \
+             doi, url and journal_ref when the paper was published).",
             move |args: SearchArgs, rt: ToolRuntime<ResearchState>| {
                 let arxiv = Arc::clone(&arxiv);
                 async move {
@@ -103,6 +114,9 @@ pub fn worker_tools(arxiv: &Arxiv) -> Vec<DynTool<ResearchState>> {
                             title: p.title,
                             authors: p.authors,
                             abstract_text: p.summary,
+                            doi: p.doi,
+                            url: p.related_urls.into_iter().next(),
+                            journal_ref: p.journal_ref,
                         })
                         .collect();
                     Ok(serde_json::to_string_pretty(&hits).unwrap_or_else(|_| "[]".into()))
@@ -112,7 +126,8 @@ pub fn worker_tools(arxiv: &Arxiv) -> Vec<DynTool<ResearchState>> {
         Arc::new(tool_fn_with_runtime(
             ADD_REFERENCE,
             "Record one high-signal paper as a citation for this plan step (at most 3 per step). \
-             Give the arxiv_id when the paper has one.",
+             Give the arxiv_id to cite the arXiv version (its PDF is read), or only the doi / url \
+             the search shows to cite the published version (its abstract is summarised).",
             |args: AddReferenceArgs, rt: ToolRuntime<ResearchState>| async move {
                 add_reference(args, &rt)
             },

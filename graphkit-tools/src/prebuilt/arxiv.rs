@@ -31,6 +31,17 @@ pub struct ArxivPaper {
     pub published: String,
     /// The PDF link.
     pub pdf_url: Option<String>,
+    /// The DOI of the published version (`<arxiv:doi>`), e.g. `10.1103/PhysRevD.76.013009`,
+    /// as arXiv lists it (rarely, several separated by spaces, the main article's first).
+    pub doi: Option<String>,
+    /// The journal reference (`<arxiv:journal_ref>`), e.g. `Phys. Rev. D 76, 013009 (2007)`.
+    pub journal_ref: Option<String>,
+    /// The DOI resolver link (`<link title="doi" rel="related" …>`), e.g.
+    /// `http://dx.doi.org/10.1103/PhysRevD.76.013009`.
+    pub doi_url: Option<String>,
+    /// Other `rel="related"` links of the entry (a journal page, say), in feed order; the
+    /// PDF and DOI links are not repeated here.
+    pub related_urls: Vec<String>,
 }
 
 /// An arXiv API client. The API and PDF base URLs are configurable (tests use a mock).
@@ -109,19 +120,25 @@ pub fn parse_atom(xml: &str) -> Result<Vec<ArxivPaper>, ToolError> {
                 let name = empty.local_name().as_ref().to_owned();
                 if let (Some(paper), "link") = (current.as_mut(), name.as_str()) {
                     let mut href = None;
-                    let mut is_pdf = false;
+                    let (mut is_pdf, mut is_doi, mut is_related) = (false, false, false);
                     for attr in empty.attributes().flatten() {
                         let value = quick_xml::escape::unescape(&attr.value)
                             .map_or_else(|_| attr.value.to_string(), |v| v.into_owned());
                         match attr.key.local_name().as_ref() {
                             "href" => href = Some(value),
                             "title" if value == "pdf" => is_pdf = true,
+                            "title" if value == "doi" => is_doi = true,
                             "type" if value == "application/pdf" => is_pdf = true,
+                            "rel" if value == "related" => is_related = true,
                             _ => {}
                         }
                     }
                     if is_pdf {
                         paper.pdf_url = href;
+                    } else if is_doi {
+                        paper.doi_url = href;
+                    } else if let (true, Some(href)) = (is_related, href) {
+                        paper.related_urls.push(href);
                     }
                 }
             }
@@ -160,6 +177,12 @@ pub fn parse_atom(xml: &str) -> Result<Vec<ArxivPaper>, ToolError> {
                         ("summary", Some("entry")) => paper.summary = collapse(&text),
                         ("published", Some("entry")) => paper.published = text.trim().to_owned(),
                         ("name", Some("author")) => paper.authors.push(collapse(&text)),
+                        ("doi", Some("entry")) => {
+                            paper.doi = Some(text.trim().to_owned()).filter(|d| !d.is_empty());
+                        }
+                        ("journal_ref", Some("entry")) => {
+                            paper.journal_ref = Some(collapse(&text)).filter(|j| !j.is_empty());
+                        }
                         _ => {}
                     }
                 }
