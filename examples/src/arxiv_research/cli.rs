@@ -1,6 +1,5 @@
 //! `graphkit-research arxiv-research`: the subcommand's own options and its main.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,8 +15,8 @@ use super::runner::{
 use super::standin::offline_model;
 use super::tools::DEFAULT_TOP_K;
 use crate::shared::{
-    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
-    StopSignal,
+    CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
+    RunStatus, StopSignal,
 };
 
 /// The topic researched when none is given.
@@ -67,35 +66,6 @@ pub struct ArxivResearchArgs {
     /// model, live with a real one].
     #[arg(long, value_name = "BACKEND", value_parser = ["offline", "live"])]
     pub arxiv: Option<String>,
-}
-
-/// The common options of `graphkit-research` this workflow uses.
-#[derive(Debug, Clone, Default)]
-pub struct CommonFlags {
-    /// `--model`.
-    pub model: String,
-    /// `--summary-model`.
-    pub summary_model: Option<String>,
-    /// `--out`.
-    pub out: Option<PathBuf>,
-    /// `--thread`.
-    pub thread: Option<String>,
-    /// `--resume`.
-    pub resume: bool,
-    /// `--checkpoint`.
-    pub checkpoint: Option<String>,
-    /// `--max-concurrency` (papers summarised at once).
-    pub max_concurrency: usize,
-    /// `--print-graph`.
-    pub print_graph: bool,
-    /// `--stream`.
-    pub stream: bool,
-    /// `--quiet`.
-    pub quiet: bool,
-    /// `--offline-delay-ms`.
-    pub offline_delay_ms: u64,
-    /// `--input` or `--corpus` were given (not used by this workflow).
-    pub unsupported: Option<&'static str>,
 }
 
 /// The models of the five roles.
@@ -154,10 +124,14 @@ fn graph_deps(
 /// Bad options (exit 2), a resume that cannot start, a failed run.
 pub async fn arxiv_research_main(
     args: ArxivResearchArgs,
-    common: CommonFlags,
+    common: CommonArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
-    if let Some(flag) = common.unsupported {
+    if let Some(flag) = CommonArgs::first_given(&[
+        (common.input.is_some(), "--input"),
+        (common.corpus.is_some(), "--corpus"),
+        (common.print_input_schema, "--print-input-schema"),
+    ]) {
         return Err(ExampleError::Usage(format!(
             "arxiv-research does not take {flag}; give the topic as an argument"
         )));

@@ -23,7 +23,7 @@ mod state;
 mod tools;
 
 pub use backend::{CorpusPaper, OfflineArxiv, OfflineArxivServer, default_corpus_path, text_pdf};
-pub use cli::{ArxivResearchArgs, CommonFlags, DEFAULT_TOPIC, arxiv_research_main};
+pub use cli::{ArxivResearchArgs, DEFAULT_TOPIC, arxiv_research_main};
 pub use graph::{GraphDeps, build_graph, build_supervisor};
 pub use nodes::{
     ADVANCE, ARXIV_AGENT, DEFAULT_MAX_CITATIONS, EXPANDER, ExtendedSummary, FACT_GATE, FINISH,

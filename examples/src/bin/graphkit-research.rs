@@ -15,8 +15,8 @@ use graphkit_examples::entity_intel::{
 use graphkit_examples::shared::run_dir::DEFAULT_ROOT;
 use graphkit_examples::shared::runs::{list_runs, render_runs};
 use graphkit_examples::shared::{
-    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
-    StopSignal,
+    CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
+    RunStatus, StopSignal,
 };
 
 /// Runs graphkit's research workflows: stateful agent graphs with checkpoints, tools and
@@ -92,125 +92,12 @@ struct DueDiligenceCommand {
     args: graphkit_examples::due_diligence::DueDiligenceArgs,
 }
 
-impl From<CommonArgs> for graphkit_examples::due_diligence::CommonOptions {
-    fn from(c: CommonArgs) -> Self {
-        Self {
-            model: c.model,
-            out: c.out,
-            thread: c.thread,
-            resume: c.resume,
-            checkpoint: c.checkpoint,
-            input: c.input,
-            print_input_schema: c.print_input_schema,
-            print_graph: c.print_graph,
-            stream: c.stream,
-            quiet: c.quiet,
-            offline_delay_ms: c.offline_delay_ms,
-            corpus: c.corpus,
-        }
-    }
-}
-
-/// Options every workflow has.
-#[derive(Debug, Args)]
-struct CommonArgs {
-    /// The model: `offline` (deterministic stand-in, the default) or a provider spec:
-    /// openai:MODEL, anthropic:MODEL, ollama:MODEL, openai-compatible:BASE_URL#MODEL.
-    /// Keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.
-    #[arg(long, value_name = "SPEC", default_value = "offline")]
-    model: String,
-
-    /// The model that writes context summaries (default: the --model).
-    #[arg(long, value_name = "SPEC")]
-    summary_model: Option<String>,
-
-    /// The run directory (default: graphkit-runs/<workflow>/<thread>; graphkit-runs/ is
-    /// ignored by git). With --resume: the run to continue (found from --thread otherwise).
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-
-    /// The run's thread id (default: a new one). With --resume, the run to continue.
-    #[arg(long, value_name = "ID")]
-    thread: Option<String>,
-
-    /// Continue the run --thread (or the run in --out) from its last checkpoints (after a
-    /// crash, a kill or Ctrl-C); finished work is not redone. Options given now win;
-    /// options left out (input, models, backend, limits) come from the run's run.json.
-    #[arg(long)]
-    resume: bool,
-
-    /// Where checkpoints go: sqlite:PATH, postgres:URL (build with --features postgres) or
-    /// memory (not resumable) [default: sqlite:<run dir>/checkpoints.sqlite]
-    #[arg(long, value_name = "BACKEND")]
-    checkpoint: Option<String>,
-
-    /// How many units (bundles) run at once.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    max_concurrency: usize,
-
-    /// The input file (JSON; see --print-input-schema) [default: the sample input shipped
-    /// with the crate].
-    #[arg(long, value_name = "FILE")]
-    input: Option<PathBuf>,
-
-    /// Print the JSON Schema of the input and exit.
-    #[arg(long)]
-    print_input_schema: bool,
-
-    /// Print the workflow's graph as a Mermaid flowchart and exit.
-    #[arg(long)]
-    print_graph: bool,
-
-    /// Machine-readable output: every node update and event as one JSON object per line on
-    /// stdout (plain values: lists as lists), human text on stderr. Pipe it to jq.
-    #[arg(long)]
-    stream: bool,
-
-    /// No progress on stderr (without a terminal, progress is plain lines).
-    #[arg(long, short)]
-    quiet: bool,
-
-    /// The offline model waits this many milliseconds per reply (demos of progress and resume).
-    #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
-    offline_delay_ms: u64,
-
-    /// Search this document directory (offline) instead of the default: the corpus shipped
-    /// with the crate for the offline model, Tavily for real models when TAVILY_API_KEY is set.
-    #[arg(long, value_name = "DIR")]
-    corpus: Option<PathBuf>,
-}
-
 #[derive(Debug, Args)]
 struct ArxivResearchCli {
     #[command(flatten)]
     common: CommonArgs,
     #[command(flatten)]
     args: arxiv_research::ArxivResearchArgs,
-}
-
-impl CommonArgs {
-    fn flags(self) -> arxiv_research::CommonFlags {
-        arxiv_research::CommonFlags {
-            unsupported: [
-                (self.input.is_some(), "--input"),
-                (self.corpus.is_some(), "--corpus"),
-                (self.print_input_schema, "--print-input-schema"),
-            ]
-            .into_iter()
-            .find_map(|(given, flag)| given.then_some(flag)),
-            model: self.model,
-            summary_model: self.summary_model,
-            out: self.out,
-            thread: self.thread,
-            resume: self.resume,
-            checkpoint: self.checkpoint,
-            max_concurrency: self.max_concurrency,
-            print_graph: self.print_graph,
-            stream: self.stream,
-            quiet: self.quiet,
-            offline_delay_ms: self.offline_delay_ms,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -244,25 +131,6 @@ struct BiographyEventsCli {
     args: biography_events::cli::BiographyEventsArgs,
 }
 
-impl CommonArgs {
-    fn biography_flags(self) -> biography_events::cli::CommonFlags {
-        biography_events::cli::CommonFlags {
-            model: self.model,
-            out: self.out,
-            thread: self.thread,
-            resume: self.resume,
-            checkpoint: self.checkpoint,
-            input: self.input,
-            corpus: self.corpus,
-            print_graph: self.print_graph,
-            print_input_schema: self.print_input_schema,
-            stream: self.stream,
-            quiet: self.quiet,
-            offline_delay_ms: self.offline_delay_ms,
-        }
-    }
-}
-
 fn main() -> ExitCode {
     // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
     tracing_subscriber::fmt()
@@ -293,18 +161,13 @@ fn main() -> ExitCode {
         match cli.workflow {
             Workflow::EntityIntel(args) => entity_intel_main(args, &sub).await,
             Workflow::ArxivResearch(cli) => {
-                arxiv_research::arxiv_research_main(cli.args, cli.common.flags(), &sub).await
+                arxiv_research::arxiv_research_main(cli.args, cli.common, &sub).await
             }
             Workflow::DueDiligence(cmd) => {
-                graphkit_examples::due_diligence::run(cmd.common.into(), cmd.args, &sub).await
+                graphkit_examples::due_diligence::run(cmd.common, cmd.args, &sub).await
             }
             Workflow::BiographyEvents(cli) => {
-                biography_events::cli::biography_events_main(
-                    cli.args,
-                    cli.common.biography_flags(),
-                    &sub,
-                )
-                .await
+                biography_events::cli::biography_events_main(cli.args, cli.common, &sub).await
             }
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));

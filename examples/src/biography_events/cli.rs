@@ -14,8 +14,8 @@ use super::offline::offline_model;
 use super::runner::{BiographyOptions, run_biography_events};
 use super::{DEFAULT_PERSON, Deps, Limits, Sites, build_graph, default_corpus_dir};
 use crate::shared::{
-    ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession, RunStatus,
-    StopSignal,
+    CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
+    RunStatus, StopSignal,
 };
 
 /// The workflow's name: the subcommand and the folder of its runs.
@@ -57,35 +57,6 @@ pub struct BiographyEventsArgs {
     pub gap_targets: usize,
 }
 
-/// The common options of `graphkit-research` this workflow uses.
-#[derive(Debug, Clone, Default)]
-pub struct CommonFlags {
-    /// `--model`.
-    pub model: String,
-    /// `--out`.
-    pub out: Option<PathBuf>,
-    /// `--thread`.
-    pub thread: Option<String>,
-    /// `--resume`.
-    pub resume: bool,
-    /// `--checkpoint`.
-    pub checkpoint: Option<String>,
-    /// `--input` (the same as `--initial-events`).
-    pub input: Option<PathBuf>,
-    /// `--corpus`.
-    pub corpus: Option<PathBuf>,
-    /// `--print-graph`.
-    pub print_graph: bool,
-    /// `--print-input-schema`: the JSON Schema of `--initial-events`.
-    pub print_input_schema: bool,
-    /// `--stream`.
-    pub stream: bool,
-    /// `--quiet`.
-    pub quiet: bool,
-    /// `--offline-delay-ms`: the offline stand-in's delay per reply.
-    pub offline_delay_ms: u64,
-}
-
 /// The subcommand: checks the input, starts or resumes the run, runs the graph, writes
 /// the outputs. On `--resume`, options given now win and the others (the person, the
 /// model, the search backend, the knobs) come from `run.json`.
@@ -97,7 +68,7 @@ pub struct CommonFlags {
 /// printing the command that continues it.
 pub async fn biography_events_main(
     args: BiographyEventsArgs,
-    common: CommonFlags,
+    common: CommonArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
     if common.print_input_schema {

@@ -15,8 +15,8 @@ use super::offline::OfflineDueDiligenceModel;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
 use crate::shared::time::{now_ms, rfc3339};
 use crate::shared::{
-    CheckpointChoice, ExampleError, GivenOptions, ModelChoice, Progress, RunDir, RunRequest,
-    RunSession, RunStatus, StopSignal,
+    CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
+    RunRequest, RunSession, RunStatus, StopSignal,
 };
 
 /// The options of `graphkit-research due-diligence` (besides the common ones).
@@ -72,35 +72,6 @@ pub struct DueDiligenceArgs {
     pub evaluate: bool,
 }
 
-/// The common options of the CLI, as the bin passes them.
-#[derive(Debug, Clone, Default)]
-pub struct CommonOptions {
-    /// `--model`.
-    pub model: String,
-    /// `--out`.
-    pub out: Option<PathBuf>,
-    /// `--thread`.
-    pub thread: Option<String>,
-    /// `--resume`.
-    pub resume: bool,
-    /// `--checkpoint`.
-    pub checkpoint: Option<String>,
-    /// `--input`.
-    pub input: Option<PathBuf>,
-    /// `--print-input-schema`.
-    pub print_input_schema: bool,
-    /// `--print-graph`.
-    pub print_graph: bool,
-    /// `--stream`.
-    pub stream: bool,
-    /// `--quiet`.
-    pub quiet: bool,
-    /// `--offline-delay-ms`.
-    pub offline_delay_ms: u64,
-    /// `--corpus`.
-    pub corpus: Option<PathBuf>,
-}
-
 /// A new thread id for an evaluation folder: `dd-<utc time>-<pid>`.
 fn new_thread() -> String {
     let stamp: String = rfc3339(now_ms())
@@ -119,7 +90,7 @@ fn new_thread() -> String {
 /// # Errors
 /// [`ExampleError`] for bad input or options (naming the field), or a failed run.
 pub async fn run(
-    common: CommonOptions,
+    common: CommonArgs,
     args: DueDiligenceArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
@@ -181,7 +152,7 @@ pub async fn run(
 /// The run itself, once its session has begun: returns how it ended and the summary text.
 async fn run_session(
     session: &mut RunSession,
-    common: &CommonOptions,
+    common: &CommonArgs,
     args: &DueDiligenceArgs,
     given_investigation: Option<Investigation>,
 ) -> Result<(RunStatus, String), ExampleError> {
@@ -314,7 +285,7 @@ fn bounded(model: Arc<dyn ChatModel>, choice: &ModelChoice, max_tokens: u32) -> 
 /// The investigation from `--input` and the flags (flags win); with neither a subject nor
 /// an input, the offline corpus's first subject (its subjects are listed on stderr).
 fn investigation_from(
-    common: &CommonOptions,
+    common: &CommonArgs,
     args: &DueDiligenceArgs,
 ) -> Result<Investigation, ExampleError> {
     let mut investigation = match (&common.input, &args.subject) {
@@ -368,7 +339,7 @@ fn apply_flags(investigation: &mut Investigation, args: &DueDiligenceArgs) {
 }
 
 async fn evaluate_personas(
-    common: &CommonOptions,
+    common: &CommonArgs,
     args: &DueDiligenceArgs,
 ) -> Result<RunStatus, ExampleError> {
     let offline: Arc<dyn ChatModel> = Arc::new(

@@ -25,7 +25,7 @@ pub mod schemas;
 mod state;
 mod trail;
 
-pub use cli::{CommonOptions, DueDiligenceArgs, run};
+pub use cli::{DueDiligenceArgs, run};
 pub use graph::build_graph;
 pub use input::{Investigation, Persona, corpus_dir, personas_path, read_personas};
 pub use nodes::{

@@ -1,9 +1,11 @@
-//! Infrastructure every research workflow shares: choosing models (`--model`), opening
-//! checkpointers (`--checkpoint`), the search backend (`--corpus`: the offline corpus, or
-//! Tavily), run directories and `run.json` ([`RunSession`]: new runs and `--resume`),
-//! the run listing ([`runs`]), progress ([`Progress`]), Ctrl-C ([`StopSignal`]),
-//! `--stream` JSON lines ([`stream`]) and the error type.
+//! Infrastructure every research workflow shares: the common options ([`CommonArgs`]),
+//! choosing models (`--model`), opening checkpointers (`--checkpoint`), the search backend
+//! (`--corpus`: the offline corpus, or Tavily), run directories and `run.json`
+//! ([`RunSession`]: new runs and `--resume`), the run listing ([`runs`]), progress
+//! ([`Progress`]), Ctrl-C ([`StopSignal`]), `--stream` JSON lines ([`stream`]) and the error
+//! type.
 
+pub mod args;
 pub mod checkpoint;
 mod error;
 pub mod interrupt;
@@ -16,6 +18,7 @@ pub mod session;
 pub mod stream;
 pub mod time;
 
+pub use args::CommonArgs;
 pub use checkpoint::{CheckpointChoice, OpenCheckpointer};
 pub use error::ExampleError;
 pub use interrupt::StopSignal;
