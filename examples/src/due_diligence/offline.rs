@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use graphkit_llm::{
-    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, ResponseFormat, new_message_id,
+    AssistantMessage, ChatModel, ChatRequest, LlmError, ResponseFormat, new_message_id,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -74,13 +74,7 @@ impl ChatModel for OfflineDueDiligenceModel {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
-        let prompt = request
-            .messages
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::User(_)))
-            .map(Message::text)
-            .unwrap_or("");
+        let prompt = request.last_user_text();
         let (Some(format), Some(data)) = (request.response_format.as_ref(), data_of(prompt)) else {
             return Err(LlmError::InvalidRequest(
                 "the offline due-diligence model answers only the workflow's structured requests"

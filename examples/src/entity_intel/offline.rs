@@ -59,13 +59,7 @@ impl ChatModel for OfflineResearchModel {
         if !self.delay.is_zero() {
             tokio::time::sleep(self.delay).await;
         }
-        let last_user = request
-            .messages
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::User(_)))
-            .map(Message::text)
-            .unwrap_or("");
+        let last_user = request.last_user_text();
         let mut reply = if request.response_format.is_some() {
             AssistantMessage::text(generate_todos(last_user)?)
         } else if last_user.starts_with(SUMMARY_MARKER) {
