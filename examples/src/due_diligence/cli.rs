@@ -13,7 +13,6 @@ use super::input::{Investigation, corpus_dir, personas_path, read_personas};
 use super::nodes::Deps;
 use super::offline::OfflineDueDiligenceModel;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
-use crate::shared::time::{now_ms, rfc3339};
 use crate::shared::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
     RunRequest, RunSession, RunStatus, StopSignal,
@@ -70,15 +69,6 @@ pub struct DueDiligenceArgs {
     /// recall per persona.
     #[arg(long)]
     pub evaluate: bool,
-}
-
-/// A new thread id for an evaluation folder: `dd-<utc time>-<pid>`.
-fn new_thread() -> String {
-    let stamp: String = rfc3339(now_ms())
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    format!("dd-{stamp}-{}", std::process::id())
 }
 
 /// The command: prints the schema or the graph, evaluates, or runs (or, with `--resume`,
@@ -356,10 +346,15 @@ async fn evaluate_personas(
         .clone()
         .unwrap_or_else(|| common.model.clone())
         .parse()?;
-    let root = common
-        .out
-        .clone()
-        .unwrap_or_else(|| RunDir::default_for("due-diligence", &format!("eval-{}", new_thread())));
+    let root = common.out.clone().unwrap_or_else(|| {
+        RunDir::default_for(
+            "due-diligence",
+            &format!(
+                "eval-{}",
+                crate::shared::session::new_thread("due-diligence")
+            ),
+        )
+    });
     let mut scores = Vec::new();
     for persona in &personas {
         let mut investigation =

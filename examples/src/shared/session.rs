@@ -451,7 +451,7 @@ fn saved_option(manifest: &RunManifest, name: &str) -> Option<Value> {
 
 /// A new thread id: `<prefix>-<utc time>-<pid>`, the prefix made of the workflow's initials
 /// (`ei` for entity-intel).
-fn new_thread(workflow: &str) -> String {
+pub fn new_thread(workflow: &str) -> String {
     let prefix: String = workflow
         .split('-')
         .filter_map(|w| w.chars().next())
