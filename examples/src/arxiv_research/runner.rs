@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
@@ -146,15 +145,8 @@ pub async fn run_arxiv_research(
     );
     let (mut steps_done, mut total_steps, mut expanded) = (0, 0, 0);
     loop {
-        let event = tokio::select! {
-            event = stream.next() => event,
-            () = options.stop.requested(), if !options.stop.is_requested() => continue,
-        };
-        let Some(event) = event else { break };
-        let event = match event {
-            Ok(event) => event,
-            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
-            Err(err) => return Err(err.into()),
+        let Some(event) = options.stop.next_event(&mut stream).await? else {
+            break;
         };
         match event.payload {
             StreamPayload::Updates { node, update } => {
@@ -184,9 +176,6 @@ pub async fn run_arxiv_research(
                 options
                     .progress
                     .note(group, &format!("expander: {expanded} paper(s) summarised"));
-            }
-            StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
-                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
@@ -230,15 +229,8 @@ async fn stream_run(
         ],
     );
     loop {
-        let event = tokio::select! {
-            event = stream.next() => event,
-            () = stop.requested(), if !stop.is_requested() => continue,
-        };
-        let Some(event) = event else { break };
-        let event = match event {
-            Ok(event) => event,
-            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
-            Err(err) => return Err(err.into()),
+        let Some(event) = stop.next_event(&mut stream).await? else {
+            break;
         };
         let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
         match event.payload {
@@ -253,9 +245,6 @@ async fn stream_run(
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": update}),
                 );
-            }
-            StreamPayload::Checkpoint(_) if stop.is_requested() => {
-                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
@@ -218,16 +217,8 @@ pub async fn run_due_diligence(
         ],
     );
     loop {
-        // A stop request is honoured at the next checkpoint: the step in progress is saved.
-        let event = tokio::select! {
-            event = stream.next() => event,
-            () = options.stop.requested(), if !options.stop.is_requested() => continue,
-        };
-        let Some(event) = event else { break };
-        let event = match event {
-            Ok(event) => event,
-            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
-            Err(err) => return Err(err.into()),
+        let Some(event) = options.stop.next_event(&mut stream).await? else {
+            break;
         };
         match event.payload {
             StreamPayload::Custom { node, payload } => {
@@ -239,9 +230,6 @@ pub async fn run_due_diligence(
             StreamPayload::Updates { node, update } if options.stream => {
                 let plain = plain_update::<DueDiligenceState>(&update);
                 emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
-            }
-            StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
-                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
@@ -453,19 +452,13 @@ async fn drive(
     loop {
         // A stop request is honoured at the next checkpoint: the step in progress is saved.
         let event = tokio::select! {
-            event = stream.next() => event,
-            () = options.stop.requested(), if !options.stop.is_requested() => continue,
+            event = options.stop.next_event(&mut stream) => event?,
             _ = heartbeat.tick() => {
                 options.progress.heartbeat(group);
                 continue;
             }
         };
         let Some(event) = event else { break };
-        let event = match event {
-            Ok(event) => event,
-            Err(GraphError::Cancelled) => return Err(ExampleError::Interrupted),
-            Err(err) => return Err(err.into()),
-        };
         match event.payload {
             StreamPayload::Custom { node, payload } => {
                 report(&options.progress, group, &payload);
@@ -507,9 +500,6 @@ async fn drive(
                     };
                     options.progress.activity(group, &what);
                 }
-            }
-            StreamPayload::Checkpoint(_) if options.stop.is_requested() => {
-                return Err(ExampleError::Interrupted);
             }
             _ => {}
         }

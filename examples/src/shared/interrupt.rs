@@ -2,7 +2,11 @@
 //! the step in progress is checkpointed; a second one stops at once (the last checkpoint
 //! still holds, so `--resume` loses nothing that was saved).
 
+use futures::StreamExt;
+use graphkit::{Error as GraphError, RunStream, State, StreamEvent, StreamPayload};
 use tokio_util::sync::CancellationToken;
+
+use super::ExampleError;
 
 /// A request to stop a run, from Ctrl-C or from code.
 ///
@@ -61,5 +65,36 @@ impl StopSignal {
     /// The token that cancels the run at once (a second Ctrl-C).
     pub fn immediate(&self) -> CancellationToken {
         self.immediate.clone()
+    }
+
+    /// The next event of a workflow's run `stream`, `None` once the run ended: how every
+    /// runner reads its stream. A stop request is honoured at the next checkpoint (the step
+    /// in progress is saved first) and a run cancelled at once (a second Ctrl-C) ends the
+    /// same way: [`ExampleError::Interrupted`]. Cancel-safe, so it can sit in a `select!`.
+    ///
+    /// # Errors
+    /// [`ExampleError::Interrupted`] as above; the run's own error otherwise.
+    pub async fn next_event<S: State>(
+        &self,
+        stream: &mut RunStream<S>,
+    ) -> Result<Option<StreamEvent<S>>, ExampleError> {
+        loop {
+            let event = tokio::select! {
+                event = stream.next() => event,
+                () = self.requested(), if !self.is_requested() => continue,
+            };
+            return match event {
+                None => Ok(None),
+                Some(Err(GraphError::Cancelled)) => Err(ExampleError::Interrupted),
+                Some(Err(err)) => Err(err.into()),
+                Some(Ok(event))
+                    if matches!(event.payload, StreamPayload::Checkpoint(_))
+                        && self.is_requested() =>
+                {
+                    Err(ExampleError::Interrupted)
+                }
+                Some(Ok(event)) => Ok(Some(event)),
+            };
+        }
     }
 }
