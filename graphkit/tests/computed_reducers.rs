@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use graphkit::checkpoint::{CheckpointRecord, Checkpointer, InMemorySaver, ListOptions};
 use graphkit::{
-    AppendUpdate, CompileOptions, END, Field, ReducerKind, RunConfig, START, State, StateGraph,
-    StateUpdate, append_capped, merge_by,
+    AppendUpdate, CompileOptions, END, Error, Field, ReducerKind, RunConfig, START, State,
+    StateGraph, StateUpdate, append_capped, merge_by,
 };
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -465,5 +465,35 @@ async fn checkpoint_deltas_replay_both_reducers_exactly() {
             .await
             .unwrap();
         assert_eq!(snapshot.values, fresh, "state after step {steps}");
+    }
+}
+
+#[tokio::test]
+async fn two_overwrites_of_a_merge_by_or_capped_field_in_one_step_fail_like_append() {
+    for field in ["facts", "history"] {
+        let reset = move |name: &'static str| {
+            move |_: Arc<Research>| async move {
+                match field {
+                    "facts" => ResearchUpdate::new().facts(AppendUpdate::replace([finding(1)])),
+                    _ => ResearchUpdate::new().history(AppendUpdate::replace([name.to_string()])),
+                }
+            }
+        };
+        let mut g = StateGraph::<Research>::new();
+        g.add_node("left", reset("left"))
+            .add_node("right", reset("right"))
+            .add_edge(START, "left")
+            .add_edge(START, "right");
+        let err = g
+            .compile()
+            .unwrap()
+            .invoke(ResearchUpdate::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::SecondOverwrite { field: f, first, second }
+                if *f == field && first == "left" && second == "right"),
+            "{field}: {err}"
+        );
     }
 }

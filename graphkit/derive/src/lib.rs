@@ -290,6 +290,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 combining_builder(ident, &fname, &uty),
                 quote! {
                     if let Some(value) = update.#ident {
+                        if value.clear {
+                            writes.field(#index, #fname).overwrite()?;
+                        }
                         #gk::merge_by(&mut self.#ident, value, #key);
                     }
                 },
@@ -299,6 +302,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 combining_builder(ident, &fname, &uty),
                 quote! {
                     if let Some(value) = update.#ident {
+                        if value.clear {
+                            writes.field(#index, #fname).overwrite()?;
+                        }
                         #gk::append_capped(&mut self.#ident, value, #max, #fold);
                     }
                 },
