@@ -371,6 +371,10 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+
+    /// The OpenTelemetry exporter could not be set up or could not export (feature `otel`).
+    #[error("telemetry: {0}; check the OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) and headers")]
+    Telemetry(String),
 }
 
 /// `Result` with [`Error`].

@@ -44,6 +44,8 @@ mod command;
 mod error;
 mod graph;
 mod interrupt;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod run;
 mod state;
 pub mod store;

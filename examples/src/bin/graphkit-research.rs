@@ -133,10 +133,8 @@ struct BiographyEventsCli {
 
 fn main() -> ExitCode {
     // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    // Built with `--features otel`, OTEL_EXPORTER_OTLP_ENDPOINT also exports the spans.
+    let _logging = graphkit_examples::shared::logging::init("graphkit-research");
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

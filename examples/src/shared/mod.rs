@@ -9,6 +9,7 @@ pub mod args;
 pub mod checkpoint;
 mod error;
 pub mod interrupt;
+pub mod logging;
 pub mod models;
 pub mod progress;
 pub mod run_dir;
