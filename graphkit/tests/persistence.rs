@@ -1346,3 +1346,112 @@ async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_an
         "{err}"
     );
 }
+
+/// `fine` and `flaky` start together; `flaky` fails on its first call; `fine` leads to `after`.
+/// Returns the graph and the number of times `fine` ran.
+fn stopped_step() -> (graphkit::CompiledGraph<Chat>, Arc<AtomicUsize>) {
+    let fine_runs = Arc::new(AtomicUsize::new(0));
+    let flaky_calls = Arc::new(AtomicUsize::new(0));
+    let runs = Arc::clone(&fine_runs);
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node(
+        "fine",
+        SyncNode::new(move |_: &Chat| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            ChatUpdate::new().log(vec!["fine".into()])
+        }),
+    )
+    .add_node("flaky", move |_: Arc<Chat>| {
+        let first = flaky_calls.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                Err("flaky on purpose")
+            } else {
+                Ok(ChatUpdate::new().log(vec!["flaky".into()]))
+            }
+        }
+    })
+    .add_node("after", say("after"))
+    .add_edge(START, "fine")
+    .add_edge(START, "flaky")
+    .add_edge("fine", "after");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    (graph, fine_runs)
+}
+
+#[tokio::test]
+async fn update_state_keeping_a_stopped_step_keeps_its_finished_tasks_outputs() {
+    let (graph, fine_runs) = stopped_step();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("keep"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::NodeFailed { .. }), "{err}");
+
+    // The checkpoint is the input's (nobody wrote it), so the planned step stays.
+    graph
+        .update_state(&thread("keep"), ChatUpdate::new().answer("noted"), None)
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("keep")).await.unwrap();
+    assert_eq!(
+        state.values.log,
+        ["fine"],
+        "what `fine` wrote is still there"
+    );
+    assert_eq!(state.values.answer, "noted");
+    assert_eq!(
+        state.next,
+        ["flaky"],
+        "only the failed task is still to run"
+    );
+
+    let done = graph
+        .invoke_with(RunInput::Continue, thread("keep"))
+        .await
+        .unwrap();
+    assert_eq!(done.log, ["fine", "flaky", "after"]);
+    assert_eq!(done.answer, "noted");
+    assert_eq!(
+        fine_runs.load(Ordering::SeqCst),
+        1,
+        "`fine` is not run again"
+    );
+}
+
+#[tokio::test]
+async fn update_state_as_a_node_on_a_stopped_step_applies_the_finished_writes_first() {
+    let (graph, fine_runs) = stopped_step();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("as-node"))
+        .await
+        .unwrap_err();
+    graph
+        .update_state(
+            &thread("as-node"),
+            ChatUpdate::new().log(vec!["by hand".into()]),
+            Some("flaky"),
+        )
+        .await
+        .unwrap();
+    let state = graph.get_state(&thread("as-node")).await.unwrap();
+    assert_eq!(
+        state.values.log,
+        ["fine", "by hand"],
+        "`fine`'s saved write, then the update"
+    );
+    assert_eq!(
+        state.next,
+        ["after"],
+        "`fine`'s edge is planned; the step is over"
+    );
+
+    let done = graph
+        .invoke_with(RunInput::Continue, thread("as-node"))
+        .await
+        .unwrap();
+    assert_eq!(done.log, ["fine", "by hand", "after"]);
+    assert_eq!(fine_runs.load(Ordering::SeqCst), 1);
+}

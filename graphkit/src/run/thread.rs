@@ -15,7 +15,7 @@ use crate::interrupt::Interrupt;
 use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
 use crate::run::persist::{
-    Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_records,
+    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks, task_records,
 };
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
@@ -195,6 +195,13 @@ impl<S: State> CompiledGraph<S> {
     ///   earlier update as the input) keeps its planned next step, and a thread with no
     ///   checkpoint yet is started: the update is its input.
     ///
+    /// When the checkpoint's step stopped part-way (a task failed or paused after siblings
+    /// finished), the update sees the state `get_state` shows: with a node or `INPUT` as the
+    /// writer, the finished tasks' writes are applied before the update and their edges are
+    /// planned with the writer's, and the unfinished tasks are dropped; when the planned step
+    /// is kept (`None` on a checkpoint nobody wrote), the finished tasks' saved outputs carry
+    /// over, so a later resume runs only the tasks still to run.
+    ///
     /// Returns a config pointing at the new checkpoint.
     pub async fn update_state(
         &self,
@@ -214,28 +221,81 @@ impl<S: State> CompiledGraph<S> {
                     Some((loaded, _)) => self.last_writer(&loaded.record)?,
                 },
             };
-            let (mut state, mut joins, pending_next) = match loaded {
-                Some((loaded, _)) => {
-                    let next = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
+            // The step the checkpoint planned, and what its finished tasks already wrote.
+            let (mut state, mut joins, planned, pending, saved_writes) = match loaded {
+                Some((loaded, saved_writes)) => {
+                    let pending = pending_step(&self.core, &loaded.record, &saved_writes)?;
+                    let planned = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
                     (
                         loaded.state,
                         JoinProgress::restore(&self.core, loaded.body.joins),
-                        next,
+                        planned,
+                        Some(pending),
+                        saved_writes,
                     )
                 }
-                None => (S::default(), JoinProgress::new(&self.core), Vec::new()),
+                None => (
+                    S::default(),
+                    JoinProgress::new(&self.core),
+                    Vec::new(),
+                    None,
+                    Vec::new(),
+                ),
             };
+            // Tasks of the stopped step that finished, in task order, with their outputs.
+            let mut finished: Vec<(usize, Vec<S::Update>, Vec<crate::command::Goto>)> = pending
+                .map(|pending| {
+                    pending
+                        .outputs
+                        .into_iter()
+                        .map(|(index, (updates, gotos))| (index, updates, gotos))
+                        .collect()
+                })
+                .unwrap_or_default();
+            finished.sort_by_key(|(index, _, _)| *index);
+            let keeps_step = matches!(writer, Writer::KeepNext);
+            let planned_names: Vec<&str> = planned
+                .iter()
+                .map(|task| &*self.core.nodes[task.node].name)
+                .collect();
+            if !keeps_step {
+                // The update ends the stopped step: what its finished tasks wrote is applied
+                // first (as `get_state` shows it, with the same conflict checks), and the
+                // tasks that did not finish are dropped.
+                apply_finished(
+                    &self.core,
+                    &mut state,
+                    &planned,
+                    finished
+                        .iter()
+                        .map(|(index, updates, _)| (*index, updates.as_slice())),
+                )?;
+            }
             state.apply_update(update.clone())?;
             let mut scratch = plan::PlanScratch::new(&self.core);
             let (next, source, writer_name) = match writer {
                 Writer::Node(id) => {
+                    // The writer's edges, and those of the stopped step's finished tasks.
+                    let mut ran = Vec::with_capacity(finished.len() + 1);
+                    let mut gotos = Vec::with_capacity(finished.len() + 1);
+                    for (index, _, task_gotos) in &finished {
+                        if let Some(task) = planned.get(*index) {
+                            ran.push(Task {
+                                node: task.node,
+                                input: None,
+                            });
+                            gotos.push(task_gotos.clone());
+                        }
+                    }
+                    ran.push(Task {
+                        node: id,
+                        input: None,
+                    });
+                    gotos.push(Vec::new());
                     let next = plan::next_tasks(
                         &self.core,
-                        &[Task {
-                            node: id,
-                            input: None,
-                        }],
-                        vec![Vec::new()],
+                        &ran,
+                        gotos,
                         &state,
                         &mut joins,
                         &mut scratch,
@@ -247,13 +307,27 @@ impl<S: State> CompiledGraph<S> {
                     let next = plan::start_tasks(&self.core, &state, &mut scratch)?;
                     (next, CheckpointSource::Input, INPUT)
                 }
-                Writer::KeepNext => (pending_next, CheckpointSource::Update, INPUT),
+                Writer::KeepNext => (planned, CheckpointSource::Update, INPUT),
             };
-            let writes = [TaskWriteRef::<S> {
+            // The checkpoint records the finished tasks' writes (when applied) before the
+            // update's, as the state was built.
+            let mut writes: Vec<TaskWriteRef<'_, S>> = Vec::with_capacity(finished.len() + 1);
+            if !keeps_step {
+                for (index, updates, task_gotos) in &finished {
+                    if let Some(task) = planned_names.get(*index) {
+                        writes.push(TaskWriteRef {
+                            node: task,
+                            updates,
+                            gotos: goto_records(task_gotos),
+                        });
+                    }
+                }
+            }
+            writes.push(TaskWriteRef {
                 node: writer_name,
                 updates: std::slice::from_ref(&update),
                 gotos: Vec::new(),
-            }];
+            });
             let record = persist
                 .save(
                     source,
@@ -264,6 +338,11 @@ impl<S: State> CompiledGraph<S> {
                     &[writer_name],
                 )
                 .await?;
+            if keeps_step && !saved_writes.is_empty() {
+                // The same step stays planned: its finished tasks' outputs (and answered or
+                // open interrupts) carry over, so a resume runs only the tasks still to run.
+                persist.copy_pending(saved_writes).await?;
+            }
             Ok(RunConfig::new()
                 .thread_id(thread)
                 .checkpoint_id(record.checkpoint_id))
