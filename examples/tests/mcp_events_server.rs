@@ -514,6 +514,21 @@ async fn the_tools_advertise_their_arguments() {
         json!(["string", "null"]),
         "filters is advertised as a string"
     );
+    assert_eq!(all["properties"]["top_n"]["minimum"], 1, "{all}");
+    assert_eq!(all["properties"]["top_n"]["maximum"], 100, "{all}");
+    let by_conclusion = &tools[1].input_schema;
+    for argument in [
+        "conclusion",
+        "group_by",
+        "filters",
+        "top_n",
+        "samples_per_bucket",
+    ] {
+        assert!(
+            by_conclusion["properties"][argument]["description"].is_string(),
+            "{argument}: {by_conclusion}"
+        );
+    }
     assert_eq!(
         tools[1].input_schema["required"],
         json!(["conclusion"]),
@@ -532,7 +547,7 @@ async fn the_tools_advertise_their_arguments() {
 #[tokio::test]
 async fn malformed_arguments_are_tool_errors_that_say_what_to_send() {
     let server = connect().await;
-    let cases: [(&str, Value, &[&str]); 14] = [
+    let cases: [(&str, Value, &[&str]); 15] = [
         (
             ANALYZE_ALL_EVENTS,
             json!({"group_by": "country", "filters": "{country: France"}),
@@ -600,6 +615,11 @@ async fn malformed_arguments_are_tool_errors_that_say_what_to_send() {
             ANALYZE_EVENTS_BY_CONCLUSION,
             json!({"group_by": "country"}),
             &["`conclusion`"],
+        ),
+        (
+            ANALYZE_EVENTS_BY_CONCLUSION,
+            json!({"conclusion": "resolved", "groupby": "country"}),
+            &["unexpected argument `groupby`", "`group_by`"],
         ),
         (
             ANALYZE_EVENTS_BY_CONCLUSION,

@@ -27,6 +27,8 @@ use std::sync::OnceLock;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::shared::time::MONTHS;
+
 /// How many events [`events`] holds.
 pub const EVENT_COUNT: usize = 2_000;
 
@@ -291,21 +293,6 @@ impl SplitMix64 {
         weights.len().saturating_sub(1)
     }
 }
-
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
 
 /// A country: its relative frequency, some cities, and the event type it sees most.
 struct Country {

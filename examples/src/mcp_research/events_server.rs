@@ -88,40 +88,27 @@ pub struct AnalyzeArgs {
     /// How many buckets to keep (largest first) and how many hits to return, 1 to 100.
     /// Default 10.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
     pub top_n: Option<i64>,
     /// How many example events to return inside each bucket, 0 to 20 (needs `group_by`).
     /// Default 0.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 20))]
     pub samples_per_bucket: Option<i64>,
 }
 
-/// Arguments of `analyze_events_by_conclusion`: those of [`AnalyzeArgs`] plus the
-/// conclusion.
+/// Arguments of `analyze_events_by_conclusion`: `conclusion`, plus the arguments of
+/// `analyze_all_events`.
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ByConclusionArgs {
     /// Only events with this conclusion: `resolved`, `contained`, `ongoing`, `escalated`,
     /// `inconclusive` or `under_investigation`.
     pub conclusion: String,
-    /// The field to group events by: `country`, `event_type`, `conclusion` or `year`.
-    /// Without it the answer holds hits only.
-    #[serde(default)]
-    pub group_by: Option<String>,
-    /// Filters as a JSON object encoded in a string. Keys: `id`, `country`, `event_type`,
-    /// `conclusion` (a value, or a list of accepted values; case-insensitive) and `year` (a
-    /// number, a list of numbers, or a range such as {"gte":2015,"lte":2020}; `gt` and `lt`
-    /// too). Example: "{\"country\":\"France\",\"year\":{\"gte\":2015,\"lte\":2020}}".
-    #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub filters: Option<Value>,
-    /// How many buckets to keep (largest first) and how many hits to return, 1 to 100.
-    /// Default 10.
-    #[serde(default)]
-    pub top_n: Option<i64>,
-    /// How many example events to return inside each bucket, 0 to 20 (needs `group_by`).
-    /// Default 0.
-    #[serde(default)]
-    pub samples_per_bucket: Option<i64>,
+    /// `group_by`, `filters`, `top_n` and `samples_per_bucket`, as for
+    /// `analyze_all_events`. (Unknown arguments are still refused: the server checks every
+    /// call against the advertised properties.)
+    #[serde(flatten)]
+    pub analyze: AnalyzeArgs,
 }
 
 /// A checked query: what [`analyze`] computes.
@@ -181,13 +168,7 @@ impl Query {
     /// [`ToolError::InvalidArguments`] naming the argument and what to send instead.
     pub fn from_all_events(args: AnalyzeArgs) -> Result<Query, ToolError> {
         let invalid = |message: String| invalid(ANALYZE_ALL_EVENTS, message);
-        Query::build(
-            args.group_by,
-            args.filters,
-            args.top_n,
-            args.samples_per_bucket,
-        )
-        .map_err(invalid)
+        Query::build(args).map_err(invalid)
     }
 
     /// Checks the arguments of `analyze_events_by_conclusion`.
@@ -208,13 +189,7 @@ impl Query {
                 quoted(&CONCLUSIONS)
             )));
         };
-        let mut query = Query::build(
-            args.group_by,
-            args.filters,
-            args.top_n,
-            args.samples_per_bucket,
-        )
-        .map_err(invalid)?;
+        let mut query = Query::build(args.analyze).map_err(invalid)?;
         query.filters.insert(
             0,
             Condition::Equals {
@@ -225,12 +200,13 @@ impl Query {
         Ok(query)
     }
 
-    fn build(
-        group_by: Option<String>,
-        filters: Option<Value>,
-        top_n: Option<i64>,
-        samples_per_bucket: Option<i64>,
-    ) -> Result<Query, String> {
+    fn build(args: AnalyzeArgs) -> Result<Query, String> {
+        let AnalyzeArgs {
+            group_by,
+            filters,
+            top_n,
+            samples_per_bucket,
+        } = args;
         let group_by = match group_by.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(name) => Some(parse_group_by(name)?),
