@@ -18,12 +18,12 @@
 //! {
 //!   "aggregations": {"group_by": {
 //!     "field": "country",
-//!     "buckets": [{"key": "United States", "doc_count": 312,
-//!                  "samples": {"hits": {"total": {"value": 312, "relation": "eq"},
-//!                                       "hits": [{"_id": "evt-0042", "_source": {...}}]}}}],
-//!     "sum_other_doc_count": 120}},
+//!     "buckets": [{"key": "United States", "doc_count": 333,
+//!                  "samples": {"hits": {"total": {"value": 333, "relation": "eq"},
+//!                                       "hits": [{"_id": "evt-0268", "_source": {...}}]}}}],
+//!     "sum_other_doc_count": 517}},
 //!   "hits": {"total": {"value": 2000, "relation": "eq"},
-//!            "hits": [{"_id": "evt-1999", "_source": {"id": "evt-1999", "country": ...}}]}
+//!            "hits": [{"_id": "evt-0014", "_source": {"id": "evt-0014", "country": ...}}]}
 //! }
 //! ```
 //!
