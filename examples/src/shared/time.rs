@@ -22,22 +22,24 @@ pub fn rfc3339(ms: i64) -> String {
     )
 }
 
+/// The English month names, January first.
+pub const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
 /// The current date as `Month D, YYYY` (for prompts).
 pub fn today_long() -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
     let (y, m, d) = civil_from_days(now_ms().div_euclid(86_400_000));
     let month = usize::try_from(m - 1)
         .ok()
