@@ -139,6 +139,9 @@ pub(crate) struct PendingStep<S: State> {
     pub(crate) outputs: HashMap<usize, (Vec<S::Update>, Vec<Goto>)>,
     /// Unanswered dynamic interrupts, by task index.
     pub(crate) interrupts: HashMap<usize, Interrupt>,
+    /// For each task in `interrupts`: which of its `interrupt` calls it paused on (how
+    /// many answers it had then).
+    pub(crate) asked: HashMap<usize, usize>,
     /// Resume values given so far, by task index.
     pub(crate) resume: HashMap<usize, Vec<Value>>,
     /// Static interrupts recorded on the checkpoint.
@@ -194,11 +197,20 @@ pub(crate) fn pending_step<S: State>(
                     });
                 }
                 step.interrupts.remove(&index);
+                step.asked.remove(&index);
                 step.errors.remove(&index);
                 step.outputs.insert(index, (output.updates, gotos));
             }
-            (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
+            (
+                Pending::Interrupt {
+                    id,
+                    payload,
+                    index: asked,
+                },
+                Some(index),
+            ) if !is_resume => {
                 if !step.outputs.contains_key(&index) {
+                    step.asked.insert(index, asked);
                     step.interrupts.insert(
                         index,
                         Interrupt {
@@ -300,6 +312,10 @@ pub(crate) struct Persist {
     pub(crate) ns: String,
     run_id: String,
     locked: bool,
+    /// A subgraph run's persistence: the parent run holds the thread, and every
+    /// checkpoint keeps the step's writes (even a snapshot), so that a resumed same-state
+    /// subgraph can hand all its writes to the parent.
+    nested: bool,
     /// The newest checkpoint of this run's branch (pending writes attach to it).
     pub(crate) current: Option<String>,
     pub(crate) step: i64,
@@ -327,12 +343,33 @@ impl Persist {
             ns: String::new(),
             run_id,
             locked: true,
+            nested: false,
             current: None,
             step: -1,
             chain_len: 0,
             delta_bytes: 0,
             snapshot_bytes: 0,
         })
+    }
+
+    /// The persistence of a subgraph run inside the task `link` describes: checkpoints in
+    /// the task's own namespace on the parent's thread, which the parent run holds.
+    pub(crate) fn nested(link: &TaskLink, durability: Durability) -> Self {
+        Self {
+            saver: Arc::clone(&link.saver),
+            durability,
+            writer: None,
+            thread_id: link.thread_id.clone(),
+            ns: link.child_namespace(),
+            run_id: format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id()),
+            locked: false,
+            nested: true,
+            current: None,
+            step: -1,
+            chain_len: 0,
+            delta_bytes: 0,
+            snapshot_bytes: 0,
+        }
     }
 
     /// `true` unless checkpoints are written only when the run stops.
@@ -351,6 +388,9 @@ impl Persist {
     /// Waits for pending checkpoint writes, then releases the thread.
     pub(crate) async fn release(mut self) -> Result<(), Error> {
         let flushed = self.flush().await;
+        if !self.locked {
+            return flushed;
+        }
         self.locked = false;
         if let Err(err) = self
             .saver
@@ -426,7 +466,7 @@ impl Persist {
             _ => {
                 let body = BodyRef::<S> {
                     state: Some(state),
-                    writes: &[],
+                    writes: if self.nested { writes } else { &[] },
                     next,
                     joins,
                 };
@@ -476,6 +516,31 @@ impl Persist {
         }
         self.current = Some(record.checkpoint_id.clone());
         Ok(record)
+    }
+
+    /// Every update the checkpoints of this (subgraph) run's namespace recorded, up to and
+    /// including `upto`, in apply order: what a same-state subgraph resumed mid-way has
+    /// already written (the input's empty update left out).
+    pub(crate) async fn recorded_updates<S: State>(
+        &self,
+        upto: &str,
+    ) -> Result<Vec<S::Update>, Error> {
+        use crate::state::StateUpdate;
+        let records = self
+            .saver
+            .list(&self.thread_id, &self.ns, &crate::checkpoint::ListOptions::default())
+            .await?;
+        let mut updates = Vec::new();
+        for record in records.iter().rev() {
+            if record.checkpoint_id.as_str() > upto {
+                break;
+            }
+            let body = format::decode_body::<S>(record)?;
+            for write in body.writes {
+                updates.extend(write.updates.into_iter().filter(|u| !u.is_empty()));
+            }
+        }
+        Ok(updates)
     }
 
     /// `true` when checkpoint `checkpoint_id` is the thread's newest.
@@ -598,6 +663,18 @@ impl TaskSaver {
         .await
     }
 
+    /// Where the task (of node `node`) runs in the thread, for a subgraph run inside it.
+    pub(crate) fn link(&self, node: &Arc<str>) -> Arc<TaskLink> {
+        Arc::new(TaskLink {
+            saver: Arc::clone(&self.saver),
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            checkpoint_id: self.checkpoint_id.clone(),
+            index: self.index,
+            node: Arc::clone(node),
+        })
+    }
+
     async fn put(&self, node: &str, task_id: String, payload: Vec<u8>) -> Result<(), Error> {
         let write = PendingWrite {
             task_id,
@@ -607,6 +684,65 @@ impl TaskSaver {
         self.saver
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
             .await
+    }
+}
+
+/// A task's place in its thread's checkpoints: what a subgraph run inside the task needs
+/// to keep checkpoints of its own, in the task's namespace.
+#[derive(Debug)]
+pub(crate) struct TaskLink {
+    saver: Arc<dyn Checkpointer>,
+    thread_id: String,
+    /// The namespace of the graph the task belongs to.
+    ns: String,
+    /// The checkpoint that planned the task's step.
+    checkpoint_id: String,
+    /// The task's index in its step.
+    index: usize,
+    /// The task's node.
+    node: Arc<str>,
+}
+
+impl TaskLink {
+    /// The namespace of a subgraph run inside this task.
+    pub(crate) fn child_namespace(&self) -> String {
+        task_namespace(&self.ns, &self.node, &self.checkpoint_id, self.index)
+    }
+
+    /// Clears the resume values saved for this task: a subgraph run inside it has handed
+    /// them to its own interrupted tasks (a value is never answered twice).
+    pub(crate) async fn take_resume(&self) -> Result<(), Error> {
+        // The `Resume` variant of a pending write, which does not depend on the state type.
+        #[derive(Serialize)]
+        enum ResumeOnly {
+            Resume([Value; 0]),
+        }
+        let payload = format::encode(&ResumeOnly::Resume([]), "pending write")?;
+        let write = PendingWrite {
+            task_id: format!("resume:{}", self.index),
+            node: self.node.to_string(),
+            payload,
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
+            .await
+    }
+}
+
+/// The checkpoint namespace of a subgraph run inside task `index` (of node `node`) of the
+/// step planned by checkpoint `checkpoint_id` in namespace `parent_ns`: LangGraph's
+/// `node:task_id`, nested with `|`.
+pub(crate) fn task_namespace(
+    parent_ns: &str,
+    node: &str,
+    checkpoint_id: &str,
+    index: usize,
+) -> String {
+    let task_id = interrupt_id(checkpoint_id, index);
+    if parent_ns.is_empty() {
+        format!("{node}:{task_id}")
+    } else {
+        format!("{parent_ns}|{node}:{task_id}")
     }
 }
 
