@@ -559,3 +559,100 @@ async fn without_a_checkpointer_a_subgraph_runs_as_before() {
         .unwrap();
     assert_eq!(done.log, ["c1", "c2"]);
 }
+
+#[tokio::test]
+async fn a_resume_that_also_updates_the_parent_still_resumes_inside_the_child() {
+    for (backend, saver, _guard) in savers().await {
+        let runs = Runs::default();
+        let graph = review_graph(&runs, &["ship it?"], &saver);
+        let config = thread(backend, "resume-with-update");
+        interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+        let ns = graph.get_state(&config).await.unwrap().tasks[0]
+            .checkpoint_ns
+            .clone();
+
+        // The update moves the pending step to a new checkpoint; the child keeps its
+        // namespace, so it continues where it stopped.
+        let command = Command::<Doc>::resume("yes").update(DocUpdate::new().rounds(7));
+        let done = graph.invoke_with(command, config.clone()).await.unwrap();
+        assert_eq!(done.log, ["before", "c1", "yes", "c2", "after"], "{backend}");
+        assert_eq!(done.rounds, 7, "{backend}");
+        assert_eq!((runs.of("c1"), runs.of("ask")), (1, 2), "{backend}");
+        let history = graph
+            .get_subgraph_state_history(&config, ns.as_deref().unwrap(), &ListOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(history[0].next, Vec::<String>::new(), "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn a_child_resumed_after_a_full_snapshot_hands_every_write_to_the_parent_once() {
+    for (backend, saver, _guard) in savers().await {
+        let runs = Runs::default();
+        // Big writes make the child's checkpoints full snapshots rather than deltas.
+        let big = "x".repeat(40 * 1024);
+        let mut child = StateGraph::<Doc>::new();
+        let write_big = {
+            let big = big.clone();
+            move |_: Arc<Doc>| std::future::ready(DocUpdate::new().log(vec![big.clone()]))
+        };
+        child
+            .add_node("big1", write_big.clone())
+            .add_node("big2", write_big)
+            .add_node("ask", ask(&runs, "ask", &["go on?"]))
+            .add_edge(START, "big1")
+            .add_edge("big1", "big2")
+            .add_edge("big2", "ask");
+        let mut parent = StateGraph::<Doc>::new();
+        parent
+            .add_subgraph("sub", child.compile().unwrap())
+            .add_edge(START, "sub");
+        let graph = parent.compile_with(with_saver(&saver)).unwrap();
+        let config = thread(backend, "snapshot-child");
+
+        interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+        let done = graph
+            .invoke_with(Command::<Doc>::resume("yes"), config.clone())
+            .await
+            .unwrap();
+        assert_eq!(done.log, [big.as_str(), big.as_str(), "yes"], "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn with_async_durability_the_child_resumes_inside_too() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let graph = review_graph(&runs, &["ok?"], &saver);
+    let config = thread("memory", "async-durability").durability(graphkit::Durability::Async);
+    interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+    let done = graph
+        .invoke_with(Command::<Doc>::resume("ok"), config)
+        .await
+        .unwrap();
+    assert_eq!(done.log, ["before", "c1", "ok", "c2", "after"]);
+    assert_eq!((runs.of("c1"), runs.of("ask")), (1, 2));
+}
+
+#[tokio::test]
+async fn with_exit_durability_a_resumed_child_runs_again_from_its_start() {
+    // Nothing is saved while the run goes, so the child has no checkpoints to resume
+    // from: as before, it runs again as a whole.
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let graph = review_graph(&runs, &["ok?"], &saver);
+    let config = thread("memory", "exit-durability").durability(graphkit::Durability::Exit);
+    interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+    assert!(
+        graph.get_state_with_subgraphs(&config).await.unwrap().tasks[0]
+            .state
+            .is_none()
+    );
+    let done = graph
+        .invoke_with(Command::<Doc>::resume("ok"), config)
+        .await
+        .unwrap();
+    assert_eq!(done.log, ["before", "c1", "ok", "c2", "after"]);
+    assert_eq!((runs.of("c1"), runs.of("ask")), (2, 2));
+}

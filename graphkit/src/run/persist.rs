@@ -318,6 +318,12 @@ pub(crate) struct Persist {
     nested: bool,
     /// The newest checkpoint of this run's branch (pending writes attach to it).
     pub(crate) current: Option<String>,
+    /// The checkpoint that planned the current checkpoint's pending step, when that step
+    /// moved to it from an earlier one (a `Command` input with an update or `goto`):
+    /// subgraph tasks keep the namespace they started in.
+    tasks_of: Option<String>,
+    /// The next checkpoint saved takes over the current one's pending step.
+    carry_tasks: bool,
     pub(crate) step: i64,
     chain_len: usize,
     delta_bytes: usize,
@@ -345,6 +351,8 @@ impl Persist {
             locked: true,
             nested: false,
             current: None,
+            tasks_of: None,
+            carry_tasks: false,
             step: -1,
             chain_len: 0,
             delta_bytes: 0,
@@ -365,6 +373,8 @@ impl Persist {
             locked: false,
             nested: true,
             current: None,
+            tasks_of: None,
+            carry_tasks: false,
             step: -1,
             chain_len: 0,
             delta_bytes: 0,
@@ -422,6 +432,7 @@ impl Persist {
         };
         let loaded = format::load::<S>(&*self.saver, tuple.record).await?;
         self.current = Some(loaded.record.checkpoint_id.clone());
+        self.tasks_of = tasks_of(&loaded.record).map(str::to_owned);
         self.step = loaded.record.step;
         self.chain_len = loaded.chain_len;
         self.delta_bytes = loaded.delta_bytes;
@@ -478,6 +489,14 @@ impl Persist {
             }
         };
         self.step += 1;
+        let tasks_of = match std::mem::take(&mut self.carry_tasks) {
+            true => self.tasks_of.take().or_else(|| self.current.clone()),
+            false => None,
+        };
+        let mut metadata = json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran });
+        if let (Some(origin), Some(map)) = (&tasks_of, metadata.as_object_mut()) {
+            map.insert("tasks_of".into(), Value::String(origin.clone()));
+        }
         let record = CheckpointRecord {
             thread_id: self.thread_id.clone(),
             checkpoint_ns: self.ns.clone(),
@@ -487,7 +506,7 @@ impl Persist {
             step: self.step,
             source,
             created_at_ms: now_ms(),
-            metadata: json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran }),
+            metadata,
             is_snapshot,
             payload,
         };
@@ -515,6 +534,7 @@ impl Persist {
             }
         }
         self.current = Some(record.checkpoint_id.clone());
+        self.tasks_of = tasks_of;
         Ok(record)
     }
 
@@ -541,6 +561,12 @@ impl Persist {
             }
         }
         Ok(updates)
+    }
+
+    /// The next checkpoint saved holds the current one's pending step (moved there with
+    /// its pending writes): its subgraph tasks keep their namespaces.
+    pub(crate) fn carry_pending_tasks(&mut self) {
+        self.carry_tasks = true;
     }
 
     /// `true` when checkpoint `checkpoint_id` is the thread's newest.
@@ -571,6 +597,7 @@ impl Persist {
             thread_id: self.thread_id.clone(),
             ns: self.ns.clone(),
             checkpoint_id,
+            tasks_of: self.tasks_of.clone(),
             index,
             save_output,
         })
@@ -621,6 +648,8 @@ pub(crate) struct TaskSaver {
     thread_id: String,
     ns: String,
     pub(crate) checkpoint_id: String,
+    /// The checkpoint that planned the task, if not `checkpoint_id`.
+    tasks_of: Option<String>,
     pub(crate) index: usize,
     save_output: bool,
 }
@@ -669,6 +698,7 @@ impl TaskSaver {
             saver: Arc::clone(&self.saver),
             thread_id: self.thread_id.clone(),
             ns: self.ns.clone(),
+            tasks_of: self.tasks_of.clone(),
             checkpoint_id: self.checkpoint_id.clone(),
             index: self.index,
             node: Arc::clone(node),
@@ -695,8 +725,11 @@ pub(crate) struct TaskLink {
     thread_id: String,
     /// The namespace of the graph the task belongs to.
     ns: String,
-    /// The checkpoint that planned the task's step.
+    /// The checkpoint the task's pending writes attach to.
     checkpoint_id: String,
+    /// The checkpoint that planned the task's step, if not `checkpoint_id`: its id
+    /// names the task's namespace.
+    tasks_of: Option<String>,
     /// The task's index in its step.
     index: usize,
     /// The task's node.
@@ -706,7 +739,8 @@ pub(crate) struct TaskLink {
 impl TaskLink {
     /// The namespace of a subgraph run inside this task.
     pub(crate) fn child_namespace(&self) -> String {
-        task_namespace(&self.ns, &self.node, &self.checkpoint_id, self.index)
+        let planned_by = self.tasks_of.as_deref().unwrap_or(&self.checkpoint_id);
+        task_namespace(&self.ns, &self.node, planned_by, self.index)
     }
 
     /// Clears the resume values saved for this task: a subgraph run inside it has handed
@@ -727,6 +761,12 @@ impl TaskLink {
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
             .await
     }
+}
+
+/// The checkpoint that planned `record`'s pending step, when the step moved to `record`
+/// from it.
+pub(crate) fn tasks_of(record: &CheckpointRecord) -> Option<&str> {
+    record.metadata.get("tasks_of").and_then(Value::as_str)
 }
 
 /// The checkpoint namespace of a subgraph run inside task `index` (of node `node`) of the

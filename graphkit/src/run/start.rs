@@ -249,6 +249,9 @@ impl<S: State> Runner<S> {
         }
         if let Some(p) = persist {
             if recorded.is_some() || !records.is_empty() || writes.is_none() {
+                if writes.is_some() && p.per_step() {
+                    p.carry_pending_tasks();
+                }
                 self.save_input(
                     core,
                     p,

@@ -17,7 +17,7 @@ use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
 use crate::run::persist::{
     Persist, TaskWriteRef, interrupt_id, pending_step, restore_tasks, task_namespace,
-    task_records,
+    task_records, tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
@@ -242,7 +242,7 @@ impl<S: State> CompiledGraph<S> {
                         task_namespace(
                             &record.checkpoint_ns,
                             &task.node,
-                            &record.checkpoint_id,
+                            tasks_of(&record).unwrap_or(&record.checkpoint_id),
                             index,
                         )
                     }),
