@@ -656,3 +656,70 @@ async fn with_exit_durability_a_resumed_child_runs_again_from_its_start() {
     assert_eq!(done.log, ["before", "c1", "ok", "c2", "after"]);
     assert_eq!((runs.of("c1"), runs.of("ask")), (2, 2));
 }
+
+/// (namespace, node, update) of the updates a stream carried, the child's as JSON.
+async fn streamed_updates(
+    graph: &CompiledGraph<Doc>,
+    input: impl Into<RunInput<Doc>>,
+    config: RunConfig,
+) -> Vec<(Vec<String>, String, serde_json::Value)> {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let mut events = graph.stream_with(input, config.subgraphs(true), [StreamMode::Updates]);
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        let Ok(event) = event else { break };
+        let ns: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
+        match event.payload {
+            StreamPayload::Updates { node, update } => {
+                seen.push((ns, node.to_string(), serde_json::to_value(update).unwrap()));
+            }
+            StreamPayload::SubgraphUpdates { node, update } => {
+                seen.push((ns, node.to_string(), update));
+            }
+            _ => {}
+        }
+    }
+    seen
+}
+
+#[tokio::test]
+async fn a_checkpointed_child_streams_under_its_namespace_without_an_empty_input_update() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let graph = review_graph(&runs, &["ok?"], &saver);
+    let config = thread("memory", "streaming");
+
+    let first = streamed_updates(&graph, DocUpdate::new(), config.clone()).await;
+    let nodes: Vec<(&[String], &str)> = first
+        .iter()
+        .map(|(ns, node, _)| (ns.as_slice(), node.as_str()))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            (&[] as &[String], "before"),
+            (&["sub:2".to_owned()][..], "c1")
+        ]
+    );
+    // Resumed: the child's next nodes stream under the subgraph node's namespace, and
+    // the parent gets the child's writes (c1's too) as the subgraph node's update.
+    let resumed = streamed_updates(&graph, Command::<Doc>::resume("ok"), config).await;
+    let child: Vec<&str> = resumed
+        .iter()
+        .filter(|(ns, _, _)| ns.len() == 1 && ns[0].starts_with("sub:"))
+        .map(|(_, node, _)| node.as_str())
+        .collect();
+    assert_eq!(child, ["ask", "c2"]);
+    let parent: Vec<&str> = resumed
+        .iter()
+        .filter(|(ns, _, _)| ns.is_empty())
+        .map(|(_, node, _)| node.as_str())
+        .collect();
+    assert_eq!(parent, ["sub", "sub", "sub", "after"]);
+    let empty = serde_json::to_value(DocUpdate::new()).unwrap();
+    assert!(
+        first.iter().chain(&resumed).all(|(_, _, update)| update != &empty),
+        "no empty update: {resumed:?}"
+    );
+}
