@@ -335,7 +335,10 @@ async fn crash_inside_subgraph_and_resume(test: &str, backend: &str, dir: &Path)
         .find_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
         .unwrap_or_else(|| panic!("no final state line in: {stdout}"));
     let state: Work = serde_json::from_str(json).expect("state");
-    assert_eq!(state, expected, "the resumed run ends where an uninterrupted run does");
+    assert_eq!(
+        state, expected,
+        "the resumed run ends where an uninterrupted run does"
+    );
     let completions: Vec<String> = read_log(&log)
         .into_iter()
         .filter(|l| !l.ends_with("-started"))
@@ -372,7 +375,9 @@ async fn postgres_run_killed_inside_a_subgraph_resumes_inside_it() {
         return child(&role).await;
     }
     let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
-        println!("skipping the PostgreSQL subgraph crash test: GRAPHKIT_TEST_POSTGRES_URL is not set");
+        println!(
+            "skipping the PostgreSQL subgraph crash test: GRAPHKIT_TEST_POSTGRES_URL is not set"
+        );
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

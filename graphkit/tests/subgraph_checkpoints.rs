@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use graphkit::checkpoint::{Checkpointer, InMemorySaver, ListOptions};
 use graphkit::{
-    Command, CompileOptions, CompiledGraph, END, Error, NodeContext, Resume, RunConfig,
-    RunInput, START, State, StateGraph,
+    Command, CompileOptions, CompiledGraph, END, Error, NodeContext, Resume, RunConfig, RunInput,
+    START, State, StateGraph,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -45,7 +45,12 @@ impl Runs {
     }
 
     fn of(&self, node: &str) -> usize {
-        self.0.lock().unwrap().get(node).copied().unwrap_or_default()
+        self.0
+            .lock()
+            .unwrap()
+            .get(node)
+            .copied()
+            .unwrap_or_default()
     }
 }
 
@@ -77,9 +82,16 @@ fn ask(
 }
 
 /// The savers to run each scenario on (the SQLite file lives as long as the guard).
-async fn savers() -> Vec<(&'static str, Arc<dyn Checkpointer>, Option<tempfile::TempDir>)> {
-    let mut savers: Vec<(&'static str, Arc<dyn Checkpointer>, Option<tempfile::TempDir>)> =
-        vec![("memory", Arc::new(InMemorySaver::new()), None)];
+async fn savers() -> Vec<(
+    &'static str,
+    Arc<dyn Checkpointer>,
+    Option<tempfile::TempDir>,
+)> {
+    let mut savers: Vec<(
+        &'static str,
+        Arc<dyn Checkpointer>,
+        Option<tempfile::TempDir>,
+    )> = vec![("memory", Arc::new(InMemorySaver::new()), None)];
     let dir = tempfile::tempdir().unwrap();
     let sqlite = graphkit::checkpoint::SqliteSaver::open(dir.path().join("checkpoints.db"))
         .await
@@ -167,7 +179,11 @@ async fn an_interrupted_child_resumes_inside_without_running_its_finished_nodes_
             .invoke_with(Command::<Doc>::resume("yes"), config.clone())
             .await
             .unwrap();
-        assert_eq!(done.log, ["before", "c1", "yes", "c2", "after"], "{backend}");
+        assert_eq!(
+            done.log,
+            ["before", "c1", "yes", "c2", "after"],
+            "{backend}"
+        );
         assert_eq!(runs.of("before"), 1, "{backend}");
         assert_eq!(runs.of("c1"), 1, "{backend}: c1 finished before the pause");
         assert_eq!(runs.of("ask"), 2, "{backend}: asked, then answered");
@@ -356,7 +372,12 @@ async fn the_child_history_is_read_through_the_parent_thread() {
         let nexts: Vec<Vec<String>> = history.iter().map(|s| s.next.clone()).collect();
         assert_eq!(
             nexts,
-            [vec![], vec!["c2".to_owned()], vec!["ask".into()], vec!["c1".into()]],
+            [
+                vec![],
+                vec!["c2".to_owned()],
+                vec!["ask".into()],
+                vec!["c1".into()]
+            ],
             "{backend}"
         );
         assert_eq!(
@@ -373,11 +394,18 @@ async fn the_child_history_is_read_through_the_parent_thread() {
             .await
             .unwrap();
         assert!(parent.iter().all(|s| s.checkpoint_ns.is_empty()));
-        assert_eq!(parent[0].values.log, history[0].values["log"].as_array().map(|l| {
-            let mut log: Vec<String> = l.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
-            log.push("after".into());
-            log
-        }).unwrap());
+        assert_eq!(
+            parent[0].values.log,
+            history[0].values["log"]
+                .as_array()
+                .map(|l| {
+                    let mut log: Vec<String> =
+                        l.iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+                    log.push("after".into());
+                    log
+                })
+                .unwrap()
+        );
 
         let wrong = graph
             .get_subgraph_state_history(&config, "before:0", &ListOptions::default())
@@ -575,7 +603,11 @@ async fn a_resume_that_also_updates_the_parent_still_resumes_inside_the_child() 
         // namespace, so it continues where it stopped.
         let command = Command::<Doc>::resume("yes").update(DocUpdate::new().rounds(7));
         let done = graph.invoke_with(command, config.clone()).await.unwrap();
-        assert_eq!(done.log, ["before", "c1", "yes", "c2", "after"], "{backend}");
+        assert_eq!(
+            done.log,
+            ["before", "c1", "yes", "c2", "after"],
+            "{backend}"
+        );
         assert_eq!(done.rounds, 7, "{backend}");
         assert_eq!((runs.of("c1"), runs.of("ask")), (1, 2), "{backend}");
         let history = graph
@@ -719,7 +751,10 @@ async fn a_checkpointed_child_streams_under_its_namespace_without_an_empty_input
     assert_eq!(parent, ["sub", "sub", "sub", "after"]);
     let empty = serde_json::to_value(DocUpdate::new()).unwrap();
     assert!(
-        first.iter().chain(&resumed).all(|(_, _, update)| update != &empty),
+        first
+            .iter()
+            .chain(&resumed)
+            .all(|(_, _, update)| update != &empty),
         "no empty update: {resumed:?}"
     );
 }

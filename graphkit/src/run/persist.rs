@@ -548,7 +548,11 @@ impl Persist {
         use crate::state::StateUpdate;
         let records = self
             .saver
-            .list(&self.thread_id, &self.ns, &crate::checkpoint::ListOptions::default())
+            .list(
+                &self.thread_id,
+                &self.ns,
+                &crate::checkpoint::ListOptions::default(),
+            )
             .await?;
         let mut updates = Vec::new();
         for record in records.iter().rev() {

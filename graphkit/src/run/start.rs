@@ -280,8 +280,7 @@ impl<S: State> Runner<S> {
         core: &GraphCore<S>,
         persist: &mut Persist,
     ) -> Result<Option<Restored<S>>, Error> {
-        let Some((loaded, writes)) = persist.load::<S>(self.checkpoint_to_load()).await?
-        else {
+        let Some((loaded, writes)) = persist.load::<S>(self.checkpoint_to_load()).await? else {
             return Ok(None);
         };
         let pending = pending_step(core, &loaded.record, &writes)?;
