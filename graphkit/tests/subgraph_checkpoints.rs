@@ -758,3 +758,45 @@ async fn a_checkpointed_child_streams_under_its_namespace_without_an_empty_input
         "no empty update: {resumed:?}"
     );
 }
+
+#[tokio::test]
+async fn parallel_interrupts_in_a_child_are_answered_one_after_the_other() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let mut child = StateGraph::<Doc>::new();
+    child
+        .add_node("q1", ask(&runs, "q1", &["first?"]))
+        .add_node("q2", ask(&runs, "q2", &["second?"]))
+        .add_edge(START, "q1")
+        .add_edge(START, "q2");
+    let mut parent = StateGraph::<Doc>::new();
+    parent
+        .add_subgraph("sub", child.compile().unwrap())
+        .add_edge(START, "sub");
+    let graph = parent.compile_with(with_saver(&saver)).unwrap();
+    let config = thread("memory", "parallel-child");
+
+    // The parent shows the child's first paused task; the other waits its turn.
+    let paused = interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+    assert_eq!(paused.len(), 1);
+    assert_eq!(paused[0].payload, json!("first?"));
+    let child = graph.get_state_with_subgraphs(&config).await.unwrap().tasks[0]
+        .state
+        .clone()
+        .unwrap();
+    assert_eq!(child.interrupts.len(), 2);
+
+    let paused = interrupted(
+        graph
+            .invoke_with(Command::<Doc>::resume("one"), config.clone())
+            .await,
+    );
+    assert_eq!(paused[0].payload, json!("second?"));
+    let done = graph
+        .invoke_with(Command::<Doc>::resume("two"), config)
+        .await
+        .unwrap();
+    assert_eq!(done.log, ["one", "two"]);
+    // q1 asked, then finished with its answer (its output was saved while q2 paused).
+    assert_eq!((runs.of("q1"), runs.of("q2")), (2, 3));
+}
