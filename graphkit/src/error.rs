@@ -23,6 +23,18 @@ pub enum Error {
     #[error("node name `{0}` is invalid: use a non-empty name without `:`, `|` or newlines")]
     InvalidName(String),
 
+    /// A checkpoint namespace given to read a subgraph's checkpoints does not lead to a
+    /// subgraph node of this graph.
+    #[error(
+        "checkpoint namespace `{namespace}` names `{node}`, which is not a subgraph node here; take the namespace from `SnapshotTask::checkpoint_ns` of this graph's `get_state`"
+    )]
+    NotASubgraph {
+        /// The namespace given.
+        namespace: String,
+        /// The node (or namespace part) it names.
+        node: String,
+    },
+
     /// An edge, router or option names a node that was never added.
     #[error(
         "{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name"

@@ -71,7 +71,7 @@ pub use run::stream::{
     CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
     TaskEvent, TaskEventKind,
 };
-pub use run::thread::{SnapshotTask, StateSnapshot};
+pub use run::thread::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
 pub use state::{
     Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
     LastValue, ListOp, MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable,

@@ -91,6 +91,50 @@ fn graph(
     g.compile_with(options).expect("valid graph")
 }
 
+/// a → sub [c1 → slow → c2] → z: the same graph with the hang inside a subgraph, so the
+/// run can be killed after the child's `c1` finished and while its `slow` hangs.
+fn subgraph_graph(
+    saver: Option<Arc<dyn Checkpointer>>,
+    log: PathBuf,
+    block: bool,
+) -> graphkit::CompiledGraph<Work> {
+    let node = |name: &'static str, amount: u64, hang: bool| {
+        let log = log.clone();
+        move |_: Arc<Work>| {
+            let log = log.clone();
+            async move {
+                if hang {
+                    log_line(&log, &format!("{name}-started"));
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+                log_line(&log, name);
+                WorkUpdate::new().done(vec![name.to_string()]).total(amount)
+            }
+        }
+    };
+    let mut child = StateGraph::<Work>::new();
+    child
+        .add_node("c1", node("c1", 10, false))
+        .add_node("slow", node("slow", 100, block))
+        .add_node("c2", node("c2", 1000, false))
+        .add_edge(START, "c1")
+        .add_edge("c1", "slow")
+        .add_edge("slow", "c2");
+    let mut g = StateGraph::<Work>::new();
+    g.add_node("a", node("a", 1, false))
+        .add_subgraph("sub", child.compile().expect("valid child"))
+        .add_node("z", node("z", 10000, false))
+        .add_edge(START, "a")
+        .add_edge("a", "sub")
+        .add_edge("sub", "z")
+        .add_edge("z", END);
+    let options = match saver {
+        Some(saver) => CompileOptions::new().checkpointer(saver),
+        None => CompileOptions::new(),
+    };
+    g.compile_with(options).expect("valid graph")
+}
+
 async fn open_saver(backend: &str) -> Arc<dyn Checkpointer> {
     if let Some(path) = backend.strip_prefix("sqlite:") {
         #[cfg(feature = "sqlite")]
@@ -129,8 +173,18 @@ async fn child(role: &str) {
                 .await;
             panic!("the run should have been killed, but it ended with {result:?}");
         }
-        "resume" => {
-            let done = graph(Some(saver), log, false)
+        "sub-run" => {
+            let result = subgraph_graph(Some(saver), log, true)
+                .invoke_with(WorkUpdate::new(), thread)
+                .await;
+            panic!("the run should have been killed, but it ended with {result:?}");
+        }
+        "resume" | "sub-resume" => {
+            let graph = match role {
+                "resume" => graph(Some(saver), log, false),
+                _ => subgraph_graph(Some(saver), log, false),
+            };
+            let done = graph
                 .invoke_with(RunInput::Continue, thread)
                 .await
                 .expect("resume");
@@ -246,6 +300,93 @@ async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
             "node {node} completed {completions:?}"
         );
     }
+}
+
+/// Kills a run inside a subgraph (the child's `c1` done, `slow` hanging), resumes it in a
+/// new process, and checks that the child continued where it stopped.
+async fn crash_inside_subgraph_and_resume(test: &str, backend: &str, dir: &Path) {
+    let thread = format!("crash-sub-{}-{}", std::process::id(), rand_suffix());
+    let expected = subgraph_graph(None, dir.join("reference.log"), false)
+        .invoke(WorkUpdate::new())
+        .await
+        .expect("reference run");
+
+    let log = dir.join("completions.log");
+    let mut first = spawn_child(test, "sub-run", backend, &log, &thread);
+    // `slow` starts only after the child saved the checkpoint that ends `c1`'s step.
+    wait_until("the child's slow node to start", async || {
+        read_log(&log).iter().any(|l| l == "slow-started")
+    })
+    .await;
+    first.kill().expect("SIGKILL the child");
+    let _ = first.wait();
+
+    let resumed = spawn_child(test, "sub-resume", backend, &log, &thread)
+        .wait_with_output()
+        .expect("resume child");
+    let stdout = String::from_utf8_lossy(&resumed.stdout);
+    assert!(
+        resumed.status.success(),
+        "resume failed: {stdout}\n{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let json = stdout
+        .lines()
+        .find_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
+        .unwrap_or_else(|| panic!("no final state line in: {stdout}"));
+    let state: Work = serde_json::from_str(json).expect("state");
+    assert_eq!(
+        state, expected,
+        "the resumed run ends where an uninterrupted run does"
+    );
+    let completions: Vec<String> = read_log(&log)
+        .into_iter()
+        .filter(|l| !l.ends_with("-started"))
+        .collect();
+    for node in ["a", "c1", "slow", "c2", "z"] {
+        assert_eq!(
+            completions.iter().filter(|l| *l == node).count(),
+            1,
+            "node {node} completed {completions:?}"
+        );
+    }
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_run_killed_inside_a_subgraph_resumes_inside_it() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = format!("sqlite:{}", dir.path().join("threads.sqlite").display());
+    crash_inside_subgraph_and_resume(
+        "sqlite_run_killed_inside_a_subgraph_resumes_inside_it",
+        &backend,
+        dir.path(),
+    )
+    .await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_run_killed_inside_a_subgraph_resumes_inside_it() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
+        println!(
+            "skipping the PostgreSQL subgraph crash test: GRAPHKIT_TEST_POSTGRES_URL is not set"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    crash_inside_subgraph_and_resume(
+        "postgres_run_killed_inside_a_subgraph_resumes_inside_it",
+        &format!("postgres:{url}"),
+        dir.path(),
+    )
+    .await;
 }
 
 fn rand_suffix() -> u64 {

@@ -195,6 +195,22 @@ pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
         state: Arc<S>,
         ctx: NodeContext,
     ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>>;
+
+    /// The child graph, when this node runs one as a subgraph (its checkpoints are kept
+    /// in the task's namespace).
+    fn subgraph(&self) -> Option<&dyn crate::graph::subgraph::SubgraphView> {
+        None
+    }
+}
+
+impl<S: State> NodeRunner<S> {
+    /// The child graph of a subgraph node.
+    pub(crate) fn subgraph(&self) -> Option<&dyn crate::graph::subgraph::SubgraphView> {
+        match self {
+            Self::Async(f) => f.subgraph(),
+            Self::Sync(_) => None,
+        }
+    }
 }
 
 /// Something that can be added as a node: an async function (or closure) whose arguments

@@ -1,4 +1,9 @@
 //! Compiled graphs as nodes of another graph.
+//!
+//! With a checkpointer saving per step, a child run keeps its own checkpoints in the
+//! parent's thread, under the namespace of the task it runs in (`node:task_id`): when the
+//! task runs again (resumed after an interrupt, a failure or a crash) the child continues
+//! where it stopped instead of starting over.
 
 use std::sync::Arc;
 
@@ -10,6 +15,7 @@ use crate::graph::compiled::CompiledGraph;
 use crate::graph::node::{ErasedAsyncNode, NodeOutput};
 use crate::run::context::NodeContext;
 use crate::run::runner::Runner;
+pub(crate) use crate::run::thread::SubgraphView;
 use crate::state::State;
 
 /// A subgraph over the parent's state type: it starts from the parent's snapshot and its
@@ -35,7 +41,9 @@ impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
             // The child mutates its own copy; the parent's snapshot stays shared by siblings.
             let initial = S::clone(&state);
             drop(state);
-            let runner = Runner::child_of(&graph, initial, &ctx).collecting();
+            let runner = Runner::child_of(&graph, initial, &ctx)
+                .with_checkpoints(&ctx)
+                .collecting();
             match runner.run(RunInput::Update(S::Update::default())).await {
                 Ok(done) => Ok(NodeOutput::Updates(done.updates)),
                 Err(Error::ParentCommand { node, command }) => {
@@ -54,6 +62,10 @@ impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
                 Err(error) => Err(Box::new(error) as BoxError),
             }
         })
+    }
+
+    fn subgraph(&self) -> Option<&dyn SubgraphView> {
+        Some(&self.graph)
     }
 }
 
@@ -92,7 +104,7 @@ impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
         drop(state);
         let from_child = Arc::clone(&self.from_child);
         Box::pin(async move {
-            let runner = Runner::child_of(&graph, C::default(), &ctx);
+            let runner = Runner::child_of(&graph, C::default(), &ctx).with_checkpoints(&ctx);
             match runner.run(RunInput::Update(input)).await {
                 Ok(done) => Ok(NodeOutput::Update(from_child(&done.state))),
                 Err(Error::ParentCommand { node, .. }) => Err(Box::new(Error::NoParentGraph {
@@ -102,5 +114,9 @@ impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
                 Err(error) => Err(Box::new(error) as BoxError),
             }
         })
+    }
+
+    fn subgraph(&self) -> Option<&dyn SubgraphView> {
+        Some(&self.graph)
     }
 }

@@ -8,6 +8,7 @@ use crate::command::Packet;
 use crate::error::Error;
 use crate::interrupt::Scratchpad;
 use crate::run::config::RunConfig;
+use crate::run::persist::TaskLink;
 use crate::run::stream::StreamWriter;
 use crate::store::Store;
 
@@ -27,6 +28,9 @@ pub struct NodeContext {
     pub(crate) namespace: crate::run::stream::Namespace,
     pub(crate) scratchpad: Option<Arc<Scratchpad>>,
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// Where the task stands in the thread's checkpoints (with a checkpointer saving per
+    /// step): a subgraph run inside the task keeps its own checkpoints there.
+    pub(crate) checkpoint: Option<Arc<TaskLink>>,
 }
 
 /// A packet with a `Debug` that shows its type.
@@ -53,6 +57,7 @@ impl NodeContext {
             namespace: Arc::from(Vec::new()),
             scratchpad: None,
             store: None,
+            checkpoint: None,
         }
     }
 

@@ -158,6 +158,10 @@ fn prepare<S: State>(
             namespace: Arc::clone(&scope.namespace),
             scratchpad,
             store: scope.store.clone(),
+            checkpoint: saver
+                .as_ref()
+                .filter(|_| spec.runner.subgraph().is_some())
+                .map(|s| s.link(&spec.name)),
         },
         index,
         events,

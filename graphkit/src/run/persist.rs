@@ -139,6 +139,9 @@ pub(crate) struct PendingStep<S: State> {
     pub(crate) outputs: HashMap<usize, (Vec<S::Update>, Vec<Goto>)>,
     /// Unanswered dynamic interrupts, by task index.
     pub(crate) interrupts: HashMap<usize, Interrupt>,
+    /// For each task in `interrupts`: which of its `interrupt` calls it paused on (how
+    /// many answers it had then).
+    pub(crate) asked: HashMap<usize, usize>,
     /// Resume values given so far, by task index.
     pub(crate) resume: HashMap<usize, Vec<Value>>,
     /// Static interrupts recorded on the checkpoint.
@@ -194,11 +197,20 @@ pub(crate) fn pending_step<S: State>(
                     });
                 }
                 step.interrupts.remove(&index);
+                step.asked.remove(&index);
                 step.errors.remove(&index);
                 step.outputs.insert(index, (output.updates, gotos));
             }
-            (Pending::Interrupt { id, payload, .. }, Some(index)) if !is_resume => {
+            (
+                Pending::Interrupt {
+                    id,
+                    payload,
+                    index: asked,
+                },
+                Some(index),
+            ) if !is_resume => {
                 if !step.outputs.contains_key(&index) {
+                    step.asked.insert(index, asked);
                     step.interrupts.insert(
                         index,
                         Interrupt {
@@ -300,8 +312,18 @@ pub(crate) struct Persist {
     pub(crate) ns: String,
     run_id: String,
     locked: bool,
+    /// A subgraph run's persistence: the parent run holds the thread, and every
+    /// checkpoint keeps the step's writes (even a snapshot), so that a resumed same-state
+    /// subgraph can hand all its writes to the parent.
+    nested: bool,
     /// The newest checkpoint of this run's branch (pending writes attach to it).
     pub(crate) current: Option<String>,
+    /// The checkpoint that planned the current checkpoint's pending step, when that step
+    /// moved to it from an earlier one (a `Command` input with an update or `goto`):
+    /// subgraph tasks keep the namespace they started in.
+    tasks_of: Option<String>,
+    /// The next checkpoint saved takes over the current one's pending step.
+    carry_tasks: bool,
     pub(crate) step: i64,
     chain_len: usize,
     delta_bytes: usize,
@@ -327,12 +349,37 @@ impl Persist {
             ns: String::new(),
             run_id,
             locked: true,
+            nested: false,
             current: None,
+            tasks_of: None,
+            carry_tasks: false,
             step: -1,
             chain_len: 0,
             delta_bytes: 0,
             snapshot_bytes: 0,
         })
+    }
+
+    /// The persistence of a subgraph run inside the task `link` describes: checkpoints in
+    /// the task's own namespace on the parent's thread, which the parent run holds.
+    pub(crate) fn nested(link: &TaskLink, durability: Durability) -> Self {
+        Self {
+            saver: Arc::clone(&link.saver),
+            durability,
+            writer: None,
+            thread_id: link.thread_id.clone(),
+            ns: link.child_namespace(),
+            run_id: format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id()),
+            locked: false,
+            nested: true,
+            current: None,
+            tasks_of: None,
+            carry_tasks: false,
+            step: -1,
+            chain_len: 0,
+            delta_bytes: 0,
+            snapshot_bytes: 0,
+        }
     }
 
     /// `true` unless checkpoints are written only when the run stops.
@@ -351,6 +398,9 @@ impl Persist {
     /// Waits for pending checkpoint writes, then releases the thread.
     pub(crate) async fn release(mut self) -> Result<(), Error> {
         let flushed = self.flush().await;
+        if !self.locked {
+            return flushed;
+        }
         self.locked = false;
         if let Err(err) = self
             .saver
@@ -382,6 +432,7 @@ impl Persist {
         };
         let loaded = format::load::<S>(&*self.saver, tuple.record).await?;
         self.current = Some(loaded.record.checkpoint_id.clone());
+        self.tasks_of = tasks_of(&loaded.record).map(str::to_owned);
         self.step = loaded.record.step;
         self.chain_len = loaded.chain_len;
         self.delta_bytes = loaded.delta_bytes;
@@ -426,7 +477,7 @@ impl Persist {
             _ => {
                 let body = BodyRef::<S> {
                     state: Some(state),
-                    writes: &[],
+                    writes: if self.nested { writes } else { &[] },
                     next,
                     joins,
                 };
@@ -438,6 +489,14 @@ impl Persist {
             }
         };
         self.step += 1;
+        let tasks_of = match std::mem::take(&mut self.carry_tasks) {
+            true => self.tasks_of.take().or_else(|| self.current.clone()),
+            false => None,
+        };
+        let mut metadata = json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran });
+        if let (Some(origin), Some(map)) = (&tasks_of, metadata.as_object_mut()) {
+            map.insert("tasks_of".into(), Value::String(origin.clone()));
+        }
         let record = CheckpointRecord {
             thread_id: self.thread_id.clone(),
             checkpoint_ns: self.ns.clone(),
@@ -447,7 +506,7 @@ impl Persist {
             step: self.step,
             source,
             created_at_ms: now_ms(),
-            metadata: json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran }),
+            metadata,
             is_snapshot,
             payload,
         };
@@ -475,7 +534,43 @@ impl Persist {
             }
         }
         self.current = Some(record.checkpoint_id.clone());
+        self.tasks_of = tasks_of;
         Ok(record)
+    }
+
+    /// Every update the checkpoints of this (subgraph) run's namespace recorded, up to and
+    /// including `upto`, in apply order: what a same-state subgraph resumed mid-way has
+    /// already written (the input's empty update left out).
+    pub(crate) async fn recorded_updates<S: State>(
+        &self,
+        upto: &str,
+    ) -> Result<Vec<S::Update>, Error> {
+        use crate::state::StateUpdate;
+        let records = self
+            .saver
+            .list(
+                &self.thread_id,
+                &self.ns,
+                &crate::checkpoint::ListOptions::default(),
+            )
+            .await?;
+        let mut updates = Vec::new();
+        for record in records.iter().rev() {
+            if record.checkpoint_id.as_str() > upto {
+                break;
+            }
+            let body = format::decode_body::<S>(record)?;
+            for write in body.writes {
+                updates.extend(write.updates.into_iter().filter(|u| !u.is_empty()));
+            }
+        }
+        Ok(updates)
+    }
+
+    /// The next checkpoint saved holds the current one's pending step (moved there with
+    /// its pending writes): its subgraph tasks keep their namespaces.
+    pub(crate) fn carry_pending_tasks(&mut self) {
+        self.carry_tasks = true;
     }
 
     /// `true` when checkpoint `checkpoint_id` is the thread's newest.
@@ -506,6 +601,7 @@ impl Persist {
             thread_id: self.thread_id.clone(),
             ns: self.ns.clone(),
             checkpoint_id,
+            tasks_of: self.tasks_of.clone(),
             index,
             save_output,
         })
@@ -556,6 +652,8 @@ pub(crate) struct TaskSaver {
     thread_id: String,
     ns: String,
     pub(crate) checkpoint_id: String,
+    /// The checkpoint that planned the task, if not `checkpoint_id`.
+    tasks_of: Option<String>,
     pub(crate) index: usize,
     save_output: bool,
 }
@@ -598,6 +696,19 @@ impl TaskSaver {
         .await
     }
 
+    /// Where the task (of node `node`) runs in the thread, for a subgraph run inside it.
+    pub(crate) fn link(&self, node: &Arc<str>) -> Arc<TaskLink> {
+        Arc::new(TaskLink {
+            saver: Arc::clone(&self.saver),
+            thread_id: self.thread_id.clone(),
+            ns: self.ns.clone(),
+            tasks_of: self.tasks_of.clone(),
+            checkpoint_id: self.checkpoint_id.clone(),
+            index: self.index,
+            node: Arc::clone(node),
+        })
+    }
+
     async fn put(&self, node: &str, task_id: String, payload: Vec<u8>) -> Result<(), Error> {
         let write = PendingWrite {
             task_id,
@@ -607,6 +718,75 @@ impl TaskSaver {
         self.saver
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
             .await
+    }
+}
+
+/// A task's place in its thread's checkpoints: what a subgraph run inside the task needs
+/// to keep checkpoints of its own, in the task's namespace.
+#[derive(Debug)]
+pub(crate) struct TaskLink {
+    saver: Arc<dyn Checkpointer>,
+    thread_id: String,
+    /// The namespace of the graph the task belongs to.
+    ns: String,
+    /// The checkpoint the task's pending writes attach to.
+    checkpoint_id: String,
+    /// The checkpoint that planned the task's step, if not `checkpoint_id`: its id
+    /// names the task's namespace.
+    tasks_of: Option<String>,
+    /// The task's index in its step.
+    index: usize,
+    /// The task's node.
+    node: Arc<str>,
+}
+
+impl TaskLink {
+    /// The namespace of a subgraph run inside this task.
+    pub(crate) fn child_namespace(&self) -> String {
+        let planned_by = self.tasks_of.as_deref().unwrap_or(&self.checkpoint_id);
+        task_namespace(&self.ns, &self.node, planned_by, self.index)
+    }
+
+    /// Clears the resume values saved for this task: a subgraph run inside it has handed
+    /// them to its own interrupted tasks (a value is never answered twice).
+    pub(crate) async fn take_resume(&self) -> Result<(), Error> {
+        // The `Resume` variant of a pending write, which does not depend on the state type.
+        #[derive(Serialize)]
+        enum ResumeOnly {
+            Resume([Value; 0]),
+        }
+        let payload = format::encode(&ResumeOnly::Resume([]), "pending write")?;
+        let write = PendingWrite {
+            task_id: format!("resume:{}", self.index),
+            node: self.node.to_string(),
+            payload,
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
+            .await
+    }
+}
+
+/// The checkpoint that planned `record`'s pending step, when the step moved to `record`
+/// from it.
+pub(crate) fn tasks_of(record: &CheckpointRecord) -> Option<&str> {
+    record.metadata.get("tasks_of").and_then(Value::as_str)
+}
+
+/// The checkpoint namespace of a subgraph run inside task `index` (of node `node`) of the
+/// step planned by checkpoint `checkpoint_id` in namespace `parent_ns`: LangGraph's
+/// `node:task_id`, nested with `|`.
+pub(crate) fn task_namespace(
+    parent_ns: &str,
+    node: &str,
+    checkpoint_id: &str,
+    index: usize,
+) -> String {
+    let task_id = interrupt_id(checkpoint_id, index);
+    if parent_ns.is_empty() {
+        format!("{node}:{task_id}")
+    } else {
+        format!("{parent_ns}|{node}:{task_id}")
     }
 }
 

@@ -19,7 +19,7 @@ use crate::run::config::RunConfig;
 use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepScope, TaskExtras};
-use crate::run::persist::{PendingStep, Persist, TaskWriteRef, task_records};
+use crate::run::persist::{PendingStep, Persist, TaskLink, TaskWriteRef, task_records};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::start::Start;
 use crate::run::stop::StaticCheck;
@@ -41,6 +41,8 @@ pub(crate) struct Runner<S: State> {
     pub(crate) inherited_scratchpad: Option<Arc<Scratchpad>>,
     /// `true` when this run is a subgraph inside a parent task.
     pub(crate) is_subgraph: bool,
+    /// A subgraph run that keeps its own checkpoints: the parent task it runs in.
+    pub(crate) link: Option<Arc<TaskLink>>,
 }
 
 /// How one super-step ended.
@@ -78,6 +80,7 @@ impl<S: State> Runner<S> {
             persistent: true,
             inherited_scratchpad: None,
             is_subgraph: false,
+            link: None,
         }
     }
 
@@ -94,6 +97,14 @@ impl<S: State> Runner<S> {
         runner.inherited_scratchpad = ctx.scratchpad.clone();
         runner.is_subgraph = true;
         runner
+    }
+
+    /// Keeps this subgraph run's checkpoints in the namespace of the task of `ctx` (when
+    /// the parent saves checkpoints per step), so that the run resumes where it stopped
+    /// when the task runs again.
+    pub(crate) fn with_checkpoints(mut self, ctx: &NodeContext) -> Self {
+        self.link = ctx.checkpoint.clone();
+        self
     }
 
     /// Adds `label` to the namespace of this child run's events, after the parent task's
@@ -138,10 +149,17 @@ impl<S: State> Runner<S> {
     async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
         self.config.validate()?;
         let core = Arc::clone(&self.graph.core);
-        for (what, names) in [
-            ("RunConfig::interrupt_before", &self.config.interrupt_before),
-            ("RunConfig::interrupt_after", &self.config.interrupt_after),
-        ] {
+        // A subgraph run shares the parent's config: its per-run interrupt lists name
+        // the parent's nodes.
+        let per_run: &[_] = if self.is_subgraph {
+            &[]
+        } else {
+            &[
+                ("RunConfig::interrupt_before", &self.config.interrupt_before),
+                ("RunConfig::interrupt_after", &self.config.interrupt_after),
+            ]
+        };
+        for (what, names) in per_run {
             if let Some(unknown) = names.iter().find(|n| !core.by_name.contains_key(&***n)) {
                 return Err(Error::UnknownNode {
                     context: format!("`{what}`"),
@@ -149,8 +167,9 @@ impl<S: State> Runner<S> {
                 });
             }
         }
-        let mut persist = match (&core.checkpointer, self.persistent) {
-            (Some(saver), true) => {
+        let mut persist = match (&core.checkpointer, self.persistent, &self.link) {
+            (_, false, Some(link)) => Some(Persist::nested(link, self.config.durability)),
+            (Some(saver), true, _) => {
                 let thread = self
                     .config
                     .thread_id

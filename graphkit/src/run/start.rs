@@ -42,9 +42,18 @@ impl<S: State> Runner<S> {
         &mut self,
         core: &Arc<GraphCore<S>>,
         input: RunInput<S>,
-        persist: Option<&mut Persist>,
+        mut persist: Option<&mut Persist>,
         scratch: &mut PlanScratch,
     ) -> Result<Start<S>, Error> {
+        if self.link.is_some()
+            && let Some(p) = persist.as_deref_mut()
+        {
+            // A subgraph keeping its own checkpoints: a task that runs again (resumed,
+            // or after a failure or a crash) continues the child run where it stopped.
+            if let Some(start) = self.resume_child(core, p).await? {
+                return Ok(start);
+            }
+        }
         match input {
             RunInput::Update(update) => self.start_from_input(core, update, persist, scratch).await,
             RunInput::Continue => self.continue_thread(core, persist, None).await,
@@ -53,6 +62,81 @@ impl<S: State> Runner<S> {
                 self.start_from_command(core, command, persist, scratch)
                     .await
             }
+        }
+    }
+
+    /// The pending step of a subgraph run that stopped in this task before, with the
+    /// answers the parent task holds handed to its interrupted tasks; `None` when the
+    /// task's namespace has no checkpoint (the child starts from its input).
+    async fn resume_child(
+        &mut self,
+        core: &Arc<GraphCore<S>>,
+        persist: &mut Persist,
+    ) -> Result<Option<Start<S>>, Error> {
+        let Some(Restored { mut start, .. }) = self.restore(core, persist).await? else {
+            // A fresh child: answers saved for an earlier child run of this task (from a
+            // branch this one forked from) are not for it.
+            if let Some(link) = self.link.as_ref().filter(|_| self.has_parent_answers()) {
+                link.take_resume().await?;
+            }
+            return Ok(None);
+        };
+        if let Some(collected) = self.collected.as_mut() {
+            // What the child wrote before it stopped is part of what the parent gets.
+            let upto = persist.current.clone().unwrap_or_default();
+            *collected = persist.recorded_updates::<S>(&upto).await?;
+        }
+        if self.has_parent_answers() {
+            self.take_parent_answers(core, persist, &start.tasks, &mut start.pending)
+                .await?;
+        }
+        Ok(Some(start))
+    }
+
+    fn has_parent_answers(&self) -> bool {
+        self.inherited_scratchpad
+            .as_ref()
+            .is_some_and(|pad| !pad.resume.is_empty())
+    }
+
+    /// Hands the resume values the parent task was given to this run's interrupted tasks,
+    /// in task order (the parent showed the first one's interrupt), saves them as those
+    /// tasks' answers, and clears them from the parent task.
+    async fn take_parent_answers(
+        &self,
+        core: &GraphCore<S>,
+        persist: &Persist,
+        tasks: &[Task],
+        pending: &mut PendingStep<S>,
+    ) -> Result<(), Error> {
+        let (Some(pad), Some(link)) = (&self.inherited_scratchpad, &self.link) else {
+            return Ok(());
+        };
+        let mut open: Vec<usize> = pending.interrupts.keys().copied().collect();
+        open.sort_unstable();
+        for (index, value) in open.into_iter().zip(pad.resume.iter()) {
+            let asked = pending.asked.get(&index).copied().unwrap_or_default();
+            let values = pending.resume.entry(index).or_default();
+            // More answers than the task had asked for when it paused: this value was
+            // handed over already (by a run that stopped before clearing the parent's).
+            if values.len() <= asked {
+                values.push(value.clone());
+                let node = tasks.get(index).map_or("", |t| &*core.nodes[t.node].name);
+                persist
+                    .save_pending::<S>(format!("resume:{index}"), node, &PendingRef::Resume(values))
+                    .await?;
+            }
+            pending.interrupts.remove(&index);
+        }
+        link.take_resume().await
+    }
+
+    /// The checkpoint a run starts from, if not the newest: a subgraph run always
+    /// continues its own namespace's newest (the config's id names a parent checkpoint).
+    fn checkpoint_to_load(&self) -> Option<&str> {
+        match self.is_subgraph {
+            true => None,
+            false => self.config.checkpoint_id.as_deref(),
         }
     }
 
@@ -66,7 +150,7 @@ impl<S: State> Runner<S> {
         scratch: &mut PlanScratch,
     ) -> Result<Start<S>, Error> {
         if let Some(p) = persist.as_deref_mut()
-            && let Some((loaded, _)) = p.load::<S>(self.config.checkpoint_id.as_deref()).await?
+            && let Some((loaded, _)) = p.load::<S>(self.checkpoint_to_load()).await?
         {
             self.state = loaded.state;
         }
@@ -165,6 +249,9 @@ impl<S: State> Runner<S> {
         }
         if let Some(p) = persist {
             if recorded.is_some() || !records.is_empty() || writes.is_none() {
+                if writes.is_some() && p.per_step() {
+                    p.carry_pending_tasks();
+                }
                 self.save_input(
                     core,
                     p,
@@ -193,17 +280,14 @@ impl<S: State> Runner<S> {
         core: &GraphCore<S>,
         persist: &mut Persist,
     ) -> Result<Option<Restored<S>>, Error> {
-        let Some((loaded, writes)) = persist
-            .load::<S>(self.config.checkpoint_id.as_deref())
-            .await?
-        else {
+        let Some((loaded, writes)) = persist.load::<S>(self.checkpoint_to_load()).await? else {
             return Ok(None);
         };
         let pending = pending_step(core, &loaded.record, &writes)?;
         let tasks = restore_tasks(core, &loaded.record, loaded.body.next)?;
         let joins = JoinProgress::restore(core, loaded.body.joins);
         self.state = loaded.state;
-        if self.config.checkpoint_id.is_some()
+        if self.checkpoint_to_load().is_some()
             && persist.per_step()
             && !persist.is_newest(&loaded.record.checkpoint_id).await?
         {
@@ -272,6 +356,9 @@ impl<S: State> Runner<S> {
         if !persist.per_step() {
             return Ok(());
         }
+        // A same-state subgraph's input is empty (it starts from the parent's state):
+        // nothing to save for it.
+        let update = update.filter(|u| !(self.is_subgraph && u.is_empty()));
         let writes = [TaskWriteRef::<S> {
             node: INPUT_NODE,
             updates: update.map_or(&[], std::slice::from_ref),

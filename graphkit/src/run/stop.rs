@@ -119,7 +119,10 @@ impl<S: State> Runner<S> {
             hits: tasks,
             next,
         } = check;
-        let per_run = match kind {
+        // A subgraph run shares the parent's config, whose per-run lists name the
+        // parent's nodes.
+        let per_run: &[Arc<str>] = match kind {
+            _ if self.is_subgraph => &[],
             InterruptKind::After => &self.config.interrupt_after,
             _ => &self.config.interrupt_before,
         };
@@ -137,7 +140,9 @@ impl<S: State> Runner<S> {
             .map(|n| &n.name)
             .collect();
         hits.dedup();
-        if hits.is_empty() || !self.persistent {
+        // A subgraph run without checkpoints of its own would meet the same static
+        // interrupt again each time its task re-runs: it does not stop there.
+        if hits.is_empty() || (self.is_subgraph && persist.is_none()) {
             return Ok(());
         }
         let Some(p) = persist else {
@@ -180,6 +185,13 @@ impl<S: State> Runner<S> {
                 kind,
             });
         }
+        if self.is_subgraph {
+            // The parent task pauses; resuming it continues this run past the interrupt.
+            return Err(Error::Interrupt(InterruptSignal {
+                index: 0,
+                payload: serde_json::Value::Null,
+            }));
+        }
         Err(Error::Interrupted {
             thread_id: p.thread_id.clone(),
             interrupts,
@@ -194,8 +206,9 @@ impl<S: State> Runner<S> {
         interrupts: Vec<(usize, InterruptSignal)>,
         persist: Option<&Persist>,
     ) -> Error {
-        let Some(p) = persist else {
-            // A subgraph run: the parent task pauses with the first signal.
+        let Some(p) = persist.filter(|_| !self.is_subgraph) else {
+            // A subgraph run: the parent task pauses with the first signal (the child's
+            // own checkpoint, if it keeps them, holds every interrupt).
             let mut interrupts = interrupts;
             return Error::Interrupt(interrupts.swap_remove(0).1);
         };

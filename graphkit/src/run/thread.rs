@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::checkpoint::format::{self, Loaded};
@@ -15,7 +16,8 @@ use crate::interrupt::Interrupt;
 use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
 use crate::run::persist::{
-    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks, task_records,
+    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks,
+    task_namespace, task_records, tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
@@ -29,6 +31,8 @@ pub struct StateSnapshot<S: State> {
     pub next: Vec<String>,
     /// The thread.
     pub thread_id: String,
+    /// The checkpoint namespace: `""` for the graph's own checkpoints.
+    pub checkpoint_ns: String,
     /// This checkpoint.
     pub checkpoint_id: String,
     /// The checkpoint before it.
@@ -62,6 +66,132 @@ pub struct SnapshotTask {
     /// Its writes (the list of its updates, as JSON), if it finished before the step
     /// stopped; such a task does not run again.
     pub result: Option<Value>,
+    /// For a subgraph node: the checkpoint namespace where the child run inside this
+    /// task keeps its checkpoints (`"node:task_id"`, nested with `|`). Read them with
+    /// [`CompiledGraph::get_subgraph_state_history`].
+    pub checkpoint_ns: Option<String>,
+    /// For a subgraph node whose child run has saved checkpoints: the child's newest
+    /// state. Filled by [`CompiledGraph::get_state_with_subgraphs`] only.
+    pub state: Option<Box<SubgraphSnapshot>>,
+}
+
+/// A subgraph's state at one checkpoint of its namespace, with its values as JSON (the
+/// child's state type may differ from the parent's): what
+/// [`CompiledGraph::get_state_with_subgraphs`] puts in [`SnapshotTask::state`] and
+/// [`CompiledGraph::get_subgraph_state_history`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubgraphSnapshot {
+    /// The child's state, as JSON.
+    pub values: Value,
+    /// The nodes its next super-step runs (empty when the child run finished).
+    pub next: Vec<String>,
+    /// The thread (the parent's).
+    pub thread_id: String,
+    /// The namespace of the child's checkpoints.
+    pub checkpoint_ns: String,
+    /// This checkpoint.
+    pub checkpoint_id: String,
+    /// The checkpoint before it in the namespace.
+    pub parent_checkpoint_id: Option<String>,
+    /// The child's super-step (0 for its input).
+    pub step: i64,
+    /// What created it.
+    pub source: CheckpointSource,
+    /// When, in milliseconds since the Unix epoch.
+    pub created_at_ms: i64,
+    /// Its metadata.
+    pub metadata: Value,
+    /// Interrupts the child is waiting on at this checkpoint.
+    pub interrupts: Vec<Interrupt>,
+    /// The tasks of the child's pending step (nested subgraphs filled in the same way).
+    pub tasks: Vec<SnapshotTask>,
+}
+
+impl<S: State> StateSnapshot<S> {
+    /// The same snapshot with its values as JSON.
+    fn into_json(self) -> Result<SubgraphSnapshot, Error> {
+        let values = serde_json::to_value(&self.values).map_err(|source| Error::Serde {
+            what: format!("the state of checkpoint namespace `{}`", self.checkpoint_ns),
+            source,
+        })?;
+        Ok(SubgraphSnapshot {
+            values,
+            next: self.next,
+            thread_id: self.thread_id,
+            checkpoint_ns: self.checkpoint_ns,
+            checkpoint_id: self.checkpoint_id,
+            parent_checkpoint_id: self.parent_checkpoint_id,
+            step: self.step,
+            source: self.source,
+            created_at_ms: self.created_at_ms,
+            metadata: self.metadata,
+            interrupts: self.interrupts,
+            tasks: self.tasks,
+        })
+    }
+}
+
+/// Reads the checkpoints a subgraph node's child runs keep in the parent's thread,
+/// whatever the child's state type.
+pub(crate) trait SubgraphView: std::marker::Send + Sync {
+    /// The newest checkpoint of namespace `ns`, nested subgraphs filled in.
+    fn newest<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SubgraphSnapshot>, Error>>;
+
+    /// The checkpoints of namespace `ns`, newest first.
+    fn history<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+        options: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Vec<SubgraphSnapshot>, Error>>;
+
+    /// The child graph of this graph's subgraph node `node`.
+    fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView>;
+}
+
+impl<C: State> SubgraphView for CompiledGraph<C> {
+    fn newest<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+    ) -> BoxFuture<'a, Result<Option<SubgraphSnapshot>, Error>> {
+        Box::pin(async move {
+            let Some(mut snapshot) = self.snapshot_in(saver, thread, ns, None).await? else {
+                return Ok(None);
+            };
+            self.fill_subgraphs(saver, thread, &mut snapshot.tasks)
+                .await?;
+            snapshot.into_json().map(Some)
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+        options: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Vec<SubgraphSnapshot>, Error>> {
+        Box::pin(async move {
+            self.history_in(saver, thread, ns, options)
+                .await?
+                .into_iter()
+                .map(StateSnapshot::into_json)
+                .collect()
+        })
+    }
+
+    fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView> {
+        let id = self.core.by_name.get(node)?;
+        self.core.nodes[*id].runner.subgraph()
+    }
 }
 
 impl<S: State> StateSnapshot<S> {
@@ -105,6 +235,18 @@ impl<S: State> CompiledGraph<S> {
             .iter()
             .enumerate()
             .map(|(index, task)| SnapshotTask {
+                checkpoint_ns: planned
+                    .get(index)
+                    .filter(|t| self.core.nodes[t.node].runner.subgraph().is_some())
+                    .map(|_| {
+                        task_namespace(
+                            &record.checkpoint_ns,
+                            &task.node,
+                            tasks_of(&record).unwrap_or(&record.checkpoint_id),
+                            index,
+                        )
+                    }),
+                state: None,
                 id: interrupt_id(&record.checkpoint_id, index),
                 name: task.node.clone(),
                 error: pending.errors.get(&index).cloned(),
@@ -129,6 +271,7 @@ impl<S: State> CompiledGraph<S> {
                 .collect(),
             tasks,
             thread_id: record.thread_id,
+            checkpoint_ns: record.checkpoint_ns,
             checkpoint_id: record.checkpoint_id,
             parent_checkpoint_id: record.parent_id,
             step: record.step,
@@ -139,6 +282,67 @@ impl<S: State> CompiledGraph<S> {
         })
     }
 
+    /// The checkpoint `checkpoint_id` (or the newest) of namespace `ns` on `thread`.
+    async fn snapshot_in(
+        &self,
+        saver: &Arc<dyn Checkpointer>,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<StateSnapshot<S>>, Error> {
+        let Some(tuple) = saver.get(thread, ns, checkpoint_id).await? else {
+            return Ok(None);
+        };
+        let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
+        self.snapshot_of(loaded, &tuple).map(Some)
+    }
+
+    /// The checkpoints of namespace `ns` on `thread`, newest first.
+    async fn history_in(
+        &self,
+        saver: &Arc<dyn Checkpointer>,
+        thread: &str,
+        ns: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<StateSnapshot<S>>, Error> {
+        let records = saver.list(thread, ns, options).await?;
+        let mut history = Vec::with_capacity(records.len());
+        for record in records {
+            let snapshot = self
+                .snapshot_in(saver, thread, ns, Some(&record.checkpoint_id))
+                .await?
+                .ok_or_else(|| Error::CheckpointNotFound {
+                    thread_id: thread.to_owned(),
+                    checkpoint_id: Some(record.checkpoint_id.clone()),
+                })?;
+            history.push(snapshot);
+        }
+        Ok(history)
+    }
+
+    /// Fills [`SnapshotTask::state`] of the subgraph tasks whose child run saved
+    /// checkpoints, at every depth.
+    async fn fill_subgraphs(
+        &self,
+        saver: &Arc<dyn Checkpointer>,
+        thread: &str,
+        tasks: &mut [SnapshotTask],
+    ) -> Result<(), Error> {
+        for task in tasks {
+            let (Some(ns), Some(view)) = (
+                task.checkpoint_ns.as_deref(),
+                self.core
+                    .by_name
+                    .get(task.name.as_str())
+                    .and_then(|id| self.core.nodes[*id].runner.subgraph()),
+            ) else {
+                continue;
+            };
+            task.state = view.newest(saver, thread, ns).await?.map(Box::new);
+        }
+        Ok(())
+    }
+
     /// The thread's state at its newest checkpoint, or at `config`'s checkpoint id.
     ///
     /// # Errors
@@ -147,15 +351,61 @@ impl<S: State> CompiledGraph<S> {
     pub async fn get_state(&self, config: &RunConfig) -> Result<StateSnapshot<S>, Error> {
         let saver = self.saver("get_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let tuple = saver
-            .get(thread, "", config.checkpoint_id.as_deref())
+        self.snapshot_in(saver, thread, "", config.checkpoint_id.as_deref())
             .await?
             .ok_or_else(|| Error::CheckpointNotFound {
                 thread_id: thread.to_owned(),
                 checkpoint_id: config.checkpoint_id.clone(),
-            })?;
-        let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
-        self.snapshot_of(loaded, &tuple)
+            })
+    }
+
+    /// [`get_state`](Self::get_state) with the state of each subgraph task that saved
+    /// checkpoints in [`SnapshotTask::state`] (LangGraph's `get_state(config,
+    /// subgraphs=True)`): a parent paused inside a subgraph shows where the child stands.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use graphkit::{CompileOptions, Error, NodeContext, RunConfig, START, State, StateGraph};
+    /// # use graphkit::checkpoint::InMemorySaver;
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Doc { #[reducer(append)] log: Vec<String> }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut child = StateGraph::<Doc>::new();
+    /// child
+    ///     .add_node("draft", |_: Arc<Doc>| async { DocUpdate::new().log(vec!["draft".into()]) })
+    ///     .add_node("ask", |ctx: NodeContext| async move {
+    ///         let answer: String = ctx.interrupt_as("ok?")?;
+    ///         Ok::<_, Error>(DocUpdate::new().log(vec![answer]))
+    ///     })
+    ///     .add_edge(START, "draft")
+    ///     .add_edge("draft", "ask");
+    /// let mut parent = StateGraph::<Doc>::new();
+    /// parent.add_subgraph("review", child.compile()?).add_edge(START, "review");
+    /// let graph = parent.compile_with(CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())))?;
+    ///
+    /// let config = RunConfig::new().thread_id("t");
+    /// assert!(matches!(graph.invoke_with(DocUpdate::new(), config.clone()).await, Err(Error::Interrupted { .. })));
+    /// let snapshot = graph.get_state_with_subgraphs(&config).await?;
+    /// let child = snapshot.tasks[0].state.as_ref().expect("the child saved checkpoints");
+    /// assert_eq!(child.next, ["ask"]);
+    /// assert_eq!(child.values["log"], serde_json::json!(["draft"]));
+    /// # Ok::<(), Error>(()) }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`get_state`](Self::get_state).
+    pub async fn get_state_with_subgraphs(
+        &self,
+        config: &RunConfig,
+    ) -> Result<StateSnapshot<S>, Error> {
+        let mut snapshot = self.get_state(config).await?;
+        let saver = self.saver("get_state")?;
+        let thread = snapshot.thread_id.clone();
+        self.fill_subgraphs(saver, &thread, &mut snapshot.tasks)
+            .await?;
+        Ok(snapshot)
     }
 
     /// The thread's checkpoints, newest first (filtered by `options`).
@@ -166,20 +416,48 @@ impl<S: State> CompiledGraph<S> {
     ) -> Result<Vec<StateSnapshot<S>>, Error> {
         let saver = self.saver("get_state_history")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let records = saver.list(thread, "", options).await?;
-        let mut history = Vec::with_capacity(records.len());
-        for record in records {
-            let tuple = saver
-                .get(thread, "", Some(&record.checkpoint_id))
-                .await?
-                .ok_or_else(|| Error::CheckpointNotFound {
-                    thread_id: thread.to_owned(),
-                    checkpoint_id: Some(record.checkpoint_id.clone()),
-                })?;
-            let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
-            history.push(self.snapshot_of(loaded, &tuple)?);
+        self.history_in(saver, thread, "", options).await
+    }
+
+    /// The checkpoints a subgraph's child run kept in the thread, newest first: those of
+    /// `checkpoint_ns`, as [`SnapshotTask::checkpoint_ns`] names it (nested namespaces
+    /// lead through nested subgraphs).
+    ///
+    /// # Errors
+    /// [`Error::NotASubgraph`] when the namespace does not lead to a subgraph node of this
+    /// graph; otherwise as [`get_state_history`](Self::get_state_history).
+    pub async fn get_subgraph_state_history(
+        &self,
+        config: &RunConfig,
+        checkpoint_ns: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<SubgraphSnapshot>, Error> {
+        let saver = self.saver("get_subgraph_state_history")?;
+        let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
+        let view = self.subgraph_at(checkpoint_ns)?;
+        view.history(saver, thread, checkpoint_ns, options).await
+    }
+
+    /// The child graph the namespace `ns` leads to.
+    fn subgraph_at(&self, ns: &str) -> Result<&dyn SubgraphView, Error> {
+        let not_a_subgraph = |node: &str| Error::NotASubgraph {
+            namespace: ns.to_owned(),
+            node: node.to_owned(),
+        };
+        let mut view: Option<&dyn SubgraphView> = None;
+        for part in ns.split('|') {
+            let node = part.split_once(':').map_or(part, |(node, _)| node);
+            let found = match view {
+                None => self
+                    .core
+                    .by_name
+                    .get(node)
+                    .and_then(|id| self.core.nodes[*id].runner.subgraph()),
+                Some(parent) => parent.node_subgraph(node),
+            };
+            view = Some(found.ok_or_else(|| not_a_subgraph(node))?);
         }
-        Ok(history)
+        view.ok_or_else(|| not_a_subgraph(ns))
     }
 
     /// Writes `update` to the thread as if node `as_node` had returned it, and plans the
