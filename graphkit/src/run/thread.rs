@@ -16,8 +16,8 @@ use crate::interrupt::Interrupt;
 use crate::run::apply::apply_finished;
 use crate::run::config::RunConfig;
 use crate::run::persist::{
-    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks,
-    task_namespace, task_records, tasks_of,
+    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks, task_namespace,
+    task_records, tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
