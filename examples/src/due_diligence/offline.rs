@@ -783,3 +783,63 @@ fn report(data: &Value) -> DueDiligenceReport {
         recommendations_and_next_steps: recommendations,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::due_diligence::prompts::DATA_MARKER;
+    use graphkit_llm::Message;
+    use serde_json::json;
+
+    fn prompt(data: &Value) -> Message {
+        Message::user(format!("Write the queries.\n\n{DATA_MARKER}\n{data}"))
+    }
+
+    #[tokio::test]
+    async fn answers_a_structured_request_from_its_data_block() {
+        let model = OfflineDueDiligenceModel::new();
+        let list = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .invoke(&[prompt(&json!({"subject": "Ada Quill", "depth": 0}))])
+            .await
+            .unwrap();
+        assert_eq!(list.queries.len(), 4);
+        assert_eq!(list.queries[0], "Ada Quill biography background");
+        let later = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .invoke(&[prompt(&json!({
+                "subject": "Ada Quill", "depth": 1,
+                "query_strategy": "Follow the open leads:\n- Quill Holdings\n- Port Ellery court"
+            }))])
+            .await
+            .unwrap();
+        assert_eq!(later.queries, ["Quill Holdings", "Port Ellery court"]);
+        assert_eq!(model.stand_in().requests().len(), 2);
+        assert_eq!(model.model_name(), "offline-due-diligence");
+    }
+
+    #[tokio::test]
+    async fn a_request_it_cannot_read_fails_as_a_stand_in_error() {
+        let model = OfflineDueDiligenceModel::new();
+        let err = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .retries(0)
+            .invoke(&[Message::user("Write the queries.")])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("the prompt has no data block to answer from")),
+            "{err}"
+        );
+        let err = model.invoke(&[Message::user("hello")]).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("no handler for a free-text request")),
+            "{err}"
+        );
+    }
+}

@@ -556,4 +556,45 @@ mod tests {
                 .is_some_and(|c| c.contains("Legal name"))
         );
     }
+
+    #[tokio::test]
+    async fn writes_todos_from_the_directions_block_or_fails_without_one() {
+        let model = OfflineResearchModel::new();
+        let directions = json!([{
+            "todoId": "biz_acme_businessIdentityOverview", "entityName": "Acme",
+            "entityType": "BUSINESS", "objective": "Confirm the identity.",
+            "fieldsToExtract": ["legalName", "headquarters"], "priority": "high"
+        }]);
+        let list = model
+            .clone()
+            .with_structured_output::<GeneratedTodoList>()
+            .invoke(&[Message::user(format!(
+                "Plan.\n{DIRECTIONS_MARKER}\n{directions}"
+            ))])
+            .await
+            .unwrap();
+        assert_eq!(list.todos.len(), 1);
+        assert_eq!(list.todos[0].id, "biz_acme_businessIdentityOverview");
+        assert_eq!(
+            list.todos[0].entity_type,
+            Some(crate::entity_intel::EntityType::Business)
+        );
+        assert_eq!(
+            list.todos[0].description,
+            "Research Acme (BUSINESS): Confirm the identity. Fields to populate: legalName, headquarters."
+        );
+        let err = model
+            .clone()
+            .with_structured_output::<GeneratedTodoList>()
+            .retries(0)
+            .invoke(&[Message::user("Plan, with no directions.")])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("no directions block in the todo-generation prompt")),
+            "{err}"
+        );
+        assert_eq!(model.stand_in().requests().len(), 2);
+    }
 }
