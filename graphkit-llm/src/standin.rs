@@ -122,9 +122,43 @@ impl StandInModel {
         self,
         answer: impl Fn(&ChatRequest) -> T + Send + Sync + 'static,
     ) -> Self {
+        self.try_on_structured(move |request| Ok::<T, String>(answer(request)))
+    }
+
+    /// Like [`on_structured`](Self::on_structured), for a handler that can fail: an
+    /// `Err(reason)` fails the call with [`LlmError::StandIn`] carrying `reason` (use it
+    /// when the request lacks what the handler reads, as a malformed prompt would leave a
+    /// model with nothing to answer).
+    ///
+    /// ```
+    /// use graphkit_llm::{ChatModel, ChatRequest, Message, StandInModel};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Debug, Serialize, Deserialize, JsonSchema)]
+    /// struct Count { n: usize }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let model = StandInModel::new("counter").try_on_structured(|req: &ChatRequest| {
+    ///     let text = req.last_user_text();
+    ///     let n = text.strip_prefix("count: ").ok_or("no `count:` line")?;
+    ///     Ok::<_, &str>(Count { n: n.split(',').count() })
+    /// });
+    /// let counted = model.clone().with_structured_output::<Count>();
+    /// assert_eq!(counted.invoke(&[Message::user("count: a,b")]).await?.n, 2);
+    /// let err = counted.retries(0).invoke(&[Message::user("hello")]).await.unwrap_err();
+    /// assert!(err.to_string().contains("no `count:` line"), "{err}");
+    /// # Ok::<(), graphkit_llm::LlmError>(()) }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn try_on_structured<T: Serialize + JsonSchema, E: std::fmt::Display>(
+        self,
+        answer: impl Fn(&ChatRequest) -> std::result::Result<T, E> + Send + Sync + 'static,
+    ) -> Self {
         let name = ResponseFormat::for_type::<T>().name;
         self.on_structured_json(name, move |request| {
-            serde_json::to_value(answer(request)).map_err(|e| e.to_string())
+            let value = answer(request).map_err(|e| e.to_string())?;
+            serde_json::to_value(value).map_err(|e| e.to_string())
         })
     }
 
@@ -425,6 +459,45 @@ mod tests {
                 .contains("`$.steps`: expected array, found string \"a\""),
             "{err}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_fallible_handler_answers_or_fails_with_its_reason() {
+        let model = StandInModel::new("picky").try_on_structured(|req: &ChatRequest| {
+            let text = req.last_user_text();
+            if text.is_empty() {
+                Err("the prompt has no steps")
+            } else {
+                Ok(Plan {
+                    steps: text.split(' ').map(str::to_owned).collect(),
+                })
+            }
+        });
+        assert_eq!(model.formats(), ["Plan"]);
+        let plan = model
+            .clone()
+            .with_structured_output::<Plan>()
+            .invoke(&[Message::user("a b")])
+            .await
+            .unwrap();
+        assert_eq!(plan.steps, ["a", "b"]);
+        let err = model
+            .clone()
+            .with_structured_output::<Plan>()
+            .retries(0)
+            .invoke(&[Message::user("")])
+            .await
+            .unwrap_err();
+        match err {
+            LlmError::StandIn { model, problem } => {
+                assert_eq!(model, "picky");
+                assert_eq!(
+                    problem,
+                    "the handler for `Plan` failed: the prompt has no steps"
+                );
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[tokio::test]

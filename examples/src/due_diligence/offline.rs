@@ -1,9 +1,8 @@
-//! [`OfflineDueDiligenceModel`]: the deterministic offline stand-in for both model roles.
+//! [`OfflineDueDiligenceModel`]: the offline stand-in (a test double, not a model) for both
+//! model roles of the due-diligence workflow, built on [`StandInModel`].
 
-use async_trait::async_trait;
-use graphkit_llm::{
-    AssistantMessage, ChatModel, ChatRequest, LlmError, ResponseFormat, new_message_id,
-};
+use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest, LlmError, StandInModel};
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -16,12 +15,14 @@ use super::schemas::{
     Source, Strength, SuspiciousConnection, WebSearchOutput, normalize,
 };
 
-/// **Offline stand-in, not a language model.** A deterministic program that plays both
-/// model roles of the due-diligence graph (strategy and search) so the workflow runs with
-/// no key and no network (the default, `--model offline`).
+/// **Offline stand-in (a test double), not a language model.** A deterministic program
+/// that plays both model roles of the due-diligence graph (strategy and search) so the
+/// workflow runs with no key and no network (the default, `--model offline`).
 ///
-/// It answers each request by the structured output it asks for (the response format's
-/// schema name) and reads only what a real model would read: the prompt's data block.
+/// It is a [`StandInModel`] (see [`stand_in`](Self::stand_in)) with one handler per
+/// structured output the graph asks for, each reading only what a real model would read:
+/// the prompt's data block (a prompt without one fails the call, and so does any request
+/// that is not one of these structured outputs).
 ///
 /// - `SearchQueriesList`: at depth 0, four broad queries (biography, career, finances,
 ///   legal record) naming the subject; later, the lines of the latest query strategy.
@@ -37,73 +38,61 @@ use super::schemas::{
 ///
 /// Everything it writes comes from the corpus pages; nothing is invented. Use `--model`,
 /// `--strategy-model` and `--search-model` with real providers for real research.
-#[derive(Debug, Clone, Default)]
-pub struct OfflineDueDiligenceModel {
-    delay: std::time::Duration,
+#[derive(Debug, Clone)]
+pub struct OfflineDueDiligenceModel(StandInModel);
+
+impl Default for OfflineDueDiligenceModel {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl OfflineDueDiligenceModel {
-    /// The stand-in.
+    /// The stand-in, answering as `offline-due-diligence`.
     pub fn new() -> Self {
-        Self::default()
+        let model = StandInModel::new("offline-due-diligence");
+        let model = answer(model, queries);
+        let model = answer(model, web_search);
+        let model = answer(model, reflection);
+        let model = answer(model, merge);
+        let model = answer(model, connections);
+        Self(answer(model, report))
     }
 
     /// Waits this long before every reply, like a model would (progress demos, kill tests).
     #[must_use]
-    pub fn with_delay(mut self, delay: std::time::Duration) -> Self {
-        self.delay = delay;
-        self
+    pub fn with_delay(self, delay: std::time::Duration) -> Self {
+        Self(self.0.with_delay(delay))
+    }
+
+    /// The underlying [`StandInModel`] (its [`requests`](StandInModel::requests) are the
+    /// requests received so far).
+    pub fn stand_in(&self) -> &StandInModel {
+        &self.0
     }
 }
 
-fn is<T: schemars::JsonSchema>(format: &ResponseFormat) -> bool {
-    ResponseFormat::for_type::<T>().name == format.name
-}
-
-fn to_json(value: &impl Serialize) -> Result<String, LlmError> {
-    serde_json::to_string(value).map_err(|e| LlmError::InvalidRequest(e.to_string()))
-}
-
-#[async_trait]
+#[async_trait::async_trait]
 impl ChatModel for OfflineDueDiligenceModel {
     fn model_name(&self) -> &str {
-        "offline-due-diligence"
+        self.0.model_name()
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-        let prompt = request.last_user_text();
-        let (Some(format), Some(data)) = (request.response_format.as_ref(), data_of(prompt)) else {
-            return Err(LlmError::InvalidRequest(
-                "the offline due-diligence model answers only the workflow's structured requests"
-                    .into(),
-            ));
-        };
-        let text = if is::<SearchQueriesList>(format) {
-            to_json(&queries(&data))?
-        } else if is::<WebSearchOutput>(format) {
-            to_json(&web_search(&data))?
-        } else if is::<ReflectionOutput>(format) {
-            to_json(&reflection(&data))?
-        } else if is::<EntityMergeOutput>(format) {
-            to_json(&merge(&data))?
-        } else if is::<ConnectionMappingOutput>(format) {
-            to_json(&connections(&data))?
-        } else if is::<DueDiligenceReport>(format) {
-            to_json(&report(&data))?
-        } else {
-            return Err(LlmError::InvalidRequest(format!(
-                "the offline due-diligence model does not know the schema {}",
-                format.name
-            )));
-        };
-        let mut reply = AssistantMessage::text(text);
-        reply.id = new_message_id();
-        reply.model = Some(self.model_name().to_owned());
-        Ok(reply)
+        self.0.chat(request).await
     }
+}
+
+/// Answers the structured output `T` with `rule` applied to the prompt's data block.
+fn answer<T: Serialize + JsonSchema + 'static>(
+    model: StandInModel,
+    rule: fn(&Value) -> T,
+) -> StandInModel {
+    model.try_on_structured(move |request: &ChatRequest| {
+        data_of(request.last_user_text())
+            .map(|data| rule(&data))
+            .ok_or("the prompt has no data block to answer from")
+    })
 }
 
 fn str_of<'a>(data: &'a Value, key: &str) -> &'a str {
@@ -792,5 +781,65 @@ fn report(data: &Value) -> DueDiligenceReport {
             .collect(),
         information_gaps: gaps,
         recommendations_and_next_steps: recommendations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::due_diligence::prompts::DATA_MARKER;
+    use graphkit_llm::Message;
+    use serde_json::json;
+
+    fn prompt(data: &Value) -> Message {
+        Message::user(format!("Write the queries.\n\n{DATA_MARKER}\n{data}"))
+    }
+
+    #[tokio::test]
+    async fn answers_a_structured_request_from_its_data_block() {
+        let model = OfflineDueDiligenceModel::new();
+        let list = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .invoke(&[prompt(&json!({"subject": "Ada Quill", "depth": 0}))])
+            .await
+            .unwrap();
+        assert_eq!(list.queries.len(), 4);
+        assert_eq!(list.queries[0], "Ada Quill biography background");
+        let later = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .invoke(&[prompt(&json!({
+                "subject": "Ada Quill", "depth": 1,
+                "query_strategy": "Follow the open leads:\n- Quill Holdings\n- Port Ellery court"
+            }))])
+            .await
+            .unwrap();
+        assert_eq!(later.queries, ["Quill Holdings", "Port Ellery court"]);
+        assert_eq!(model.stand_in().requests().len(), 2);
+        assert_eq!(model.model_name(), "offline-due-diligence");
+    }
+
+    #[tokio::test]
+    async fn a_request_it_cannot_read_fails_as_a_stand_in_error() {
+        let model = OfflineDueDiligenceModel::new();
+        let err = model
+            .clone()
+            .with_structured_output::<SearchQueriesList>()
+            .retries(0)
+            .invoke(&[Message::user("Write the queries.")])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("the prompt has no data block to answer from")),
+            "{err}"
+        );
+        let err = model.invoke(&[Message::user("hello")]).await.unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("no handler for a free-text request")),
+            "{err}"
+        );
     }
 }

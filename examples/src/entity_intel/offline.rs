@@ -1,89 +1,95 @@
-//! [`OfflineResearchModel`]: the deterministic offline stand-in for the research model.
+//! [`OfflineResearchModel`]: the offline stand-in (a test double, not a model) for the
+//! entity-intel research model, built on [`StandInModel`].
 
-use async_trait::async_trait;
 use graphkit_llm::{
-    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, ToolCall, new_message_id,
+    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, StandInModel, ToolCall,
 };
 use serde_json::{Value, json};
 
 use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
 use super::todo::{GeneratedTodo, GeneratedTodoList};
 
-/// **Offline stand-in, not a language model.** A deterministic program that plays the
-/// research model's part in the entity-intel graph so the workflow runs with no key and
-/// no network (the default, `--model offline`).
+/// **Offline stand-in (a test double), not a language model.** A deterministic program
+/// that plays the research model's part in the entity-intel graph so the workflow runs
+/// with no key and no network (the default, `--model offline`).
 ///
-/// It answers the three kinds of call the graph makes by reading the request:
+/// It is a [`StandInModel`] (see [`stand_in`](Self::stand_in)) that answers the three
+/// kinds of call the graph makes by what each request asks for:
 ///
-/// - **todo generation** (a request with a response format): it reads the directions in
-///   the prompt and writes one todo per direction with the seed's id convention;
-/// - **agent turns** (a request with tools): it reads the current todo from the reminder
-///   (the node already chose it and marked it in progress) and the conversation since
-///   the last context reset, and takes the next step of the seed's pattern:
+/// - **todo generation** (structured output, a [`GeneratedTodoList`]): it reads the
+///   directions in the prompt and writes one todo per direction with the seed's id
+///   convention; a prompt without a directions block fails the call;
+/// - **agent turns** (a request offering tools): it reads the current todo from the
+///   reminder (the node already chose it and marked it in progress) and the conversation
+///   since the last context reset, and takes the next step of the seed's pattern:
 ///   `web_search` (entity name + direction + fields) → `web_extract` (the top results) →
 ///   `todo_update(completed)` and `agent_write_file` in one turn, with findings taken
 ///   from the extracted pages (`Label: value` lines, and sentences of prose that state a
-///   field, with their source URLs);
-/// - **summaries** (the summarization prompt): two sentences naming the todo and file.
+///   field, with their source URLs). Like every `StandInModel` tool turn, each call must
+///   name an offered tool with arguments that match its schema;
+/// - **summaries** (the summarization prompt, free text): two sentences naming the todo
+///   and file.
 ///
 /// Everything it writes comes from the corpus and the todo; nothing is invented. It exists
 /// so the graph, its tools, checkpoints and limits can be exercised end to end and tested
 /// deterministically; use `--model` with a real provider for real research.
-#[derive(Debug, Clone, Default)]
-pub struct OfflineResearchModel {
-    delay: std::time::Duration,
+#[derive(Debug, Clone)]
+pub struct OfflineResearchModel(StandInModel);
+
+impl Default for OfflineResearchModel {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl OfflineResearchModel {
-    /// The stand-in.
+    /// The stand-in, answering as `offline-research-model`.
     pub fn new() -> Self {
-        Self::default()
+        Self(
+            StandInModel::new("offline-research-model")
+                .try_on_structured(|request: &ChatRequest| generate_todos(request.last_user_text()))
+                .on_tools(|request, _tools| agent_turn(&request.messages))
+                .on_text(|request| {
+                    let prompt = request.last_user_text();
+                    if prompt.starts_with(SUMMARY_MARKER) {
+                        summarize(prompt)
+                    } else {
+                        "The offline research model only drives the entity-intel graph.".into()
+                    }
+                }),
+        )
     }
 
     /// Waits this long before every reply, like a model would (for demos of progress and
     /// resume, and for tests that kill a run midway).
     #[must_use]
-    pub fn with_delay(mut self, delay: std::time::Duration) -> Self {
-        self.delay = delay;
-        self
+    pub fn with_delay(self, delay: std::time::Duration) -> Self {
+        Self(self.0.with_delay(delay))
+    }
+
+    /// The underlying [`StandInModel`] (its [`requests`](StandInModel::requests) are the
+    /// requests received so far).
+    pub fn stand_in(&self) -> &StandInModel {
+        &self.0
     }
 }
 
-#[async_trait]
+#[async_trait::async_trait]
 impl ChatModel for OfflineResearchModel {
     fn model_name(&self) -> &str {
-        "offline-research-model"
+        self.0.model_name()
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-        let last_user = request.last_user_text();
-        let mut reply = if request.response_format.is_some() {
-            AssistantMessage::text(generate_todos(last_user)?)
-        } else if last_user.starts_with(SUMMARY_MARKER) {
-            AssistantMessage::text(summarize(last_user))
-        } else if !request.tools.is_empty() {
-            agent_turn(&request.messages)
-        } else {
-            AssistantMessage::text("The offline research model only drives the entity-intel graph.")
-        };
-        reply.id = new_message_id();
-        reply.model = Some(self.model_name().to_owned());
-        Ok(reply)
+        self.0.chat(request).await
     }
 }
 
-fn generate_todos(prompt: &str) -> Result<String, LlmError> {
+fn generate_todos(prompt: &str) -> Result<GeneratedTodoList, &'static str> {
     let directions: Vec<Value> = prompt
         .split_once(DIRECTIONS_MARKER)
         .and_then(|(_, rest)| serde_json::from_str(rest.trim()).ok())
-        .ok_or_else(|| {
-            LlmError::InvalidRequest(
-                "offline model: no directions block in the todo-generation prompt".into(),
-            )
-        })?;
+        .ok_or("no directions block in the todo-generation prompt")?;
     let todos = directions
         .iter()
         .map(|d| {
@@ -131,8 +137,7 @@ fn generate_todos(prompt: &str) -> Result<String, LlmError> {
             }
         })
         .collect();
-    serde_json::to_string(&GeneratedTodoList { todos })
-        .map_err(|e| LlmError::InvalidRequest(e.to_string()))
+    Ok(GeneratedTodoList { todos })
 }
 
 fn summarize(prompt: &str) -> String {
@@ -171,10 +176,6 @@ fn results_since_reset(messages: &[Message]) -> Vec<(&str, &str, bool)> {
         .collect()
 }
 
-fn call(name: &str, args: Value) -> ToolCall {
-    ToolCall::new(name, args)
-}
-
 fn agent_turn(messages: &[Message]) -> AssistantMessage {
     // The node already chose the current todo and marked it in progress; the reminder
     // (the last user message) carries it.
@@ -209,21 +210,16 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     };
 
     let Some(search) = has("web_search") else {
-        return AssistantMessage::with_tool_calls(
-            "",
-            vec![call(
-                "web_search",
-                json!({"query": query_for(&todo), "max_results": 5}),
-            )],
-        );
+        return ToolCall::new(
+            "web_search",
+            json!({"query": query_for(&todo), "max_results": 5}),
+        )
+        .into();
     };
     let urls: Vec<String> = result_urls(search).into_iter().take(3).collect();
     let extracted = has("web_extract");
     if extracted.is_none() && !urls.is_empty() {
-        return AssistantMessage::with_tool_calls(
-            "",
-            vec![call("web_extract", json!({"urls": urls}))],
-        );
+        return ToolCall::new("web_extract", json!({"urls": urls})).into();
     }
     let pages = extracted.map(pages_of).unwrap_or_default();
     let findings = findings_for(&todo, &pages);
@@ -243,14 +239,12 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     let filename = todo["outputFile"]
         .as_str()
         .map_or_else(|| format!("{id}.json"), str::to_owned);
-    AssistantMessage::with_tool_calls(
-        "",
-        vec![
-            call(
+    vec![
+            ToolCall::new(
                 "todo_update",
                 json!({"todo_id": id, "status": "completed", "notes": notes}),
             ),
-            call(
+            ToolCall::new(
                 "agent_write_file",
                 json!({
                     "filename": filename,
@@ -258,8 +252,8 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
                     "description": format!("{} for {}", todo["directionKey"].as_str().unwrap_or(""), todo["entityName"].as_str().unwrap_or("")),
                 }),
             ),
-        ],
-    )
+        ]
+        .into()
 }
 
 /// The URLs of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in order.
@@ -561,5 +555,46 @@ mod tests {
                 .as_str()
                 .is_some_and(|c| c.contains("Legal name"))
         );
+    }
+
+    #[tokio::test]
+    async fn writes_todos_from_the_directions_block_or_fails_without_one() {
+        let model = OfflineResearchModel::new();
+        let directions = json!([{
+            "todoId": "biz_acme_businessIdentityOverview", "entityName": "Acme",
+            "entityType": "BUSINESS", "objective": "Confirm the identity.",
+            "fieldsToExtract": ["legalName", "headquarters"], "priority": "high"
+        }]);
+        let list = model
+            .clone()
+            .with_structured_output::<GeneratedTodoList>()
+            .invoke(&[Message::user(format!(
+                "Plan.\n{DIRECTIONS_MARKER}\n{directions}"
+            ))])
+            .await
+            .unwrap();
+        assert_eq!(list.todos.len(), 1);
+        assert_eq!(list.todos[0].id, "biz_acme_businessIdentityOverview");
+        assert_eq!(
+            list.todos[0].entity_type,
+            Some(crate::entity_intel::EntityType::Business)
+        );
+        assert_eq!(
+            list.todos[0].description,
+            "Research Acme (BUSINESS): Confirm the identity. Fields to populate: legalName, headquarters."
+        );
+        let err = model
+            .clone()
+            .with_structured_output::<GeneratedTodoList>()
+            .retries(0)
+            .invoke(&[Message::user("Plan, with no directions.")])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, LlmError::StandIn { problem, .. }
+                if problem.contains("no directions block in the todo-generation prompt")),
+            "{err}"
+        );
+        assert_eq!(model.stand_in().requests().len(), 2);
     }
 }
