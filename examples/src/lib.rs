@@ -18,11 +18,13 @@
 //! - [`arxiv_research`]: the plan-driven arXiv deep research workflow (seed 002).
 //! - [`biography_events`]: the author biography events supervisor (seed 003).
 //! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
+//! - [`mcp_research`]: the MCP research agent with sub-agents and an SSE service (seed 004).
 
 pub mod arxiv_research;
 pub mod biography_events;
 pub mod due_diligence;
 pub mod entity_intel;
+pub mod mcp_research;
 pub mod shared;
 
 /// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.
