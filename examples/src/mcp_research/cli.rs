@@ -73,6 +73,10 @@ pub enum McpResearchCommand {
     /// GET /research/tools. Sessions live in --out (default
     /// graphkit-runs/mcp-research/service/sessions.sqlite) and survive a restart.
     Serve(ServeArgs),
+    /// The bundled events MCP server on stdio (what `graphkit-events-mcp` serves), used
+    /// when that binary is not built next to this one.
+    #[command(name = "events-server", hide = true)]
+    EventsServer,
 }
 
 /// `mcp-research serve`.
@@ -139,8 +143,15 @@ pub async fn mcp_research_main(
     common: CommonArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
-    if let Some(McpResearchCommand::Serve(serve)) = args.command {
-        return serve_main(serve).await;
+    match args.command {
+        Some(McpResearchCommand::Serve(serve)) => return serve_main(serve).await,
+        Some(McpResearchCommand::EventsServer) => {
+            super::events_server::serve_stdio()
+                .await
+                .map_err(|e| ExampleError::Usage(format!("the events MCP server failed: {e}")))?;
+            return Ok(RunStatus::Finished);
+        }
+        None => {}
     }
     if let Some(flag) = CommonArgs::first_given(&[
         (common.input.is_some(), "--input"),

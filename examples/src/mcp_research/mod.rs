@@ -8,6 +8,11 @@
 //! tools of the events server ([`EventsSource`], by default the bundled
 //! `graphkit-events-mcp`).
 //!
+//! The project's own MCP server and its data: [`dataset`], a synthetic dataset of 2,000
+//! world events generated from a fixed seed, and [`events_server`], the MCP server whose
+//! tools (`analyze_all_events`, `analyze_events_by_conclusion`) group, filter and sample
+//! those events (binary `graphkit-events-mcp`, stdio or streamable HTTP).
+//!
 //! The [`Engine`] runs sessions (threads of the checkpointer) and streams the seed's
 //! [`Marker`]s; [`service::router`] serves them as Server-Sent Events
 //! (`POST /research`, `GET /research/status/{session_id}`); the CLI
@@ -16,7 +21,9 @@
 //! `docs/workflows/mcp-research.md`.
 
 pub mod cli;
+pub mod dataset;
 mod engine;
+pub mod events_server;
 mod graph;
 mod marker;
 mod nodes;

@@ -121,14 +121,32 @@ impl McpServerSpec {
         }
     }
 
-    /// The transport to connect with.
+    /// The transport to connect with. The bundled server is the `graphkit-events-mcp`
+    /// binary next to the current executable; when it is not built (`cargo run --bin
+    /// graphkit-research` builds only that binary), `graphkit-research` serves the same
+    /// tools itself through its hidden `mcp-research events-server` subcommand.
     pub fn transport(&self) -> McpTransport {
         match self {
-            Self::Bundled => McpTransport::Stdio {
-                command: Self::bundled_path().display().to_string(),
-                args: Vec::new(),
-                env: Vec::new(),
-            },
+            Self::Bundled => {
+                let path = Self::bundled_path();
+                let exe = std::env::current_exe().unwrap_or_default();
+                let is_cli = exe
+                    .file_stem()
+                    .is_some_and(|stem| stem == "graphkit-research");
+                if !path.is_file() && is_cli {
+                    McpTransport::Stdio {
+                        command: exe.display().to_string(),
+                        args: vec!["mcp-research".into(), "events-server".into()],
+                        env: Vec::new(),
+                    }
+                } else {
+                    McpTransport::Stdio {
+                        command: path.display().to_string(),
+                        args: Vec::new(),
+                        env: Vec::new(),
+                    }
+                }
+            }
             Self::Stdio(words) => McpTransport::Stdio {
                 command: words[0].clone(),
                 args: words[1..].to_vec(),
