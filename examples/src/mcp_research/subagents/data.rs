@@ -212,6 +212,30 @@ async fn query_tools(
     futures::future::join_all(calls).await.into_iter().collect()
 }
 
+impl Prepared {
+    /// The tools' answers that worked (all queried in parallel); the failures go to the
+    /// notes.
+    async fn fetch(
+        &mut self,
+        ctx: &AgentContext,
+    ) -> Result<Vec<(String, ToolAnswer)>, SubAgentFailure> {
+        let answers = query_tools(ctx, &self.tools, &self.mcp_args).await?;
+        Ok(split_answers(answers, &mut self.notes))
+    }
+}
+
+/// The extractor's findings from `documents`, and a note when there are none because the
+/// model's reply was unusable.
+async fn findings_of(
+    ctx: &AgentContext,
+    documents: &[(String, String)],
+) -> (Vec<crate::mcp_research::state::Finding>, String) {
+    match extract_findings(&ctx.model, &ctx.state.input, documents).await {
+        Ok(findings) => (findings, String::new()),
+        Err(problem) => (Vec::new(), format!("; no findings: {problem}")),
+    }
+}
+
 /// The answers that worked, and a note listing the failures.
 fn split_answers(
     answers: Vec<(String, Result<ToolAnswer, String>)>,
@@ -292,8 +316,7 @@ impl SubAgent for Aggregator {
         if let Value::Object(map) = &mut call.mcp_args {
             map.insert("group_by".into(), Value::String(field.clone()));
         }
-        let answers = query_tools(ctx, &call.tools, &call.mcp_args).await?;
-        let answers = split_answers(answers, &mut call.notes);
+        let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
         }
@@ -395,8 +418,7 @@ impl SubAgent for Sampler {
             map.insert("samples_per_bucket".into(), Value::from(per_bucket));
             map.entry("top_n").or_insert(Value::from(5));
         }
-        let answers = query_tools(ctx, &call.tools, &call.mcp_args).await?;
-        let answers = split_answers(answers, &mut call.notes);
+        let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
         }
@@ -427,11 +449,7 @@ impl SubAgent for Sampler {
             .take(12)
             .map(|(s, _)| (s.doc_id.clone(), format!("[{}] {}", s.stratum, s.content)))
             .collect();
-        let (findings, extract_note) =
-            match extract_findings(&ctx.model, &ctx.state.input, &documents).await {
-                Ok(findings) => (findings, String::new()),
-                Err(problem) => (Vec::new(), format!("; no findings: {problem}")),
-            };
+        let (findings, extract_note) = findings_of(ctx, &documents).await;
         let output = SubAgentOutput {
             agent: self.name().into(),
             note: format!(
@@ -485,8 +503,7 @@ impl SubAgent for Scanner {
         if let Value::Object(map) = &mut call.mcp_args {
             map.insert("top_n".into(), Value::from(top_n));
         }
-        let answers = query_tools(ctx, &call.tools, &call.mcp_args).await?;
-        let answers = split_answers(answers, &mut call.notes);
+        let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
         }
@@ -499,11 +516,7 @@ impl SubAgent for Scanner {
             .collect();
         let documents: Vec<(String, String)> =
             hits.iter().map(|h| (h.id.clone(), h.content())).collect();
-        let (findings, extract_note) =
-            match extract_findings(&ctx.model, &ctx.state.input, &documents).await {
-                Ok(findings) => (findings, String::new()),
-                Err(problem) => (Vec::new(), format!("; no findings: {problem}")),
-            };
+        let (findings, extract_note) = findings_of(ctx, &documents).await;
         let output = SubAgentOutput {
             agent: self.name().into(),
             note: format!(
