@@ -23,6 +23,7 @@ pub mod arxiv_research;
 pub mod biography_events;
 pub mod due_diligence;
 pub mod entity_intel;
+pub mod mcp_research;
 pub mod shared;
 
 /// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.

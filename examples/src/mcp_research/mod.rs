@@ -1,0 +1,3 @@
+//! The MCP research agent (seed 004): its web page.
+
+pub mod web;
