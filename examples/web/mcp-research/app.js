@@ -316,9 +316,10 @@
         return Number.isFinite(value) && value > 0 ? value : 0;
       }),
     );
+    const rotate = labels.length > 6 || labels.some((label) => label.length > 10);
     const width = 560;
-    const height = 300;
-    const margin = { top: 16, right: 12, bottom: 78, left: 56 };
+    const height = rotate ? 320 : 270;
+    const margin = { top: 18, right: 12, bottom: rotate ? 86 : 30, left: 56 };
     const plotW = width - margin.left - margin.right;
     const plotH = height - margin.top - margin.bottom;
     const max = Math.max(1, ...values.flat());
@@ -339,7 +340,7 @@
     }
     const group = plotW / labels.length;
     const barW = Math.max(2, (group * 0.78) / datasets.length);
-    const rotate = labels.length > 6 || labels.some((label) => label.length > 10);
+    const valueLabels = datasets.length === 1 && labels.length <= 16;
     labels.forEach((label, i) => {
       const x0 = margin.left + i * group + group * 0.11;
       datasets.forEach((set, d) => {
@@ -357,6 +358,14 @@
         });
         bar.appendChild(svg("title", {}, label + ": " + value.toLocaleString("en")));
         root.appendChild(bar);
+        if (valueLabels) {
+          root.appendChild(svg("text", {
+            class: "value-label",
+            x: x0 + d * barW + barW / 2,
+            y: y(value) - 4,
+            "text-anchor": "middle",
+          }, value.toLocaleString("en")));
+        }
       });
       const cx = margin.left + (i + 0.5) * group;
       const ly = margin.top + plotH + 14;
@@ -430,6 +439,8 @@
 
   function resetRun() {
     run = { markdown: null, phases: [], finished: false };
+    // Counts the runs of this page, so a watcher can tell a new run's end from the last one's.
+    document.body.dataset.run = String(Number(document.body.dataset.run || 0) + 1);
     $("run").hidden = false;
     $("phase").textContent = "starting";
     $("phase").dataset.phase = "";

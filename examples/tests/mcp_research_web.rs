@@ -1,0 +1,331 @@
+//! The MCP research page in a real browser: headless Chromium driven over WebDriver.
+//!
+//! Needs Debian's `chromium` and `chromium-driver`; `.ci/run` installs them and sets
+//! `GRAPHKIT_CHROMEDRIVER` (the chromedriver binary; `GRAPHKIT_CHROMIUM` overrides the
+//! browser, `/usr/bin/chromium` by default). Without `GRAPHKIT_CHROMEDRIVER` the tests skip
+//! and say so.
+//!
+//! Waiting is event-driven: an asynchronous WebDriver script resolves from a
+//! MutationObserver when the page reaches the awaited state, bounded by the session's
+//! script timeout; nothing sleeps.
+
+#[path = "mcp_research_web/webdriver.rs"]
+mod webdriver;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use graphkit_examples::mcp_research::web;
+use serde_json::{Value, json};
+
+use webdriver::{Chromedriver, Session};
+
+/// The browser, or `None` (with a message) when this machine has none configured.
+fn browser_binaries() -> Option<(String, String)> {
+    let Ok(driver) = std::env::var("GRAPHKIT_CHROMEDRIVER") else {
+        eprintln!(
+            "skipping the browser test: GRAPHKIT_CHROMEDRIVER is not set (install Debian's \
+             chromium and chromium-driver and set it to /usr/bin/chromedriver, as .ci/run does)"
+        );
+        return None;
+    };
+    let chromium =
+        std::env::var("GRAPHKIT_CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    Some((driver, chromium))
+}
+
+/// Serves `app` on 127.0.0.1 at a port of the system's choosing; answers its base URL.
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let address = listener.local_addr().expect("local address");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}")
+}
+
+/// `target/` of this build (the test binary is `target/debug/deps/NAME`).
+fn target_dir() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.ancestors()
+        .nth(3)
+        .expect("target/debug/deps/test")
+        .to_path_buf()
+}
+
+// ------------------------------------------------------------------ test double
+
+/// A recorded marker sequence of an offline run, as `POST /research` streams it.
+const RECORDED_RUN: &[&str] = &[
+    r#"RESEARCH_START:{"session_id":"research-replay-1"}"#,
+    "PHASE:planning",
+    "PROGRESS:5",
+    "THINKING:Creating initial research plan...",
+    "PHASE:decomposing",
+    "THINKING:Executing decomposer...",
+    "PHASE:aggregating",
+    "THINKING:Executing aggregator...",
+    r#"SOURCES:[{"title":"Flood response in Chile","url":"https://events.example/e/17"}]"#,
+    r#"CHART_CONFIGS:[{"type":"bar","title":"Events by country","data":{"labels":["France","Chile","Kenya"],"datasets":[{"label":"events","data":[120,87,45]}]}}]"#,
+    "PHASE:planning",
+    "PROGRESS:32",
+    "PHASE:sampling",
+    "THINKING:Executing sampler...",
+    r#"SOURCES:[{"title":"Flood response in Chile","url":"https://events.example/e/17"},{"title":"Harvest <b>report</b>","url":"https://events.example/e/42"}]"#,
+    "PHASE:synthesizing",
+    "PROGRESS:90",
+    "FINAL_RESPONSE_START:",
+    "MARKDOWN_CONTENT_START:",
+    "## Research Report\n\nFrance has the **most** events (120).\n\n| Country | Events |\n|---|---:|\n| France | 120 |\n| Chile | 87 |\n\n- raw <img src=x onerror=\"document.body.dataset.pwned='1'\"> stays text\n- see [event 17](https://events.example/e/17)",
+    "MARKDOWN_CONTENT_END:",
+    r#"RESEARCH_COMPLETE:{"iterations":3,"docs_processed":50,"confidence":0.85}"#,
+];
+
+/// A run whose MCP server died: markers, then `ERROR:` and the end of the stream.
+const FAILED_RUN: &[&str] = &[
+    r#"RESEARCH_START:{"session_id":"research-replay-2"}"#,
+    "PHASE:planning",
+    "PROGRESS:5",
+    "PHASE:aggregating",
+    r#"ERROR:{"message":"the MCP server closed the connection"}"#,
+];
+
+/// Test double of the research service: `GET /research/tools` lists two tools and
+/// `POST /research` replays [`RECORDED_RUN`] (or [`FAILED_RUN`] for a query containing
+/// "fail") as SSE in one body, keeping each request for the test to inspect.
+fn replay_service(requests: Arc<Mutex<Vec<Value>>>) -> Router {
+    Router::new()
+        .route(
+            "/research/tools",
+            get(|| async {
+                axum::Json(json!({ "tools": [
+                    { "name": "analyze_all_events", "description": "Aggregate all events" },
+                    { "name": "analyze_events_by_conclusion", "description": "Aggregate events of one conclusion" },
+                ]}))
+            }),
+        )
+        .route("/research", post(replay))
+        .with_state(requests)
+        .merge(web::routes())
+}
+
+async fn replay(
+    State(requests): State<Arc<Mutex<Vec<Value>>>>,
+    axum::Json(request): axum::Json<Value>,
+) -> Response {
+    let query = request["query"].as_str().unwrap_or_default().to_owned();
+    requests.lock().expect("requests lock").push(request);
+    let markers = if query.contains("fail") {
+        FAILED_RUN
+    } else {
+        RECORDED_RUN
+    };
+    let body: String = markers.iter().map(|marker| sse_event(marker)).collect();
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        body,
+    )
+        .into_response()
+}
+
+/// One SSE event: one `data:` line per line of `data`, then a blank line.
+fn sse_event(data: &str) -> String {
+    let mut event: String = data
+        .split('\n')
+        .map(|line| format!("data: {line}\n"))
+        .collect();
+    event.push('\n');
+    event
+}
+
+// ------------------------------------------------------------------ page driving
+
+/// What the page shows once a run ends, read in one script.
+const PAGE_SUMMARY: &str = r#"
+    const all = (css) => [...document.querySelectorAll(css)];
+    return {
+      state: document.body.dataset.state,
+      phases: all('#phase-history li').map((li) => li.dataset.phase),
+      progress: document.getElementById('progress').dataset.progress,
+      thinking: all('#thinking-log li').map((li) => li.textContent),
+      sources: all('#sources li').map((li) => li.textContent),
+      source_links: all('#sources li a').map((a) => a.getAttribute('href')),
+      bars: all('#charts svg rect.bar').map((bar) => Number(bar.dataset.value)),
+      bar_labels: all('#charts svg rect.bar').map((bar) => bar.dataset.label),
+      chart_titles: all('#charts figcaption').map((caption) => caption.textContent),
+      report_h2: all('#report h2').map((h) => h.textContent),
+      report_text: document.getElementById('report').textContent,
+      report_tables: all('#report table').length,
+      report_strong: all('#report strong').map((s) => s.textContent),
+      report_links: all('#report a').map((a) => a.getAttribute('href')),
+      report_images: all('#report img').length,
+      pwned: document.body.dataset.pwned || null,
+      error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
+      complete: document.getElementById('complete').textContent,
+    };
+"#;
+
+/// Types `query` into the page, submits it and waits for the run to complete or fail;
+/// answers [`PAGE_SUMMARY`].
+async fn run_query(session: &Session, query: &str) -> Value {
+    let runs_before = session
+        .execute("return Number(document.body.dataset.run || 0)")
+        .await
+        .expect("read the run counter");
+    let input = session.find("#query").await.expect("query box");
+    session.clear(&input).await.expect("clear the query box");
+    session
+        .type_into(&input, query)
+        .await
+        .expect("type the query");
+    let submit = session.find("#submit").await.expect("submit button");
+    session.click(&submit).await.expect("submit");
+    let state = session
+        .wait_for(&format!(
+            "Number(document.body.dataset.run) > {runs_before} \
+             && ['complete', 'error'].includes(document.body.dataset.state) \
+             && !document.getElementById('submit').disabled && document.body.dataset.state"
+        ))
+        .await
+        .expect("the run completes or fails within the script timeout");
+    eprintln!("run {query:?} ended in state {state}");
+    session.execute(PAGE_SUMMARY).await.expect("read the page")
+}
+
+/// Saves the viewport as `target/NAME` and says where.
+async fn save_screenshot(session: &Session, name: &str) {
+    let png = session.screenshot().await.expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG"), "the screenshot is a PNG");
+    let path = target_dir().join(name);
+    std::fs::write(&path, png).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    eprintln!("screenshot: {}", path.display());
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_shows_a_replayed_run_live_and_an_error_marker() {
+    let Some((driver_binary, chromium)) = browser_binaries() else {
+        return;
+    };
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let base = serve(replay_service(requests.clone())).await;
+    let driver =
+        Chromedriver::start(&driver_binary, Duration::from_secs(60)).expect("chromedriver");
+    let session = Session::chromium(&driver, &chromium)
+        .await
+        .expect("a browser session");
+    session
+        .navigate(&format!("{base}/"))
+        .await
+        .expect("open the page");
+
+    // The tool list is filled from /research/tools; unchecking one sends the other alone.
+    session
+        .wait_for("document.getElementById('tool-list').dataset.loaded")
+        .await
+        .expect("the tool list loads");
+    let tools = session
+        .execute(
+            "return [...document.querySelectorAll('#tool-list input')].map((box) => box.value)",
+        )
+        .await
+        .expect("read the tools");
+    assert_eq!(
+        strings(&tools),
+        ["analyze_all_events", "analyze_events_by_conclusion"]
+    );
+    let second = session
+        .find(r#"#tool-list input[data-tool="analyze_events_by_conclusion"]"#)
+        .await
+        .expect("second tool box");
+    session.click(&second).await.expect("uncheck it");
+
+    let page = run_query(&session, "Which countries have the most events?").await;
+    assert_eq!(page["state"], "complete", "{page:#}");
+    assert_eq!(
+        strings(&page["phases"]),
+        [
+            "planning",
+            "decomposing",
+            "aggregating",
+            "planning",
+            "sampling",
+            "synthesizing",
+            "complete"
+        ]
+    );
+    assert_eq!(page["progress"], "100");
+    assert!(strings(&page["thinking"]).contains(&"Executing aggregator...".to_owned()));
+    // The cumulative SOURCES list replaced the first one; markup in a title stays text.
+    assert_eq!(
+        strings(&page["sources"]),
+        [
+            "Flood response in Chilehttps://events.example/e/17",
+            "Harvest <b>report</b>https://events.example/e/42"
+        ]
+    );
+    assert_eq!(page["bars"], json!([120, 87, 45]));
+    assert_eq!(strings(&page["bar_labels"]), ["France", "Chile", "Kenya"]);
+    assert_eq!(strings(&page["chart_titles"]), ["Events by country"]);
+    assert_eq!(strings(&page["report_h2"]), ["Research Report"]);
+    assert_eq!(page["report_tables"], 1);
+    assert_eq!(strings(&page["report_strong"]), ["most"]);
+    assert_eq!(
+        strings(&page["report_links"]),
+        ["https://events.example/e/17"]
+    );
+    // Raw HTML in the report is shown, not run.
+    assert_eq!(page["report_images"], 0);
+    assert_eq!(page["pwned"], Value::Null);
+    assert!(
+        page["report_text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("<img src=x")
+    );
+    assert!(
+        page["complete"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("3 iterations")
+    );
+    {
+        let requests = requests.lock().expect("requests lock");
+        assert_eq!(requests.len(), 1);
+        assert_eq!(
+            requests[0]["query"],
+            "Which countries have the most events?"
+        );
+        assert_eq!(requests[0]["enabled_tools"], json!(["analyze_all_events"]));
+        assert_eq!(requests[0]["max_iterations"], 10);
+    }
+
+    save_screenshot(&session, "mcp-research-page-replay.png").await;
+
+    // A second run on the same page starts clean and shows the ERROR marker.
+    let page = run_query(&session, "this one should fail").await;
+    assert_eq!(page["state"], "error", "{page:#}");
+    assert_eq!(page["error"], "the MCP server closed the connection");
+    assert_eq!(strings(&page["phases"]), ["planning", "aggregating"]);
+    assert_eq!(page["bars"], json!([]));
+    assert_eq!(page["report_h2"], json!([]));
+
+    session.close().await.expect("close the browser");
+}
