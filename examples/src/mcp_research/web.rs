@@ -135,7 +135,7 @@ fn etag(body: &str) -> String {
 mod tests {
     use super::*;
 
-    fn header<'a>(response: &'a Response, name: header::HeaderName) -> &'a str {
+    fn header(response: &Response, name: header::HeaderName) -> &str {
         response
             .headers()
             .get(name)
