@@ -18,6 +18,8 @@
 //! - [`arxiv_research`]: the plan-driven arXiv deep research workflow (seed 002).
 //! - [`biography_events`]: the author biography events supervisor (seed 003).
 //! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
+//! - [`mcp_research`]: the MCP research agent with sub-agents and an SSE service (seed 004),
+//!   and its events MCP server.
 
 pub mod arxiv_research;
 pub mod biography_events;

@@ -20,7 +20,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use graphkit_examples::mcp_research::web;
+use graphkit::checkpoint::InMemorySaver;
+use graphkit_examples::mcp_research::{
+    Engine, EngineConfig, McpServerSpec, connect, dataset, service, web,
+};
 use serde_json::{Value, json};
 
 use webdriver::{Chromedriver, Session};
@@ -56,6 +59,18 @@ fn target_dir() -> std::path::PathBuf {
         .nth(3)
         .expect("target/debug/deps/test")
         .to_path_buf()
+}
+
+/// The real service: the offline stand-in model, the bundled events MCP server over stdio,
+/// and in-memory checkpoints, served with its page.
+async fn real_service() -> String {
+    let server = McpServerSpec::Stdio(vec![env!("CARGO_BIN_EXE_graphkit-events-mcp").to_owned()]);
+    let source = connect(&[server])
+        .await
+        .expect("start the events MCP server");
+    let engine = Engine::new(EngineConfig::new(source, Arc::new(InMemorySaver::new())))
+        .expect("the research engine");
+    serve(service::router(engine)).await
 }
 
 // ------------------------------------------------------------------ test double
@@ -198,8 +213,19 @@ async fn run_query(session: &Session, query: &str) -> Value {
     session.execute(PAGE_SUMMARY).await.expect("read the page")
 }
 
-/// Saves the viewport as `target/NAME` and says where.
+/// Saves the whole page (the window grown to the document's height) as `target/NAME` and
+/// says where.
 async fn save_screenshot(session: &Session, name: &str) {
+    let height = session
+        .execute("return document.documentElement.scrollHeight")
+        .await
+        .expect("read the page height")
+        .as_u64()
+        .unwrap_or(1500);
+    session
+        .set_window_size(1280, (height + 200).clamp(800, 6000))
+        .await
+        .expect("resize the window");
     let png = session.screenshot().await.expect("screenshot");
     assert!(png.starts_with(b"\x89PNG"), "the screenshot is a PNG");
     let path = target_dir().join(name);
@@ -326,6 +352,114 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
     assert_eq!(strings(&page["phases"]), ["planning", "aggregating"]);
     assert_eq!(page["bars"], json!([]));
     assert_eq!(page["report_h2"], json!([]));
+
+    session.close().await.expect("close the browser");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_runs_a_research_session_of_the_real_service_to_its_report() {
+    let Some((driver_binary, chromium)) = browser_binaries() else {
+        return;
+    };
+    let base = real_service().await;
+    let driver =
+        Chromedriver::start(&driver_binary, Duration::from_secs(60)).expect("chromedriver");
+    let session = Session::chromium(&driver, &chromium)
+        .await
+        .expect("a browser session");
+    session
+        .navigate(&format!("{base}/"))
+        .await
+        .expect("open the page");
+    session
+        .wait_for("document.getElementById('tool-list').dataset.loaded")
+        .await
+        .expect("the tool list loads");
+    let tools = session
+        .execute("return [...document.querySelectorAll('#tool-list input:checked')].map((box) => box.value)")
+        .await
+        .expect("read the tools");
+    assert_eq!(
+        strings(&tools),
+        ["analyze_all_events", "analyze_events_by_conclusion"]
+    );
+
+    let page = run_query(&session, "Which countries have the most events?").await;
+    save_screenshot(&session, "mcp-research-page.png").await;
+    eprintln!("{page:#}");
+    assert_eq!(page["state"], "complete", "{page:#}");
+    assert_eq!(page["progress"], "100");
+
+    // The stand-in's data flow: decompose + aggregate, sample + extract, then synthesise.
+    let phases = strings(&page["phases"]);
+    assert_eq!(
+        phases.first().map(String::as_str),
+        Some("planning"),
+        "{phases:?}"
+    );
+    assert_eq!(
+        phases.last().map(String::as_str),
+        Some("complete"),
+        "{phases:?}"
+    );
+    let position = |phase: &str| phases.iter().position(|seen| seen == phase);
+    for phase in ["decomposing", "aggregating", "sampling", "synthesizing"] {
+        assert!(
+            position(phase).is_some(),
+            "phase {phase} not shown in {phases:?}"
+        );
+    }
+    assert!(position("aggregating") < position("sampling"));
+    assert!(position("sampling") < position("synthesizing"));
+    assert!(!strings(&page["thinking"]).is_empty());
+
+    // Sources come from the sampled events; each is a link to the event.
+    let links = strings(&page["source_links"]);
+    assert!(!links.is_empty(), "{page:#}");
+    assert!(
+        links
+            .iter()
+            .all(|link| link.starts_with("https://events.example/")),
+        "{links:?}"
+    );
+
+    // A chart of the country aggregation, drawn as SVG bars of the real counts.
+    let bars = page["bars"].as_array().cloned().unwrap_or_default();
+    assert!(!bars.is_empty(), "{page:#}");
+    assert!(
+        bars.iter()
+            .all(|bar| bar.as_f64().is_some_and(|value| value > 0.0))
+    );
+    // The first bar is the country with the most events in the dataset, at its count.
+    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+    for event in dataset::events() {
+        *counts.entry(event.country).or_default() += 1;
+    }
+    let (top_country, top_count) = counts
+        .iter()
+        .max_by_key(|(country, count)| (**count, std::cmp::Reverse(**country)))
+        .expect("a non-empty dataset");
+    assert_eq!(
+        strings(&page["bar_labels"]).first().map(String::as_str),
+        Some(*top_country)
+    );
+    assert_eq!(bars[0].as_u64(), Some(*top_count), "{page:#}");
+
+    assert_eq!(strings(&page["report_h2"]), ["Research Report"]);
+    assert!(
+        page["report_text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(top_country)
+    );
+    assert!(
+        page["complete"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("3 iterations"),
+        "{page:#}"
+    );
+    assert_eq!(page["error"], Value::Null);
 
     session.close().await.expect("close the browser");
 }

@@ -71,6 +71,16 @@ enum Workflow {
     #[command(name = "biography-events")]
     BiographyEvents(BiographyEventsCli),
 
+    /// MCP research agent (seed 004): initialization (MCP tool discovery) -> planning ->
+    /// execute_sub_agents (a batch of the nine sub-agents in parallel) -> accumulate ->
+    /// check_completion -> planning | synthesis. Prints the SSE markers as they come.
+    ///
+    /// Outputs in RUN_DIR: report.md, run_summary.json, sse.txt (the SSE transcript),
+    /// graph.mmd, run.json. `mcp-research serve --listen ADDR` runs the HTTP service
+    /// (POST /research, GET /research/status/{session_id}).
+    #[command(name = "mcp-research")]
+    McpResearch(McpResearchCli),
+
     /// List past runs (under graphkit-runs/, and those started with --out elsewhere) with
     /// their status and the command that resumes them.
     Runs(RunsArgs),
@@ -124,6 +134,14 @@ struct EntityIntelArgs {
 }
 
 #[derive(Debug, Args)]
+struct McpResearchCli {
+    #[command(flatten)]
+    common: CommonArgs,
+    #[command(flatten)]
+    args: graphkit_examples::mcp_research::cli::McpResearchArgs,
+}
+
+#[derive(Debug, Args)]
 struct BiographyEventsCli {
     #[command(flatten)]
     common: CommonArgs,
@@ -168,6 +186,10 @@ fn main() -> ExitCode {
             }
             Workflow::BiographyEvents(cli) => {
                 biography_events::cli::biography_events_main(cli.args, cli.common, &sub).await
+            }
+            Workflow::McpResearch(cli) => {
+                graphkit_examples::mcp_research::cli::mcp_research_main(cli.args, cli.common, &sub)
+                    .await
             }
             Workflow::Runs(args) => {
                 print!("{}", render_runs(&list_runs(&args.root), &args.root));

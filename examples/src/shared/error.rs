@@ -33,6 +33,10 @@ pub enum ExampleError {
     /// database, its write-ahead log, the run directory).
     #[error("cannot resume: {0}")]
     Resume(String),
+    /// A research session is already running in this process (post it again once it
+    /// ended, or read its status).
+    #[error("session {0} is already running; follow it with GET /research/status/{0}")]
+    SessionBusy(String),
     /// The run was stopped by Ctrl-C after its last step was checkpointed.
     #[error("interrupted")]
     Interrupted,

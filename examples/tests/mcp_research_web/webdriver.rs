@@ -168,6 +168,17 @@ impl Session {
         .map(drop)
     }
 
+    /// Sets the browser window's size in CSS pixels.
+    pub async fn set_window_size(&self, width: u64, height: u64) -> Result<(), String> {
+        self.command(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({ "width": width, "height": height })),
+        )
+        .await
+        .map(drop)
+    }
+
     /// Runs a synchronous script (a function body) and returns its value.
     pub async fn execute(&self, script: &str) -> Result<Value, String> {
         self.command(

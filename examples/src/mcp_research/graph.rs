@@ -1,0 +1,69 @@
+//! The graph: initialization → planning → execute_sub_agents → accumulate →
+//! check_completion → (planning | synthesis | END); synthesis → END.
+
+use std::sync::Arc;
+
+use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph, StreamWriter};
+
+use super::nodes::{
+    self, ACCUMULATE, CHECK_COMPLETION, EXECUTE_SUB_AGENTS, INITIALIZATION, PLANNING, ResearchDeps,
+    SYNTHESIS,
+};
+use super::state::ResearchAgentState;
+
+/// Builds the research graph over `deps`.
+///
+/// # Errors
+/// [`graphkit::Error`] when the graph does not validate (a bug) or the options are unusable.
+pub fn build_graph(
+    deps: Arc<ResearchDeps>,
+    options: CompileOptions,
+) -> Result<CompiledGraph<ResearchAgentState>, graphkit::Error> {
+    let threshold = deps.confidence_threshold;
+    let (d1, d2, d3, d4) = (
+        Arc::clone(&deps),
+        Arc::clone(&deps),
+        Arc::clone(&deps),
+        Arc::clone(&deps),
+    );
+    let mut graph = StateGraph::<ResearchAgentState>::new();
+    graph
+        .add_node(
+            INITIALIZATION,
+            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
+                nodes::initialization(state, writer, Arc::clone(&d1))
+            },
+        )
+        .add_node(
+            PLANNING,
+            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
+                nodes::planning(state, writer, Arc::clone(&d2))
+            },
+        )
+        .add_node(
+            EXECUTE_SUB_AGENTS,
+            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
+                nodes::execute_sub_agents(state, writer, Arc::clone(&d3))
+            },
+        )
+        .add_node(ACCUMULATE, nodes::accumulate)
+        .add_node(CHECK_COMPLETION, |_: Arc<ResearchAgentState>| async {})
+        .add_node(
+            SYNTHESIS,
+            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
+                nodes::synthesis(state, writer, Arc::clone(&d4))
+            },
+        )
+        .add_edge(START, INITIALIZATION)
+        .add_edge(INITIALIZATION, PLANNING)
+        .add_edge(PLANNING, EXECUTE_SUB_AGENTS)
+        .add_edge(EXECUTE_SUB_AGENTS, ACCUMULATE)
+        .add_edge(ACCUMULATE, CHECK_COMPLETION)
+        .add_conditional_edges(
+            CHECK_COMPLETION,
+            move |state: &ResearchAgentState| nodes::check_completion(state, threshold),
+            [PLANNING, SYNTHESIS, END],
+        )
+        .add_edge(SYNTHESIS, END);
+    graph.compile_with(options)
+}

@@ -1,0 +1,230 @@
+//! The [`Synthesizer`]: the report (markdown starting with `## Research Report`), its key
+//! findings and the overall confidence. The synthesis node calls [`write_report`].
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use graphkit_llm::ChatModel;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::llm::ask;
+use super::{AgentContext, SubAgent, SubAgentFailure};
+use crate::mcp_research::prompts::synthesis_request;
+use crate::mcp_research::state::{
+    AggregationResult, Finding, ResearchAgentState, ResearchPhase, Source, SubAgentOutput,
+};
+
+/// The heading every report starts with.
+pub const REPORT_HEADING: &str = "## Research Report";
+
+/// The synthesizer's reply.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+pub struct ReportDraft {
+    /// The report in markdown, starting with `## Research Report`.
+    #[schemars(length(max = 6000))]
+    pub markdown: String,
+    /// 2-5 key findings, one sentence each.
+    #[schemars(length(max = 5))]
+    pub key_findings: Vec<String>,
+    /// How well the data answers the query (0-1).
+    pub confidence: f32,
+}
+
+/// A report written from the data alone: the aggregations' numbers (largest buckets and
+/// shares), the findings with their evidence, the sources. The offline stand-in's
+/// synthesizer writes this; [`write_report`] uses it, saying so, when the model's reply is
+/// unusable.
+pub fn compose_report(
+    query: &str,
+    aggregations: &[AggregationResult],
+    findings: &[Finding],
+    sources: &[Source],
+) -> ReportDraft {
+    let mut md = format!("{REPORT_HEADING}\n\n**Question:** {query}\n\n### Key numbers\n\n");
+    let mut key_findings = Vec::new();
+    for aggregation in aggregations {
+        let total = aggregation.total().max(1);
+        let _ = writeln!(
+            md,
+            "Events by **{}** ({}; {} events in {} buckets):\n\n| {} | events | share |\n|---|---:|---:|",
+            aggregation.field,
+            aggregation.tool,
+            aggregation.total(),
+            aggregation.buckets.len(),
+            aggregation.field
+        );
+        for bucket in aggregation.buckets.iter().take(10) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.1}% |",
+                bucket.key,
+                bucket.doc_count,
+                bucket.doc_count as f64 * 100.0 / total as f64
+            );
+        }
+        md.push('\n');
+        if let Some(top) = aggregation.buckets.first() {
+            let runner_up = aggregation
+                .buckets
+                .get(1)
+                .map(|b| format!(", ahead of {} ({})", b.key, b.doc_count))
+                .unwrap_or_default();
+            key_findings.push(format!(
+                "{} leads by {} with {} events{runner_up}.",
+                top.key, aggregation.field, top.doc_count
+            ));
+        }
+    }
+    if !findings.is_empty() {
+        md.push_str("### Findings\n\n");
+        for finding in findings.iter().take(12) {
+            let cited: Vec<&str> = finding.evidence.iter().map(|e| e.doc_id.as_str()).collect();
+            let _ = writeln!(
+                md,
+                "- {}{}",
+                finding.claim,
+                if cited.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", cited.join(", "))
+                }
+            );
+        }
+        md.push('\n');
+        if let Some(first) = findings.first() {
+            key_findings.push(first.claim.clone());
+        }
+    }
+    if !sources.is_empty() {
+        md.push_str("### Sources\n\n");
+        for source in sources.iter().take(15) {
+            let _ = writeln!(md, "- [{}]({})", source.title, source.url);
+        }
+    }
+    key_findings.truncate(5);
+    let confidence = match (aggregations.is_empty(), findings.is_empty()) {
+        (false, false) => 0.85,
+        (false, true) => 0.7,
+        (true, false) => 0.6,
+        (true, true) => 0.2,
+    };
+    ReportDraft {
+        markdown: md.trim_end().to_owned() + "\n",
+        key_findings,
+        confidence,
+    }
+}
+
+/// The report of `state`: the model's ([`ReportDraft`]), starting with
+/// `## Research Report` (added when missing), confidence clamped to 0-1. When the model's
+/// reply is unusable, the report composed from the data ([`compose_report`]) with a line
+/// saying so; the second value is then the reason.
+pub async fn write_report(
+    model: &Arc<dyn ChatModel>,
+    state: &ResearchAgentState,
+) -> (ReportDraft, Option<String>) {
+    match ask::<ReportDraft>(model, synthesis_request(state)).await {
+        Ok(mut draft) if !draft.markdown.trim().is_empty() => {
+            if !draft.markdown.trim_start().starts_with(REPORT_HEADING) {
+                draft.markdown = format!("{REPORT_HEADING}\n\n{}", draft.markdown.trim_start());
+            }
+            draft.confidence = if draft.confidence.is_finite() {
+                draft.confidence.clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            (draft, None)
+        }
+        Ok(_) => fallback(state, "the model wrote an empty report".into()),
+        Err(problem) => fallback(state, problem),
+    }
+}
+
+fn fallback(state: &ResearchAgentState, problem: String) -> (ReportDraft, Option<String>) {
+    let mut draft = compose_report(
+        &state.input,
+        &state.aggregation_results,
+        &state.findings,
+        &state.extracted_sources,
+    );
+    draft.markdown = draft.markdown.replacen(
+        REPORT_HEADING,
+        &format!(
+            "{REPORT_HEADING}\n\n*Composed from the collected data: the model's report was not usable ({}).*",
+            problem.replace(['\n', '\r'], " ")
+        ),
+        1,
+    );
+    draft.confidence = draft.confidence.min(0.5);
+    (draft, Some(problem))
+}
+
+/// Synthesizer: writes the report in the synthesis node. Called by the planner in a batch,
+/// it asks for the synthesis (`next_action: synthesize`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Synthesizer;
+
+#[async_trait]
+impl SubAgent for Synthesizer {
+    fn name(&self) -> &'static str {
+        "synthesizer"
+    }
+
+    fn phase(&self) -> ResearchPhase {
+        ResearchPhase::Synthesizing
+    }
+
+    fn description(&self) -> &'static str {
+        "writes the final report from everything collected (prefer next_action \"synthesize\"). No arguments."
+    }
+
+    async fn run(
+        &self,
+        _arguments: &Value,
+        ctx: &AgentContext,
+    ) -> Result<SubAgentOutput, SubAgentFailure> {
+        Ok(SubAgentOutput {
+            agent: self.name().into(),
+            note: format!(
+                "the report will be written from {} findings and {} aggregations",
+                ctx.state.findings.len(),
+                ctx.state.aggregation_results.len()
+            ),
+            ..SubAgentOutput::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp_research::state::Bucket;
+
+    #[test]
+    fn the_composed_report_states_the_real_numbers() {
+        let aggregation = AggregationResult {
+            tool: "analyze_all_events".into(),
+            field: "country".into(),
+            buckets: vec![
+                Bucket {
+                    key: "Norway".into(),
+                    doc_count: 30,
+                },
+                Bucket {
+                    key: "Chile".into(),
+                    doc_count: 10,
+                },
+            ],
+        };
+        let draft = compose_report("Which countries?", &[aggregation], &[], &[]);
+        assert!(draft.markdown.starts_with(REPORT_HEADING));
+        assert!(draft.markdown.contains("| Norway | 30 | 75.0% |"));
+        assert_eq!(
+            draft.key_findings,
+            ["Norway leads by country with 30 events, ahead of Chile (10)."]
+        );
+    }
+}
