@@ -110,10 +110,28 @@ const FAILED_RUN: &[&str] = &[
     r#"ERROR:{"message":"the MCP server closed the connection"}"#,
 ];
 
+/// What the replaying test double shares with the test: the requests it got, and a gate
+/// that holds [`RECORDED_RUN`] back before `FINAL_RESPONSE_START:` until the test opens it.
+struct Replay {
+    requests: Mutex<Vec<Value>>,
+    gate: tokio::sync::Semaphore,
+}
+
+impl Replay {
+    fn new() -> Self {
+        Replay {
+            requests: Mutex::new(Vec::new()),
+            gate: tokio::sync::Semaphore::new(0),
+        }
+    }
+}
+
 /// Test double of the research service: `GET /research/tools` lists two tools and
 /// `POST /research` replays [`RECORDED_RUN`] (or [`FAILED_RUN`] for a query containing
-/// "fail") as SSE in one body, keeping each request for the test to inspect.
-fn replay_service(requests: Arc<Mutex<Vec<Value>>>) -> Router {
+/// "fail") as a streamed SSE body, keeping each request for the test to inspect. The
+/// recorded run stops before its report until [`Replay::gate`] gets a permit, so the test
+/// can look at the page in the middle of a run.
+fn replay_service(replay: Arc<Replay>) -> Router {
     Router::new()
         .route(
             "/research/tools",
@@ -124,27 +142,40 @@ fn replay_service(requests: Arc<Mutex<Vec<Value>>>) -> Router {
                 ]}))
             }),
         )
-        .route("/research", post(replay))
-        .with_state(requests)
+        .route("/research", post(replay_run))
+        .with_state(replay)
         .merge(web::routes())
 }
 
-async fn replay(
-    State(requests): State<Arc<Mutex<Vec<Value>>>>,
+async fn replay_run(
+    State(replay): State<Arc<Replay>>,
     axum::Json(request): axum::Json<Value>,
 ) -> Response {
     let query = request["query"].as_str().unwrap_or_default().to_owned();
-    requests.lock().expect("requests lock").push(request);
-    let markers = if query.contains("fail") {
-        FAILED_RUN
+    replay.requests.lock().expect("requests lock").push(request);
+    let events = |markers: &[&str]| -> String { markers.iter().map(|m| sse_event(m)).collect() };
+    let (before, after) = if query.contains("fail") {
+        (events(FAILED_RUN), String::new())
     } else {
-        RECORDED_RUN
+        let at = RECORDED_RUN
+            .iter()
+            .position(|marker| *marker == "FINAL_RESPONSE_START:")
+            .unwrap_or(RECORDED_RUN.len());
+        (events(&RECORDED_RUN[..at]), events(&RECORDED_RUN[at..]))
     };
-    let body: String = markers.iter().map(|marker| sse_event(marker)).collect();
+    let first = futures::stream::once(async move { Ok::<_, std::convert::Infallible>(before) });
+    let rest = futures::stream::once(async move {
+        if !after.is_empty() {
+            // Held until the test has looked at the page mid-run.
+            let permit = replay.gate.acquire().await;
+            drop(permit);
+        }
+        Ok(after)
+    });
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/event-stream")],
-        body,
+        axum::body::Body::from_stream(futures::StreamExt::chain(first, rest)),
     )
         .into_response()
 }
@@ -189,6 +220,12 @@ const PAGE_SUMMARY: &str = r#"
 /// Types `query` into the page, submits it and waits for the run to complete or fail;
 /// answers [`PAGE_SUMMARY`].
 async fn run_query(session: &Session, query: &str) -> Value {
+    let runs_before = submit_query(session, query).await;
+    wait_for_end(session, query, runs_before).await
+}
+
+/// Types `query` into the page and submits it; answers the page's run count before.
+async fn submit_query(session: &Session, query: &str) -> Value {
     let runs_before = session
         .execute("return Number(document.body.dataset.run || 0)")
         .await
@@ -201,6 +238,11 @@ async fn run_query(session: &Session, query: &str) -> Value {
         .expect("type the query");
     let submit = session.find("#submit").await.expect("submit button");
     session.click(&submit).await.expect("submit");
+    runs_before
+}
+
+/// Waits for the run after `runs_before` to complete or fail; answers [`PAGE_SUMMARY`].
+async fn wait_for_end(session: &Session, query: &str, runs_before: Value) -> Value {
     let state = session
         .wait_for(&format!(
             "Number(document.body.dataset.run) > {runs_before} \
@@ -250,8 +292,8 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
     let Some((driver_binary, chromium)) = browser_binaries() else {
         return;
     };
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let base = serve(replay_service(requests.clone())).await;
+    let replay = Arc::new(Replay::new());
+    let base = serve(replay_service(replay.clone())).await;
     let driver =
         Chromedriver::start(&driver_binary, Duration::from_secs(60)).expect("chromedriver");
     let session = Session::chromium(&driver, &chromium)
@@ -283,7 +325,23 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
         .expect("second tool box");
     session.click(&second).await.expect("uncheck it");
 
-    let page = run_query(&session, "Which countries have the most events?").await;
+    let query = "Which countries have the most events?";
+    let runs_before = submit_query(&session, query).await;
+    // Mid-run (the double holds the report back): the page already shows what came.
+    session
+        .wait_for(
+            "document.getElementById('progress').dataset.progress === '90' \
+             && document.getElementById('phase').dataset.phase === 'synthesizing'",
+        )
+        .await
+        .expect("the page shows the markers as they arrive");
+    let live = session.execute(PAGE_SUMMARY).await.expect("read the page");
+    assert_eq!(live["state"], "running", "{live:#}");
+    assert_eq!(live["sources"].as_array().map(Vec::len), Some(2));
+    assert_eq!(live["bars"], json!([120, 87, 45]));
+    assert_eq!(live["report_h2"], json!([]), "no report before its markers");
+    replay.gate.add_permits(1);
+    let page = wait_for_end(&session, query, runs_before).await;
     assert_eq!(page["state"], "complete", "{page:#}");
     assert_eq!(
         strings(&page["phases"]),
@@ -333,7 +391,7 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
             .contains("3 iterations")
     );
     {
-        let requests = requests.lock().expect("requests lock");
+        let requests = replay.requests.lock().expect("requests lock");
         assert_eq!(requests.len(), 1);
         assert_eq!(
             requests[0]["query"],
@@ -352,6 +410,45 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
     assert_eq!(strings(&page["phases"]), ["planning", "aggregating"]);
     assert_eq!(page["bars"], json!([]));
     assert_eq!(page["report_h2"], json!([]));
+
+    // The page's own renderer and SSE parser on inputs the runs above did not cover.
+    let cases = session
+        .execute(
+            r#"const { renderMarkdown: md, createSseParser } = window.mcpResearch;
+               const events = [];
+               const parser = createSseParser((data) => events.push(data));
+               parser.push('data: A:1\r\ndata: two\r\n\r\n: keep-alive\n\ndata:B');
+               parser.push(':2\n\n');
+               parser.finish();
+               return {
+                 script_link: md('[x](javascript:alert(1)) [y](data:text/html,hi)'),
+                 underscore_url: md('[a](https://e.org/a_b_c) _i_'),
+                 fence: md('```\n<b>x</b> **no**\n```'),
+                 nested: md('- a\n  - b\n- c\n\n3. three\n4. four'),
+                 events,
+               };"#,
+        )
+        .await
+        .expect("run the renderer");
+    let case = |name: &str| cases[name].as_str().unwrap_or_default().to_owned();
+    assert!(
+        !case("script_link").contains("<a"),
+        "{}",
+        case("script_link")
+    );
+    assert_eq!(
+        case("underscore_url"),
+        r#"<p><a href="https://e.org/a_b_c" target="_blank" rel="noopener noreferrer">a</a> <em>i</em></p>"#
+    );
+    assert_eq!(
+        case("fence"),
+        "<pre><code>&lt;b&gt;x&lt;/b&gt; **no**</code></pre>"
+    );
+    assert_eq!(
+        case("nested"),
+        r#"<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul><ol start="3"><li>three</li><li>four</li></ol>"#
+    );
+    assert_eq!(cases["events"], json!(["A:1\ntwo", "B:2"]));
 
     session.close().await.expect("close the browser");
 }
