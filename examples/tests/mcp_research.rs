@@ -153,6 +153,39 @@ fn shape(markers: &[Marker]) -> Vec<String> {
     out
 }
 
+/// The marker sequence of the offline flow (THINKING runs collapsed).
+const GOLDEN: [&str; 29] = [
+    "RESEARCH_START",
+    "PHASE:planning",
+    "THINKING",
+    "PROGRESS:5",
+    "THINKING",
+    "PHASE:decomposing",
+    "THINKING",
+    "PHASE:aggregating",
+    "THINKING",
+    "CHART_CONFIGS",
+    "PHASE:planning",
+    "PROGRESS:13",
+    "THINKING",
+    "PHASE:sampling",
+    "THINKING",
+    "SOURCES",
+    "PHASE:planning",
+    "PROGRESS:21",
+    "THINKING",
+    "PHASE:synthesizing",
+    "PROGRESS:90",
+    "THINKING",
+    "PHASE:complete",
+    "PROGRESS:100",
+    "FINAL_RESPONSE_START",
+    "MARKDOWN_CONTENT_START",
+    "MARKDOWN",
+    "MARKDOWN_CONTENT_END",
+    "RESEARCH_COMPLETE",
+];
+
 #[tokio::test]
 async fn offline_session_streams_the_seed_markers_in_order() {
     let engine = engine_over(Arc::new(CannedEvents), Arc::new(InMemorySaver::new()));
@@ -165,40 +198,7 @@ async fn offline_session_streams_the_seed_markers_in_order() {
     assert!(session.session_id.starts_with("research-"));
     let id = session.session_id.clone();
     let markers = collect(session.markers).await;
-    assert_eq!(
-        shape(&markers),
-        [
-            "RESEARCH_START",
-            "PHASE:planning",
-            "THINKING",
-            "PROGRESS:5",
-            "THINKING",
-            "PHASE:decomposing",
-            "THINKING",
-            "PHASE:aggregating",
-            "THINKING",
-            "CHART_CONFIGS",
-            "PHASE:planning",
-            "PROGRESS:13",
-            "THINKING",
-            "PHASE:sampling",
-            "THINKING",
-            "SOURCES",
-            "PHASE:planning",
-            "PROGRESS:21",
-            "THINKING",
-            "PHASE:synthesizing",
-            "PROGRESS:90",
-            "THINKING",
-            "PHASE:complete",
-            "PROGRESS:100",
-            "FINAL_RESPONSE_START",
-            "MARKDOWN_CONTENT_START",
-            "MARKDOWN",
-            "MARKDOWN_CONTENT_END",
-            "RESEARCH_COMPLETE",
-        ]
-    );
+    assert_eq!(shape(&markers), GOLDEN);
     assert_eq!(
         markers[0],
         Marker::ResearchStart {
@@ -563,4 +563,391 @@ async fn many_sessions_run_concurrently() {
         };
         assert_eq!(stats.iterations, 3);
     }
+}
+
+const EVENTS_MCP: &str = env!("CARGO_BIN_EXE_graphkit-events-mcp");
+const CLI: &str = env!("CARGO_BIN_EXE_graphkit-research");
+
+async fn bundled_server() -> Arc<graphkit_tools::mcp::McpClient> {
+    graphkit_tools::mcp::McpClient::stdio("events", EVENTS_MCP, Vec::<String>::new())
+        .await
+        .expect("the bundled events MCP server starts")
+}
+
+#[tokio::test]
+async fn offline_research_over_the_bundled_server_reports_its_real_counts() {
+    let client = bundled_server().await;
+    let source: Arc<dyn EventsSource> =
+        Arc::new(graphkit_tools::mcp::McpToolSet::new([Arc::clone(&client)]));
+    let engine = engine_over(source, Arc::new(InMemorySaver::new()));
+    let session = engine
+        .start(ResearchRequest::new(
+            "Which countries have the most events?",
+        ))
+        .await
+        .expect("starts");
+    let markers = collect(session.markers).await;
+    assert_eq!(shape(&markers), GOLDEN);
+    let Some(Marker::MarkdownContent(report)) = markers
+        .iter()
+        .find(|m| matches!(m, Marker::MarkdownContent(_)))
+    else {
+        panic!("no report");
+    };
+    // The dataset's counts (checked against a reference count in mcp_events_server.rs).
+    assert!(report.contains("| United States | 333 |"), "{report}");
+    assert!(report.contains("| India | 231 |"), "{report}");
+    assert!(report.contains("2000 events"), "{report}");
+    let Some(Marker::ResearchComplete(stats)) = markers.last() else {
+        panic!("no RESEARCH_COMPLETE");
+    };
+    assert_eq!(stats.iterations, 3);
+    // Five largest countries, two samples each.
+    assert_eq!(stats.docs_processed, 10);
+    client.close().await;
+}
+
+/// **Test double**: the real events server behind a switch that kills the server process
+/// (SIGKILL) just before the first sampling call goes out, as a crash mid-run would.
+#[derive(Debug)]
+struct KillBeforeSampling {
+    client: Arc<graphkit_tools::mcp::McpClient>,
+    killed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl EventsSource for KillBeforeSampling {
+    async fn list_tools(&self) -> Result<Vec<McpToolInfo>, ToolError> {
+        self.client.list_tools().await
+    }
+
+    async fn call_tool(&self, name: &str, arguments: Value) -> Result<McpCallResult, ToolError> {
+        if arguments.get("samples_per_bucket").is_some()
+            && !self.killed.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            let pid = self
+                .client
+                .server_pid()
+                .await
+                .expect("a stdio server has a pid");
+            let status = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status()
+                .expect("kill runs");
+            assert!(status.success());
+        }
+        self.client.call_tool(name, arguments).await
+    }
+}
+
+#[tokio::test]
+async fn mcp_server_dying_mid_run_ends_with_an_error_marker_and_the_session_resumes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("sessions.sqlite");
+    let client = bundled_server().await;
+    client.reconnect(false);
+    let saver = graphkit::checkpoint::SqliteSaver::open(&db)
+        .await
+        .expect("db");
+    let engine = engine_over(
+        Arc::new(KillBeforeSampling {
+            client: Arc::clone(&client),
+            killed: false.into(),
+        }),
+        Arc::new(saver.clone()),
+    );
+    let session = engine
+        .start(ResearchRequest {
+            session_id: Some("research-mcp-dies".into()),
+            ..ResearchRequest::new("Which countries have the most events?")
+        })
+        .await
+        .expect("starts");
+    let markers = collect(session.markers).await;
+    let Some(Marker::Error { message }) = markers.last() else {
+        panic!("no ERROR marker: {markers:?}");
+    };
+    assert!(message.contains("MCP server"), "{message}");
+    assert!(message.contains("research-mcp-dies"), "{message}");
+    assert!(
+        !markers
+            .iter()
+            .any(|m| matches!(m, Marker::FinalResponseStart))
+    );
+    assert!(session.finished.await.expect("joins").is_err());
+    let status = engine
+        .status("research-mcp-dies")
+        .await
+        .expect("reads")
+        .expect("the session is kept");
+    assert!(!status.complete);
+    assert_eq!(
+        status.iteration, 2,
+        "iteration 1 and the plan of 2 are saved"
+    );
+    drop(engine);
+    saver.pool().close().await;
+
+    // The server is back (a new process): the same session continues and finishes.
+    let saver = graphkit::checkpoint::SqliteSaver::open(&db)
+        .await
+        .expect("db");
+    let client = bundled_server().await;
+    let engine = engine_over(
+        Arc::new(graphkit_tools::mcp::McpToolSet::new([Arc::clone(&client)])),
+        Arc::new(saver),
+    );
+    let session = engine
+        .start(ResearchRequest {
+            session_id: Some("research-mcp-dies".into()),
+            ..ResearchRequest::new("Which countries have the most events?")
+        })
+        .await
+        .expect("resumes");
+    let markers = collect(session.markers).await;
+    assert!(markers.iter().any(
+        |m| matches!(m, Marker::Thinking(t) if t.starts_with("Resuming session research-mcp-dies"))
+    ));
+    // The first iteration is not run again: one aggregation, one chart.
+    assert!(!markers.contains(&Marker::Thinking("Executing aggregator...".into())));
+    let Some(Marker::ResearchComplete(stats)) = markers.last() else {
+        panic!("no RESEARCH_COMPLETE: {markers:?}");
+    };
+    assert_eq!(stats.iterations, 3);
+    let state = session.finished.await.expect("joins").expect("finishes");
+    assert_eq!(state.aggregation_results.len(), 1);
+    client.close().await;
+}
+
+/// Reads the child's stdout until the line starting with `prefix`.
+fn read_line_starting(out: &mut impl std::io::BufRead, prefix: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).expect("reads");
+        assert!(n > 0, "the process ended before printing `{prefix}`");
+        if line.starts_with(prefix) {
+            return line.trim_end().to_owned();
+        }
+    }
+}
+
+fn start_service(out_dir: &std::path::Path, delay_ms: u64) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(CLI)
+        .args(["mcp-research", "serve", "--listen", "127.0.0.1:0", "--out"])
+        .arg(out_dir)
+        .args(["--offline-delay-ms", &delay_ms.to_string(), "--mcp-server"])
+        .arg(format!("stdio:{EVENTS_MCP}"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the service starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut reader = std::io::BufReader::new(stdout);
+    let line = read_line_starting(&mut reader, "listening on ");
+    let url = line
+        .trim_start_matches("listening on ")
+        .split_whitespace()
+        .next()
+        .expect("url")
+        .to_owned();
+    (child, url)
+}
+
+#[tokio::test]
+async fn a_killed_service_keeps_its_sessions_and_resumes_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Every model reply takes ten minutes: the session parks in its first planning call.
+    let (mut first, base) = start_service(dir.path(), 600_000);
+    let client = reqwest::Client::new();
+    let mut response = client
+        .post(format!("{base}/research"))
+        .json(&json!({"query": "Which countries have the most events?", "session_id": "research-killed"}))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(response.status(), 200);
+    let mut seen = String::new();
+    while !seen.contains("data: THINKING:Creating initial research plan...") {
+        let chunk = response
+            .chunk()
+            .await
+            .expect("reads")
+            .expect("the stream goes on");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reaped");
+
+    let (mut second, base) = start_service(dir.path(), 0);
+    let status: Value = client
+        .get(format!("{base}/research/status/research-killed"))
+        .send()
+        .await
+        .expect("answers")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["complete"], false);
+    assert_eq!(status["running"], false);
+    assert_eq!(status["phase"], "planning");
+    assert_eq!(status["iteration"], 0);
+    let response = client
+        .post(format!("{base}/research"))
+        .json(&json!({"query": "Which countries have the most events?", "session_id": "research-killed"}))
+        .send()
+        .await
+        .expect("answers");
+    let events = sse_events(response).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("THINKING:Resuming session research-killed"))
+    );
+    assert!(
+        events
+            .last()
+            .is_some_and(|e| e.starts_with("RESEARCH_COMPLETE:{\"iterations\":3,")),
+        "{events:?}"
+    );
+    let status: Value = client
+        .get(format!("{base}/research/status/research-killed"))
+        .send()
+        .await
+        .expect("answers")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(status["complete"], true);
+    second.kill().expect("stops");
+    second.wait().expect("reaped");
+}
+
+#[test]
+fn the_cli_prints_the_markers_and_writes_the_report_summary_and_transcript() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let output = std::process::Command::new(CLI)
+        .args([
+            "mcp-research",
+            "Which countries have the most events?",
+            "--out",
+        ])
+        .arg(&run)
+        .output()
+        .expect("runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with("RESEARCH_START:{\"session_id\":\"research-"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nCHART_CONFIGS:[{\"type\":\"bar\""));
+    assert!(stdout.contains("\nRESEARCH_COMPLETE:{\"iterations\":3,\"docs_processed\":10,"));
+    let report = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(report.starts_with("## Research Report"));
+    assert!(report.contains("| United States | 333 |"));
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("run_summary.json")).expect("summary"),
+    )
+    .expect("json");
+    assert_eq!(summary["iterations"], 3);
+    assert_eq!(summary["complete"], true);
+    let transcript = std::fs::read_to_string(run.join("sse.txt")).expect("sse.txt");
+    assert!(transcript.starts_with("data: RESEARCH_START:"));
+    assert!(
+        transcript.contains("data: MARKDOWN_CONTENT_START:\n\ndata: ## Research Report\ndata: \n")
+    );
+}
+
+#[test]
+fn a_killed_cli_run_resumes_with_resume() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let mut child = std::process::Command::new(CLI)
+        .args([
+            "mcp-research",
+            "Which event types are most common?",
+            "--offline-delay-ms",
+            "600000",
+            "--out",
+        ])
+        .arg(&run)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runs");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    read_line_starting(&mut out, "THINKING:Creating initial research plan...");
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    let mut rest = String::new();
+    let _ = out.read_line(&mut rest);
+
+    let output = std::process::Command::new(CLI)
+        .args(["mcp-research", "--resume", "--out"])
+        .arg(&run)
+        .output()
+        .expect("resumes");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("THINKING:Resuming session research-"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("RESEARCH_COMPLETE:{\"iterations\":3,"),
+        "{stdout}"
+    );
+    let report = std::fs::read_to_string(run.join("report.md")).expect("report.md");
+    assert!(report.contains("Events by **event_type**"), "{report}");
+}
+
+#[tokio::test]
+async fn a_weak_local_model_ends_the_research_within_its_limits() {
+    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
+        eprintln!(
+            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
+        );
+        return;
+    };
+    let client = bundled_server().await;
+    let config = EngineConfig {
+        default_model: format!("openai-compatible:{}#smol", url.trim_end_matches('/'))
+            .parse()
+            .expect("spec"),
+        ..EngineConfig::new(
+            Arc::new(graphkit_tools::mcp::McpToolSet::new([Arc::clone(&client)])),
+            Arc::new(InMemorySaver::new()),
+        )
+    };
+    let engine = Engine::new(config).expect("builds");
+    let session = engine
+        .start(ResearchRequest {
+            max_iterations: Some(2),
+            ..ResearchRequest::new("Which countries have the most events?")
+        })
+        .await
+        .expect("starts");
+    let markers = collect(session.markers).await;
+    let state = session
+        .finished
+        .await
+        .expect("joins")
+        .expect("the run ends with a report");
+    assert!(state.iteration_count <= 2);
+    let report = state.final_report.expect("report");
+    assert!(report.starts_with("## Research Report"), "{report}");
+    assert!((0.0..=1.0).contains(&state.overall_confidence));
+    assert!(matches!(markers.last(), Some(Marker::ResearchComplete(_))));
+    client.close().await;
 }

@@ -199,7 +199,8 @@ pub async fn mcp_research_main(
     )?;
     let threshold: f32 =
         session.option("confidence_threshold", args.options.confidence_threshold)?;
-    let delay: u64 = session.option("offline_delay_ms", common.offline_delay_ms)?;
+    // A demo knob, not part of the run: a resume uses its own (default none).
+    let delay = common.offline_delay_ms;
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
     let specs = if servers == args.options.mcp_servers {
         specs

@@ -83,6 +83,8 @@ pub fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<Aggregatio
             tool: a.tool.clone(),
             field: a.field.clone(),
             buckets: a.buckets.iter().take(15).cloned().collect(),
+            other_doc_count: a.other_doc_count
+                + a.buckets.iter().skip(15).map(|b| b.doc_count).sum::<u64>(),
         })
         .collect()
 }

@@ -231,6 +231,8 @@ pub struct ToolAnswer {
     pub buckets: Vec<(Bucket, Vec<Hit>)>,
     /// `hits.hits[]`.
     pub hits: Vec<Hit>,
+    /// `aggregations.group_by.sum_other_doc_count`: documents in buckets cut by `top_n`.
+    pub other_doc_count: u64,
 }
 
 /// Reads a tool result: `structuredContent`, else JSON in the text content.
@@ -285,6 +287,9 @@ pub fn read_answer(result: &McpCallResult) -> Result<ToolAnswer, String> {
     Ok(ToolAnswer {
         buckets,
         hits: hits_of(&value),
+        other_doc_count: value["aggregations"]["group_by"]["sum_other_doc_count"]
+            .as_u64()
+            .unwrap_or(0),
     })
 }
 

@@ -151,7 +151,7 @@ fn extract(text: &str) -> Extraction {
             let body = doc["text"].as_str()?;
             let first = body.split(". ").next().unwrap_or(body).trim();
             Some(Finding {
-                claim: format!("{id}: {}", crate::shared::truncate(first, 200)),
+                claim: crate::shared::truncate(first, 200),
                 evidence: vec![Evidence {
                     doc_id: id.into(),
                     quote: crate::shared::truncate(body, 160),

@@ -111,12 +111,15 @@ pub struct AggregationResult {
     pub field: String,
     /// The buckets, largest first.
     pub buckets: Vec<Bucket>,
+    /// Documents in buckets not listed (cut by `top_n`).
+    #[serde(default)]
+    pub other_doc_count: u64,
 }
 
 impl AggregationResult {
-    /// The documents counted: the sum of the buckets.
+    /// The documents counted: the buckets listed and the others.
     pub fn total(&self) -> u64 {
-        self.buckets.iter().map(|b| b.doc_count).sum()
+        self.buckets.iter().map(|b| b.doc_count).sum::<u64>() + self.other_doc_count
     }
 }
 

@@ -83,7 +83,8 @@ pub fn select_tools(args: &DataArgs, enabled: &[String]) -> (Vec<String>, Vec<St
 }
 
 /// Merges the buckets of several tools: same keys summed, largest first (then by key),
-/// at most `top_n` kept. The result's `tool` is the tools joined by `+`.
+/// at most `top_n` kept (the rest counted in `other_doc_count`). The result's `tool` is
+/// the tools joined by `+`.
 ///
 /// ```
 /// use graphkit_examples::mcp_research::{Bucket, merge_buckets};
@@ -115,8 +116,9 @@ pub fn merge_buckets(
         })
         .collect();
     buckets.sort_by(|a, b| b.doc_count.cmp(&a.doc_count).then(a.key.cmp(&b.key)));
-    if let Some(n) = top_n {
-        buckets.truncate(n);
+    let mut other_doc_count = 0;
+    if let Some(n) = top_n.filter(|n| *n < buckets.len()) {
+        other_doc_count = buckets.drain(n..).map(|b| b.doc_count).sum();
     }
     AggregationResult {
         tool: per_tool
@@ -126,6 +128,7 @@ pub fn merge_buckets(
             .join("+"),
         field: field.to_owned(),
         buckets,
+        other_doc_count,
     }
 }
 
@@ -299,15 +302,17 @@ impl SubAgent for Aggregator {
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
         }
+        let others: u64 = answers.iter().map(|(_, a)| a.other_doc_count).sum();
         let per_tool: Vec<(String, Vec<Bucket>)> = answers
             .into_iter()
             .map(|(tool, answer)| (tool, answer.buckets.into_iter().map(|(b, _)| b).collect()))
             .collect();
-        let merged = merge_buckets(
+        let mut merged = merge_buckets(
             &field,
             &per_tool,
             call.args.top_n.map(|n| n.clamp(1, 100) as usize),
         );
+        merged.other_doc_count += others;
         let note = aggregation_note(&*ctx.model, &ctx.state.input, &merged).await;
         let output = SubAgentOutput {
             agent: self.name().into(),

@@ -49,7 +49,7 @@ pub fn compose_report(
         let total = aggregation.total().max(1);
         let _ = writeln!(
             md,
-            "Events by **{}** ({}; {} events in {} buckets):\n\n| {} | events | share |\n|---|---:|---:|",
+            "Events by **{}** ({}; {} events, the {} largest groups shown):\n\n| {} | events | share |\n|---|---:|---:|",
             aggregation.field,
             aggregation.tool,
             aggregation.total(),
@@ -218,6 +218,7 @@ mod tests {
                     doc_count: 10,
                 },
             ],
+            other_doc_count: 0,
         };
         let draft = compose_report("Which countries?", &[aggregation], &[], &[]);
         assert!(draft.markdown.starts_with(REPORT_HEADING));
