@@ -2,9 +2,10 @@
 //! just the commands the page tests use (session, navigate, find, click, type, execute,
 //! screenshot).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -12,11 +13,14 @@ use serde_json::{Value, json};
 /// The key of an element reference in W3C WebDriver answers.
 const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 
-/// A chromedriver child process on a port it chose itself (`--port=0`), killed on drop.
+/// A chromedriver child process on a port it chose itself (`--port=0`). On drop it ends
+/// the sessions opened through it (so no browser outlives a failed test), then is killed.
 pub struct Chromedriver {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub url: String,
+    port: u16,
+    sessions: Mutex<Vec<String>>,
 }
 
 impl Chromedriver {
@@ -44,10 +48,15 @@ impl Chromedriver {
         let mut driver = Chromedriver {
             child,
             url: String::new(),
+            port: 0,
+            sessions: Mutex::new(Vec::new()),
         };
         let port = port_rx
             .recv_timeout(deadline)
             .map_err(|_| format!("{binary} did not report its port within {deadline:?}"))?;
+        driver.port = port
+            .parse()
+            .map_err(|_| format!("{binary} reported the port {port:?}"))?;
         driver.url = format!("http://127.0.0.1:{port}");
         Ok(driver)
     }
@@ -55,6 +64,22 @@ impl Chromedriver {
 
 impl Drop for Chromedriver {
     fn drop(&mut self) {
+        let sessions =
+            std::mem::take(&mut *self.sessions.lock().unwrap_or_else(|e| e.into_inner()));
+        for id in sessions {
+            // A plain blocking DELETE (drop cannot await); errors only mean it is gone.
+            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+                let request = format!(
+                    "DELETE /session/{id} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                );
+                // chromedriver answers once the browser has quit; the start of the answer
+                // is enough (it may keep the connection open).
+                if stream.write_all(request.as_bytes()).is_ok() {
+                    let _ = stream.read(&mut [0u8; 512]);
+                }
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -98,6 +123,11 @@ impl Session {
         let id = answer["sessionId"]
             .as_str()
             .ok_or_else(|| format!("no sessionId in {answer}"))?;
+        driver
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id.to_owned());
         Ok(Session {
             base: format!("{}/session/{id}", driver.url),
             http,
