@@ -140,32 +140,27 @@ struct Prepared {
     notes: Vec<String>,
 }
 
-fn prepare(agent: &str, arguments: &Value, ctx: &AgentContext) -> Result<Prepared, SubAgentOutput> {
+/// The call's arguments, or why they cannot be used.
+fn prepare(arguments: &Value, ctx: &AgentContext) -> Result<Prepared, String> {
     let object = match arguments {
         Value::Object(map) => map.clone(),
         Value::Null => Map::new(),
         other => {
-            return Err(failed(
-                agent,
-                format!("arguments must be a JSON object, got {other}"),
-            ));
+            return Err(format!("arguments must be a JSON object, got {other}"));
         }
     };
     let args: DataArgs = serde_json::from_value(Value::Object(object.clone()))
-        .map_err(|e| failed(agent, format!("invalid arguments: {e}")))?;
+        .map_err(|e| format!("invalid arguments: {e}"))?;
     let (tools, dropped) = select_tools(&args, &ctx.state.enabled_tools);
     let mut notes = Vec::new();
     if !dropped.is_empty() {
         notes.push(format!("ignored tools not enabled: {}", dropped.join(", ")));
     }
     if tools.is_empty() {
-        return Err(failed(
-            agent,
-            format!(
-                "no enabled tool to query{}; enabled: {}",
-                notes.first().map(|n| format!(" ({n})")).unwrap_or_default(),
-                ctx.state.enabled_tools.join(", ")
-            ),
+        return Err(format!(
+            "no enabled tool to query{}; enabled: {}",
+            notes.first().map(|n| format!(" ({n})")).unwrap_or_default(),
+            ctx.state.enabled_tools.join(", ")
         ));
     }
     let mut mcp_args: Map<String, Value> = object
@@ -285,9 +280,9 @@ impl SubAgent for Aggregator {
         arguments: &Value,
         ctx: &AgentContext,
     ) -> Result<SubAgentOutput, SubAgentFailure> {
-        let mut call = match prepare(self.name(), arguments, ctx) {
+        let mut call = match prepare(arguments, ctx) {
             Ok(call) => call,
-            Err(output) => return Ok(output),
+            Err(problem) => return Ok(failed(self.name(), problem)),
         };
         let field = call
             .args
@@ -385,9 +380,9 @@ impl SubAgent for Sampler {
         arguments: &Value,
         ctx: &AgentContext,
     ) -> Result<SubAgentOutput, SubAgentFailure> {
-        let mut call = match prepare(self.name(), arguments, ctx) {
+        let mut call = match prepare(arguments, ctx) {
             Ok(call) => call,
-            Err(output) => return Ok(output),
+            Err(problem) => return Ok(failed(self.name(), problem)),
         };
         let field = call
             .args
@@ -482,9 +477,9 @@ impl SubAgent for Scanner {
         arguments: &Value,
         ctx: &AgentContext,
     ) -> Result<SubAgentOutput, SubAgentFailure> {
-        let mut call = match prepare(self.name(), arguments, ctx) {
+        let mut call = match prepare(arguments, ctx) {
             Ok(call) => call,
-            Err(output) => return Ok(output),
+            Err(problem) => return Ok(failed(self.name(), problem)),
         };
         let top_n = call.args.top_n.unwrap_or(10).clamp(1, 50);
         if let Value::Object(map) = &mut call.mcp_args {
