@@ -260,7 +260,8 @@ pub async fn planning(
 }
 
 /// `execute_sub_agents`: the batch, all calls concurrently (at most
-/// `max_parallel_sub_agents` at once), outputs kept in batch order.
+/// `max_parallel_sub_agents` at once), outputs kept in batch order; `current_phase`
+/// becomes the phase of the batch's last agent.
 ///
 /// # Errors
 /// When a data sub-agent cannot reach the MCP server (the session resumes from the last
@@ -312,7 +313,11 @@ pub async fn execute_sub_agents(
         );
         results.push(output);
     }
-    Ok(ResearchAgentStateUpdate::new().batch_results(results))
+    let mut update = ResearchAgentStateUpdate::new().batch_results(results);
+    if let Some(phase) = last_phase {
+        update = update.current_phase(phase);
+    }
+    Ok(update)
 }
 
 /// One call of a batch, owning what it needs (so the batch's futures are `'static`).
