@@ -15,7 +15,8 @@
 //!
 //! The [`Engine`] runs sessions (threads of the checkpointer) and streams the seed's
 //! [`Marker`]s; [`service::router`] serves them as Server-Sent Events
-//! (`POST /research`, `GET /research/status/{session_id}`); the CLI
+//! (`POST /research`, `GET /research/status/{session_id}`) and [`web`] the page at `/`
+//! that shows a run live; the CLI
 //! (`graphkit-research mcp-research "query"`) prints them. Offline, [`offline_model`]
 //! (a test double) plays the planner and the LLM sub-agents. Guide:
 //! `docs/workflows/mcp-research.md`.
@@ -33,6 +34,7 @@ mod source;
 mod standin;
 mod state;
 pub mod subagents;
+pub mod web;
 
 pub use engine::{
     Engine, EngineConfig, PROVIDERS, ResearchRequest, Session, SessionStatus, new_session_id,

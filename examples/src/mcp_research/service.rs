@@ -1,6 +1,7 @@
 //! The HTTP service (axum): `POST /research` streams a session's markers as Server-Sent
 //! Events, `GET /research/status/{session_id}` reports where it stands,
-//! `GET /research/tools` lists the MCP tools. Build it with [`router`].
+//! `GET /research/tools` lists the MCP tools, and `GET /` serves the page that shows a run
+//! live ([`super::web`]). Build it with [`router`].
 //!
 //! Each marker is one SSE event whose `data:` is the marker's text; the markdown report
 //! is one event with one `data:` line per markdown line. The session id comes in the
@@ -25,7 +26,8 @@ use crate::shared::ExampleError;
 pub const SESSION_HEADER: &str = "x-session-id";
 
 /// The service's routes over `engine`: `POST /research`,
-/// `GET /research/status/{session_id}`, `GET /research/tools`.
+/// `GET /research/status/{session_id}`, `GET /research/tools`, and the web page
+/// (`GET /`, `/app.js`, `/style.css`).
 ///
 /// ```no_run
 /// # async fn run(engine: graphkit_examples::mcp_research::Engine) -> std::io::Result<()> {
@@ -40,6 +42,7 @@ pub fn router(engine: Engine) -> Router {
         .route("/research/status/{session_id}", get(status))
         .route("/research/tools", get(tools))
         .with_state(engine)
+        .merge(super::web::routes())
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
