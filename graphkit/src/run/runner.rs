@@ -193,13 +193,15 @@ impl<S: State> Runner<S> {
         let mut buffers = StepBuffers::default();
         let Start {
             mut tasks,
-            mut pending,
+            pending,
             mut joins,
             mut skip_static_before,
         } = self
             .start(core, input, persist.as_deref_mut(), &mut scratch)
             .await?;
         self.emitter.values(&self.state);
+        // What the start restored for its first step only.
+        let mut pending = Some(pending);
 
         while !tasks.is_empty() {
             if !skip_static_before && self.may_pause(core, InterruptKind::Before, &tasks) {
@@ -218,17 +220,21 @@ impl<S: State> Runner<S> {
                 });
             }
             self.step += 1;
-            let step_span = tracing::info_span!(
-                "step",
-                step = self.step,
-                tasks = tasks.len(),
-                thread_id = self.config.thread_id.as_deref(),
-            );
+            let step_span = if execute::tracing_on() {
+                tracing::info_span!(
+                    "step",
+                    step = self.step,
+                    tasks = tasks.len(),
+                    thread_id = self.config.thread_id.as_deref(),
+                )
+            } else {
+                tracing::Span::none()
+            };
 
             let execute = self.execute_step(
                 core,
                 &tasks,
-                std::mem::take(&mut pending),
+                pending.take(),
                 persist.as_deref(),
                 &mut buffers,
             );
@@ -342,24 +348,23 @@ impl<S: State> Runner<S> {
         &mut self,
         core: &Arc<GraphCore<S>>,
         tasks: &[Task],
-        mut pending: PendingStep<S>,
+        mut pending: Option<PendingStep<S>>,
         persist: Option<&Persist>,
         buffers: &mut StepBuffers<S>,
     ) -> StepOutcome<S> {
         let parallel = tasks.len() > 1;
-        let restored = !pending.outputs.is_empty() || !pending.resume.is_empty();
         let inherited = &self.inherited_scratchpad;
         let extras = |i: usize| TaskExtras {
-            prefilled: restored
-                .then(|| pending.outputs.remove(&i))
-                .flatten()
+            prefilled: pending
+                .as_mut()
+                .and_then(|p| p.outputs.remove(&i))
                 .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
             saver: persist.and_then(|p| p.task_saver(i, parallel)),
             scratchpad: match persist {
                 Some(_) => Some(Scratchpad::new(
-                    restored
-                        .then(|| pending.resume.remove(&i))
-                        .flatten()
+                    pending
+                        .as_mut()
+                        .and_then(|p| p.resume.remove(&i))
                         .unwrap_or_default(),
                 )),
                 None => inherited.clone(),
