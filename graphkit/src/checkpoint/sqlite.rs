@@ -5,15 +5,16 @@
 //! name the holding process; a lock whose process is gone (killed, crashed) is taken over.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteRow, SqliteSynchronous,
 };
+use sqlx::{ConnectOptions, Connection, Row};
 
 use super::sql::{backend_error, decode_record};
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
@@ -95,6 +96,40 @@ pub enum SqliteSync {
 #[derive(Debug, Clone)]
 pub struct SqliteSaver {
     pool: SqlitePool,
+    /// The connection checkpoints and pending writes are written on, for a file opened
+    /// by [`open`](Self::open) (reads and thread locks use the pool). One connection keeps
+    /// its page cache warm from one step to the next and costs one round trip to
+    /// SQLite's worker thread per statement; a pooled connection is also pinged when it
+    /// goes back to the pool, and the next statement gets another connection, whose cache
+    /// the last write made stale.
+    writer: Option<Arc<Writer>>,
+}
+
+/// The writer connection (`None` once [`SqliteSaver::close`] closed it).
+#[derive(Debug)]
+struct Writer(tokio::sync::Mutex<Option<SqliteConnection>>);
+
+/// Runs `$body` with `$conn` bound to the saver's writer connection, or to its pool when
+/// it has none (a pool given by the caller, an in-memory database, a closed writer).
+macro_rules! on_writer {
+    ($saver:expr, |$conn:ident| $body:expr) => {{
+        match &$saver.writer {
+            Some(writer) => {
+                let mut guard = writer.0.lock().await;
+                match guard.as_mut() {
+                    Some($conn) => $body,
+                    None => {
+                        let $conn = &$saver.pool;
+                        $body
+                    }
+                }
+            }
+            None => {
+                let $conn = &$saver.pool;
+                $body
+            }
+        }
+    }};
 }
 
 impl SqliteSaver {
@@ -106,8 +141,29 @@ impl SqliteSaver {
 
     /// [`open`](Self::open) with a chosen fsync policy.
     pub async fn open_with(path: impl AsRef<Path>, sync: SqliteSync) -> Result<Self, Error> {
-        let pool = Self::open_pool_with(path.as_ref(), BACKEND, sync).await?;
-        Self::from_pool(pool).await
+        let path = path.as_ref();
+        let pool = Self::open_pool_with(path, BACKEND, sync).await?;
+        let mut saver = Self::from_pool(pool).await?;
+        let options = Self::connect_options(path, sync);
+        let writer = retry_while_locked(|| options.connect())
+            .await
+            .map_err(|e| backend_error(BACKEND, &format!("cannot open {}", path.display()), e))?;
+        saver.writer = Some(Arc::new(Writer(tokio::sync::Mutex::new(Some(writer)))));
+        Ok(saver)
+    }
+
+    /// Closes the saver's connections, waiting for them to finish; SQLite folds the
+    /// write-ahead log back into the file when the last connection to it closes. Later
+    /// calls on this saver (or a clone) fail. Dropping every clone closes them too, but
+    /// without waiting.
+    pub async fn close(&self) {
+        if let Some(writer) = &self.writer
+            && let Some(connection) = writer.0.lock().await.take()
+            && let Err(err) = connection.close().await
+        {
+            tracing::warn!(%err, "closing the checkpoint writer connection failed");
+        }
+        self.pool.close().await;
     }
 
     /// A private database in memory, lost when the saver is dropped (for tests).
@@ -119,10 +175,12 @@ impl SqliteSaver {
     /// migrating its schema first.
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
         Self::migrate(&pool, BACKEND, "checkpoint", MIGRATIONS).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, writer: None })
     }
 
-    /// The connection pool, to share it with a store or to inspect the tables.
+    /// The connection pool, to share it with a store or to inspect the tables. A saver
+    /// from [`open`](Self::open) also holds a connection of its own for writing: use
+    /// [`close`](Self::close) rather than closing the pool to close the database.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
@@ -133,22 +191,27 @@ impl SqliteSaver {
         Self::open_pool_with(path, backend, SqliteSync::Full).await
     }
 
-    async fn open_pool_with(
-        path: &Path,
-        backend: &'static str,
-        sync: SqliteSync,
-    ) -> Result<SqlitePool, Error> {
+    /// The options of every connection to a file: WAL, `sync`, a busy timeout, foreign keys.
+    fn connect_options(path: &Path, sync: SqliteSync) -> SqliteConnectOptions {
         let synchronous = match sync {
             SqliteSync::Full => SqliteSynchronous::Full,
             SqliteSync::Normal => SqliteSynchronous::Normal,
         };
-        let options = SqliteConnectOptions::new()
+        SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(synchronous)
             .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(true);
+            .foreign_keys(true)
+    }
+
+    async fn open_pool_with(
+        path: &Path,
+        backend: &'static str,
+        sync: SqliteSync,
+    ) -> Result<SqlitePool, Error> {
+        let options = Self::connect_options(path, sync);
         let connect = || {
             SqlitePoolOptions::new()
                 .max_connections(4)
@@ -312,16 +375,18 @@ fn decode_write(
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
-        insert_checkpoint(&self.pool, &record).await
+        on_writer!(self, |conn| insert_checkpoint(conn, &record).await)
     }
 
     async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving checkpoints", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for record in &records {
-            insert_checkpoint(&mut *tx, record).await?;
-        }
-        tx.commit().await.map_err(err)
+        on_writer!(self, |conn| {
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+            for record in &records {
+                insert_checkpoint(&mut *tx, record).await?;
+            }
+            tx.commit().await.map_err(err)
+        })
     }
 
     async fn put_writes(
@@ -332,10 +397,11 @@ impl Checkpointer for SqliteSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for write in writes {
-            // On a task id already saved, the row (and so its place in the order) stays.
-            sqlx::query(
+        on_writer!(self, |conn| {
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+            for write in &writes {
+                // On a task id already saved, the row (and so its place in the order) stays.
+                sqlx::query(
                 "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
                  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
@@ -350,8 +416,9 @@ impl Checkpointer for SqliteSaver {
             .execute(&mut *tx)
             .await
             .map_err(err)?;
-        }
-        tx.commit().await.map_err(err)
+            }
+            tx.commit().await.map_err(err)
+        })
     }
 
     async fn get(
