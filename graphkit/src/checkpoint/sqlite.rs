@@ -109,27 +109,31 @@ pub struct SqliteSaver {
 #[derive(Debug)]
 struct Writer(tokio::sync::Mutex<Option<SqliteConnection>>);
 
-/// Runs `$body` with `$conn` bound to the saver's writer connection, or to its pool when
-/// it has none (a pool given by the caller, an in-memory database, a closed writer).
-macro_rules! on_writer {
-    ($saver:expr, |$conn:ident| $body:expr) => {{
-        match &$saver.writer {
-            Some(writer) => {
-                let mut guard = writer.0.lock().await;
-                match guard.as_mut() {
-                    Some($conn) => $body,
-                    None => {
-                        let $conn = &$saver.pool;
-                        $body
-                    }
-                }
-            }
-            None => {
-                let $conn = &$saver.pool;
-                $body
-            }
+/// A connection to write on: the saver's writer, or (for a saver without one, or after
+/// [`SqliteSaver::close`]) one from the pool.
+enum WriteConnection<'a> {
+    Writer(tokio::sync::MappedMutexGuard<'a, SqliteConnection>),
+    Pooled(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+}
+
+impl std::ops::Deref for WriteConnection<'_> {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        match self {
+            Self::Writer(writer) => writer,
+            Self::Pooled(pooled) => pooled,
         }
-    }};
+    }
+}
+
+impl std::ops::DerefMut for WriteConnection<'_> {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        match self {
+            Self::Writer(writer) => &mut *writer,
+            Self::Pooled(pooled) => &mut *pooled,
+        }
+    }
 }
 
 impl SqliteSaver {
@@ -176,6 +180,17 @@ impl SqliteSaver {
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
         Self::migrate(&pool, BACKEND, "checkpoint", MIGRATIONS).await?;
         Ok(Self { pool, writer: None })
+    }
+
+    /// The connection to write on (waits while another task of this process writes).
+    async fn writer(&self) -> Result<WriteConnection<'_>, sqlx::Error> {
+        if let Some(writer) = &self.writer
+            && let Ok(connection) =
+                tokio::sync::MutexGuard::try_map(writer.0.lock().await, Option::as_mut)
+        {
+            return Ok(WriteConnection::Writer(connection));
+        }
+        Ok(WriteConnection::Pooled(self.pool.acquire().await?))
     }
 
     /// The connection pool, to share it with a store or to inspect the tables. A saver
@@ -375,18 +390,21 @@ fn decode_write(
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
-        on_writer!(self, |conn| insert_checkpoint(conn, &record).await)
+        let mut conn = self
+            .writer()
+            .await
+            .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
+        insert_checkpoint(&mut *conn, &record).await
     }
 
     async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving checkpoints", e);
-        on_writer!(self, |conn| {
-            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-            for record in &records {
-                insert_checkpoint(&mut *tx, record).await?;
-            }
-            tx.commit().await.map_err(err)
-        })
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for record in &records {
+            insert_checkpoint(&mut *tx, record).await?;
+        }
+        tx.commit().await.map_err(err)
     }
 
     async fn put_writes(
@@ -397,11 +415,11 @@ impl Checkpointer for SqliteSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        on_writer!(self, |conn| {
-            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-            for write in &writes {
-                // On a task id already saved, the row (and so its place in the order) stays.
-                sqlx::query(
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for write in &writes {
+            // On a task id already saved, the row (and so its place in the order) stays.
+            sqlx::query(
                 "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
                  ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
@@ -416,9 +434,8 @@ impl Checkpointer for SqliteSaver {
             .execute(&mut *tx)
             .await
             .map_err(err)?;
-            }
-            tx.commit().await.map_err(err)
-        })
+        }
+        tx.commit().await.map_err(err)
     }
 
     async fn get(
@@ -509,7 +526,8 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for sql in [
             "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1",
             "DELETE FROM graphkit_checkpoints WHERE thread_id = ?1",
@@ -526,6 +544,7 @@ impl Checkpointer for SqliteSaver {
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         let me = Holder::current();
+        let mut conn = self.writer().await.map_err(err)?;
         // Each pass either takes a free lock, or sees a holder and replaces it only if it is
         // unchanged and dead (compare-and-swap); a race lost to a live run means busy.
         for _ in 0..3 {
@@ -538,7 +557,7 @@ impl Checkpointer for SqliteSaver {
             .bind(me.pid)
             .bind(me.start)
             .bind(now_ms())
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(err)?;
             if taken.rows_affected() == 1 {
@@ -548,7 +567,7 @@ impl Checkpointer for SqliteSaver {
                 "SELECT run_id, pid, pid_start FROM graphkit_thread_locks WHERE thread_id = ?1",
             )
             .bind(thread_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(err)?
             else {
@@ -576,7 +595,7 @@ impl Checkpointer for SqliteSaver {
             .bind(thread_id)
             .bind(&holder_run)
             .bind(holder.pid)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(err)?;
             if replaced.rows_affected() == 1 {
@@ -588,12 +607,14 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+        let err = |e| backend_error(BACKEND, "unlocking a thread", e);
+        let mut conn = self.writer().await.map_err(err)?;
         sqlx::query("DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2")
             .bind(thread_id)
             .bind(run_id)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
-            .map_err(|e| backend_error(BACKEND, "unlocking a thread", e))?;
+            .map_err(err)?;
         Ok(())
     }
 }
