@@ -2,10 +2,12 @@
 //! timeouts, a concurrency bound, and task events.
 
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use futures::future::Either;
+use futures::future::{BoxFuture, Either};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
@@ -145,8 +147,8 @@ pub(crate) async fn run_step<S: State>(
     results[0] = Some(result);
 }
 
-/// [`run_step`] for a step of several tasks: sync nodes inline one after another, then
-/// the async tasks polled together (each alone if it is the only one).
+/// [`run_step`] for a step of several tasks: sync nodes inline one after another, in task
+/// order, then the async tasks polled together (each alone if it is the only one).
 async fn run_many<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
@@ -155,65 +157,127 @@ async fn run_many<S: State>(
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
     results: &mut [Option<TaskResult<S>>],
 ) {
-    let mut runs: Vec<TaskRun<S>> = Vec::with_capacity(tasks.len());
+    let async_count = tasks
+        .iter()
+        .filter(|t| matches!(core.nodes[t.node].runner, NodeRunner::Async(_)))
+        .count();
+    let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
+    let unlimited = limit == usize::MAX;
+    // Without a concurrency limit, lean async tasks are made in apply order into `lean`
+    // and first polled once each, after the sync tasks ran; only those still pending then
+    // go into `in_flight`. With a limit, they wait in `waiting` and start as others finish.
+    let mut in_flight = FuturesUnordered::new();
+    let mut lean = Vec::new();
+    let mut waiting = Vec::new();
     for (index, task) in tasks.iter().enumerate() {
         let extra = extras(index);
-        match extra.prefilled {
-            Some(output) => results[index] = Some(Ok(output)),
-            None => runs.push(prepare(
-                core,
-                task,
-                index,
-                scope,
-                extra.saver,
-                extra.scratchpad,
-            )),
-        }
-    }
-
-    let async_count = runs
-        .iter()
-        .filter(|r| matches!(r.runner, NodeRunner::Async(_)))
-        .count();
-    let mut waiting = Vec::with_capacity(if async_count > 1 { async_count } else { 0 });
-    for run in runs {
-        let index = run.index;
+        let run = match extra.prefilled {
+            Some(output) => {
+                results[index] = Some(Ok(output));
+                continue;
+            }
+            None => prepare(core, task, index, scope, extra.saver, extra.scratchpad),
+        };
         let result = match run.run_inline(snapshot) {
             Ok((run, result)) if run.wants_save(&result) => run.save(result).await,
             Ok((_, result)) => result,
+            Err(run) if async_count > 1 && unlimited => {
+                match run.lean(snapshot) {
+                    Ok(task) => lean.push((index, task)),
+                    Err(run) => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
+                }
+                continue;
+            }
             Err(run) if async_count > 1 => {
                 waiting.push(run);
                 continue;
             }
-            Err(run) => Box::pin(run.execute(Arc::clone(snapshot))).await,
+            Err(run) => boxed(run, snapshot).await,
         };
         results[index] = Some(result);
     }
-    if waiting.is_empty() {
-        return;
+    if !lean.is_empty() {
+        // One poll each, in apply order: a node that finishes at once never needs a place
+        // in `in_flight` (and its allocation).
+        // (Captured as `&mut`: a shared `&FuturesUnordered` held across the await would
+        // need its futures to be `Sync`.)
+        let (lean, pending, results) = (&mut lean, &mut in_flight, &mut *results);
+        std::future::poll_fn(move |cx| {
+            for (index, mut task) in lean.drain(..) {
+                match Pin::new(&mut task).poll(cx) {
+                    Poll::Ready(result) => results[index] = Some(result),
+                    Poll::Pending => pending.push(tagged(index, Either::Left(task))),
+                }
+            }
+            Poll::Ready(())
+        })
+        .await;
     }
     // Poll the step's async tasks together on this task, started in apply order with at
     // most `limit` in flight. No spawn per task: nodes wait on I/O concurrently, and a
     // node with heavy CPU work should hand it to `tokio::task::spawn_blocking`.
-    let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
-    let mut in_flight = FuturesUnordered::new();
     let mut waiting = waiting.into_iter();
     loop {
         while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
             let index = run.index;
-            // A task without retries, timeout, task events or saver runs as the node's
-            // own future in a thin wrapper; the full task future is boxed, so that every
-            // entry of `in_flight` stays small.
             let future = match run.lean(snapshot) {
-                Ok(lean) => Either::Left(lean),
-                Err(run) => Either::Right(Box::pin(run.execute(Arc::clone(snapshot)))),
+                Ok(task) => Either::Left(task),
+                Err(run) => Either::Right(boxed(run, snapshot)),
             };
-            in_flight.push(future.map(move |result| (index, result)));
+            in_flight.push(tagged(index, future));
         }
         match in_flight.next().await {
             Some((index, result)) => results[index] = Some(result),
             None => break,
+        }
+    }
+}
+
+/// The full future of a task (retries, timeout, events, saving), boxed: it is large.
+type BoxedTask<S> = Pin<Box<dyn Future<Output = TaskResult<S>> + std::marker::Send>>;
+
+fn boxed<S: State>(run: TaskRun<S>, snapshot: &Arc<S>) -> BoxedTask<S> {
+    Box::pin(run.execute(Arc::clone(snapshot)))
+}
+
+/// A concurrent task's future, tagged with its index.
+fn tagged<S: State>(
+    index: usize,
+    future: Either<LeanTask<S>, BoxedTask<S>>,
+) -> impl Future<Output = (usize, TaskResult<S>)> + std::marker::Send + 'static {
+    future.map(move |result| (index, result))
+}
+
+/// An async task that needs no retries, timeout, task events or saver: the node's own
+/// future, polled inside its stream writer's scope, its span and a panic catcher, as the
+/// full task would, with nothing else around it. `Unpin`, and small.
+struct LeanTask<S: State> {
+    future: BoxFuture<'static, Result<NodeOutput<S>, BoxError>>,
+    writer: StreamWriter,
+    span: tracing::Span,
+    node: Arc<str>,
+}
+
+impl<S: State> Future for LeanTask<S> {
+    type Output = TaskResult<S>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        let future = &mut this.future;
+        let polled = this
+            .writer
+            .clone()
+            .sync_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(Ok(output))) => Poll::Ready(Ok(output)),
+            Ok(Poll::Ready(Err(error))) => Poll::Ready(Err(into_task_error(&this.node, 1, error))),
+            Err(panic) => Poll::Ready(Err(Error::NodePanicked {
+                node: this.node.to_string(),
+                message: panic_message(&*panic),
+            })),
         }
     }
 }
@@ -372,13 +436,9 @@ impl<S: State> TaskRun<S> {
         Ok((self, result))
     }
 
-    /// The future of an async task that needs no retries, timeout, task events or saver:
-    /// the node's own future with its stream writer, span and panic catcher, and nothing
-    /// else (so it stays small). `Err(self)` for any other task.
-    fn lean(
-        self,
-        snapshot: &Arc<S>,
-    ) -> Result<impl Future<Output = TaskResult<S>> + std::marker::Send + 'static, Self> {
+    /// This task as a [`LeanTask`] if it is an async one that needs no retries, timeout,
+    /// task events or saver; `Err(self)` for any other.
+    fn lean(self, snapshot: &Arc<S>) -> Result<LeanTask<S>, Self> {
         let lean = self.retry.is_none()
             && self.timeout.is_none()
             && self.events.is_none()
@@ -390,17 +450,11 @@ impl<S: State> TaskRun<S> {
         let node = Arc::clone(&self.ctx.node);
         let span = node_span(&self.ctx);
         let writer = self.ctx.writer.clone();
-        let future = AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx)).catch_unwind();
-        let future = tracing::Instrument::instrument(writer.scope(future), span);
-        Ok(async move {
-            match future.await {
-                Ok(Ok(output)) => Ok(output),
-                Ok(Err(error)) => Err(into_task_error(&node, 1, error)),
-                Err(panic) => Err(Error::NodePanicked {
-                    node: node.to_string(),
-                    message: panic_message(&*panic),
-                }),
-            }
+        Ok(LeanTask {
+            future: f.call(Arc::clone(snapshot), self.ctx),
+            writer,
+            span,
+            node,
         })
     }
 
