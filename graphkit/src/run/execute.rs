@@ -135,9 +135,9 @@ pub(crate) async fn run_step<S: State>(
         None => {
             let run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
-                Ok((run, result)) if run.wants_save(&result) => run.save(result).await,
-                Ok((_, result)) => result,
-                Err(run) => match run.lean(snapshot) {
+                Some(result) if run.wants_save(&result) => run.save(result).await,
+                Some(result) => result,
+                None => match run.lean(snapshot) {
                     Ok(lean) => lean.await,
                     Err(run) => Box::pin(run.execute(Arc::clone(snapshot))).await,
                 },
@@ -179,20 +179,20 @@ async fn run_many<S: State>(
             None => prepare(core, task, index, scope, extra.saver, extra.scratchpad),
         };
         let result = match run.run_inline(snapshot) {
-            Ok((run, result)) if run.wants_save(&result) => run.save(result).await,
-            Ok((_, result)) => result,
-            Err(run) if async_count > 1 && unlimited => {
+            Some(result) if run.wants_save(&result) => run.save(result).await,
+            Some(result) => result,
+            None if async_count > 1 && unlimited => {
                 match run.lean(snapshot) {
                     Ok(task) => lean.push((index, task)),
                     Err(run) => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
                 }
                 continue;
             }
-            Err(run) if async_count > 1 => {
+            None if async_count > 1 => {
                 waiting.push(run);
                 continue;
             }
-            Err(run) => boxed(run, snapshot).await,
+            None => boxed(run, snapshot).await,
         };
         results[index] = Some(result);
     }
@@ -414,17 +414,16 @@ impl<S: State> TaskRun<S> {
         }
     }
 
-    /// Runs a sync node without a retry policy right here, with its task events; returns
-    /// the task back (`Err`) for any other node. The output still has to be
-    /// [saved](Self::save).
-    fn run_inline(self, snapshot: &Arc<S>) -> Result<(Self, TaskResult<S>), Self> {
+    /// Runs a sync node without a retry policy right here, with its task events; `None`
+    /// (nothing run) for any other node. The output still has to be [saved](Self::save).
+    fn run_inline(&self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
         let f = match &self.runner {
-            NodeRunner::Sync(f) if self.retry.is_none() => Arc::clone(f),
-            _ => return Err(self),
+            NodeRunner::Sync(f) if self.retry.is_none() => f,
+            _ => return None,
         };
         let started = self.events.as_ref().map(|_| Instant::now());
         self.emit(TaskEventKind::Start);
-        let attempt = self.attempt_sync(&f, snapshot);
+        let attempt = self.attempt_sync(f, snapshot);
         let result = match self.settle(attempt, started) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.
@@ -433,7 +432,7 @@ impl<S: State> TaskRun<S> {
                 message: "internal error: a retry without a retry policy".into(),
             }),
         };
-        Ok((self, result))
+        Some(result)
     }
 
     /// This task as a [`LeanTask`] if it is an async one that needs no retries, timeout,
