@@ -14,7 +14,7 @@ use futures::{FutureExt, StreamExt};
 use crate::command::Goto;
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::GraphCore;
-use crate::graph::node::{NodeOutput, NodeRunner, SyncFn};
+use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner, SyncFn};
 use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
 use crate::run::context::{NodeContext, PacketDebug};
@@ -137,9 +137,9 @@ pub(crate) async fn run_step<S: State>(
             match run.run_inline(snapshot) {
                 Some(result) if run.wants_save(&result) => run.save(result).await,
                 Some(result) => result,
-                None => match run.lean(snapshot) {
-                    Ok(lean) => lean.await,
-                    Err(run) => Box::pin(run.execute(Arc::clone(snapshot))).await,
+                None => match run.lean_node() {
+                    Some(f) => run.into_lean(&f, snapshot).await,
+                    None => Box::pin(run.execute(Arc::clone(snapshot))).await,
                 },
             }
         }
@@ -182,9 +182,9 @@ async fn run_many<S: State>(
             Some(result) if run.wants_save(&result) => run.save(result).await,
             Some(result) => result,
             None if async_count > 1 && unlimited => {
-                match run.lean(snapshot) {
-                    Ok(task) => lean.push((index, task)),
-                    Err(run) => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
+                match run.lean_node() {
+                    Some(f) => lean.push((index, run.into_lean(&f, snapshot))),
+                    None => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
                 }
                 continue;
             }
@@ -221,9 +221,9 @@ async fn run_many<S: State>(
         while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
             let index = run.index;
-            let future = match run.lean(snapshot) {
-                Ok(task) => Either::Left(task),
-                Err(run) => Either::Right(boxed(run, snapshot)),
+            let future = match run.lean_node() {
+                Some(f) => Either::Left(run.into_lean(&f, snapshot)),
+                None => Either::Right(boxed(run, snapshot)),
             };
             in_flight.push(tagged(index, future));
         }
@@ -435,26 +435,30 @@ impl<S: State> TaskRun<S> {
         Some(result)
     }
 
-    /// This task as a [`LeanTask`] if it is an async one that needs no retries, timeout,
-    /// task events or saver; `Err(self)` for any other.
-    fn lean(self, snapshot: &Arc<S>) -> Result<LeanTask<S>, Self> {
+    /// The async node of a task that can run as a [`LeanTask`] (an async one that needs
+    /// no retries, timeout, task events or saver); `None` for any other.
+    fn lean_node(&self) -> Option<Arc<dyn ErasedAsyncNode<S>>> {
         let lean = self.retry.is_none()
             && self.timeout.is_none()
             && self.events.is_none()
             && self.saver.is_none();
-        let f = match &self.runner {
-            NodeRunner::Async(f) if lean => Arc::clone(f),
-            _ => return Err(self),
-        };
+        match &self.runner {
+            NodeRunner::Async(f) if lean => Some(Arc::clone(f)),
+            _ => None,
+        }
+    }
+
+    /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
+    fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
         let node = Arc::clone(&self.ctx.node);
         let span = node_span(&self.ctx);
         let writer = self.ctx.writer.clone();
-        Ok(LeanTask {
+        LeanTask {
             future: f.call(Arc::clone(snapshot), self.ctx),
             writer,
             span,
             node,
-        })
+        }
     }
 
     /// Runs the task, then saves its output or interrupt if it has a saver.
