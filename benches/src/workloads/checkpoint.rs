@@ -171,7 +171,7 @@ impl<S: State> Prepared for CheckpointRun<S> {
         if let Some((db, file)) = sqlite {
             // The database as it stands once closed: closing the last connection folds the
             // write-ahead log back into the file and removes it.
-            self.runtime.block_on(db.pool().close());
+            self.runtime.block_on(db.close());
             let wal = file.with_extension("sqlite-wal");
             stats.db_bytes = [file, wal]
                 .iter()

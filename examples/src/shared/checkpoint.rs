@@ -81,7 +81,7 @@ impl OpenCheckpointer {
     /// removes it, so the database file alone holds the run.
     pub async fn close(self) {
         if let Some(sqlite) = self.sqlite {
-            sqlite.pool().close().await;
+            sqlite.close().await;
         }
     }
 }

@@ -5,15 +5,16 @@
 //! name the holding process; a lock whose process is gone (killed, crashed) is taken over.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
-use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteRow, SqliteSynchronous,
 };
+use sqlx::{ConnectOptions, Connection, Row};
 
 use super::sql::{backend_error, decode_record};
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
@@ -95,6 +96,44 @@ pub enum SqliteSync {
 #[derive(Debug, Clone)]
 pub struct SqliteSaver {
     pool: SqlitePool,
+    /// The connection checkpoints and pending writes are written on, for a file opened
+    /// by [`open`](Self::open) (reads and thread locks use the pool). One connection keeps
+    /// its page cache warm from one step to the next and costs one round trip to
+    /// SQLite's worker thread per statement; a pooled connection is also pinged when it
+    /// goes back to the pool, and the next statement gets another connection, whose cache
+    /// the last write made stale.
+    writer: Option<Arc<Writer>>,
+}
+
+/// The writer connection (`None` once [`SqliteSaver::close`] closed it).
+#[derive(Debug)]
+struct Writer(tokio::sync::Mutex<Option<SqliteConnection>>);
+
+/// A connection to write on: the saver's writer, or (for a saver without one, or after
+/// [`SqliteSaver::close`]) one from the pool.
+enum WriteConnection<'a> {
+    Writer(tokio::sync::MappedMutexGuard<'a, SqliteConnection>),
+    Pooled(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+}
+
+impl std::ops::Deref for WriteConnection<'_> {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        match self {
+            Self::Writer(writer) => writer,
+            Self::Pooled(pooled) => pooled,
+        }
+    }
+}
+
+impl std::ops::DerefMut for WriteConnection<'_> {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        match self {
+            Self::Writer(writer) => &mut *writer,
+            Self::Pooled(pooled) => &mut *pooled,
+        }
+    }
 }
 
 impl SqliteSaver {
@@ -106,8 +145,29 @@ impl SqliteSaver {
 
     /// [`open`](Self::open) with a chosen fsync policy.
     pub async fn open_with(path: impl AsRef<Path>, sync: SqliteSync) -> Result<Self, Error> {
-        let pool = Self::open_pool_with(path.as_ref(), BACKEND, sync).await?;
-        Self::from_pool(pool).await
+        let path = path.as_ref();
+        let pool = Self::open_pool_with(path, BACKEND, sync).await?;
+        let mut saver = Self::from_pool(pool).await?;
+        let options = Self::connect_options(path, sync);
+        let writer = retry_while_locked(|| options.connect())
+            .await
+            .map_err(|e| backend_error(BACKEND, &format!("cannot open {}", path.display()), e))?;
+        saver.writer = Some(Arc::new(Writer(tokio::sync::Mutex::new(Some(writer)))));
+        Ok(saver)
+    }
+
+    /// Closes the saver's connections, waiting for them to finish; SQLite folds the
+    /// write-ahead log back into the file when the last connection to it closes. Later
+    /// calls on this saver (or a clone) fail. Dropping every clone closes them too, but
+    /// without waiting.
+    pub async fn close(&self) {
+        if let Some(writer) = &self.writer
+            && let Some(connection) = writer.0.lock().await.take()
+            && let Err(err) = connection.close().await
+        {
+            tracing::warn!(%err, "closing the checkpoint writer connection failed");
+        }
+        self.pool.close().await;
     }
 
     /// A private database in memory, lost when the saver is dropped (for tests).
@@ -119,10 +179,23 @@ impl SqliteSaver {
     /// migrating its schema first.
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
         Self::migrate(&pool, BACKEND, "checkpoint", MIGRATIONS).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, writer: None })
     }
 
-    /// The connection pool, to share it with a store or to inspect the tables.
+    /// The connection to write on (waits while another task of this process writes).
+    async fn writer(&self) -> Result<WriteConnection<'_>, sqlx::Error> {
+        if let Some(writer) = &self.writer
+            && let Ok(connection) =
+                tokio::sync::MutexGuard::try_map(writer.0.lock().await, Option::as_mut)
+        {
+            return Ok(WriteConnection::Writer(connection));
+        }
+        Ok(WriteConnection::Pooled(self.pool.acquire().await?))
+    }
+
+    /// The connection pool, to share it with a store or to inspect the tables. A saver
+    /// from [`open`](Self::open) also holds a connection of its own for writing: use
+    /// [`close`](Self::close) rather than closing the pool to close the database.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
@@ -133,22 +206,27 @@ impl SqliteSaver {
         Self::open_pool_with(path, backend, SqliteSync::Full).await
     }
 
-    async fn open_pool_with(
-        path: &Path,
-        backend: &'static str,
-        sync: SqliteSync,
-    ) -> Result<SqlitePool, Error> {
+    /// The options of every connection to a file: WAL, `sync`, a busy timeout, foreign keys.
+    fn connect_options(path: &Path, sync: SqliteSync) -> SqliteConnectOptions {
         let synchronous = match sync {
             SqliteSync::Full => SqliteSynchronous::Full,
             SqliteSync::Normal => SqliteSynchronous::Normal,
         };
-        let options = SqliteConnectOptions::new()
+        SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(synchronous)
             .busy_timeout(BUSY_TIMEOUT)
-            .foreign_keys(true);
+            .foreign_keys(true)
+    }
+
+    async fn open_pool_with(
+        path: &Path,
+        backend: &'static str,
+        sync: SqliteSync,
+    ) -> Result<SqlitePool, Error> {
+        let options = Self::connect_options(path, sync);
         let connect = || {
             SqlitePoolOptions::new()
                 .max_connections(4)
@@ -312,12 +390,17 @@ fn decode_write(
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
-        insert_checkpoint(&self.pool, &record).await
+        let mut conn = self
+            .writer()
+            .await
+            .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
+        insert_checkpoint(&mut *conn, &record).await
     }
 
     async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving checkpoints", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for record in &records {
             insert_checkpoint(&mut *tx, record).await?;
         }
@@ -332,8 +415,9 @@ impl Checkpointer for SqliteSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for write in writes {
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for write in &writes {
             // On a task id already saved, the row (and so its place in the order) stays.
             sqlx::query(
                 "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
@@ -442,7 +526,8 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut conn = self.writer().await.map_err(err)?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for sql in [
             "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1",
             "DELETE FROM graphkit_checkpoints WHERE thread_id = ?1",
@@ -459,6 +544,7 @@ impl Checkpointer for SqliteSaver {
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         let me = Holder::current();
+        let mut conn = self.writer().await.map_err(err)?;
         // Each pass either takes a free lock, or sees a holder and replaces it only if it is
         // unchanged and dead (compare-and-swap); a race lost to a live run means busy.
         for _ in 0..3 {
@@ -471,7 +557,7 @@ impl Checkpointer for SqliteSaver {
             .bind(me.pid)
             .bind(me.start)
             .bind(now_ms())
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(err)?;
             if taken.rows_affected() == 1 {
@@ -481,7 +567,7 @@ impl Checkpointer for SqliteSaver {
                 "SELECT run_id, pid, pid_start FROM graphkit_thread_locks WHERE thread_id = ?1",
             )
             .bind(thread_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(err)?
             else {
@@ -509,7 +595,7 @@ impl Checkpointer for SqliteSaver {
             .bind(thread_id)
             .bind(&holder_run)
             .bind(holder.pid)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(err)?;
             if replaced.rows_affected() == 1 {
@@ -521,12 +607,14 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+        let err = |e| backend_error(BACKEND, "unlocking a thread", e);
+        let mut conn = self.writer().await.map_err(err)?;
         sqlx::query("DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2")
             .bind(thread_id)
             .bind(run_id)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
-            .map_err(|e| backend_error(BACKEND, "unlocking a thread", e))?;
+            .map_err(err)?;
         Ok(())
     }
 }

@@ -16,21 +16,24 @@ pub(crate) struct RecordedWrite<S: State> {
     pub(crate) updates: Vec<S::Update>,
 }
 
-/// Applies `outputs` (one per task, in task order) to `state`. Returns each task's
-/// `Command` targets. `collected` receives a copy of every applied update (used by
+/// Applies `outputs` (one per task, in task order) to `state`, with `writes` (cleared by
+/// the caller) as the step's bookkeeping. Pushes each task's `Command` targets to `gotos`
+/// (cleared first). `collected` receives a copy of every applied update (used by
 /// same-state subgraphs to hand their writes to the parent); `recorded` receives them per
 /// task (for the checkpoint's delta).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply_writes<S: State>(
     core: &GraphCore<S>,
     state: &mut S,
     tasks: &[Task],
-    outputs: Vec<NodeOutput<S>>,
+    outputs: impl IntoIterator<Item = NodeOutput<S>>,
     emitter: &Emitter<S>,
     collected: &mut Option<Vec<S::Update>>,
     mut recorded: Option<&mut Vec<RecordedWrite<S>>>,
-) -> Result<Vec<Vec<Goto>>, Error> {
-    let mut writes = StepWrites::default();
-    let mut gotos = Vec::with_capacity(tasks.len());
+    writes: &mut StepWrites,
+    gotos: &mut Vec<Vec<Goto>>,
+) -> Result<(), Error> {
+    gotos.clear();
     for (index, (task, output)) in tasks.iter().zip(outputs).enumerate() {
         let node = &core.nodes[task.node].name;
         writes.begin_task(index, node);
@@ -49,7 +52,7 @@ pub(crate) fn apply_writes<S: State>(
             if let (Some(i), Some(r)) = (record.as_mut(), recorded.as_deref_mut()) {
                 r[*i].updates.push(update.clone());
             }
-            state.apply(update, &mut writes)
+            state.apply(update, writes)
         };
         match output {
             NodeOutput::Update(update) => {
@@ -87,7 +90,7 @@ pub(crate) fn apply_writes<S: State>(
             }
         }
     }
-    Ok(gotos)
+    Ok(())
 }
 
 /// Applies the writes of the tasks of a stopped step that did finish (`finished`: task

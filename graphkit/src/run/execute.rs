@@ -2,15 +2,19 @@
 //! timeouts, a concurrency bound, and task events.
 
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use futures::future::{BoxFuture, Either};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
+use crate::command::Goto;
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::GraphCore;
-use crate::graph::node::{NodeOutput, NodeRunner};
+use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner, SyncFn};
 use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
 use crate::run::context::{NodeContext, PacketDebug};
@@ -19,7 +23,7 @@ use crate::run::plan::{Task, panic_message};
 use crate::run::stream::{
     Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind,
 };
-use crate::state::State;
+use crate::state::{State, StepWrites};
 use crate::store::Store;
 
 /// What every task of one step shares.
@@ -53,77 +57,238 @@ struct TaskRun<S: State> {
 
 pub(crate) type TaskResult<S> = Result<NodeOutput<S>, Error>;
 
-/// Runs `tasks` on `snapshot`; results come back in task order.
+/// Buffers a run reuses from one super-step to the next, so that a step allocates nothing
+/// once the run is warm: the results of the step's tasks, the state's shared snapshot,
+/// the step's write bookkeeping and `Command` targets, and the next step's tasks.
+pub(crate) struct StepBuffers<S: State> {
+    /// One slot per task of the current step, in task order.
+    pub(crate) results: Vec<Option<TaskResult<S>>>,
+    /// The `Arc` the last step's snapshot lived in, kept to hold the next one.
+    pub(crate) spare: Option<Arc<S>>,
+    /// The step's last-value claims and overwrites.
+    pub(crate) writes: StepWrites,
+    /// The `Command` targets of each task of the step.
+    pub(crate) gotos: Vec<Vec<Goto>>,
+    /// Where the planner writes the next step's tasks.
+    pub(crate) next: Vec<Task>,
+}
+
+impl<S: State> Default for StepBuffers<S> {
+    fn default() -> Self {
+        Self {
+            results: Vec::new(),
+            spare: None,
+            writes: StepWrites::default(),
+            gotos: Vec::new(),
+            next: Vec::new(),
+        }
+    }
+}
+
+impl<S: State> StepBuffers<S> {
+    /// Moves `state` into a shared snapshot for the step's tasks, reusing the last
+    /// step's allocation. `state` holds a stale default value until [`Self::restore`].
+    pub(crate) fn share(&mut self, state: &mut S) -> Arc<S> {
+        if let Some(mut spare) = self.spare.take()
+            && let Some(slot) = Arc::get_mut(&mut spare)
+        {
+            std::mem::swap(slot, state);
+            return spare;
+        }
+        Arc::new(std::mem::take(state))
+    }
+
+    /// Puts the snapshot's state back into `state`; it is cloned only if a task kept a
+    /// reference to it past the step.
+    pub(crate) fn restore(&mut self, mut snapshot: Arc<S>, state: &mut S) {
+        match Arc::get_mut(&mut snapshot) {
+            Some(shared) => {
+                std::mem::swap(shared, state);
+                self.spare = Some(snapshot);
+            }
+            None => *state = (*snapshot).clone(),
+        }
+    }
+}
+
+/// Runs `tasks` on `snapshot`; their results go to `results`, one per task in task
+/// order. `extras(i)` gives what task `i` needs besides its node.
+///
+/// A step of one task runs it directly: a sync node inline, an async node as its own
+/// future, with nothing boxed or allocated by the engine. Wider steps go to [`run_many`].
 pub(crate) async fn run_step<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
     snapshot: &Arc<S>,
     scope: &StepScope,
-    extras: Vec<TaskExtras<S>>,
-) -> Vec<TaskResult<S>> {
-    let mut results: Vec<Option<TaskResult<S>>> = (0..tasks.len()).map(|_| None).collect();
-    let mut runs: Vec<TaskRun<S>> = Vec::with_capacity(tasks.len());
-    for ((index, task), extra) in tasks.iter().enumerate().zip(extras) {
-        match extra.prefilled {
-            Some(output) => results[index] = Some(Ok(output)),
-            None => runs.push(prepare(
-                core,
-                task,
-                index,
-                scope,
-                extra.saver,
-                extra.scratchpad,
-            )),
-        }
-    }
-
-    let async_count = runs
-        .iter()
-        .filter(|r| matches!(r.runner, NodeRunner::Async(_)))
-        .count();
-    let mut waiting = Vec::new();
-    let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
-
-    for run in runs {
-        match run.runner {
-            NodeRunner::Async(_) if async_count > 1 => waiting.push(run),
-            _ => {
-                let index = run.index;
-                results[index] = Some(run.execute(Arc::clone(snapshot)).await);
+    mut extras: impl FnMut(usize) -> TaskExtras<S>,
+    results: &mut Vec<Option<TaskResult<S>>>,
+) {
+    results.clear();
+    results.resize_with(tasks.len(), || None);
+    let [task] = tasks else {
+        return Box::pin(run_many(core, tasks, snapshot, scope, extras, results)).await;
+    };
+    let extra = extras(0);
+    let result = match extra.prefilled {
+        Some(output) => Ok(output),
+        None => {
+            let run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
+            match run.run_inline(snapshot) {
+                Some(result) if run.wants_save(&result) => run.save(result).await,
+                Some(result) => result,
+                None => match run.lean_node() {
+                    Some(f) => run.into_lean(&f, snapshot).await,
+                    None => Box::pin(run.execute(Arc::clone(snapshot))).await,
+                },
             }
         }
+    };
+    results[0] = Some(result);
+}
+
+/// [`run_step`] for a step of several tasks: sync nodes inline one after another, in task
+/// order, then the async tasks polled together (each alone if it is the only one).
+async fn run_many<S: State>(
+    core: &GraphCore<S>,
+    tasks: &[Task],
+    snapshot: &Arc<S>,
+    scope: &StepScope,
+    mut extras: impl FnMut(usize) -> TaskExtras<S>,
+    results: &mut [Option<TaskResult<S>>],
+) {
+    let async_count = tasks
+        .iter()
+        .filter(|t| matches!(core.nodes[t.node].runner, NodeRunner::Async(_)))
+        .count();
+    let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
+    let unlimited = limit == usize::MAX;
+    // Without a concurrency limit, lean async tasks are made in apply order into `lean`
+    // and first polled once each, after the sync tasks ran; only those still pending then
+    // go into `in_flight`. With a limit, they wait in `waiting` and start as others finish.
+    let mut in_flight = FuturesUnordered::new();
+    let mut lean = Vec::new();
+    let mut waiting = Vec::new();
+    for (index, task) in tasks.iter().enumerate() {
+        let extra = extras(index);
+        let run = match extra.prefilled {
+            Some(output) => {
+                results[index] = Some(Ok(output));
+                continue;
+            }
+            None => prepare(core, task, index, scope, extra.saver, extra.scratchpad),
+        };
+        let result = match run.run_inline(snapshot) {
+            Some(result) if run.wants_save(&result) => run.save(result).await,
+            Some(result) => result,
+            None if async_count > 1 && unlimited => {
+                match run.lean_node() {
+                    Some(f) => lean.push((index, run.into_lean(&f, snapshot))),
+                    None => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
+                }
+                continue;
+            }
+            None if async_count > 1 => {
+                waiting.push(run);
+                continue;
+            }
+            None => boxed(run, snapshot).await,
+        };
+        results[index] = Some(result);
+    }
+    if !lean.is_empty() {
+        // One poll each, in apply order: a node that finishes at once never needs a place
+        // in `in_flight` (and its allocation).
+        // (Captured as `&mut`: a shared `&FuturesUnordered` held across the await would
+        // need its futures to be `Sync`.)
+        let (lean, pending, results) = (&mut lean, &mut in_flight, &mut *results);
+        std::future::poll_fn(move |cx| {
+            for (index, mut task) in lean.drain(..) {
+                match Pin::new(&mut task).poll(cx) {
+                    Poll::Ready(result) => results[index] = Some(result),
+                    Poll::Pending => pending.push(tagged(index, Either::Left(task))),
+                }
+            }
+            Poll::Ready(())
+        })
+        .await;
     }
     // Poll the step's async tasks together on this task, started in apply order with at
     // most `limit` in flight. No spawn per task: nodes wait on I/O concurrently, and a
     // node with heavy CPU work should hand it to `tokio::task::spawn_blocking`.
-    let mut in_flight = FuturesUnordered::new();
     let mut waiting = waiting.into_iter();
     loop {
         while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
-            let snapshot = Arc::clone(snapshot);
-            in_flight.push(async move {
-                let index = run.index;
-                (index, run.execute(snapshot).await)
-            });
+            let index = run.index;
+            let future = match run.lean_node() {
+                Some(f) => Either::Left(run.into_lean(&f, snapshot)),
+                None => Either::Right(boxed(run, snapshot)),
+            };
+            in_flight.push(tagged(index, future));
         }
         match in_flight.next().await {
             Some((index, result)) => results[index] = Some(result),
             None => break,
         }
     }
-    results
-        .into_iter()
-        .zip(tasks)
-        .map(|(result, task)| {
-            result.unwrap_or_else(|| {
-                Err(Error::NodePanicked {
-                    node: core.nodes[task.node].name.to_string(),
-                    message: "internal error: the task reported no result".into(),
-                })
-            })
-        })
-        .collect()
+}
+
+/// The full future of a task (retries, timeout, events, saving), boxed: it is large.
+type BoxedTask<S> = Pin<Box<dyn Future<Output = TaskResult<S>> + std::marker::Send>>;
+
+fn boxed<S: State>(run: TaskRun<S>, snapshot: &Arc<S>) -> BoxedTask<S> {
+    Box::pin(run.execute(Arc::clone(snapshot)))
+}
+
+/// A concurrent task's future, tagged with its index.
+fn tagged<S: State>(
+    index: usize,
+    future: Either<LeanTask<S>, BoxedTask<S>>,
+) -> impl Future<Output = (usize, TaskResult<S>)> + std::marker::Send + 'static {
+    future.map(move |result| (index, result))
+}
+
+/// An async task that needs no retries, timeout, task events or saver: the node's own
+/// future, polled inside its stream writer's scope, its span and a panic catcher, as the
+/// full task would, with nothing else around it. `Unpin`, and small.
+struct LeanTask<S: State> {
+    future: BoxFuture<'static, Result<NodeOutput<S>, BoxError>>,
+    writer: StreamWriter,
+    span: tracing::Span,
+    node: Arc<str>,
+}
+
+impl<S: State> Future for LeanTask<S> {
+    type Output = TaskResult<S>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
+        let this = &mut *self;
+        let _entered = this.span.enter();
+        let future = &mut this.future;
+        let polled = this
+            .writer
+            .clone()
+            .sync_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))));
+        match polled {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(Ok(output))) => Poll::Ready(Ok(output)),
+            Ok(Poll::Ready(Err(error))) => Poll::Ready(Err(into_task_error(&this.node, 1, error))),
+            Err(panic) => Poll::Ready(Err(Error::NodePanicked {
+                node: this.node.to_string(),
+                message: panic_message(&*panic),
+            })),
+        }
+    }
+}
+
+/// The error for a task whose result slot [`run_step`] left empty (it never does; this
+/// is reported as an internal error rather than a panic).
+pub(crate) fn missing_result<S: State>(core: &GraphCore<S>, task: &Task) -> Error {
+    Error::NodePanicked {
+        node: core.nodes[task.node].name.to_string(),
+        message: "internal error: the task reported no result".into(),
+    }
 }
 
 fn prepare<S: State>(
@@ -177,6 +342,34 @@ enum Attempt<S: State> {
     Panicked(String),
 }
 
+/// What to do after an attempt.
+enum Settled<S: State> {
+    /// The task is done, successfully or not.
+    Done(TaskResult<S>),
+    /// Try again after this delay.
+    Retry(Duration),
+}
+
+/// `true` when a `tracing` subscriber is installed. Without one, the per-step and per-task
+/// spans are not built at all: even a disabled span costs a few hundred instructions
+/// (its fields, and the `log` fallback some dependencies switch on), a third of a step.
+pub(crate) fn tracing_on() -> bool {
+    tracing::dispatcher::has_been_set()
+}
+
+/// The `node` span of one attempt (none without a subscriber).
+fn node_span(ctx: &NodeContext) -> tracing::Span {
+    if !tracing_on() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "node",
+        node = %ctx.node,
+        step = ctx.step,
+        attempt = ctx.attempt,
+    )
+}
+
 impl<S: State> TaskRun<S> {
     fn emit(&self, kind: TaskEventKind) {
         if let Some(target) = &self.events {
@@ -189,26 +382,22 @@ impl<S: State> TaskRun<S> {
         }
     }
 
+    /// One attempt of a sync node, inline.
+    fn attempt_sync(&self, f: &SyncFn<S>, snapshot: &Arc<S>) -> Attempt<S> {
+        let _entered = node_span(&self.ctx).entered();
+        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
+        match self.ctx.writer.clone().sync_scope(call) {
+            Ok(Ok(output)) => Attempt::Done(output),
+            Ok(Err(err)) => Attempt::Failed(err),
+            Err(panic) => Attempt::Panicked(panic_message(&*panic)),
+        }
+    }
+
     async fn attempt(&self, snapshot: &Arc<S>) -> Attempt<S> {
-        // One span per attempt (cheap when no subscriber listens: a level check).
-        let span = tracing::info_span!(
-            "node",
-            node = %self.ctx.node,
-            step = self.ctx.step,
-            attempt = self.ctx.attempt,
-        );
         match &self.runner {
-            NodeRunner::Sync(f) => {
-                let _entered = span.enter();
-                let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
-                let outcome = self.ctx.writer.clone().sync_scope(call);
-                match outcome {
-                    Ok(Ok(output)) => Attempt::Done(output),
-                    Ok(Err(err)) => Attempt::Failed(err),
-                    Err(panic) => Attempt::Panicked(panic_message(&*panic)),
-                }
-            }
+            NodeRunner::Sync(f) => self.attempt_sync(f, snapshot),
             NodeRunner::Async(f) => {
+                let span = node_span(&self.ctx);
                 let future =
                     AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
                 let future =
@@ -229,70 +418,145 @@ impl<S: State> TaskRun<S> {
         }
     }
 
+    /// Runs a sync node without a retry policy right here, with its task events; `None`
+    /// (nothing run) for any other node. The output still has to be [saved](Self::save).
+    fn run_inline(&self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
+        let f = match &self.runner {
+            NodeRunner::Sync(f) if self.retry.is_none() => f,
+            _ => return None,
+        };
+        let started = self.events.as_ref().map(|_| Instant::now());
+        self.emit(TaskEventKind::Start);
+        let attempt = self.attempt_sync(f, snapshot);
+        let result = match self.settle(attempt, started) {
+            Settled::Done(result) => result,
+            // `settle` retries only under a retry policy, and this task has none.
+            Settled::Retry(_) => Err(Error::NodePanicked {
+                node: self.ctx.node.to_string(),
+                message: "internal error: a retry without a retry policy".into(),
+            }),
+        };
+        Some(result)
+    }
+
+    /// The async node of a task that can run as a [`LeanTask`] (an async one that needs
+    /// no retries, timeout, task events or saver); `None` for any other.
+    fn lean_node(&self) -> Option<Arc<dyn ErasedAsyncNode<S>>> {
+        let lean = self.retry.is_none()
+            && self.timeout.is_none()
+            && self.events.is_none()
+            && self.saver.is_none();
+        match &self.runner {
+            NodeRunner::Async(f) if lean => Some(Arc::clone(f)),
+            _ => None,
+        }
+    }
+
+    /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
+    fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
+        let node = Arc::clone(&self.ctx.node);
+        let span = node_span(&self.ctx);
+        let writer = self.ctx.writer.clone();
+        LeanTask {
+            future: f.call(Arc::clone(snapshot), self.ctx),
+            writer,
+            span,
+            node,
+        }
+    }
+
     /// Runs the task, then saves its output or interrupt if it has a saver.
     async fn execute(mut self, snapshot: Arc<S>) -> TaskResult<S> {
-        let saver = self.saver.take();
-        let node = Arc::clone(&self.ctx.node);
         let result = self.run_attempts(&snapshot).await;
-        let Some(saver) = saver else { return result };
-        // Boxed: saving is off the hot path, and keeping its future out of this one keeps
-        // every task's future small (it is moved several times on its way to the executor).
-        let saved = Box::pin(save_result(&saver, &node, &result)).await;
-        saved.and(result)
+        self.save(result).await
+    }
+
+    /// `true` when the task has a saver that keeps `result`.
+    fn wants_save(&self, result: &TaskResult<S>) -> bool {
+        self.saver.as_ref().is_some_and(|saver| saver.wants(result))
+    }
+
+    /// Saves the task's output or interrupt if it has a saver that wants it. Only the
+    /// saving itself is a future (boxed: it is off the hot path), so a task with nothing
+    /// to save costs nothing here.
+    fn save(self, result: TaskResult<S>) -> impl Future<Output = TaskResult<S>> {
+        let save = self
+            .saver
+            .filter(|saver| saver.wants(&result))
+            .map(|saver| (saver, self.ctx.node));
+        async move {
+            match save {
+                None => result,
+                Some((saver, node)) => {
+                    let saved = Box::pin(save_result(&saver, &node, &result)).await;
+                    saved.and(result)
+                }
+            }
+        }
+    }
+
+    /// What an attempt means for the task: done (with events emitted), or a retry.
+    fn settle(&self, attempt: Attempt<S>, started: Option<Instant>) -> Settled<S> {
+        let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
+        let error: BoxError = match attempt {
+            Attempt::Done(output) => {
+                self.emit(TaskEventKind::End {
+                    duration: elapsed(),
+                });
+                return Settled::Done(Ok(output));
+            }
+            Attempt::Panicked(message) => {
+                self.emit(TaskEventKind::Error {
+                    duration: elapsed(),
+                    error: message.clone(),
+                });
+                return Settled::Done(Err(Error::NodePanicked {
+                    node: self.ctx.node.to_string(),
+                    message,
+                }));
+            }
+            Attempt::TimedOut(timeout) => Box::new(Error::NodeTimeout {
+                node: self.ctx.node.to_string(),
+                timeout,
+            }),
+            Attempt::Failed(error) => error,
+        };
+        let attempt = self.ctx.attempt;
+        let max_attempts = self.retry.as_ref().map_or(1, RetryPolicy::max_attempts);
+        let retry = self.retry.as_ref().filter(|policy| {
+            attempt < max_attempts && !is_control_flow(&error) && policy.should_retry(&error)
+        });
+        if let Some(policy) = retry {
+            let delay = policy.jittered_delay(attempt + 1);
+            self.emit(TaskEventKind::Retry {
+                attempt,
+                error: error.to_string(),
+                delay,
+            });
+            tracing::debug!(node = %self.ctx.node, attempt, ?delay, %error, "retrying node");
+            return Settled::Retry(delay);
+        }
+        self.emit(TaskEventKind::Error {
+            duration: elapsed(),
+            error: error.to_string(),
+        });
+        Settled::Done(Err(into_task_error(&self.ctx.node, attempt, error)))
     }
 
     /// Runs attempts until one succeeds or the retry policy gives up. Borrows `self`, so
     /// the task's state is not copied into this future as well.
     async fn run_attempts(&mut self, snapshot: &Arc<S>) -> TaskResult<S> {
         let started = self.events.as_ref().map(|_| Instant::now());
-        let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
         self.emit(TaskEventKind::Start);
-        let max_attempts = self.retry.as_ref().map_or(1, RetryPolicy::max_attempts);
         loop {
-            let attempt = self.ctx.attempt;
-            let error: BoxError = match self.attempt(snapshot).await {
-                Attempt::Done(output) => {
-                    self.emit(TaskEventKind::End {
-                        duration: elapsed(),
-                    });
-                    return Ok(output);
+            let attempt = self.attempt(snapshot).await;
+            match self.settle(attempt, started) {
+                Settled::Done(result) => return result,
+                Settled::Retry(delay) => {
+                    Box::pin(tokio::time::sleep(delay)).await;
+                    self.ctx.attempt += 1;
                 }
-                Attempt::Panicked(message) => {
-                    self.emit(TaskEventKind::Error {
-                        duration: elapsed(),
-                        error: message.clone(),
-                    });
-                    return Err(Error::NodePanicked {
-                        node: self.ctx.node.to_string(),
-                        message,
-                    });
-                }
-                Attempt::TimedOut(timeout) => Box::new(Error::NodeTimeout {
-                    node: self.ctx.node.to_string(),
-                    timeout,
-                }),
-                Attempt::Failed(error) => error,
-            };
-            let retry = self.retry.as_ref().filter(|policy| {
-                attempt < max_attempts && !is_control_flow(&error) && policy.should_retry(&error)
-            });
-            if let Some(policy) = retry {
-                let delay = policy.jittered_delay(attempt + 1);
-                self.emit(TaskEventKind::Retry {
-                    attempt,
-                    error: error.to_string(),
-                    delay,
-                });
-                tracing::debug!(node = %self.ctx.node, attempt, ?delay, %error, "retrying node");
-                Box::pin(tokio::time::sleep(delay)).await;
-                self.ctx.attempt += 1;
-                continue;
             }
-            self.emit(TaskEventKind::Error {
-                duration: elapsed(),
-                error: error.to_string(),
-            });
-            return Err(into_task_error(&self.ctx.node, attempt, error));
         }
     }
 }

@@ -659,6 +659,19 @@ pub(crate) struct TaskSaver {
 }
 
 impl TaskSaver {
+    /// `true` when `result` is something this saver keeps: an output (if it saves
+    /// outputs) or an interrupt.
+    pub(crate) fn wants<S: State>(
+        &self,
+        result: &Result<crate::graph::node::NodeOutput<S>, Error>,
+    ) -> bool {
+        match result {
+            Ok(_) => self.save_output,
+            Err(Error::Interrupt(_)) => true,
+            Err(_) => false,
+        }
+    }
+
     pub(crate) async fn output<S: State>(
         &self,
         node: &str,

@@ -42,26 +42,33 @@ struct Planner<'a, S: State> {
     /// One flag per node, all false between steps; reused so a step costs what it
     /// triggers, not the size of the graph.
     flags: &'a mut [bool],
-    triggered: Vec<NodeId>,
+    /// The nodes triggered so far (the scratch's list, reused from step to step).
+    triggered: &'a mut Vec<NodeId>,
     sends: Vec<Task>,
+    /// The last name looked up and its node: a router's sends mostly go to one node, and
+    /// comparing the name is cheaper than hashing it again.
+    lookup: Option<(Arc<str>, NodeId)>,
 }
 
-/// The per-run scratch space of the planner.
-pub(crate) struct PlanScratch(Vec<bool>);
+/// The per-run scratch space of the planner: the node flags, and the list of triggered
+/// nodes (kept to reuse its allocation).
+pub(crate) struct PlanScratch(Vec<bool>, Vec<NodeId>);
 
 impl PlanScratch {
     pub(crate) fn new<S: State>(core: &GraphCore<S>) -> Self {
-        Self(vec![false; core.nodes.len()])
+        Self(vec![false; core.nodes.len()], Vec::new())
     }
 }
 
 impl<'a, S: State> Planner<'a, S> {
     fn new(core: &'a GraphCore<S>, scratch: &'a mut PlanScratch) -> Self {
+        scratch.1.clear();
         Self {
             core,
             flags: &mut scratch.0,
-            triggered: Vec::new(),
+            triggered: &mut scratch.1,
             sends: Vec::new(),
+            lookup: None,
         }
     }
 
@@ -85,24 +92,14 @@ impl<'a, S: State> Planner<'a, S> {
                 declared: declared.iter().map(|d| d.to_string()).collect(),
             });
         }
-        let lookup = |name: &str| {
-            self.core
-                .by_name
-                .get(name)
-                .copied()
-                .ok_or_else(|| Error::UnknownTarget {
-                    from: from.to_owned(),
-                    target: name.to_owned(),
-                })
-        };
         match goto {
             Goto::Node(name) if &*name == END => {}
             Goto::Node(name) => {
-                let id = lookup(&name)?;
+                let id = self.lookup(from, &name)?;
                 self.trigger(Dest::Node(id));
             }
             Goto::Send(send) => {
-                let id = lookup(&send.node)?;
+                let id = self.lookup(from, &send.node)?;
                 self.sends.push(Task {
                     node: id,
                     input: Some(send.input),
@@ -110,6 +107,25 @@ impl<'a, S: State> Planner<'a, S> {
             }
         }
         Ok(())
+    }
+
+    fn lookup(&mut self, from: &str, name: &Arc<str>) -> Result<NodeId, Error> {
+        if let Some((last, id)) = &self.lookup
+            && (Arc::ptr_eq(last, name) || **last == **name)
+        {
+            return Ok(*id);
+        }
+        let id = self
+            .core
+            .by_name
+            .get(&**name)
+            .copied()
+            .ok_or_else(|| Error::UnknownTarget {
+                from: from.to_owned(),
+                target: name.to_string(),
+            })?;
+        self.lookup = Some((Arc::clone(name), id));
+        Ok(id)
     }
 
     fn route(&mut self, from: &str, branch: &Branch<S>, state: &S) -> Result<(), Error> {
@@ -150,25 +166,37 @@ impl<'a, S: State> Planner<'a, S> {
         Ok(())
     }
 
-    fn finish(mut self) -> Vec<Task> {
-        let mut triggered = std::mem::take(&mut self.triggered);
-        for &id in &triggered {
+    fn finish(self) -> Vec<Task> {
+        let mut tasks = Vec::new();
+        self.finish_into(&mut tasks);
+        tasks
+    }
+
+    /// Appends the planned tasks to `tasks`.
+    fn finish_into(mut self, tasks: &mut Vec<Task>) {
+        for &id in self.triggered.iter() {
             self.flags[id] = false;
         }
-        triggered.sort_unstable_by_key(|&id| self.core.nodes[id].rank);
-        let mut tasks = Vec::with_capacity(triggered.len() + self.sends.len());
-        tasks.extend(triggered.into_iter().map(|node| Task { node, input: None }));
+        let core = self.core;
+        self.triggered
+            .sort_unstable_by_key(|&id| core.nodes[id].rank);
+        tasks.reserve(self.triggered.len() + self.sends.len());
+        tasks.extend(
+            self.triggered
+                .drain(..)
+                .map(|node| Task { node, input: None }),
+        );
         tasks.append(&mut self.sends);
-        tasks
     }
 }
 
 impl<S: State> Drop for Planner<'_, S> {
     fn drop(&mut self) {
         // Planning stopped on an error: leave the scratch clean anyway.
-        for &id in &self.triggered {
+        for &id in self.triggered.iter() {
             self.flags[id] = false;
         }
+        self.triggered.clear();
     }
 }
 
@@ -206,13 +234,29 @@ pub(crate) fn goto_tasks<S: State>(
 pub(crate) fn next_tasks<S: State>(
     core: &GraphCore<S>,
     done: &[Task],
-    gotos: Vec<Vec<Goto>>,
+    mut gotos: Vec<Vec<Goto>>,
     state: &S,
     joins: &mut JoinProgress,
     scratch: &mut PlanScratch,
 ) -> Result<Vec<Task>, Error> {
+    let mut tasks = Vec::new();
+    next_tasks_into(core, done, &mut gotos, state, joins, scratch, &mut tasks)?;
+    Ok(tasks)
+}
+
+/// [`next_tasks`], appending the tasks to `tasks` and draining `gotos` (the run's step
+/// loop reuses both buffers).
+pub(crate) fn next_tasks_into<S: State>(
+    core: &GraphCore<S>,
+    done: &[Task],
+    gotos: &mut Vec<Vec<Goto>>,
+    state: &S,
+    joins: &mut JoinProgress,
+    scratch: &mut PlanScratch,
+    tasks: &mut Vec<Task>,
+) -> Result<(), Error> {
     let mut planner = Planner::new(core, scratch);
-    for (task, gotos) in done.iter().zip(gotos) {
+    for (task, gotos) in done.iter().zip(gotos.drain(..)) {
         let node = &core.nodes[task.node];
         for &dest in &node.edges {
             planner.trigger(dest);
@@ -232,7 +276,8 @@ pub(crate) fn next_tasks<S: State>(
             planner.route(&node.name, branch, state)?;
         }
     }
-    Ok(planner.finish())
+    planner.finish_into(tasks);
+    Ok(())
 }
 
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + std::marker::Send)) -> String {

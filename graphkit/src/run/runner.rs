@@ -18,7 +18,7 @@ use crate::run::apply::{self, RecordedWrite};
 use crate::run::config::RunConfig;
 use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
-use crate::run::execute::{self, StepScope, TaskExtras};
+use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
 use crate::run::persist::{PendingStep, Persist, TaskLink, TaskWriteRef, task_records};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::start::Start;
@@ -47,8 +47,8 @@ pub(crate) struct Runner<S: State> {
 
 /// How one super-step ended.
 enum StepOutcome<S: State> {
-    /// Every task finished: their outputs, in task order.
-    Finished(Vec<NodeOutput<S>>),
+    /// Every task finished: their outputs are in the step's buffers, in task order.
+    Finished,
     /// A task failed or paused: the outputs that did finish, the interrupts raised and
     /// the failures, each with its task index.
     Stopped {
@@ -209,18 +209,21 @@ impl<S: State> Runner<S> {
         mut persist: Option<&mut Persist>,
     ) -> Result<(), Error> {
         let mut scratch = PlanScratch::new(core);
+        let mut buffers = StepBuffers::default();
         let Start {
             mut tasks,
-            mut pending,
+            pending,
             mut joins,
             mut skip_static_before,
         } = self
             .start(core, input, persist.as_deref_mut(), &mut scratch)
             .await?;
         self.emitter.values(&self.state);
+        // What the start restored for its first step only.
+        let mut pending = Some(pending);
 
         while !tasks.is_empty() {
-            if !skip_static_before {
+            if !skip_static_before && self.may_pause(core, InterruptKind::Before, &tasks) {
                 let before = StaticCheck {
                     kind: InterruptKind::Before,
                     hits: &tasks,
@@ -236,22 +239,32 @@ impl<S: State> Runner<S> {
                 });
             }
             self.step += 1;
-            let step_span = tracing::info_span!(
-                "step",
-                step = self.step,
-                tasks = tasks.len(),
-                thread_id = self.config.thread_id.as_deref(),
-            );
+            let step_span = if execute::tracing_on() {
+                tracing::info_span!(
+                    "step",
+                    step = self.step,
+                    tasks = tasks.len(),
+                    thread_id = self.config.thread_id.as_deref(),
+                )
+            } else {
+                tracing::Span::none()
+            };
 
             let execute = self.execute_step(
                 core,
                 &tasks,
-                std::mem::take(&mut pending),
+                pending.take(),
                 persist.as_deref(),
+                &mut buffers,
             );
-            let outcome = tracing::Instrument::instrument(execute, step_span.clone()).await;
-            let outputs = match outcome {
-                StepOutcome::Finished(outputs) => outputs,
+            // Instrumented only when someone listens: wrapping moves the step's future.
+            let outcome = if step_span.is_disabled() {
+                execute.await
+            } else {
+                tracing::Instrument::instrument(execute, step_span.clone()).await
+            };
+            match outcome {
+                StepOutcome::Finished => {}
                 StepOutcome::Stopped {
                     outputs,
                     interrupts,
@@ -273,13 +286,16 @@ impl<S: State> Runner<S> {
                     conflict?;
                     return Err(self.paused(core, &tasks, interrupts, persist.as_deref()));
                 }
-            };
+            }
 
             let mut recorded = persist
                 .as_deref()
                 .filter(|p| p.per_step())
                 .map(|_| Vec::new());
-            let gotos = apply::apply_writes(
+            // Every slot holds an output here (`execute_step` checked): apply them all.
+            let outputs = buffers.results.drain(..).flatten().filter_map(Result::ok);
+            buffers.writes.clear();
+            apply::apply_writes(
                 core,
                 &mut self.state,
                 &tasks,
@@ -287,15 +303,25 @@ impl<S: State> Runner<S> {
                 &self.emitter,
                 &mut self.collected,
                 recorded.as_mut(),
+                &mut buffers.writes,
+                &mut buffers.gotos,
             )?;
             self.emitter.values(&self.state);
-            let next =
-                plan::next_tasks(core, &tasks, gotos, &self.state, &mut joins, &mut scratch)?;
+            let mut next = std::mem::take(&mut buffers.next);
+            plan::next_tasks_into(
+                core,
+                &tasks,
+                &mut buffers.gotos,
+                &self.state,
+                &mut joins,
+                &mut scratch,
+                &mut next,
+            )?;
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                 let save = self.save_step(core, p, &tasks, &recorded, &next, &joins);
                 tracing::Instrument::instrument(save, step_span).await?;
             }
-            if !next.is_empty() {
+            if !next.is_empty() && self.may_pause(core, InterruptKind::After, &tasks) {
                 let after = StaticCheck {
                     kind: InterruptKind::After,
                     hits: &tasks,
@@ -304,7 +330,9 @@ impl<S: State> Runner<S> {
                 self.static_interrupt(core, after, &joins, persist.as_deref_mut())
                     .await?;
             }
-            tasks = next;
+            // The finished step's task list becomes the buffer of the step after next.
+            buffers.next = std::mem::replace(&mut tasks, next);
+            buffers.next.clear();
         }
         if let Some(p) = persist.filter(|p| !p.per_step()) {
             let record = p
@@ -315,31 +343,52 @@ impl<S: State> Runner<S> {
         Ok(())
     }
 
+    /// `true` when a static interrupt of `kind` may hit one of `tasks` (so the full check,
+    /// which may save a checkpoint, must run).
+    fn may_pause(&self, core: &GraphCore<S>, kind: InterruptKind, tasks: &[Task]) -> bool {
+        let per_run = match kind {
+            InterruptKind::After => &self.config.interrupt_after,
+            _ => &self.config.interrupt_before,
+        };
+        !per_run.is_empty()
+            || tasks.iter().any(|t| {
+                let node = &core.nodes[t.node];
+                match kind {
+                    InterruptKind::After => node.interrupt_after,
+                    _ => node.interrupt_before,
+                }
+            })
+    }
+
     /// Runs the tasks of one super-step concurrently on one snapshot of the state.
     /// Tasks that finished before an interruption (in `pending`) return their saved output.
+    /// On [`StepOutcome::Finished`], `buffers.results` holds every task's output.
     async fn execute_step(
         &mut self,
         core: &Arc<GraphCore<S>>,
         tasks: &[Task],
-        mut pending: PendingStep<S>,
+        mut pending: Option<PendingStep<S>>,
         persist: Option<&Persist>,
+        buffers: &mut StepBuffers<S>,
     ) -> StepOutcome<S> {
         let parallel = tasks.len() > 1;
-        let extras: Vec<TaskExtras<S>> = (0..tasks.len())
-            .map(|i| TaskExtras {
-                prefilled: pending
-                    .outputs
-                    .remove(&i)
-                    .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
-                saver: persist.and_then(|p| p.task_saver(i, parallel)),
-                scratchpad: match persist {
-                    Some(_) => Some(Scratchpad::new(
-                        pending.resume.remove(&i).unwrap_or_default(),
-                    )),
-                    None => self.inherited_scratchpad.clone(),
-                },
-            })
-            .collect();
+        let inherited = &self.inherited_scratchpad;
+        let extras = |i: usize| TaskExtras {
+            prefilled: pending
+                .as_mut()
+                .and_then(|p| p.outputs.remove(&i))
+                .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
+            saver: persist.and_then(|p| p.task_saver(i, parallel)),
+            scratchpad: match persist {
+                Some(_) => Some(Scratchpad::new(
+                    pending
+                        .as_mut()
+                        .and_then(|p| p.resume.remove(&i))
+                        .unwrap_or_default(),
+                )),
+                None => inherited.clone(),
+            },
+        };
         let scope = StepScope {
             step: self.step,
             config: Arc::clone(&self.config),
@@ -349,28 +398,29 @@ impl<S: State> Runner<S> {
         };
         // The snapshot takes the state by move; it is cloned back only if a task kept
         // a reference past the step.
-        let snapshot = Arc::new(std::mem::take(&mut self.state));
-        let results = execute::run_step(core, tasks, &snapshot, &scope, extras).await;
-        self.state = Arc::try_unwrap(snapshot).unwrap_or_else(|shared| (*shared).clone());
+        let snapshot = buffers.share(&mut self.state);
+        execute::run_step(core, tasks, &snapshot, &scope, extras, &mut buffers.results).await;
+        buffers.restore(snapshot, &mut self.state);
 
-        let mut outputs = Vec::with_capacity(results.len());
+        if buffers.results.iter().all(|r| matches!(r, Some(Ok(_)))) {
+            return StepOutcome::Finished;
+        }
+        let mut outputs = Vec::with_capacity(buffers.results.len());
         let mut interrupts = Vec::new();
         let mut failures = Vec::new();
-        for (index, result) in results.into_iter().enumerate() {
+        for (index, result) in buffers.results.drain(..).enumerate() {
             match result {
-                Ok(output) => outputs.push((index, output)),
-                Err(Error::Interrupt(signal)) => interrupts.push((index, signal)),
-                Err(error) => failures.push((index, error)),
+                Some(Ok(output)) => outputs.push((index, output)),
+                Some(Err(Error::Interrupt(signal))) => interrupts.push((index, signal)),
+                Some(Err(error)) => failures.push((index, error)),
+                None => failures.push((index, execute::missing_result(core, &tasks[index]))),
             }
         }
-        if !failures.is_empty() || !interrupts.is_empty() {
-            return StepOutcome::Stopped {
-                outputs,
-                interrupts,
-                failures,
-            };
+        StepOutcome::Stopped {
+            outputs,
+            interrupts,
+            failures,
         }
-        StepOutcome::Finished(outputs.into_iter().map(|(_, o)| o).collect())
     }
 
     /// Saves the checkpoint that ends a super-step: its writes, and the tasks of the next.

@@ -140,6 +140,14 @@ pub struct StepWrites {
 }
 
 impl StepWrites {
+    /// Forgets every write, keeping the buffers (for the next super-step).
+    pub(crate) fn clear(&mut self) {
+        self.task = 0;
+        self.names.clear();
+        self.claims.clear();
+        self.overwrites.clear();
+    }
+
     /// Starts recording the writes of task number `task` (named `name`).
     pub fn begin_task(&mut self, task: usize, name: &Arc<str>) {
         self.task = task;
