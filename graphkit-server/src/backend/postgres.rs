@@ -184,7 +184,8 @@ impl PostgresBackend {
                 .execute(&mut connection)
                 .await
             {
-                let exists = matches!(&e, sqlx::Error::Database(d) if d.code().as_deref() == Some("23505"));
+                let exists =
+                    matches!(&e, sqlx::Error::Database(d) if d.code().as_deref() == Some("23505"));
                 if !exists {
                     return Err(startup("cannot create the schema", e));
                 }
@@ -269,7 +270,11 @@ macro_rules! micros {
 /// Binds a [`Timestamp`] as a `timestamptz` parameter: `micros_to_ts!("$3")`.
 macro_rules! micros_to_ts {
     ($param:literal) => {
-        concat!("(timestamptz 'epoch' + ", $param, "::bigint * interval '1 microsecond')")
+        concat!(
+            "(timestamptz 'epoch' + ",
+            $param,
+            "::bigint * interval '1 microsecond')"
+        )
     };
 }
 
@@ -444,7 +449,8 @@ impl Backend for PostgresBackend {
     }
 
     async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
-        let sql = format!("SELECT {ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = $1");
+        let sql =
+            format!("SELECT {ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = $1");
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(assistant_id)
             .fetch_optional(&self.pool)
@@ -511,9 +517,9 @@ impl Backend for PostgresBackend {
                 thread.thread_id
             )));
         }
-        self.get_thread(thread.thread_id)
-            .await?
-            .ok_or_else(|| ServerError::NotFound(format!("Thread with ID {} not found", thread.thread_id)))
+        self.get_thread(thread.thread_id).await?.ok_or_else(|| {
+            ServerError::NotFound(format!("Thread with ID {} not found", thread.thread_id))
+        })
     }
 
     async fn get_thread(&self, thread_id: Uuid) -> Result<Option<ThreadRecord>> {
@@ -649,7 +655,16 @@ impl Backend for PostgresBackend {
     }
 
     async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()> {
-        set_outcome(&mut *self.pool.acquire().await.map_err(db("recording a thread's state"))?, thread_id, outcome).await
+        set_outcome(
+            &mut *self
+                .pool
+                .acquire()
+                .await
+                .map_err(db("recording a thread's state"))?,
+            thread_id,
+            outcome,
+        )
+        .await
     }
 
     // --- runs ---
@@ -658,12 +673,13 @@ impl Backend for PostgresBackend {
         let err = db("creating a run");
         let mut tx = self.begin().await?;
         // The thread's row lock makes check-and-insert atomic against other creators.
-        let mut exists = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-            .bind(run.thread_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(&err)?
-            .is_some();
+        let mut exists =
+            sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+                .bind(run.thread_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(&err)?
+                .is_some();
         if !exists && let Some(metadata) = &run.create_thread {
             sqlx::query(
                 "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
@@ -709,7 +725,9 @@ impl Backend for PostgresBackend {
         let mut cancelled = Vec::new();
         match run.multitask_strategy {
             MultitaskStrategy::Reject if !in_flight.is_empty() => {
-                return Err(ServerError::Conflict(super::sqlite::REJECT_MESSAGE.to_owned()));
+                return Err(ServerError::Conflict(
+                    super::sqlite::REJECT_MESSAGE.to_owned(),
+                ));
             }
             MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
                 let action = if run.multitask_strategy == MultitaskStrategy::Rollback {
@@ -972,8 +990,13 @@ impl Backend for PostgresBackend {
                 // Only the final failure reaches the stream (a retried attempt stays silent).
                 let message = format!("Run {run_id} exceeded max attempts ({attempt})");
                 let data = serde_json::json!({"error": "RunAttemptsExceeded", "message": message});
-                append_locked(&mut tx, &self.channels, *run_id, &[("error".to_owned(), data.to_string())])
-                    .await?;
+                append_locked(
+                    &mut tx,
+                    &self.channels,
+                    *run_id,
+                    &[("error".to_owned(), data.to_string())],
+                )
+                .await?;
                 let outcome = ThreadOutcome {
                     status: ThreadStatus::Error,
                     values: Value::Null,
@@ -987,7 +1010,10 @@ impl Backend for PostgresBackend {
         }
         tx.commit().await.map_err(&err)?;
         if !swept.is_empty() {
-            tracing::warn!(count = swept.len(), "returned runs of lost workers to the queue");
+            tracing::warn!(
+                count = swept.len(),
+                "returned runs of lost workers to the queue"
+            );
         }
         Ok(swept.into_iter().map(|(run_id, ..)| run_id).collect())
     }
