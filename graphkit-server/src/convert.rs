@@ -14,7 +14,10 @@ use serde_json::{Map, Value, json};
 
 /// The client's input as graphkit update JSON: list fields take a plain list as the items
 /// to add. Unknown keys are an error naming them and the fields there are.
-pub(crate) fn input_to_update(fields: &[Field], input: Map<String, Value>) -> Result<Value, String> {
+pub(crate) fn input_to_update(
+    fields: &[Field],
+    input: Map<String, Value>,
+) -> Result<Value, String> {
     let mut update = Map::with_capacity(input.len());
     for (key, value) in input {
         let Some(field) = fields.iter().find(|f| f.name == key) else {
@@ -139,7 +142,10 @@ fn message_to_langchain(mut m: Map<String, Value>) -> Value {
                 m.remove("tool_call_id").unwrap_or_default(),
             );
             let failed = m.remove("is_error").and_then(|v| v.as_bool()) == Some(true);
-            out.insert("status".into(), if failed { "error" } else { "success" }.into());
+            out.insert(
+                "status".into(),
+                if failed { "error" } else { "success" }.into(),
+            );
         }
         _ => {}
     }
@@ -326,7 +332,10 @@ mod tests {
         });
         let lc = to_langchain(json!({"messages": [serde_json::to_value(&message).expect("json")]}));
         assert_eq!(lc["messages"][0]["type"], "ai");
-        assert_eq!(lc["messages"][0]["tool_calls"][0]["args"], json!({"q": "x"}));
+        assert_eq!(
+            lc["messages"][0]["tool_calls"][0]["args"],
+            json!({"q": "x"})
+        );
         let back = from_langchain(&lc["messages"][0]);
         let parsed: graphkit_llm::Message = serde_json::from_value(back).expect("a message");
         assert_eq!(parsed, message);

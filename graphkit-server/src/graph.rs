@@ -139,15 +139,18 @@ impl<S: State> TypedGraph<S> {
                 )));
             }
         };
-        let update = input_to_update(S::FIELDS, object)
-            .map_err(|e| ServerError::Validation(format!("{what} does not fit the graph's state: {e}")))?;
+        let update = input_to_update(S::FIELDS, object).map_err(|e| {
+            ServerError::Validation(format!("{what} does not fit the graph's state: {e}"))
+        })?;
         match serde_json::from_value::<S::Update>(update.clone()) {
             Ok(update) => Ok(update),
-            Err(first) => serde_json::from_value::<S::Update>(from_langchain(&update)).map_err(|_| {
-                ServerError::Validation(format!(
-                    "{what} does not fit the graph's state: {first}"
-                ))
-            }),
+            Err(first) => {
+                serde_json::from_value::<S::Update>(from_langchain(&update)).map_err(|_| {
+                    ServerError::Validation(format!(
+                        "{what} does not fit the graph's state: {first}"
+                    ))
+                })
+            }
         }
     }
 
@@ -175,7 +178,11 @@ impl<S: State> TypedGraph<S> {
         }
     }
 
-    async fn run_input(&self, request: &RunRequest, thread_id: Option<&str>) -> Result<RunInput<S>> {
+    async fn run_input(
+        &self,
+        request: &RunRequest,
+        thread_id: Option<&str>,
+    ) -> Result<RunInput<S>> {
         let Some(command) = &request.command else {
             return match &request.input {
                 None | Some(Value::Null) => Ok(RunInput::Continue),
@@ -459,7 +466,9 @@ impl<S: State> ServedGraph for TypedGraph<S> {
                     } else {
                         ThreadStatus::Interrupted
                     },
-                    values: to_langchain(serde_json::to_value(&snapshot.values).unwrap_or_default()),
+                    values: to_langchain(
+                        serde_json::to_value(&snapshot.values).unwrap_or_default(),
+                    ),
                     interrupts: Value::Object(interrupts),
                     error: Value::Null,
                 })

@@ -33,7 +33,9 @@ async fn open_backend(database: &str) -> Result<Arc<dyn Backend>, ServerError> {
     if database.starts_with("postgres://") || database.starts_with("postgresql://") {
         return open_postgres(database).await;
     }
-    Ok(Arc::new(SqliteBackend::open(PathBuf::from(database)).await?))
+    Ok(Arc::new(
+        SqliteBackend::open(PathBuf::from(database)).await?,
+    ))
 }
 
 #[cfg(feature = "postgres")]

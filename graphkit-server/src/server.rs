@@ -237,7 +237,10 @@ impl Server {
     }
 }
 
-async fn register_assistants(backend: &dyn Backend, graphs: &HashMap<String, SharedGraph>) -> Result<()> {
+async fn register_assistants(
+    backend: &dyn Backend,
+    graphs: &HashMap<String, SharedGraph>,
+) -> Result<()> {
     for graph_id in graphs.keys() {
         let assistant_id = system_assistant_id(graph_id);
         let created_at = match backend.get_assistant(assistant_id).await? {

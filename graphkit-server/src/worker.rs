@@ -19,12 +19,12 @@ use uuid::Uuid;
 use crate::backend::{
     Backend, CancelAction, Lease, RunEnd, RunRecord, ThreadOutcome, ThreadStatus,
 };
+use crate::convert::stream_message_to_langchain;
 use crate::error::{Result, ServerError};
 use crate::graph::{
-    CommandSpec, EventKind, GraphEvent, GraphEvents, RunRequest, SharedGraph, dynamic,
-    graph_modes, interrupt_json,
+    CommandSpec, EventKind, GraphEvent, GraphEvents, RunRequest, SharedGraph, dynamic, graph_modes,
+    interrupt_json,
 };
-use crate::convert::stream_message_to_langchain;
 use crate::time::Timestamp;
 
 /// How workers hold runs and how often they look around.
@@ -140,7 +140,11 @@ pub(crate) async fn run_workers(shared: Arc<Shared>, count: usize, shutdown: Can
             },
         };
         let mut wakeup = shared.backend.watch_queue();
-        match shared.backend.claim_run(&worker_id, shared.settings.lease).await {
+        match shared
+            .backend
+            .claim_run(&worker_id, shared.settings.lease)
+            .await
+        {
             Ok(Some(run)) => {
                 let (shared, worker_id, stop) =
                     (Arc::clone(&shared), worker_id.clone(), shutdown.clone());
@@ -180,7 +184,11 @@ async fn sweep(shared: Arc<Shared>, shutdown: CancellationToken) {
             () = shutdown.cancelled() => return,
             () = sleep(shared.settings.sweep_every) => {}
         }
-        match shared.backend.sweep_expired(shared.settings.max_attempts).await {
+        match shared
+            .backend
+            .sweep_expired(shared.settings.max_attempts)
+            .await
+        {
             Ok(swept) if !swept.is_empty() => {
                 tracing::warn!(runs = ?swept, "returned runs of a dead worker to the queue");
             }
@@ -246,7 +254,10 @@ fn run_config(run: &RunRecord, kwargs: &RunKwargs, nodes: &[String]) -> Result<R
         .with_checkpoint_metadata("assistant_id", run.assistant_id.to_string())
         .with_checkpoint_metadata("run_attempt", run.attempt);
     for (key, value) in &run.metadata {
-        if !matches!(key.as_str(), "run_id" | "thread_id" | "source" | "step" | "writes") {
+        if !matches!(
+            key.as_str(),
+            "run_id" | "thread_id" | "source" | "step" | "writes"
+        ) {
             config = config.with_checkpoint_metadata(key.clone(), value.clone());
         }
     }
@@ -346,7 +357,8 @@ impl Translator {
                 use graphkit::TaskEventKind as K;
                 let id = Uuid::new_v5(
                     &Uuid::NAMESPACE_OID,
-                    format!("{}:{}:{}:{}", self.run_id, task.step, task.index, task.node).as_bytes(),
+                    format!("{}:{}:{}:{}", self.run_id, task.step, task.index, task.node)
+                        .as_bytes(),
                 )
                 .to_string();
                 let (kind, payload) = match &task.kind {
@@ -373,9 +385,7 @@ impl Translator {
                 }
             }
             EventKind::Checkpoint(checkpoint) => {
-                let config = |id: &str| {
-                    json!({"configurable": {"thread_id": checkpoint.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": id}})
-                };
+                let config = |id: &str| json!({"configurable": {"thread_id": checkpoint.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": id}});
                 let payload = json!({
                     "config": config(&checkpoint.checkpoint_id),
                     "parent_config": null,
@@ -398,7 +408,11 @@ impl Translator {
     /// The events of a pause: `updates` with `__interrupt__` (if asked for), and the last
     /// values with `__interrupt__` merged in (the wait body; sent to streams that asked for
     /// values or for neither mode).
-    pub(crate) fn paused(&self, interrupts: &[graphkit::Interrupt], out: &mut Vec<(String, String)>) {
+    pub(crate) fn paused(
+        &self,
+        interrupts: &[graphkit::Interrupt],
+        out: &mut Vec<(String, String)>,
+    ) {
         let list: Vec<Value> = dynamic(interrupts).map(interrupt_json).collect();
         if self.wants("updates") {
             Self::push(out, "updates", &[], &json!({"__interrupt__": list}));
@@ -458,7 +472,12 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
         };
         let _ = shared
             .backend
-            .finish_run(run_id, worker_id, RunEnd::Error(error.to_string()), Some(&outcome))
+            .finish_run(
+                run_id,
+                worker_id,
+                RunEnd::Error(error.to_string()),
+                Some(&outcome),
+            )
             .await;
     }
 }
@@ -496,8 +515,16 @@ async fn try_execute(
     let mut events = match started {
         Ok(events) => events,
         Err(error) => {
-            return fail(shared, run, worker_id, &thread, &graph, &error.to_string(), "InvalidInput")
-                .await;
+            return fail(
+                shared,
+                run,
+                worker_id,
+                &thread,
+                &graph,
+                &error.to_string(),
+                "InvalidInput",
+            )
+            .await;
         }
     };
 
@@ -545,7 +572,10 @@ async fn try_execute(
         // Stop the graph through its token and let it release the thread cleanly.
         token.cancel();
         let drain = async { while events.next().await.is_some() {} };
-        if tokio::time::timeout(shared.settings.stop_grace, drain).await.is_err() {
+        if tokio::time::timeout(shared.settings.stop_grace, drain)
+            .await
+            .is_err()
+        {
             tracing::warn!(%run_id, "the graph did not stop within the grace period; dropped");
         }
     }
@@ -569,7 +599,16 @@ async fn try_execute(
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(shared, run, worker_id, &thread, &graph, &error.to_string(), &name).await;
+            return fail(
+                shared,
+                run,
+                worker_id,
+                &thread,
+                &graph,
+                &error.to_string(),
+                &name,
+            )
+            .await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
             let outcome = graph.outcome(&thread).await?;
@@ -583,7 +622,10 @@ async fn try_execute(
                 .await?;
         }
         Stop::Cancelled(CancelAction::Rollback) => {
-            backend.checkpointer().delete_run(&thread, &run_id.to_string()).await?;
+            backend
+                .checkpointer()
+                .delete_run(&thread, &run_id.to_string())
+                .await?;
             let outcome = graph.outcome(&thread).await?;
             backend
                 .finish_run(run_id, worker_id, RunEnd::RolledBack, Some(&outcome))

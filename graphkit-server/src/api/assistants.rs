@@ -33,7 +33,11 @@ fn query_of(body: &Map<String, Value>) -> Result<AssistantQuery> {
     let metadata = match body.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m.clone()),
-        Some(_) => return Err(ServerError::Validation("`metadata` must be an object".into())),
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "`metadata` must be an object".into(),
+            ));
+        }
     };
     Ok(AssistantQuery {
         metadata,

@@ -168,7 +168,8 @@ pub(crate) fn query_value<'a>(pairs: &'a [(String, String)], key: &str) -> Optio
 
 /// A boolean query value: `true`, `1` and `yes` are true.
 pub(crate) fn query_bool(pairs: &[(String, String)], key: &str) -> bool {
-    query_value(pairs, key).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+    query_value(pairs, key)
+        .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
 }
 
 /// A JSON response with a status.
@@ -176,7 +177,10 @@ pub(crate) fn json_response(status: StatusCode, value: &impl serde::Serialize) -
     match serde_json::to_vec(value) {
         Ok(body) => Response::builder()
             .status(status)
-            .header(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )
             .body(Body::from(body))
             .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
         Err(e) => ServerError::backend("encode the response", e).into_response(),
@@ -202,4 +206,3 @@ pub(crate) fn offset_of(value: Option<&Value>) -> usize {
         .and_then(Value::as_u64)
         .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX))
 }
-

@@ -16,7 +16,9 @@ use super::stream::{
     wait_response, wait_terminal,
 };
 use super::threads::thread_or_404;
-use super::{Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value, uuid_param};
+use super::{
+    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value, uuid_param,
+};
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
 use crate::graph::{CommandSpec, RunRequest};
@@ -152,7 +154,12 @@ struct Created {
     stateless: bool,
 }
 
-async fn create_run(api: &Api, thread: Option<Uuid>, body: &Bytes, follow: Follow) -> Result<Created> {
+async fn create_run(
+    api: &Api,
+    thread: Option<Uuid>,
+    body: &Bytes,
+    follow: Follow,
+) -> Result<Created> {
     let body: RunCreate = parse_body(body)?;
     let assistant_id = body
         .assistant_id
@@ -304,7 +311,10 @@ fn run_path(created: &Created) -> String {
     if created.stateless {
         format!("/runs/{}", created.run.run_id)
     } else {
-        format!("/threads/{}/runs/{}", created.run.thread_id, created.run.run_id)
+        format!(
+            "/threads/{}/runs/{}",
+            created.run.thread_id, created.run.run_id
+        )
     }
 }
 
@@ -329,7 +339,11 @@ async fn streamed(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Respo
         created.kwargs.stream_resumable,
         departure,
     );
-    Ok(sse_response(body, Some(format!("{path}/stream")), Some(path)))
+    Ok(sse_response(
+        body,
+        Some(format!("{path}/stream")),
+        Some(path),
+    ))
 }
 
 async fn waited(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
@@ -339,18 +353,34 @@ async fn waited(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Respons
     departure.delete_thread = created.delete_thread;
     let path = run_path(&created);
     let body = wait_body(api, created.run.run_id, created.run.thread_id, departure);
-    Ok(wait_response(body, Some(format!("{path}/join")), Some(path)))
+    Ok(wait_response(
+        body,
+        Some(format!("{path}/join")),
+        Some(path),
+    ))
 }
 
-async fn create_stateful(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -> Result<Response> {
+async fn create_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
     background(&api, Some(uuid_param("thread", &tid)?), &body).await
 }
 
-async fn stream_stateful(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -> Result<Response> {
+async fn stream_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
     streamed(&api, Some(uuid_param("thread", &tid)?), &body).await
 }
 
-async fn wait_stateful(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -> Result<Response> {
+async fn wait_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
     waited(&api, Some(uuid_param("thread", &tid)?), &body).await
 }
 
@@ -366,7 +396,11 @@ async fn wait_stateless(State(api): State<Api>, body: Bytes) -> Result<Response>
     waited(&api, None, &body).await
 }
 
-async fn list(State(api): State<Api>, Path(tid): Path<String>, RawQuery(q): RawQuery) -> Result<Response> {
+async fn list(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
     let thread = uuid_param("thread", &tid)?;
     thread_or_404(&api, thread).await?;
     let pairs = query_pairs(q.as_deref());
@@ -380,9 +414,10 @@ async fn list(State(api): State<Api>, Path(tid): Path<String>, RawQuery(q): RawQ
     };
     let status = match query_value(&pairs, "status") {
         None | Some("") => None,
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
-            ServerError::Validation(format!("unknown run status {s:?}"))
-        })?),
+        Some(s) => Some(
+            RunStatus::parse(s)
+                .ok_or_else(|| ServerError::Validation(format!("unknown run status {s:?}")))?,
+        ),
     };
     let query = RunQuery {
         status,
@@ -403,12 +438,18 @@ async fn run_of(api: &Api, tid: Option<&str>, rid: &str) -> Result<RunRecord> {
         .ok_or_else(|| ServerError::NotFound(format!("Run {run} not found")))
 }
 
-async fn get_one(State(api): State<Api>, Path((tid, rid)): Path<(String, String)>) -> Result<Response> {
+async fn get_one(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
     let run = run_of(&api, Some(&tid), &rid).await?;
     Ok(json_response(StatusCode::OK, &run_json(&run)))
 }
 
-async fn delete(State(api): State<Api>, Path((tid, rid)): Path<(String, String)>) -> Result<Response> {
+async fn delete(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
     let thread = uuid_param("thread", &tid)?;
     let run = uuid_param("run", &rid)?;
     if !api.backend().delete_run(thread, run).await? {
@@ -417,10 +458,17 @@ async fn delete(State(api): State<Api>, Path((tid, rid)): Path<(String, String)>
     Ok(no_content())
 }
 
-async fn join(State(api): State<Api>, Path((tid, rid)): Path<(String, String)>) -> Result<Response> {
+async fn join(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
     let run = run_of(&api, Some(&tid), &rid).await?;
     let departure = Departure::new(&api, run.run_id);
-    Ok(wait_response(wait_body(&api, run.run_id, run.thread_id, departure), None, None))
+    Ok(wait_response(
+        wait_body(&api, run.run_id, run.thread_id, departure),
+        None,
+        None,
+    ))
 }
 
 /// `Last-Event-ID` as a sequence number (an unknown form replays from the start).
@@ -451,7 +499,10 @@ fn query_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
             _ => modes.push(value.to_owned()),
         }
     }
-    stream_modes(Some(&Value::Array(modes.into_iter().map(Value::String).collect()))).map(Some)
+    stream_modes(Some(&Value::Array(
+        modes.into_iter().map(Value::String).collect(),
+    )))
+    .map(Some)
 }
 
 async fn follow_stream(
@@ -531,7 +582,11 @@ async fn cancel(
     Ok(StatusCode::ACCEPTED.into_response())
 }
 
-async fn cancel_many(State(api): State<Api>, RawQuery(q): RawQuery, body: Bytes) -> Result<Response> {
+async fn cancel_many(
+    State(api): State<Api>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Result<Response> {
     let pairs = query_pairs(q.as_deref());
     let action = action_of(&pairs)?;
     let body: Map<String, Value> = parse_body(&body)?;

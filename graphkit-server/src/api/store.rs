@@ -10,13 +10,18 @@ use graphkit::store::{Item, SearchQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value};
+use super::{
+    Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
+};
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
 
 pub(super) fn routes() -> Router<Api> {
     Router::new()
-        .route("/store/items", put(put_item).get(get_item).delete(delete_item))
+        .route(
+            "/store/items",
+            put(put_item).get(get_item).delete(delete_item),
+        )
         .route("/store/items/search", post(search))
         .route("/store/namespaces", post(namespaces))
 }
@@ -56,7 +61,10 @@ async fn put_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
         ));
     }
     let namespace: Vec<&str> = body.namespace.iter().map(String::as_str).collect();
-    api.backend().store().put(&namespace, &body.key, body.value).await?;
+    api.backend()
+        .store()
+        .put(&namespace, &body.key, body.value)
+        .await?;
     Ok(no_content())
 }
 
@@ -129,12 +137,19 @@ async fn namespaces(State(api): State<Api>, body: Bytes) -> Result<Response> {
         .and_then(Value::as_u64)
         .map(|d| usize::try_from(d).unwrap_or(usize::MAX));
     let prefix_refs: Vec<&str> = prefix.iter().map(String::as_str).collect();
-    let found = api.backend().store().list_namespaces(&prefix_refs, max_depth).await?;
+    let found = api
+        .backend()
+        .store()
+        .list_namespaces(&prefix_refs, max_depth)
+        .await?;
     let namespaces: Vec<Vec<String>> = found
         .into_iter()
         .filter(|ns| ns.ends_with(&suffix))
         .skip(offset_of(body.get("offset")))
         .take(limit_of(body.get("limit"), 100))
         .collect();
-    Ok(json_response(StatusCode::OK, &json!({ "namespaces": namespaces })))
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "namespaces": namespaces }),
+    ))
 }

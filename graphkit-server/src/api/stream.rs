@@ -134,7 +134,11 @@ pub(crate) async fn wait_terminal(api: &Api, run_id: Uuid) -> Result<Option<RunR
 
 /// The wait/join body of an ended run: its last values (with `__interrupt__` when it
 /// paused), or `{"__error__": {...}}` when it failed.
-pub(crate) async fn run_result(api: &Api, run: Option<&RunRecord>, thread_id: Uuid) -> Result<Value> {
+pub(crate) async fn run_result(
+    api: &Api,
+    run: Option<&RunRecord>,
+    thread_id: Uuid,
+) -> Result<Value> {
     if let Some(run) = run {
         let events = api.backend().read_events(run.run_id, 0).await?;
         let last = events
@@ -214,7 +218,11 @@ impl Follow {
 
     /// Reads what is new; `true` once the run has ended and everything was read.
     async fn step(&mut self) -> Result<()> {
-        let events = self.api.backend().read_events(self.run_id, self.after).await?;
+        let events = self
+            .api
+            .backend()
+            .read_events(self.run_id, self.after)
+            .await?;
         if !events.is_empty() {
             self.queue(&events);
             return Ok(());
@@ -225,7 +233,11 @@ impl Follow {
         };
         if ended {
             // Events are committed before the final status: one more read catches the last.
-            let events = self.api.backend().read_events(self.run_id, self.after).await?;
+            let events = self
+                .api
+                .backend()
+                .read_events(self.run_id, self.after)
+                .await?;
             self.queue(&events);
             self.done = true;
             return Ok(());
@@ -285,7 +297,11 @@ pub(crate) fn sse_body(
 }
 
 /// The SSE response with the reference server's headers.
-pub(crate) fn sse_response(body: Body, location: Option<String>, content_location: Option<String>) -> Response {
+pub(crate) fn sse_response(
+    body: Body,
+    location: Option<String>,
+    content_location: Option<String>,
+) -> Response {
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(
@@ -298,7 +314,11 @@ pub(crate) fn sse_response(body: Body, location: Option<String>, content_locatio
     response
 }
 
-pub(crate) fn set_locations(response: &mut Response, location: Option<String>, content_location: Option<String>) {
+pub(crate) fn set_locations(
+    response: &mut Response,
+    location: Option<String>,
+    content_location: Option<String>,
+) {
     let headers = response.headers_mut();
     if let Some(v) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
         headers.insert(header::LOCATION, v);
@@ -350,12 +370,17 @@ pub(crate) fn wait_body(api: &Api, run_id: Uuid, thread_id: Uuid, departure: Dep
 }
 
 /// A JSON response whose body comes from [`wait_body`].
-pub(crate) fn wait_response(body: Body, location: Option<String>, content_location: Option<String>) -> Response {
+pub(crate) fn wait_response(
+    body: Body,
+    location: Option<String>,
+    content_location: Option<String>,
+) -> Response {
     let mut response = Response::new(body);
     *response.status_mut() = StatusCode::OK;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     set_locations(&mut response, location, content_location);
     response
 }

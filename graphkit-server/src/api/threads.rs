@@ -37,7 +37,9 @@ fn object_field(body: &Map<String, Value>, key: &str) -> Result<Option<Map<Strin
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(m)) => Ok(Some(m.clone())),
-        Some(_) => Err(ServerError::Validation(format!("`{key}` must be an object"))),
+        Some(_) => Err(ServerError::Validation(format!(
+            "`{key}` must be an object"
+        ))),
     }
 }
 
@@ -61,7 +63,11 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let thread_id = match body.get("thread_id") {
         None | Some(Value::Null) => new_id(),
         Some(Value::String(s)) => uuid_param("thread", s)?,
-        Some(_) => return Err(ServerError::Validation("Invalid thread ID: must be a UUID".into())),
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "Invalid thread ID: must be a UUID".into(),
+            ));
+        }
     };
     let if_exists = match body.get("if_exists").and_then(Value::as_str) {
         None | Some("raise") => IfExists::Raise,
@@ -84,10 +90,16 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
     // `supersteps`: updates applied in order, as if nodes had written them.
     if let Some(Value::Array(steps)) = body.get("supersteps") {
         let graph = graph_of(&api, &thread)?.ok_or_else(|| {
-            ServerError::BadRequest("supersteps need a graph: put `graph_id` in the thread's metadata".into())
+            ServerError::BadRequest(
+                "supersteps need a graph: put `graph_id` in the thread's metadata".into(),
+            )
         })?;
         for step in steps {
-            let updates = step.get("updates").and_then(Value::as_array).cloned().unwrap_or_default();
+            let updates = step
+                .get("updates")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for update in updates {
                 let values = update.get("values").cloned().unwrap_or(Value::Null);
                 let as_node = update.get("as_node").and_then(Value::as_str);
@@ -97,15 +109,23 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
             }
         }
         let outcome = graph.outcome(&thread_id.to_string()).await?;
-        api.backend().set_thread_outcome(thread_id, &outcome).await?;
-        return Ok(json_response(StatusCode::OK, &thread_or_404(&api, thread_id).await?));
+        api.backend()
+            .set_thread_outcome(thread_id, &outcome)
+            .await?;
+        return Ok(json_response(
+            StatusCode::OK,
+            &thread_or_404(&api, thread_id).await?,
+        ));
     }
     Ok(json_response(StatusCode::OK, &thread))
 }
 
 async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
-    Ok(json_response(StatusCode::OK, &thread_or_404(&api, id).await?))
+    Ok(json_response(
+        StatusCode::OK,
+        &thread_or_404(&api, id).await?,
+    ))
 }
 
 async fn patch(
@@ -138,7 +158,10 @@ async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Result<Respon
     if !api.backend().delete_thread(id).await? {
         return Err(ServerError::NotFound(format!("Thread {id} not found")));
     }
-    api.backend().checkpointer().delete_thread(&id.to_string()).await?;
+    api.backend()
+        .checkpointer()
+        .delete_thread(&id.to_string())
+        .await?;
     Ok(no_content())
 }
 
@@ -150,7 +173,11 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
                 .map(|v| uuid_param("thread", v.as_str().unwrap_or_default()))
                 .collect::<Result<Vec<Uuid>>>()?,
         ),
-        Some(_) => return Err(ServerError::Validation("`ids` must be a list of thread ids".into())),
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "`ids` must be a list of thread ids".into(),
+            ));
+        }
     };
     let status = match body.get("status") {
         None | Some(Value::Null) => None,
@@ -167,21 +194,34 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
         ids,
         status,
         limit: paged.then(|| limit_of(body.get("limit"), 10)),
-        offset: if paged { offset_of(body.get("offset")) } else { 0 },
-        sort_by: body.get("sort_by").and_then(Value::as_str).map(str::to_owned),
+        offset: if paged {
+            offset_of(body.get("offset"))
+        } else {
+            0
+        },
+        sort_by: body
+            .get("sort_by")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         ascending: body.get("sort_order").and_then(Value::as_str) == Some("asc"),
     })
 }
 
 async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
-    let found = api.backend().search_threads(&thread_query(&body, true)?).await?;
+    let found = api
+        .backend()
+        .search_threads(&thread_query(&body, true)?)
+        .await?;
     Ok(json_response(StatusCode::OK, &found))
 }
 
 async fn count(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
-    let n = api.backend().count_threads(&thread_query(&body, false)?).await?;
+    let n = api
+        .backend()
+        .count_threads(&thread_query(&body, false)?)
+        .await?;
     Ok(json_response(StatusCode::OK, &n))
 }
 
@@ -207,14 +247,18 @@ async fn state_value(api: &Api, id: &str, checkpoint_id: Option<&str>) -> Result
     let Some(graph) = graph_of(api, &thread)? else {
         return match checkpoint_id {
             None => Ok(json_response(StatusCode::OK, &empty_state(id))),
-            Some(c) => Err(ServerError::NotFound(format!("Checkpoint {c} of thread {id} not found"))),
+            Some(c) => Err(ServerError::NotFound(format!(
+                "Checkpoint {c} of thread {id} not found"
+            ))),
         };
     };
     match graph.state(&id.to_string(), checkpoint_id).await? {
         Some(state) => Ok(json_response(StatusCode::OK, &state)),
         None => match checkpoint_id {
             None => Ok(json_response(StatusCode::OK, &empty_state(id))),
-            Some(c) => Err(ServerError::NotFound(format!("Checkpoint {c} of thread {id} not found"))),
+            Some(c) => Err(ServerError::NotFound(format!(
+                "Checkpoint {c} of thread {id} not found"
+            ))),
         },
     }
 }
@@ -234,7 +278,10 @@ async fn state_at(
 fn checkpoint_id_of(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) => Some(s.clone()),
-        Value::Object(o) => o.get("checkpoint_id").and_then(Value::as_str).map(str::to_owned),
+        Value::Object(o) => o
+            .get("checkpoint_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         _ => None,
     }
 }
@@ -366,12 +413,17 @@ async fn copy(State(api): State<Api>, Path(id): Path<String>) -> Result<Response
         let checkpoint_id = copied.checkpoint_id.clone();
         saver.put(copied).await?;
         if !tuple.pending_writes.is_empty() {
-            saver.put_writes(&to, "", &checkpoint_id, tuple.pending_writes).await?;
+            saver
+                .put_writes(&to, "", &checkpoint_id, tuple.pending_writes)
+                .await?;
         }
     }
     if let Some(graph) = graph_of(&api, &thread)? {
         let outcome = graph.outcome(&to).await?;
         api.backend().set_thread_outcome(new, &outcome).await?;
     }
-    Ok(json_response(StatusCode::OK, &thread_or_404(&api, new).await?))
+    Ok(json_response(
+        StatusCode::OK,
+        &thread_or_404(&api, new).await?,
+    ))
 }
