@@ -21,7 +21,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
             metadata     JSONB NOT NULL,
             name         TEXT NOT NULL,
             description  TEXT,
-            version      INTEGER NOT NULL,
+            version      BIGINT NOT NULL,
             created_at   TIMESTAMPTZ NOT NULL,
             updated_at   TIMESTAMPTZ NOT NULL
         );
