@@ -598,12 +598,13 @@ impl Backend for PostgresBackend {
     }
 
     async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
+        // The columns of the inner select (timestamps as microseconds).
         let column = match query.sort_by.as_deref() {
-            None | Some("created_at") => "t.created_at",
-            Some("updated_at") => "t.updated_at",
-            Some("thread_id") => "t.thread_id",
+            None | Some("created_at") => "created_us",
+            Some("updated_at") => "updated_us",
+            Some("thread_id") => "thread_id",
             Some("status") => "status",
-            Some("state_updated_at") => "t.state_updated_at",
+            Some("state_updated_at") => "state_updated_us",
             Some(other) => {
                 return Err(ServerError::Validation(format!(
                     "cannot sort threads by {other:?}: use thread_id, created_at, updated_at, state_updated_at or status"
@@ -617,8 +618,7 @@ impl Backend for PostgresBackend {
              AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
              AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
              WHERE ($4::text IS NULL OR status = $4) \
-             ORDER BY {} {direction}, thread_id {direction} LIMIT $5 OFFSET $6",
-            column.trim_start_matches("t.")
+             ORDER BY {column} {direction}, thread_id {direction} LIMIT $5 OFFSET $6"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(query.metadata.clone().map(Value::Object))
