@@ -38,17 +38,11 @@ async fn open_backend(database: &str) -> Result<Arc<dyn Backend>, ServerError> {
     ))
 }
 
-#[cfg(feature = "postgres")]
-async fn open_postgres(url: &str) -> Result<Arc<dyn Backend>, ServerError> {
-    Ok(Arc::new(
-        graphkit_server::backend::postgres::PostgresBackend::connect(url).await?,
-    ))
-}
-
-#[cfg(not(feature = "postgres"))]
+/// The PostgreSQL backend lives in `backend::postgres` (feature `postgres`); until it is
+/// wired in here, a postgres:// URL is refused with a clear message.
 async fn open_postgres(_url: &str) -> Result<Arc<dyn Backend>, ServerError> {
     Err(ServerError::Startup(
-        "this build has no PostgreSQL support: rebuild with `--features postgres`".into(),
+        "this build cannot open a postgres:// database yet; use an SQLite file path".into(),
     ))
 }
 
