@@ -124,9 +124,19 @@ impl Shared {
     }
 }
 
+/// A new worker id: the process id and a random part (`{pid}-{uuid}`), stored in the runs
+/// a worker holds.
+pub(crate) fn new_worker_id() -> String {
+    format!("{}-{}", std::process::id(), Uuid::now_v7().simple())
+}
+
 /// Runs `count` concurrent runs at a time until `shutdown`, plus the sweeper.
-pub(crate) async fn run_workers(shared: Arc<Shared>, count: usize, shutdown: CancellationToken) {
-    let worker_id = format!("{}-{}", std::process::id(), Uuid::now_v7().simple());
+pub(crate) async fn run_workers(
+    shared: Arc<Shared>,
+    worker_id: String,
+    count: usize,
+    shutdown: CancellationToken,
+) {
     tracing::info!(%worker_id, count, "workers started");
     let sweeper = tokio::spawn(sweep(Arc::clone(&shared), shutdown.clone()));
     let slots = Arc::new(Semaphore::new(count.max(1)));
