@@ -45,7 +45,7 @@ impl StreamFilter {
                 self.wants("values")
                     || (!self.wants("updates") && event.data.contains("\"__interrupt__\""))
             }
-            "messages" => self.wants("messages-tuple") || self.wants("messages"),
+            "messages" => self.wants("messages-tuple"),
             other => self.wants(other),
         }
     }
