@@ -18,7 +18,7 @@ use crate::error::{Result, ServerError};
 use crate::graph::{SharedGraph, TypedGraph};
 use crate::ids::system_assistant_id;
 use crate::time::Timestamp;
-use crate::worker::{Shared, WorkerSettings, run_workers};
+use crate::worker::{Shared, WorkerSettings, new_worker_id, run_workers};
 
 /// Request bodies above this size get 413 unless [`Server::body_limit`] says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
@@ -201,9 +201,11 @@ impl Server {
         });
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();
-        if self.workers > 0 {
+        let worker_id = (self.workers > 0).then(new_worker_id);
+        if let Some(id) = &worker_id {
             tasks.push(tokio::spawn(run_workers(
                 Arc::clone(&shared),
+                id.clone(),
                 self.workers,
                 stop.clone(),
             )));
@@ -218,6 +220,7 @@ impl Server {
                 shared,
                 api_key: self.api_key.map(Into::into),
                 body_limit: self.body_limit,
+                stop: stop.clone(),
             });
             let stop_http = stop.clone();
             tasks.push(tokio::spawn(async move {
@@ -231,6 +234,7 @@ impl Server {
         }
         Ok(RunningServer {
             local_addr,
+            worker_id,
             stop,
             tasks,
         })
@@ -271,6 +275,7 @@ async fn register_assistants(
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: Option<SocketAddr>,
+    worker_id: Option<String>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -279,6 +284,11 @@ impl RunningServer {
     /// The bound address (`None` for a workers-only server).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.local_addr
+    }
+
+    /// The id this process's workers record in the runs they hold (`None` without workers).
+    pub fn worker_id(&self) -> Option<&str> {
+        self.worker_id.as_deref()
     }
 
     /// Stops taking requests and runs; runs in progress go back to the queue.
