@@ -328,6 +328,8 @@ pub(crate) struct Persist {
     chain_len: usize,
     delta_bytes: usize,
     snapshot_bytes: usize,
+    /// Keys added to every checkpoint's metadata (`RunConfig::with_checkpoint_metadata`).
+    extra_metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Persist {
@@ -357,6 +359,7 @@ impl Persist {
             chain_len: 0,
             delta_bytes: 0,
             snapshot_bytes: 0,
+            extra_metadata: serde_json::Map::new(),
         })
     }
 
@@ -379,7 +382,13 @@ impl Persist {
             chain_len: 0,
             delta_bytes: 0,
             snapshot_bytes: 0,
+            extra_metadata: serde_json::Map::new(),
         }
+    }
+
+    /// Adds these keys to the metadata of every checkpoint saved from now on.
+    pub(crate) fn extra_metadata(&mut self, metadata: &serde_json::Map<String, serde_json::Value>) {
+        self.extra_metadata.clone_from(metadata);
     }
 
     /// `true` unless checkpoints are written only when the run stops.
@@ -496,6 +505,11 @@ impl Persist {
         let mut metadata = json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran });
         if let (Some(origin), Some(map)) = (&tasks_of, metadata.as_object_mut()) {
             map.insert("tasks_of".into(), Value::String(origin.clone()));
+        }
+        if let Some(map) = metadata.as_object_mut() {
+            for (key, value) in &self.extra_metadata {
+                map.insert(key.clone(), value.clone());
+            }
         }
         let record = CheckpointRecord {
             thread_id: self.thread_id.clone(),
