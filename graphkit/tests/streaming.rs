@@ -241,3 +241,65 @@ async fn subgraph_events_carry_their_namespace() {
             .any(|e| matches!(e.payload, StreamPayload::Custom { .. }))
     );
 }
+
+/// A task's `End` event follows the save of its pending write: a consumer that sees `End`
+/// while a sibling is still running finds the output saved against the step's checkpoint.
+#[tokio::test]
+async fn a_tasks_end_event_comes_after_its_output_is_saved() {
+    use graphkit::CompileOptions;
+    use graphkit::checkpoint::{Checkpointer, InMemorySaver};
+
+    let saver = Arc::new(InMemorySaver::new());
+    let release = Arc::new(tokio::sync::Notify::new());
+    let gate = Arc::clone(&release);
+    let mut g = StateGraph::<Counter>::new();
+    g.add_node("fast", |_: Arc<Counter>| async {
+        CounterUpdate::new().n(1)
+    })
+    .add_node("slow", move |_: Arc<Counter>| {
+        let gate = Arc::clone(&gate);
+        async move {
+            gate.notified().await;
+            CounterUpdate::new().n(10)
+        }
+    })
+    .add_edge(START, "fast")
+    .add_edge(START, "slow");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    let mut stream = graph.stream_with(
+        CounterUpdate::new(),
+        RunConfig::new().thread_id("end-after-save"),
+        StreamMode::Tasks,
+    );
+    let mut saw_fast_end = false;
+    while let Some(item) = stream.next().await {
+        let event = item.unwrap();
+        let StreamPayload::Task(task) = &event.payload else {
+            continue;
+        };
+        if &*task.node == "fast" && matches!(task.kind, TaskEventKind::End { .. }) {
+            // `slow` is still waiting, so the step has not finished: the output can only be
+            // a pending write of the step's checkpoint.
+            let tuple = saver
+                .get("end-after-save", "", None)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                tuple.pending_writes.iter().any(|w| w.node == "fast"),
+                "{:?}",
+                tuple.pending_writes
+            );
+            saw_fast_end = true;
+            release.notify_one();
+        }
+    }
+    assert!(saw_fast_end);
+    let state = graph
+        .get_state(&RunConfig::new().thread_id("end-after-save"))
+        .await
+        .unwrap();
+    assert_eq!(state.values.n, 11);
+}

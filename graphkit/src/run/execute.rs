@@ -53,6 +53,8 @@ struct TaskRun<S: State> {
     index: usize,
     events: Option<StreamTarget>,
     saver: Option<TaskSaver>,
+    /// When the task started, while task events are streamed (for their durations).
+    started: Option<Instant>,
 }
 
 pub(crate) type TaskResult<S> = Result<NodeOutput<S>, Error>;
@@ -133,7 +135,7 @@ pub(crate) async fn run_step<S: State>(
     let result = match extra.prefilled {
         Some(output) => Ok(output),
         None => {
-            let run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
+            let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
                 Some(result) if run.wants_save(&result) => run.save(result).await,
                 Some(result) => result,
@@ -171,7 +173,7 @@ async fn run_many<S: State>(
     let mut waiting = Vec::new();
     for (index, task) in tasks.iter().enumerate() {
         let extra = extras(index);
-        let run = match extra.prefilled {
+        let mut run = match extra.prefilled {
             Some(output) => {
                 results[index] = Some(Ok(output));
                 continue;
@@ -331,6 +333,7 @@ fn prepare<S: State>(
         index,
         events,
         saver,
+        started: None,
     }
 }
 
@@ -371,6 +374,19 @@ fn node_span(ctx: &NodeContext) -> tracing::Span {
 }
 
 impl<S: State> TaskRun<S> {
+    /// Emits the task's `Start` event and starts its clock (only while events stream).
+    fn start(&mut self) {
+        if self.events.is_some() {
+            self.started = Some(Instant::now());
+            self.emit(TaskEventKind::Start);
+        }
+    }
+
+    /// Time since [`start`](Self::start) (zero when events are not streamed).
+    fn elapsed(&self) -> Duration {
+        self.started.map(|s| s.elapsed()).unwrap_or_default()
+    }
+
     fn emit(&self, kind: TaskEventKind) {
         if let Some(target) = &self.events {
             target.emit(RawPayload::Task(TaskEvent {
@@ -420,15 +436,14 @@ impl<S: State> TaskRun<S> {
 
     /// Runs a sync node without a retry policy right here, with its task events; `None`
     /// (nothing run) for any other node. The output still has to be [saved](Self::save).
-    fn run_inline(&self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
+    fn run_inline(&mut self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
         let f = match &self.runner {
-            NodeRunner::Sync(f) if self.retry.is_none() => f,
+            NodeRunner::Sync(f) if self.retry.is_none() => Arc::clone(f),
             _ => return None,
         };
-        let started = self.events.as_ref().map(|_| Instant::now());
-        self.emit(TaskEventKind::Start);
-        let attempt = self.attempt_sync(f, snapshot);
-        let result = match self.settle(attempt, started) {
+        self.start();
+        let attempt = self.attempt_sync(&f, snapshot);
+        let result = match self.settle(attempt) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.
             Settled::Retry(_) => Err(Error::NodePanicked {
@@ -479,31 +494,42 @@ impl<S: State> TaskRun<S> {
     /// Saves the task's output or interrupt if it has a saver that wants it. Only the
     /// saving itself is a future (boxed: it is off the hot path), so a task with nothing
     /// to save costs nothing here.
-    fn save(self, result: TaskResult<S>) -> impl Future<Output = TaskResult<S>> {
-        let save = self
-            .saver
-            .filter(|saver| saver.wants(&result))
-            .map(|saver| (saver, self.ctx.node));
+    ///
+    /// A successful task's `End` event follows its save, so a consumer that sees `End`
+    /// knows the output is durable; a failed save ends the task with an `Error` event.
+    fn save(mut self, result: TaskResult<S>) -> impl Future<Output = TaskResult<S>> {
+        let saver = self.saver.take().filter(|saver| saver.wants(&result));
         async move {
-            match save {
-                None => result,
-                Some((saver, node)) => {
-                    let saved = Box::pin(save_result(&saver, &node, &result)).await;
-                    saved.and(result)
+            let Some(saver) = saver else { return result };
+            let saved = Box::pin(save_result(&saver, &self.ctx.node, &result)).await;
+            if result.is_ok() {
+                match &saved {
+                    Ok(()) => self.emit(TaskEventKind::End {
+                        duration: self.elapsed(),
+                    }),
+                    Err(error) => self.emit(TaskEventKind::Error {
+                        duration: self.elapsed(),
+                        error: error.to_string(),
+                    }),
                 }
             }
+            saved.and(result)
         }
     }
 
     /// What an attempt means for the task: done (with events emitted), or a retry.
-    fn settle(&self, attempt: Attempt<S>, started: Option<Instant>) -> Settled<S> {
-        let elapsed = || started.map(|s| s.elapsed()).unwrap_or_default();
+    /// A successful attempt's `End` event waits for the save when the output is saved.
+    fn settle(&self, attempt: Attempt<S>) -> Settled<S> {
+        let elapsed = || self.elapsed();
         let error: BoxError = match attempt {
             Attempt::Done(output) => {
-                self.emit(TaskEventKind::End {
-                    duration: elapsed(),
-                });
-                return Settled::Done(Ok(output));
+                let done = Ok(output);
+                if !self.wants_save(&done) {
+                    self.emit(TaskEventKind::End {
+                        duration: elapsed(),
+                    });
+                }
+                return Settled::Done(done);
             }
             Attempt::Panicked(message) => {
                 self.emit(TaskEventKind::Error {
@@ -546,11 +572,10 @@ impl<S: State> TaskRun<S> {
     /// Runs attempts until one succeeds or the retry policy gives up. Borrows `self`, so
     /// the task's state is not copied into this future as well.
     async fn run_attempts(&mut self, snapshot: &Arc<S>) -> TaskResult<S> {
-        let started = self.events.as_ref().map(|_| Instant::now());
-        self.emit(TaskEventKind::Start);
+        self.start();
         loop {
             let attempt = self.attempt(snapshot).await;
-            match self.settle(attempt, started) {
+            match self.settle(attempt) {
                 Settled::Done(result) => return result,
                 Settled::Retry(delay) => {
                     Box::pin(tokio::time::sleep(delay)).await;
