@@ -428,6 +428,69 @@ async fn delete_thread_removes_everything_of_that_thread_only(saver: &dyn Checkp
         .expect("deleting an unknown thread is fine");
 }
 
+async fn delete_run_removes_that_runs_checkpoints_and_writes_only(saver: &dyn Checkpointer) {
+    let thread = unique("rollback");
+    let other = unique("rollback-other");
+    let records = chain(
+        &thread,
+        "",
+        &[
+            json!({ "run_id": "first" }),
+            json!({ "run_id": "second" }),
+            json!({ "run_id": "second" }),
+        ],
+    );
+    put_all(saver, &records).await;
+    saver
+        .put_writes(
+            &thread,
+            "",
+            &records[2].checkpoint_id,
+            vec![write("t", "n", b"w")],
+        )
+        .await
+        .expect("put");
+    let elsewhere = chain(&other, "", &[json!({ "run_id": "second" })]);
+    put_all(saver, &elsewhere).await;
+
+    assert_eq!(
+        saver.delete_run(&thread, "second").await.expect("delete"),
+        2
+    );
+    let left = saver
+        .list(&thread, "", &ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(ids(&left), [records[0].checkpoint_id.as_str()]);
+    assert_eq!(
+        latest(saver, &thread, "").await.expect("present").record,
+        records[0]
+    );
+    // Another thread's checkpoints of a run with the same id stay.
+    assert_eq!(
+        latest(saver, &other, "").await.expect("present").record,
+        elsewhere[0]
+    );
+    // The writes went too: the id saved again starts without them.
+    saver.put(records[2].clone()).await.expect("put");
+    assert_eq!(
+        saver
+            .get(&thread, "", Some(&records[2].checkpoint_id))
+            .await
+            .expect("get")
+            .expect("present")
+            .pending_writes,
+        []
+    );
+    assert_eq!(
+        saver
+            .delete_run(&thread, "never-ran")
+            .await
+            .expect("delete"),
+        0
+    );
+}
+
 async fn namespaces_are_separate(saver: &dyn Checkpointer) {
     let thread = unique("ns");
     let root = plain_chain(&thread, "", 2);
@@ -775,6 +838,7 @@ for_each_saver!(
     putting_an_existing_id_replaces_it,
     pending_writes_append_in_order_and_replace_by_task,
     delete_thread_removes_everything_of_that_thread_only,
+    delete_run_removes_that_runs_checkpoints_and_writes_only,
     namespaces_are_separate,
     a_locked_thread_refuses_other_runs_until_unlocked,
     concurrent_lock_attempts_let_exactly_one_run_in,

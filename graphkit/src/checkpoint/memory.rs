@@ -158,6 +158,29 @@ impl Checkpointer for InMemorySaver {
         Ok(())
     }
 
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
+        let mut inner = self.lock();
+        let mut gone = Vec::new();
+        for ((thread, ns), records) in inner.threads.iter_mut() {
+            if thread != thread_id {
+                continue;
+            }
+            records.retain(|r| {
+                let of_run = r.metadata.get("run_id").and_then(|v| v.as_str()) == Some(run_id);
+                if of_run {
+                    gone.push((ns.clone(), r.checkpoint_id.clone()));
+                }
+                !of_run
+            });
+        }
+        for (ns, id) in &gone {
+            inner
+                .writes
+                .remove(&(thread_id.to_owned(), ns.clone(), id.clone()));
+        }
+        Ok(gone.len() as u64)
+    }
+
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
         let mut inner = self.lock();
         match inner.locks.get(thread_id) {

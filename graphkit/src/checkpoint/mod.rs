@@ -180,6 +180,12 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// Deletes every checkpoint and pending write of the thread (all namespaces).
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error>;
 
+    /// Deletes the checkpoints of one run on a thread (those whose metadata `run_id` is
+    /// `run_id`, in every namespace) with their pending writes, and returns how many
+    /// checkpoints went. A server rolls a cancelled run back with it; name the run with
+    /// [`RunConfig::with_checkpoint_metadata`](crate::RunConfig::with_checkpoint_metadata).
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error>;
+
     /// Takes the thread for one run. Returns `false` if another live run (in this process
     /// or another) holds it. A holder that died (its process was killed, its connection
     /// dropped) must not keep the thread locked.

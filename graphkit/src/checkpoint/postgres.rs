@@ -434,6 +434,32 @@ impl Checkpointer for PostgresSaver {
         tx.commit().await.map_err(err)
     }
 
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
+        let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        sqlx::query(
+            "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = $1 AND checkpoint_id IN \
+             (SELECT checkpoint_id FROM graphkit_checkpoints WHERE thread_id = $1 \
+              AND (metadata::jsonb ->> 'run_id') = $2)",
+        )
+        .bind(thread_id)
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        let deleted = sqlx::query(
+            "DELETE FROM graphkit_checkpoints WHERE thread_id = $1 AND (metadata::jsonb ->> 'run_id') = $2",
+        )
+        .bind(thread_id)
+        .bind(run_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?
+        .rows_affected();
+        tx.commit().await.map_err(err)?;
+        Ok(deleted)
+    }
+
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         // Held across the round trip so two runs of this process cannot both take the thread.

@@ -21,11 +21,40 @@ pub(crate) enum Dest {
     End,
 }
 
+impl<S: State> Clone for Branch<S> {
+    fn clone(&self) -> Self {
+        Self {
+            router: Arc::clone(&self.router),
+            declared: self.declared.clone(),
+            path_map: self.path_map.clone(),
+        }
+    }
+}
+
 pub(crate) struct Branch<S: State> {
     pub(crate) router: RouterFn<S>,
     pub(crate) declared: Option<Vec<Arc<str>>>,
     /// Label → target, when the router returns labels.
     pub(crate) path_map: Option<Vec<(Arc<str>, Arc<str>)>>,
+}
+
+impl<S: State> Clone for NodeSpec<S> {
+    fn clone(&self) -> Self {
+        Self {
+            name: Arc::clone(&self.name),
+            runner: self.runner.clone(),
+            retry: self.retry.clone(),
+            timeout: self.timeout,
+            destinations: self.destinations.clone(),
+            decoder: self.decoder,
+            interrupt_before: self.interrupt_before,
+            interrupt_after: self.interrupt_after,
+            rank: self.rank,
+            edges: self.edges.clone(),
+            branches: self.branches.clone(),
+            joins: self.joins.clone(),
+        }
+    }
 }
 
 pub(crate) struct NodeSpec<S: State> {
@@ -50,6 +79,28 @@ pub(crate) struct NodeSpec<S: State> {
 pub(crate) struct JoinSpec {
     pub(crate) sources: usize,
     pub(crate) target: Dest,
+}
+
+impl<S: State> Clone for GraphCore<S> {
+    fn clone(&self) -> Self {
+        Self {
+            nodes: self.nodes.clone(),
+            by_name: self.by_name.clone(),
+            start_edges: self.start_edges.clone(),
+            start_branches: self.start_branches.clone(),
+            joins: self
+                .joins
+                .iter()
+                .map(|j| JoinSpec {
+                    sources: j.sources,
+                    target: j.target,
+                })
+                .collect(),
+            shape: Arc::clone(&self.shape),
+            checkpointer: self.checkpointer.clone(),
+            store: self.store.clone(),
+        }
+    }
 }
 
 pub(crate) struct GraphCore<S: State> {
@@ -108,6 +159,34 @@ impl<S: State> CompiledGraph<S> {
     /// join edges bold, subgraphs as clusters).
     pub fn draw_dot(&self) -> String {
         self.core.shape.dot()
+    }
+
+    /// The same graph running on another checkpointer: for a host (such as a server) that
+    /// owns the storage of the graphs it is given. The nodes, edges and interrupts are
+    /// shared; only the saver differs.
+    #[must_use]
+    pub fn with_checkpointer(&self, saver: Arc<dyn Checkpointer>) -> Self {
+        let mut core = GraphCore::clone(&self.core);
+        core.checkpointer = Some(saver);
+        Self {
+            core: Arc::new(core),
+        }
+    }
+
+    /// The same graph with another store for its nodes (see
+    /// [`with_checkpointer`](Self::with_checkpointer)).
+    #[must_use]
+    pub fn with_store(&self, store: Arc<dyn Store>) -> Self {
+        let mut core = GraphCore::clone(&self.core);
+        core.store = Some(store);
+        Self {
+            core: Arc::new(core),
+        }
+    }
+
+    /// `true` when the graph runs with a checkpointer.
+    pub fn has_checkpointer(&self) -> bool {
+        self.core.checkpointer.is_some()
     }
 
     /// A plain-text outline of nodes and their edges.

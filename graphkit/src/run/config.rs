@@ -54,6 +54,7 @@ pub struct RunConfig {
     pub(crate) interrupt_after: Vec<Arc<str>>,
     pub(crate) durability: Durability,
     pub(crate) context: ContextValues,
+    pub(crate) checkpoint_metadata: Map<String, Value>,
 }
 
 impl Default for RunConfig {
@@ -70,6 +71,7 @@ impl Default for RunConfig {
             interrupt_after: Vec::new(),
             durability: Durability::Sync,
             context: ContextValues::default(),
+            checkpoint_metadata: Map::new(),
         }
     }
 }
@@ -88,6 +90,7 @@ impl fmt::Debug for RunConfig {
             .field("interrupt_after", &self.interrupt_after)
             .field("durability", &self.durability)
             .field("context", &self.context)
+            .field("checkpoint_metadata", &self.checkpoint_metadata)
             .finish()
     }
 }
@@ -219,6 +222,31 @@ impl RunConfig {
     /// The run's context value of type `C`, if it was given one.
     pub fn context<C: std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
         self.context.get::<C>()
+    }
+
+    /// Adds a key to the metadata of every checkpoint this run saves (LangGraph's run
+    /// `metadata`). A `run_id` here replaces the id graphkit records, so a host can find
+    /// the checkpoints of its own runs (for example to roll one back).
+    ///
+    /// ```
+    /// use graphkit::RunConfig;
+    ///
+    /// let config = RunConfig::new().with_checkpoint_metadata("run_id", "run-7");
+    /// assert_eq!(config.checkpoint_metadata()["run_id"], "run-7");
+    /// ```
+    #[must_use]
+    pub fn with_checkpoint_metadata(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<Value>,
+    ) -> Self {
+        self.checkpoint_metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// The extra checkpoint metadata (see [`with_checkpoint_metadata`](Self::with_checkpoint_metadata)).
+    pub fn checkpoint_metadata(&self) -> &Map<String, Value> {
+        &self.checkpoint_metadata
     }
 
     /// The recursion limit in force.

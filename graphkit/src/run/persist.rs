@@ -306,6 +306,8 @@ pub(crate) struct Persist {
     chain_len: usize,
     delta_bytes: usize,
     snapshot_bytes: usize,
+    /// Keys added to every checkpoint's metadata (`RunConfig::with_checkpoint_metadata`).
+    extra_metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Persist {
@@ -332,7 +334,13 @@ impl Persist {
             chain_len: 0,
             delta_bytes: 0,
             snapshot_bytes: 0,
+            extra_metadata: serde_json::Map::new(),
         })
+    }
+
+    /// Adds these keys to the metadata of every checkpoint saved from now on.
+    pub(crate) fn extra_metadata(&mut self, metadata: &serde_json::Map<String, serde_json::Value>) {
+        self.extra_metadata.clone_from(metadata);
     }
 
     /// `true` unless checkpoints are written only when the run stops.
@@ -447,7 +455,15 @@ impl Persist {
             step: self.step,
             source,
             created_at_ms: now_ms(),
-            metadata: json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran }),
+            metadata: {
+                let mut metadata = json!({ "source": source.as_str(), "step": self.step, "run_id": self.run_id, "writes": ran });
+                if let Some(object) = metadata.as_object_mut() {
+                    for (key, value) in &self.extra_metadata {
+                        object.insert(key.clone(), value.clone());
+                    }
+                }
+                metadata
+            },
             is_snapshot,
             payload,
         };

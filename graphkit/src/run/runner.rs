@@ -156,7 +156,12 @@ impl<S: State> Runner<S> {
                     .thread_id
                     .as_deref()
                     .ok_or(Error::MissingThreadId)?;
-                Some(Persist::open(Arc::clone(saver), thread, self.config.durability).await?)
+                let mut persist =
+                    Persist::open(Arc::clone(saver), thread, self.config.durability).await?;
+                if !self.config.checkpoint_metadata.is_empty() {
+                    persist.extra_metadata(&self.config.checkpoint_metadata);
+                }
+                Some(persist)
             }
             _ => None,
         };

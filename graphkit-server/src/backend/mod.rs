@@ -1,0 +1,578 @@
+//! Durable storage for the server: the [`Backend`] trait and its records.
+//!
+//! A backend keeps everything the API and the workers share: assistants, threads, the run
+//! table (which is also the queue), the events of each run (with a per-run sequence number
+//! that is the SSE `id`), and the graphkit checkpointer and store the graphs run on. Every
+//! server process talking to the same backend sees the same threads and runs; workers in
+//! any of them claim runs from the queue.
+//!
+//! Two implementations: [`SqliteBackend`] (embedded, one file, one process; wake-ups go
+//! through an in-process [`Notifier`]) and, behind the `postgres` feature, a PostgreSQL
+//! backend for several processes (LISTEN/NOTIFY for wake-ups).
+//!
+//! The rules a backend enforces (the API and the workers rely on them):
+//! - at most one run per thread is `running` at a time; [`Backend::claim_run`] takes the
+//!   oldest due `pending` run of a thread that has none running;
+//! - [`Backend::create_run`] applies the multitask strategy atomically with the insert
+//!   (`reject` refuses while a run is in flight; `interrupt`/`rollback` flag the in-flight
+//!   runs for cancellation);
+//! - event sequence numbers increase strictly per run, and an event is readable before the
+//!   run's terminal status is.
+
+mod notify;
+pub mod sqlite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use graphkit::checkpoint::Checkpointer;
+use graphkit::store::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::time::Timestamp;
+
+pub use notify::{Notifier, Wakeup};
+pub use sqlite::SqliteBackend;
+
+/// An assistant: a graph with a configuration. The server registers one system assistant
+/// per graph (id [`crate::ids::system_assistant_id`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssistantRecord {
+    /// Its id.
+    pub assistant_id: Uuid,
+    /// The graph it runs.
+    pub graph_id: String,
+    /// Its run configuration (`{"configurable": {...}}`).
+    pub config: Value,
+    /// Its static context.
+    pub context: Value,
+    /// Free-form metadata (`{"created_by": "system"}` for system assistants).
+    pub metadata: Map<String, Value>,
+    /// Its name (the graph id for system assistants).
+    pub name: String,
+    /// A description, if any.
+    pub description: Option<String>,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it last changed.
+    pub updated_at: Timestamp,
+    /// Its version (1 for system assistants).
+    pub version: i64,
+}
+
+/// Filters for [`Backend::search_assistants`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantQuery {
+    /// Metadata the assistant's metadata must contain (JSON containment).
+    pub metadata: Option<Map<String, Value>>,
+    /// Only this graph.
+    pub graph_id: Option<String>,
+    /// Only this name.
+    pub name: Option<String>,
+    /// At most this many (`None`: all).
+    pub limit: Option<usize>,
+    /// Skip this many.
+    pub offset: usize,
+}
+
+/// A thread's status as the API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadStatus {
+    /// No run in flight; the last one finished (or none ran).
+    Idle,
+    /// A run is pending or running.
+    Busy,
+    /// The last run paused on an interrupt.
+    Interrupted,
+    /// The last run failed.
+    Error,
+}
+
+impl ThreadStatus {
+    /// The API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Busy => "busy",
+            Self::Interrupted => "interrupted",
+            Self::Error => "error",
+        }
+    }
+
+    /// Parses the API name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "idle" => Self::Idle,
+            "busy" => Self::Busy,
+            "interrupted" => Self::Interrupted,
+            "error" => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// A thread row. `status` is [`ThreadStatus::Busy`] whenever one of its runs is pending or
+/// running (the backend derives it), else the status the last run left.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadRecord {
+    /// Its id.
+    pub thread_id: Uuid,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When its row last changed.
+    pub updated_at: Timestamp,
+    /// When its state last changed (a run ended or `update_state`).
+    pub state_updated_at: Timestamp,
+    /// Free-form metadata (`graph_id` and `assistant_id` once a run used it).
+    pub metadata: Map<String, Value>,
+    /// Its status.
+    pub status: ThreadStatus,
+    /// The config of its last run.
+    pub config: Value,
+    /// The state values after its last run (or `null`).
+    pub values: Value,
+    /// The pending interrupts, `{task_id: [{id, value}]}`.
+    pub interrupts: Value,
+    /// The last run's error, if it failed.
+    pub error: Value,
+}
+
+/// What to do when a thread to create already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IfExists {
+    /// Fail with 409 (the default).
+    #[default]
+    Raise,
+    /// Return the existing thread.
+    DoNothing,
+}
+
+/// A thread to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewThread {
+    /// Its id (minted by the caller; clients may choose it).
+    pub thread_id: Uuid,
+    /// Its metadata.
+    pub metadata: Map<String, Value>,
+    /// What to do if the id is taken.
+    pub if_exists: IfExists,
+}
+
+/// Filters for [`Backend::search_threads`] and [`Backend::count_threads`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadQuery {
+    /// Metadata the thread's metadata must contain (JSON containment).
+    pub metadata: Option<Map<String, Value>>,
+    /// Values the thread's values must contain (JSON containment).
+    pub values: Option<Map<String, Value>>,
+    /// Only these ids.
+    pub ids: Option<Vec<Uuid>>,
+    /// Only this status.
+    pub status: Option<ThreadStatus>,
+    /// At most this many (`None`: all).
+    pub limit: Option<usize>,
+    /// Skip this many.
+    pub offset: usize,
+    /// Order by this column: `thread_id`, `created_at` (default), `updated_at`, `status`.
+    pub sort_by: Option<String>,
+    /// Ascending instead of the default descending order.
+    pub ascending: bool,
+}
+
+/// What a finished run leaves on its thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadOutcome {
+    /// The status when no other run is in flight: idle, interrupted or error.
+    pub status: ThreadStatus,
+    /// The state values (JSON).
+    pub values: Value,
+    /// The pending interrupts, `{task_id: [{id, value}]}`.
+    pub interrupts: Value,
+    /// The error, if the run failed.
+    pub error: Value,
+}
+
+/// A run's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Queued.
+    Pending,
+    /// A worker holds it.
+    Running,
+    /// Finished (also when it paused on an interrupt).
+    Success,
+    /// Failed.
+    Error,
+    /// Timed out.
+    Timeout,
+    /// Cancelled.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Timeout => "timeout",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Parses the API name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "running" => Self::Running,
+            "success" => Self::Success,
+            "error" => Self::Error,
+            "timeout" => Self::Timeout,
+            "interrupted" => Self::Interrupted,
+            _ => return None,
+        })
+    }
+
+    /// `true` once the run can no longer change.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Self::Pending | Self::Running)
+    }
+}
+
+/// How a new run treats runs already in flight on its thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum MultitaskStrategy {
+    /// Refuse the new run (409) while another is in flight.
+    Reject,
+    /// Cancel the in-flight runs (their checkpoints stay), then run.
+    Interrupt,
+    /// Cancel the in-flight runs and delete them with their checkpoints, then run.
+    Rollback,
+    /// Queue behind the in-flight runs (the server default).
+    #[default]
+    Enqueue,
+}
+
+impl MultitaskStrategy {
+    /// The API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reject => "reject",
+            Self::Interrupt => "interrupt",
+            Self::Rollback => "rollback",
+            Self::Enqueue => "enqueue",
+        }
+    }
+
+    /// Parses the API name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "reject" => Self::Reject,
+            "interrupt" => Self::Interrupt,
+            "rollback" => Self::Rollback,
+            "enqueue" => Self::Enqueue,
+            _ => return None,
+        })
+    }
+}
+
+/// What a cancel does to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum CancelAction {
+    /// Stop it; the steps it finished stay. It ends `interrupted`.
+    #[default]
+    Interrupt,
+    /// Stop it and delete it with the checkpoints it wrote.
+    Rollback,
+}
+
+impl CancelAction {
+    /// The API name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Interrupt => "interrupt",
+            Self::Rollback => "rollback",
+        }
+    }
+
+    /// Parses the API name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "interrupt" => Self::Interrupt,
+            "rollback" => Self::Rollback,
+            _ => return None,
+        })
+    }
+}
+
+/// A run row: what the API returns and what the queue works on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// Its id.
+    pub run_id: Uuid,
+    /// Its thread (stateless runs get a temporary one).
+    pub thread_id: Uuid,
+    /// The assistant it runs.
+    pub assistant_id: Uuid,
+    /// When it was created (for `after_seconds`, when it becomes due).
+    pub created_at: Timestamp,
+    /// When its row last changed.
+    pub updated_at: Timestamp,
+    /// Its status.
+    pub status: RunStatus,
+    /// Free-form metadata.
+    pub metadata: Map<String, Value>,
+    /// The creation request as the worker needs it (input, command, stream modes, config,
+    /// interrupts, checkpoint, on_completion, ...): opaque to the backend.
+    pub kwargs: Value,
+    /// Its multitask strategy.
+    pub multitask_strategy: MultitaskStrategy,
+    /// How many times a worker has claimed it (0 while first pending).
+    pub attempt: u32,
+    /// The worker holding it, while running.
+    pub worker_id: Option<String>,
+    /// Until when the worker's lease holds.
+    pub lease_until: Option<Timestamp>,
+    /// A cancel asked for while it runs.
+    pub cancel_requested: Option<CancelAction>,
+    /// Why it ended `interrupted` or `error`, if it did.
+    pub cancel_reason: Option<String>,
+}
+
+/// A run to insert.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    /// Its id (uuid7).
+    pub run_id: Uuid,
+    /// Its thread.
+    pub thread_id: Uuid,
+    /// The assistant it runs.
+    pub assistant_id: Uuid,
+    /// Metadata.
+    pub metadata: Map<String, Value>,
+    /// The creation request, as the worker reads it back.
+    pub kwargs: Value,
+    /// The multitask strategy to apply against runs in flight on the thread.
+    pub multitask_strategy: MultitaskStrategy,
+    /// Create the thread (with this metadata) if it does not exist; `None`: it must exist.
+    pub create_thread: Option<Map<String, Value>>,
+    /// Metadata merged into the thread's metadata (`graph_id`, `assistant_id`).
+    pub thread_metadata: Map<String, Value>,
+    /// When the run becomes due (`after_seconds`); `None`: now.
+    pub not_before: Option<Timestamp>,
+}
+
+/// What [`Backend::create_run`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreatedRun {
+    /// The inserted run.
+    pub run: RunRecord,
+    /// Runs of the thread that the strategy cancelled (interrupt/rollback), whose workers
+    /// were told.
+    pub cancelled: Vec<Uuid>,
+}
+
+/// Filters for [`Backend::list_runs`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunQuery {
+    /// Only this status.
+    pub status: Option<RunStatus>,
+    /// At most this many (`None`: all).
+    pub limit: Option<usize>,
+    /// Skip this many.
+    pub offset: usize,
+}
+
+/// How a worker ends a run it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// It finished (or paused on an interrupt).
+    Success,
+    /// It failed with this message.
+    Error(String),
+    /// It was cancelled (interrupt), with the reason.
+    Interrupted(String),
+    /// It was rolled back: delete the run (the worker already deleted its checkpoints).
+    RolledBack,
+}
+
+/// What a heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// The worker still holds the run; a cancel may have been asked for.
+    Held {
+        /// The cancel asked for, if any.
+        cancel: Option<CancelAction>,
+    },
+    /// The run is no longer this worker's (swept, deleted): stop working on it.
+    Lost,
+}
+
+/// What [`Backend::request_cancel`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// The run was pending: it is now `interrupted` (or deleted, for rollback).
+    CancelledPending,
+    /// The run is running: its worker was told and will stop it.
+    Requested,
+    /// The run had already ended; nothing changed.
+    AlreadyDone,
+}
+
+/// One event of a run's stream, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunEvent {
+    /// Its sequence number within the run (strictly increasing from 1): the SSE `id`.
+    pub seq: i64,
+    /// The SSE event name (`metadata`, `values`, `updates|ns`, ...).
+    pub event: String,
+    /// The SSE data: one line of compact JSON.
+    pub data: String,
+}
+
+/// The server's durable storage. See the [module docs](self) for the rules it enforces.
+///
+/// Wake-ups: [`Backend::watch_run`] resolves its [`Wakeup`] whenever the run gets a new
+/// event, changes status or is asked to cancel; [`Backend::watch_queue`] whenever a run
+/// may have become claimable. A waiter subscribes first, then reads, then waits, so no
+/// change is missed; waiters also re-read on a timer, so a lost notification only delays.
+#[async_trait]
+pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
+    /// The checkpointer the server's graphs run on.
+    fn checkpointer(&self) -> Arc<dyn Checkpointer>;
+    /// The store the server's graphs (and the `/store` endpoints) use.
+    fn store(&self) -> Arc<dyn Store>;
+
+    // --- assistants ---
+
+    /// Inserts or replaces an assistant (the server registers its system assistants so).
+    async fn put_assistant(&self, assistant: &AssistantRecord) -> Result<()>;
+    /// One assistant.
+    async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>>;
+    /// Assistants matching `query`, newest first.
+    async fn search_assistants(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>>;
+    /// How many assistants match `query` (its limit and offset ignored).
+    async fn count_assistants(&self, query: &AssistantQuery) -> Result<u64>;
+
+    // --- threads ---
+
+    /// Creates a thread; with [`IfExists::Raise`] an existing id is a `Conflict`, with
+    /// [`IfExists::DoNothing`] the existing thread is returned.
+    async fn create_thread(&self, thread: NewThread) -> Result<ThreadRecord>;
+    /// One thread.
+    async fn get_thread(&self, thread_id: Uuid) -> Result<Option<ThreadRecord>>;
+    /// Merges `metadata` into the thread's metadata (keys replaced at the top level);
+    /// `None` if the thread does not exist.
+    async fn patch_thread(
+        &self,
+        thread_id: Uuid,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<ThreadRecord>>;
+    /// Deletes the thread with its runs and their events (not its checkpoints: the caller
+    /// deletes those through the checkpointer). `false` if it did not exist. Runs in flight
+    /// are asked to cancel first.
+    async fn delete_thread(&self, thread_id: Uuid) -> Result<bool>;
+    /// Threads matching `query`.
+    async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>>;
+    /// How many threads match `query` (its limit and offset ignored).
+    async fn count_threads(&self, query: &ThreadQuery) -> Result<u64>;
+    /// Records the thread's state after a run or a state update (values, interrupts,
+    /// status when idle, error).
+    async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()>;
+
+    // --- runs ---
+
+    /// Inserts a run, applying its multitask strategy against the runs in flight on the
+    /// thread, atomically: `Conflict` for `reject` while one is in flight, `NotFound` if
+    /// the thread is missing and `create_thread` is `None`. Wakes the queue.
+    async fn create_run(&self, run: NewRun) -> Result<CreatedRun>;
+    /// One run; with a thread id, only if it belongs to that thread.
+    async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>>;
+    /// The runs of a thread, newest first.
+    async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>>;
+    /// Deletes a run and its events. `Conflict` while it is pending or running; `false` if
+    /// it did not exist.
+    async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool>;
+    /// Claims the oldest due pending run of a thread with no running run: sets it
+    /// `running`, held by `worker_id` until now + `lease`, and increments its attempt.
+    async fn claim_run(&self, worker_id: &str, lease: Duration) -> Result<Option<RunRecord>>;
+    /// Extends the lease of a run the worker holds, and reports a cancel request.
+    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease>;
+    /// Ends a run the worker holds and records `outcome` on its thread (unless another
+    /// run took the thread since), in one transaction; wakes the run's watchers and the
+    /// queue. `false` if the worker no longer held it (nothing changed).
+    async fn finish_run(
+        &self,
+        run_id: Uuid,
+        worker_id: &str,
+        end: RunEnd,
+        outcome: Option<&ThreadOutcome>,
+    ) -> Result<bool>;
+    /// Puts a run the worker holds back in the queue (graceful shutdown): `pending`, no
+    /// worker. `false` if it no longer held it.
+    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool>;
+    /// Returns runs whose lease expired to the queue (`pending`, to resume as their next
+    /// attempt), or ends them `error` once `max_attempts` claims were made. Returns the
+    /// ids it changed.
+    async fn sweep_expired(&self, max_attempts: u32) -> Result<Vec<Uuid>>;
+    /// Cancels a run: a pending one at once (interrupted, or deleted for rollback), a
+    /// running one by flagging it for its worker (who is woken). `None` if it does not
+    /// exist (on that thread).
+    async fn request_cancel(
+        &self,
+        thread_id: Option<Uuid>,
+        run_id: Uuid,
+        action: CancelAction,
+    ) -> Result<Option<CancelOutcome>>;
+
+    // --- run events ---
+
+    /// Appends events to a run's stream; returns the sequence number of the last one.
+    /// Wakes the run's watchers.
+    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64>;
+    /// The run's events with a sequence number above `after` (all with 0), in order.
+    async fn read_events(&self, run_id: Uuid, after: i64) -> Result<Vec<RunEvent>>;
+    /// The highest sequence number of the run's events (0 when it has none).
+    async fn last_event_seq(&self, run_id: Uuid) -> Result<i64>;
+    /// Deletes the events of runs that ended more than `age` ago; returns how many.
+    async fn prune_events(&self, age: Duration) -> Result<u64>;
+
+    // --- wake-ups ---
+
+    /// Resolves on a change of the run (new events, status, cancel request).
+    fn watch_run(&self, run_id: Uuid) -> Wakeup;
+    /// Resolves when a run may have become claimable.
+    fn watch_queue(&self) -> Wakeup;
+}
+
+/// JSON containment as PostgreSQL's `@>`: objects contain the keys of `needle` with
+/// contained values, arrays contain every element of `needle`, scalars are equal.
+///
+/// ```
+/// use graphkit_server::backend::json_contains;
+/// use serde_json::json;
+/// assert!(json_contains(&json!({"a": 1, "b": {"c": [1, 2]}}), &json!({"b": {"c": [2]}})));
+/// assert!(!json_contains(&json!({"a": 1}), &json!({"a": 2})));
+/// ```
+pub fn json_contains(haystack: &Value, needle: &Value) -> bool {
+    match (haystack, needle) {
+        (Value::Object(h), Value::Object(n)) => n
+            .iter()
+            .all(|(k, v)| h.get(k).is_some_and(|hv| json_contains(hv, v))),
+        (Value::Array(h), Value::Array(n)) => {
+            n.iter().all(|v| h.iter().any(|hv| json_contains(hv, v)))
+        }
+        (h, n) => h == n,
+    }
+}

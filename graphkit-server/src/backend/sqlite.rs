@@ -1,0 +1,1054 @@
+//! [`SqliteBackend`]: the embedded default. One SQLite file holds the server's tables, the
+//! checkpoints and the store; wake-ups are in-process. Meant for one server process (the
+//! file's locks would let several share it, but their wake-ups would not cross processes:
+//! use PostgreSQL for that).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use graphkit::checkpoint::{Checkpointer, SqliteSaver};
+use graphkit::store::{SqliteStore, Store};
+use serde_json::{Map, Value};
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+use uuid::Uuid;
+
+use super::{
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
+    Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, json_contains,
+};
+use crate::error::{Result, ServerError};
+use crate::time::Timestamp;
+
+/// The schema history: (version, SQL). A released migration is never edited.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "
+    CREATE TABLE graphkit_server_assistants (
+        assistant_id TEXT PRIMARY KEY,
+        graph_id     TEXT NOT NULL,
+        config       TEXT NOT NULL,
+        context      TEXT NOT NULL,
+        metadata     TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        description  TEXT,
+        created_at   INTEGER NOT NULL,
+        updated_at   INTEGER NOT NULL,
+        version      INTEGER NOT NULL
+    );
+    CREATE TABLE graphkit_server_threads (
+        thread_id        TEXT PRIMARY KEY,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL,
+        state_updated_at INTEGER NOT NULL,
+        metadata         TEXT NOT NULL,
+        status           TEXT NOT NULL,
+        config           TEXT NOT NULL,
+        state_values     TEXT NOT NULL,
+        interrupts       TEXT NOT NULL,
+        error            TEXT NOT NULL
+    );
+    CREATE TABLE graphkit_server_runs (
+        run_id             TEXT PRIMARY KEY,
+        thread_id          TEXT NOT NULL,
+        assistant_id       TEXT NOT NULL,
+        created_at         INTEGER NOT NULL,
+        updated_at         INTEGER NOT NULL,
+        status             TEXT NOT NULL,
+        metadata           TEXT NOT NULL,
+        kwargs             TEXT NOT NULL,
+        multitask_strategy TEXT NOT NULL,
+        attempt            INTEGER NOT NULL,
+        worker_id          TEXT,
+        lease_until        INTEGER,
+        cancel_requested   TEXT,
+        cancel_reason      TEXT,
+        ended_at           INTEGER
+    );
+    CREATE UNIQUE INDEX graphkit_server_one_running_run_per_thread
+        ON graphkit_server_runs (thread_id) WHERE status = 'running';
+    CREATE INDEX graphkit_server_runs_by_thread ON graphkit_server_runs (thread_id, created_at);
+    CREATE INDEX graphkit_server_runs_by_status ON graphkit_server_runs (status, created_at);
+    CREATE TABLE graphkit_server_run_events (
+        run_id TEXT NOT NULL,
+        seq    INTEGER NOT NULL,
+        event  TEXT NOT NULL,
+        data   TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    ",
+)];
+
+const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
+     multitask_strategy, attempt, worker_id, lease_until, cancel_requested, cancel_reason";
+
+const THREAD_SELECT: &str = "SELECT t.thread_id, t.created_at, t.updated_at, t.state_updated_at, t.metadata, \
+     t.status, t.config, t.state_values, t.interrupts, t.error, \
+     EXISTS (SELECT 1 FROM graphkit_server_runs r WHERE r.thread_id = t.thread_id \
+             AND r.status IN ('pending', 'running')) AS busy \
+     FROM graphkit_server_threads t";
+
+/// The message of a `reject` refusal (the reference server's words).
+pub const REJECT_MESSAGE: &str = "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
+
+/// The embedded backend: one SQLite file (WAL) for the server's tables, the checkpoints and
+/// the store.
+///
+/// ```no_run
+/// # async fn open() -> Result<(), graphkit_server::ServerError> {
+/// let backend = graphkit_server::backend::SqliteBackend::open("graphkit-server.db").await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteBackend {
+    pool: SqlitePool,
+    saver: Arc<SqliteSaver>,
+    store: Arc<SqliteStore>,
+    notifier: Notifier,
+}
+
+fn db(doing: &str) -> impl FnOnce(sqlx::Error) -> ServerError + '_ {
+    move |e| ServerError::backend(doing, e)
+}
+
+impl SqliteBackend {
+    /// Opens (creating if needed) the database file and migrates its schema.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let saver = SqliteSaver::open(path.as_ref()).await?;
+        Self::from_saver(saver).await
+    }
+
+    /// A private database in memory (for tests and demos): lost when dropped.
+    pub async fn in_memory() -> Result<Self> {
+        Self::from_saver(SqliteSaver::in_memory().await?).await
+    }
+
+    async fn from_saver(saver: SqliteSaver) -> Result<Self> {
+        let pool = saver.pool().clone();
+        let store = SqliteStore::from_pool(pool.clone()).await?;
+        migrate(&pool).await?;
+        Ok(Self {
+            pool,
+            saver: Arc::new(saver),
+            store: Arc::new(store),
+            notifier: Notifier::new(),
+        })
+    }
+
+    /// The pool (shared with the checkpointer and the store).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// A write transaction that holds the database's write lock from its first statement,
+    /// so a read followed by a write never fails on a concurrent commit.
+    async fn write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db("begin a transaction"))
+    }
+
+    async fn all_threads(&self) -> Result<Vec<ThreadRecord>> {
+        let rows = sqlx::query(THREAD_SELECT)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("read threads"))?;
+        rows.iter().map(thread_from_row).collect()
+    }
+
+    fn filter_threads(threads: Vec<ThreadRecord>, query: &ThreadQuery) -> Vec<ThreadRecord> {
+        threads
+            .into_iter()
+            .filter(|t| {
+                query.metadata.as_ref().is_none_or(|m| {
+                    json_contains(
+                        &Value::Object(t.metadata.clone()),
+                        &Value::Object(m.clone()),
+                    )
+                }) && query
+                    .values
+                    .as_ref()
+                    .is_none_or(|v| json_contains(&t.values, &Value::Object(v.clone())))
+                    && query
+                        .ids
+                        .as_ref()
+                        .is_none_or(|ids| ids.contains(&t.thread_id))
+                    && query.status.is_none_or(|s| s == t.status)
+            })
+            .collect()
+    }
+}
+
+async fn migrate(pool: &SqlitePool) -> Result<()> {
+    let mut tx = pool
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(db("begin the migration"))?;
+    sqlx::query("CREATE TABLE IF NOT EXISTS graphkit_server_schema (version INTEGER NOT NULL)")
+        .execute(&mut *tx)
+        .await
+        .map_err(db("create the schema table"))?;
+    let current: i64 =
+        sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM graphkit_server_schema")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db("read the schema version"))?;
+    let newest = MIGRATIONS.last().map_or(0, |m| m.0);
+    if current > newest {
+        return Err(ServerError::Startup(format!(
+            "the database's server schema is version {current}, newer than this build knows ({newest}); use a newer graphkit-server"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        sqlx::raw_sql(*sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("migrate the server schema"))?;
+        sqlx::query("INSERT INTO graphkit_server_schema (version) VALUES (?1)")
+            .bind(version)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("record the schema version"))?;
+    }
+    tx.commit().await.map_err(db("commit the migration"))
+}
+
+fn json_text(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| ServerError::backend(&format!("decode {what}"), e))
+}
+
+fn parse_object(text: &str, what: &str) -> Result<Map<String, Value>> {
+    match parse_json(text, what)? {
+        Value::Object(map) => Ok(map),
+        _ => Ok(Map::new()),
+    }
+}
+
+fn parse_id(text: &str) -> Result<Uuid> {
+    Uuid::try_parse(text).map_err(|e| ServerError::backend("decode an id", e))
+}
+
+fn get<'r, T: sqlx::Decode<'r, Sqlite> + sqlx::Type<Sqlite>>(
+    row: &'r SqliteRow,
+    column: &str,
+) -> Result<T> {
+    row.try_get(column)
+        .map_err(|e| ServerError::backend(&format!("read column {column}"), e))
+}
+
+fn assistant_from_row(row: &SqliteRow) -> Result<AssistantRecord> {
+    Ok(AssistantRecord {
+        assistant_id: parse_id(&get::<String>(row, "assistant_id")?)?,
+        graph_id: get(row, "graph_id")?,
+        config: parse_json(&get::<String>(row, "config")?, "assistant config")?,
+        context: parse_json(&get::<String>(row, "context")?, "assistant context")?,
+        metadata: parse_object(&get::<String>(row, "metadata")?, "assistant metadata")?,
+        name: get(row, "name")?,
+        description: get(row, "description")?,
+        created_at: Timestamp(get(row, "created_at")?),
+        updated_at: Timestamp(get(row, "updated_at")?),
+        version: get(row, "version")?,
+    })
+}
+
+fn thread_from_row(row: &SqliteRow) -> Result<ThreadRecord> {
+    let busy: bool = get(row, "busy")?;
+    let stored: String = get(row, "status")?;
+    Ok(ThreadRecord {
+        thread_id: parse_id(&get::<String>(row, "thread_id")?)?,
+        created_at: Timestamp(get(row, "created_at")?),
+        updated_at: Timestamp(get(row, "updated_at")?),
+        state_updated_at: Timestamp(get(row, "state_updated_at")?),
+        metadata: parse_object(&get::<String>(row, "metadata")?, "thread metadata")?,
+        status: if busy {
+            ThreadStatus::Busy
+        } else {
+            ThreadStatus::parse(&stored).unwrap_or(ThreadStatus::Idle)
+        },
+        config: parse_json(&get::<String>(row, "config")?, "thread config")?,
+        values: parse_json(&get::<String>(row, "state_values")?, "thread values")?,
+        interrupts: parse_json(&get::<String>(row, "interrupts")?, "thread interrupts")?,
+        error: parse_json(&get::<String>(row, "error")?, "thread error")?,
+    })
+}
+
+fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
+    let status: String = get(row, "status")?;
+    let strategy: String = get(row, "multitask_strategy")?;
+    let cancel: Option<String> = get(row, "cancel_requested")?;
+    let attempt: i64 = get(row, "attempt")?;
+    Ok(RunRecord {
+        run_id: parse_id(&get::<String>(row, "run_id")?)?,
+        thread_id: parse_id(&get::<String>(row, "thread_id")?)?,
+        assistant_id: parse_id(&get::<String>(row, "assistant_id")?)?,
+        created_at: Timestamp(get(row, "created_at")?),
+        updated_at: Timestamp(get(row, "updated_at")?),
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| ServerError::Backend(format!("unknown run status {status:?}")))?,
+        metadata: parse_object(&get::<String>(row, "metadata")?, "run metadata")?,
+        kwargs: parse_json(&get::<String>(row, "kwargs")?, "run kwargs")?,
+        multitask_strategy: MultitaskStrategy::parse(&strategy).unwrap_or_default(),
+        attempt: u32::try_from(attempt).unwrap_or(0),
+        worker_id: get(row, "worker_id")?,
+        lease_until: get::<Option<i64>>(row, "lease_until")?.map(Timestamp),
+        cancel_requested: cancel.as_deref().and_then(CancelAction::parse),
+        cancel_reason: get(row, "cancel_reason")?,
+    })
+}
+
+async fn thread_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: Uuid,
+) -> Result<Option<ThreadRecord>> {
+    let sql = format!("{THREAD_SELECT} WHERE t.thread_id = ?1");
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(id.to_string())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db("read a thread"))?;
+    row.as_ref().map(thread_from_row).transpose()
+}
+
+async fn insert_thread(
+    tx: &mut Transaction<'static, Sqlite>,
+    id: Uuid,
+    metadata: &Map<String, Value>,
+) -> Result<()> {
+    let now = Timestamp::now().micros();
+    sqlx::query(
+        "INSERT INTO graphkit_server_threads (thread_id, created_at, updated_at, state_updated_at, \
+         metadata, status, config, state_values, interrupts, error) \
+         VALUES (?1, ?2, ?2, ?2, ?3, 'idle', '{}', 'null', '{}', 'null')",
+    )
+    .bind(id.to_string())
+    .bind(now)
+    .bind(json_text(metadata))
+    .execute(&mut **tx)
+    .await
+    .map_err(db("insert a thread"))?;
+    Ok(())
+}
+
+async fn delete_run_rows(tx: &mut Transaction<'static, Sqlite>, run_id: &str) -> Result<()> {
+    sqlx::query("DELETE FROM graphkit_server_run_events WHERE run_id = ?1")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db("delete run events"))?;
+    sqlx::query("DELETE FROM graphkit_server_runs WHERE run_id = ?1")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db("delete a run"))?;
+    Ok(())
+}
+
+/// Cancels one run inside a transaction: a pending one at once, a running one by flag.
+async fn cancel_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: &str,
+    status: RunStatus,
+    action: CancelAction,
+) -> Result<CancelOutcome> {
+    let now = Timestamp::now().micros();
+    match (status, action) {
+        (RunStatus::Pending, CancelAction::Rollback) => {
+            delete_run_rows(tx, run_id).await?;
+            Ok(CancelOutcome::CancelledPending)
+        }
+        (RunStatus::Pending, CancelAction::Interrupt) => {
+            sqlx::query(
+                "UPDATE graphkit_server_runs SET status = 'interrupted', cancel_reason = 'cancelled before it started', \
+                 updated_at = ?2, ended_at = ?2 WHERE run_id = ?1",
+            )
+            .bind(run_id)
+            .bind(now)
+            .execute(&mut **tx)
+            .await
+            .map_err(db("cancel a pending run"))?;
+            Ok(CancelOutcome::CancelledPending)
+        }
+        (RunStatus::Running, action) => {
+            sqlx::query(
+                "UPDATE graphkit_server_runs SET cancel_requested = ?2, updated_at = ?3 WHERE run_id = ?1",
+            )
+            .bind(run_id)
+            .bind(action.as_str())
+            .bind(now)
+            .execute(&mut **tx)
+            .await
+            .map_err(db("flag a running run for cancellation"))?;
+            Ok(CancelOutcome::Requested)
+        }
+        _ => Ok(CancelOutcome::AlreadyDone),
+    }
+}
+
+async fn set_outcome_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    thread_id: Uuid,
+    outcome: &ThreadOutcome,
+) -> Result<()> {
+    let now = Timestamp::now().micros();
+    sqlx::query(
+        "UPDATE graphkit_server_threads SET status = ?2, state_values = ?3, interrupts = ?4, error = ?5, \
+         updated_at = ?6, state_updated_at = ?6 WHERE thread_id = ?1",
+    )
+    .bind(thread_id.to_string())
+    .bind(outcome.status.as_str())
+    .bind(json_text(&outcome.values))
+    .bind(json_text(&outcome.interrupts))
+    .bind(json_text(&outcome.error))
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(db("record a thread's state"))?;
+    Ok(())
+}
+
+#[async_trait]
+impl Backend for SqliteBackend {
+    fn checkpointer(&self) -> Arc<dyn Checkpointer> {
+        self.saver.clone()
+    }
+
+    fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    async fn put_assistant(&self, a: &AssistantRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO graphkit_server_assistants (assistant_id, graph_id, config, context, metadata, name, \
+             description, created_at, updated_at, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+             ON CONFLICT (assistant_id) DO UPDATE SET graph_id = excluded.graph_id, config = excluded.config, \
+             context = excluded.context, metadata = excluded.metadata, name = excluded.name, \
+             description = excluded.description, updated_at = excluded.updated_at, version = excluded.version",
+        )
+        .bind(a.assistant_id.to_string())
+        .bind(&a.graph_id)
+        .bind(json_text(&a.config))
+        .bind(json_text(&a.context))
+        .bind(json_text(&a.metadata))
+        .bind(&a.name)
+        .bind(&a.description)
+        .bind(a.created_at.micros())
+        .bind(a.updated_at.micros())
+        .bind(a.version)
+        .execute(&self.pool)
+        .await
+        .map_err(db("save an assistant"))?;
+        Ok(())
+    }
+
+    async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
+        let row = sqlx::query("SELECT * FROM graphkit_server_assistants WHERE assistant_id = ?1")
+            .bind(assistant_id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("read an assistant"))?;
+        row.as_ref().map(assistant_from_row).transpose()
+    }
+
+    async fn search_assistants(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM graphkit_server_assistants ORDER BY created_at DESC, assistant_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read assistants"))?;
+        let mut found = Vec::new();
+        for row in &rows {
+            let a = assistant_from_row(row)?;
+            let keep = query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id)
+                && query.name.as_ref().is_none_or(|n| *n == a.name)
+                && query.metadata.as_ref().is_none_or(|m| {
+                    json_contains(
+                        &Value::Object(a.metadata.clone()),
+                        &Value::Object(m.clone()),
+                    )
+                });
+            if keep {
+                found.push(a);
+            }
+        }
+        Ok(found
+            .into_iter()
+            .skip(query.offset)
+            .take(query.limit.unwrap_or(usize::MAX))
+            .collect())
+    }
+
+    async fn count_assistants(&self, query: &AssistantQuery) -> Result<u64> {
+        let all = AssistantQuery {
+            limit: None,
+            offset: 0,
+            ..query.clone()
+        };
+        Ok(self.search_assistants(&all).await?.len() as u64)
+    }
+
+    async fn create_thread(&self, thread: NewThread) -> Result<ThreadRecord> {
+        let mut tx = self.write().await?;
+        if let Some(existing) = thread_in(&mut tx, thread.thread_id).await? {
+            return match thread.if_exists {
+                IfExists::DoNothing => Ok(existing),
+                IfExists::Raise => Err(ServerError::Conflict(format!(
+                    "Thread {} already exists",
+                    thread.thread_id
+                ))),
+            };
+        }
+        insert_thread(&mut tx, thread.thread_id, &thread.metadata).await?;
+        let created = thread_in(&mut tx, thread.thread_id)
+            .await?
+            .ok_or_else(|| ServerError::Backend("the new thread vanished".into()))?;
+        tx.commit().await.map_err(db("commit a new thread"))?;
+        Ok(created)
+    }
+
+    async fn get_thread(&self, thread_id: Uuid) -> Result<Option<ThreadRecord>> {
+        let sql = format!("{THREAD_SELECT} WHERE t.thread_id = ?1");
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(thread_id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("read a thread"))?;
+        row.as_ref().map(thread_from_row).transpose()
+    }
+
+    async fn patch_thread(
+        &self,
+        thread_id: Uuid,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<ThreadRecord>> {
+        let mut tx = self.write().await?;
+        let Some(mut thread) = thread_in(&mut tx, thread_id).await? else {
+            return Ok(None);
+        };
+        for (k, v) in metadata {
+            thread.metadata.insert(k.clone(), v.clone());
+        }
+        let now = Timestamp::now();
+        sqlx::query(
+            "UPDATE graphkit_server_threads SET metadata = ?2, updated_at = ?3 WHERE thread_id = ?1",
+        )
+        .bind(thread_id.to_string())
+        .bind(json_text(&thread.metadata))
+        .bind(now.micros())
+        .execute(&mut *tx)
+        .await
+        .map_err(db("update a thread"))?;
+        tx.commit().await.map_err(db("commit a thread update"))?;
+        thread.updated_at = now;
+        Ok(Some(thread))
+    }
+
+    async fn delete_thread(&self, thread_id: Uuid) -> Result<bool> {
+        let mut tx = self.write().await?;
+        let id = thread_id.to_string();
+        let runs: Vec<String> =
+            sqlx::query_scalar("SELECT run_id FROM graphkit_server_runs WHERE thread_id = ?1")
+                .bind(&id)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db("read a thread's runs"))?;
+        for run in &runs {
+            delete_run_rows(&mut tx, run).await?;
+        }
+        let deleted = sqlx::query("DELETE FROM graphkit_server_threads WHERE thread_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("delete a thread"))?
+            .rows_affected()
+            > 0;
+        tx.commit().await.map_err(db("commit a thread deletion"))?;
+        // Workers of its runs find their lease lost at their next look.
+        for run in runs.iter().filter_map(|r| Uuid::try_parse(r).ok()) {
+            self.notifier.notify_run(run);
+        }
+        Ok(deleted)
+    }
+
+    async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
+        let mut threads = Self::filter_threads(self.all_threads().await?, query);
+        let by = query.sort_by.as_deref().unwrap_or("created_at");
+        threads.sort_by(|a, b| {
+            let order = match by {
+                "thread_id" => a.thread_id.cmp(&b.thread_id),
+                "updated_at" => a.updated_at.cmp(&b.updated_at),
+                "state_updated_at" => a.state_updated_at.cmp(&b.state_updated_at),
+                "status" => a.status.as_str().cmp(b.status.as_str()),
+                _ => a.created_at.cmp(&b.created_at),
+            }
+            .then_with(|| a.thread_id.cmp(&b.thread_id));
+            if query.ascending {
+                order
+            } else {
+                order.reverse()
+            }
+        });
+        Ok(threads
+            .into_iter()
+            .skip(query.offset)
+            .take(query.limit.unwrap_or(usize::MAX))
+            .collect())
+    }
+
+    async fn count_threads(&self, query: &ThreadQuery) -> Result<u64> {
+        Ok(Self::filter_threads(self.all_threads().await?, query).len() as u64)
+    }
+
+    async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()> {
+        let mut tx = self.write().await?;
+        set_outcome_in(&mut tx, thread_id, outcome).await?;
+        tx.commit().await.map_err(db("commit a thread's state"))
+    }
+
+    async fn create_run(&self, run: NewRun) -> Result<CreatedRun> {
+        let mut tx = self.write().await?;
+        let thread_id = run.thread_id.to_string();
+        let thread = match thread_in(&mut tx, run.thread_id).await? {
+            Some(thread) => thread,
+            None => match &run.create_thread {
+                Some(metadata) => {
+                    insert_thread(&mut tx, run.thread_id, metadata).await?;
+                    thread_in(&mut tx, run.thread_id)
+                        .await?
+                        .ok_or_else(|| ServerError::Backend("the new thread vanished".into()))?
+                }
+                None => {
+                    return Err(ServerError::NotFound(format!(
+                        "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
+                        run.thread_id
+                    )));
+                }
+            },
+        };
+        let in_flight = sqlx::query(
+            "SELECT run_id, status FROM graphkit_server_runs WHERE thread_id = ?1 \
+             AND status IN ('pending', 'running') ORDER BY created_at",
+        )
+        .bind(&thread_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db("read runs in flight"))?;
+        let mut cancelled = Vec::new();
+        match run.multitask_strategy {
+            MultitaskStrategy::Reject if !in_flight.is_empty() => {
+                return Err(ServerError::Conflict(REJECT_MESSAGE.into()));
+            }
+            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
+                let action = if run.multitask_strategy == MultitaskStrategy::Rollback {
+                    CancelAction::Rollback
+                } else {
+                    CancelAction::Interrupt
+                };
+                for row in &in_flight {
+                    let id: String = get(row, "run_id")?;
+                    let status: String = get(row, "status")?;
+                    let status = RunStatus::parse(&status).unwrap_or(RunStatus::Pending);
+                    cancel_in(&mut tx, &id, status, action).await?;
+                    cancelled.push(parse_id(&id)?);
+                }
+            }
+            _ => {}
+        }
+        if !run.thread_metadata.is_empty() {
+            let mut metadata = thread.metadata;
+            for (k, v) in &run.thread_metadata {
+                metadata.insert(k.clone(), v.clone());
+            }
+            sqlx::query(
+                "UPDATE graphkit_server_threads SET metadata = ?2, updated_at = ?3 WHERE thread_id = ?1",
+            )
+            .bind(&thread_id)
+            .bind(json_text(&metadata))
+            .bind(Timestamp::now().micros())
+            .execute(&mut *tx)
+            .await
+            .map_err(db("update a thread's metadata"))?;
+        }
+        let now = Timestamp::now();
+        let created_at = run.not_before.unwrap_or(now).max(now);
+        let sql = format!(
+            "INSERT INTO graphkit_server_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, \
+             metadata, kwargs, multitask_strategy, attempt) \
+             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, 0) RETURNING {RUN_COLUMNS}"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(run.run_id.to_string())
+            .bind(&thread_id)
+            .bind(run.assistant_id.to_string())
+            .bind(created_at.micros())
+            .bind(now.micros())
+            .bind(json_text(&run.metadata))
+            .bind(json_text(&run.kwargs))
+            .bind(run.multitask_strategy.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db("insert a run"))?;
+        let inserted = run_from_row(&row)?;
+        tx.commit().await.map_err(db("commit a new run"))?;
+        for id in &cancelled {
+            self.notifier.notify_run(*id);
+        }
+        self.notifier.notify_queue();
+        Ok(CreatedRun {
+            run: inserted,
+            cancelled,
+        })
+    }
+
+    async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM graphkit_server_runs WHERE run_id = ?1");
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(run_id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("read a run"))?;
+        let run = row.as_ref().map(run_from_row).transpose()?;
+        Ok(run.filter(|r| thread_id.is_none_or(|t| t == r.thread_id)))
+    }
+
+    async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM graphkit_server_runs WHERE thread_id = ?1 \
+             AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC, run_id DESC LIMIT ?3 OFFSET ?4"
+        );
+        let rows = sqlx::query(AssertSqlSafe(sql))
+            .bind(thread_id.to_string())
+            .bind(query.status.map(RunStatus::as_str))
+            .bind(
+                query
+                    .limit
+                    .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX)),
+            )
+            .bind(i64::try_from(query.offset).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("list runs"))?;
+        rows.iter().map(run_from_row).collect()
+    }
+
+    async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {
+        let mut tx = self.write().await?;
+        let status: Option<String> = sqlx::query_scalar(
+            "SELECT status FROM graphkit_server_runs WHERE run_id = ?1 AND thread_id = ?2",
+        )
+        .bind(run_id.to_string())
+        .bind(thread_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db("read a run"))?;
+        let Some(status) = status else {
+            return Ok(false);
+        };
+        if RunStatus::parse(&status).is_some_and(|s| !s.is_terminal()) {
+            return Err(ServerError::Conflict(format!(
+                "run {run_id} is {status}; cancel it before deleting it"
+            )));
+        }
+        delete_run_rows(&mut tx, &run_id.to_string()).await?;
+        tx.commit().await.map_err(db("commit a run deletion"))?;
+        Ok(true)
+    }
+
+    async fn claim_run(&self, worker_id: &str, lease: Duration) -> Result<Option<RunRecord>> {
+        let mut tx = self.write().await?;
+        let now = Timestamp::now();
+        let next: Option<String> = sqlx::query_scalar(
+            "SELECT r.run_id FROM graphkit_server_runs r WHERE r.status = 'pending' AND r.created_at <= ?1 \
+             AND NOT EXISTS (SELECT 1 FROM graphkit_server_runs x WHERE x.thread_id = r.thread_id \
+                             AND x.status = 'running') \
+             ORDER BY r.created_at, r.run_id LIMIT 1",
+        )
+        .bind(now.micros())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db("find a pending run"))?;
+        let Some(run_id) = next else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "UPDATE graphkit_server_runs SET status = 'running', worker_id = ?2, attempt = attempt + 1, \
+             lease_until = ?3, updated_at = ?4 WHERE run_id = ?1 RETURNING {RUN_COLUMNS}"
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(&run_id)
+            .bind(worker_id)
+            .bind(now.plus(lease).micros())
+            .bind(now.micros())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db("claim a run"))?;
+        let run = run_from_row(&row)?;
+        tx.commit().await.map_err(db("commit a claim"))?;
+        self.notifier.notify_run(run.run_id);
+        Ok(Some(run))
+    }
+
+    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease> {
+        let now = Timestamp::now();
+        let row: Option<Option<String>> = sqlx::query_scalar(
+            "UPDATE graphkit_server_runs SET lease_until = ?3 WHERE run_id = ?1 AND worker_id = ?2 \
+             AND status = 'running' RETURNING cancel_requested",
+        )
+        .bind(run_id.to_string())
+        .bind(worker_id)
+        .bind(now.plus(lease).micros())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("renew a lease"))?;
+        Ok(match row {
+            None => Lease::Lost,
+            Some(cancel) => Lease::Held {
+                cancel: cancel.as_deref().and_then(CancelAction::parse),
+            },
+        })
+    }
+
+    async fn finish_run(
+        &self,
+        run_id: Uuid,
+        worker_id: &str,
+        end: RunEnd,
+        outcome: Option<&ThreadOutcome>,
+    ) -> Result<bool> {
+        let mut tx = self.write().await?;
+        let id = run_id.to_string();
+        let thread: Option<String> = sqlx::query_scalar(
+            "SELECT thread_id FROM graphkit_server_runs WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
+        )
+        .bind(&id)
+        .bind(worker_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db("read a run"))?;
+        let Some(thread) = thread else {
+            return Ok(false);
+        };
+        let now = Timestamp::now().micros();
+        let (status, reason) = match end {
+            RunEnd::Success => (Some(RunStatus::Success), None),
+            RunEnd::Error(message) => (Some(RunStatus::Error), Some(message)),
+            RunEnd::Interrupted(reason) => (Some(RunStatus::Interrupted), Some(reason)),
+            RunEnd::RolledBack => (None, None),
+        };
+        match status {
+            None => delete_run_rows(&mut tx, &id).await?,
+            Some(status) => {
+                sqlx::query(
+                    "UPDATE graphkit_server_runs SET status = ?2, cancel_reason = ?3, worker_id = NULL, \
+                     lease_until = NULL, updated_at = ?4, ended_at = ?4 WHERE run_id = ?1",
+                )
+                .bind(&id)
+                .bind(status.as_str())
+                .bind(reason)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db("end a run"))?;
+            }
+        }
+        if let Some(outcome) = outcome {
+            set_outcome_in(&mut tx, parse_id(&thread)?, outcome).await?;
+        }
+        tx.commit().await.map_err(db("commit a run's end"))?;
+        self.notifier.notify_run(run_id);
+        self.notifier.notify_queue();
+        Ok(true)
+    }
+
+    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool> {
+        let released = sqlx::query(
+            "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
+             updated_at = ?3 WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
+        )
+        .bind(run_id.to_string())
+        .bind(worker_id)
+        .bind(Timestamp::now().micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db("release a run"))?
+        .rows_affected()
+            > 0;
+        if released {
+            self.notifier.notify_run(run_id);
+            self.notifier.notify_queue();
+        }
+        Ok(released)
+    }
+
+    async fn sweep_expired(&self, max_attempts: u32) -> Result<Vec<Uuid>> {
+        let mut tx = self.write().await?;
+        let now = Timestamp::now().micros();
+        let expired = sqlx::query(
+            "SELECT run_id, thread_id, attempt FROM graphkit_server_runs WHERE status = 'running' AND lease_until < ?1",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db("find expired leases"))?;
+        let mut swept = Vec::new();
+        for row in &expired {
+            let id: String = get(row, "run_id")?;
+            let attempt: i64 = get(row, "attempt")?;
+            if attempt >= i64::from(max_attempts) {
+                let reason = format!("Run {id} exceeded max attempts ({max_attempts})");
+                sqlx::query(
+                    "UPDATE graphkit_server_runs SET status = 'error', cancel_reason = ?2, worker_id = NULL, \
+                     lease_until = NULL, updated_at = ?3, ended_at = ?3 WHERE run_id = ?1",
+                )
+                .bind(&id)
+                .bind(&reason)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db("fail an expired run"))?;
+                sqlx::query("UPDATE graphkit_server_threads SET status = 'error', error = ?2, updated_at = ?3 WHERE thread_id = ?1")
+                    .bind(get::<String>(row, "thread_id")?)
+                    .bind(json_text(&serde_json::json!({"error": "RunAttemptsExceeded", "message": reason})))
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db("record a thread's error"))?;
+            } else {
+                sqlx::query(
+                    "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
+                     updated_at = ?2 WHERE run_id = ?1",
+                )
+                .bind(&id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db("requeue an expired run"))?;
+            }
+            swept.push(parse_id(&id)?);
+        }
+        tx.commit().await.map_err(db("commit a sweep"))?;
+        for id in &swept {
+            self.notifier.notify_run(*id);
+        }
+        if !swept.is_empty() {
+            self.notifier.notify_queue();
+        }
+        Ok(swept)
+    }
+
+    async fn request_cancel(
+        &self,
+        thread_id: Option<Uuid>,
+        run_id: Uuid,
+        action: CancelAction,
+    ) -> Result<Option<CancelOutcome>> {
+        let mut tx = self.write().await?;
+        let row =
+            sqlx::query("SELECT thread_id, status FROM graphkit_server_runs WHERE run_id = ?1")
+                .bind(run_id.to_string())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db("read a run"))?;
+        let Some(row) = row else { return Ok(None) };
+        let thread: String = get(&row, "thread_id")?;
+        if thread_id.is_some_and(|t| t.to_string() != thread) {
+            return Ok(None);
+        }
+        let status: String = get(&row, "status")?;
+        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Success);
+        let outcome = cancel_in(&mut tx, &run_id.to_string(), status, action).await?;
+        tx.commit().await.map_err(db("commit a cancel"))?;
+        if outcome != CancelOutcome::AlreadyDone {
+            self.notifier.notify_run(run_id);
+            self.notifier.notify_queue();
+        }
+        Ok(Some(outcome))
+    }
+
+    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64> {
+        let mut tx = self.write().await?;
+        let id = run_id.to_string();
+        let mut seq: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM graphkit_server_run_events WHERE run_id = ?1",
+        )
+        .bind(&id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db("read the last event"))?;
+        for (event, data) in events {
+            seq += 1;
+            sqlx::query(
+                "INSERT INTO graphkit_server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .bind(&id)
+            .bind(seq)
+            .bind(event)
+            .bind(data)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("append an event"))?;
+        }
+        tx.commit().await.map_err(db("commit events"))?;
+        self.notifier.notify_run(run_id);
+        Ok(seq)
+    }
+
+    async fn read_events(&self, run_id: Uuid, after: i64) -> Result<Vec<RunEvent>> {
+        let rows = sqlx::query(
+            "SELECT seq, event, data FROM graphkit_server_run_events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .bind(run_id.to_string())
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read events"))?;
+        rows.iter()
+            .map(|row| {
+                Ok(RunEvent {
+                    seq: get(row, "seq")?,
+                    event: get(row, "event")?,
+                    data: get(row, "data")?,
+                })
+            })
+            .collect()
+    }
+
+    async fn last_event_seq(&self, run_id: Uuid) -> Result<i64> {
+        sqlx::query_scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM graphkit_server_run_events WHERE run_id = ?1",
+        )
+        .bind(run_id.to_string())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db("read the last event"))
+    }
+
+    async fn prune_events(&self, age: Duration) -> Result<u64> {
+        let cutoff = Timestamp::now().micros() - i64::try_from(age.as_micros()).unwrap_or(i64::MAX);
+        let done = sqlx::query(
+            "DELETE FROM graphkit_server_run_events WHERE run_id IN \
+             (SELECT run_id FROM graphkit_server_runs WHERE ended_at IS NOT NULL AND ended_at < ?1)",
+        )
+        .bind(cutoff)
+        .execute(&self.pool)
+        .await
+        .map_err(db("prune events"))?;
+        Ok(done.rows_affected())
+    }
+
+    fn watch_run(&self, run_id: Uuid) -> Wakeup {
+        self.notifier.watch_run(run_id)
+    }
+
+    fn watch_queue(&self) -> Wakeup {
+        self.notifier.watch_queue()
+    }
+}

@@ -1,0 +1,105 @@
+//! [`ServerError`]: every failure of the server, with the HTTP status the official clients
+//! expect and a JSON body `{"detail": "..."}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// What went wrong while serving a request, running a run, or talking to the backend.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A thread, run, assistant, checkpoint or item does not exist (404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request conflicts with the current state, e.g. a run is in flight and the
+    /// multitask strategy is `reject`, or a thread id is taken (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request is well-formed JSON but its values do not fit (422): a non-UUID id, an
+    /// input that does not match the graph's state type, an unknown stream mode.
+    #[error("{0}")]
+    Validation(String),
+    /// The request cannot be served as asked (400), e.g. a resume without a thread.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The body is not JSON, or not the JSON this endpoint takes (422 like the reference server;
+    /// the message names the position).
+    #[error("malformed request body: {0}")]
+    MalformedBody(String),
+    /// The body is larger than the server accepts (413).
+    #[error("request body too large: the limit is {limit} bytes; send less data per request")]
+    PayloadTooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// An API key is configured and the request did not carry it in `x-api-key` (401).
+    #[error(
+        "missing or wrong API key: send the key the server was started with in the `x-api-key` header"
+    )]
+    Unauthorized,
+    /// A graph operation failed (its message says what to do).
+    #[error(transparent)]
+    Graph(#[from] graphkit::Error),
+    /// The storage backend failed; retry, or check that the database is reachable.
+    #[error("storage backend: {0}")]
+    Backend(String),
+    /// Starting the server failed (binding the address, opening the database).
+    #[error("could not start the server: {0}")]
+    Startup(String),
+}
+
+impl ServerError {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Validation(_) | Self::MalformedBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Graph(error) => graph_error_status(error),
+            Self::Backend(_) | Self::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// A backend error from any displayable cause.
+    pub fn backend(doing: &str, error: impl std::fmt::Display) -> Self {
+        Self::Backend(format!("{doing}: {error}"))
+    }
+}
+
+/// Graph errors caused by the request map to 4xx, the rest to 500.
+fn graph_error_status(error: &graphkit::Error) -> StatusCode {
+    use graphkit::Error as E;
+    match error {
+        E::CheckpointNotFound { .. } => StatusCode::NOT_FOUND,
+        E::ThreadBusy(_) => StatusCode::CONFLICT,
+        E::UnknownNode { .. }
+        | E::AmbiguousUpdate { .. }
+        | E::InvalidRunInput(_)
+        | E::InvalidRunConfig(_)
+        | E::BadResume { .. }
+        | E::InvalidStoreKey(_)
+        | E::InputType { .. }
+        | E::Serde { .. }
+        | E::SecondOverwrite { .. }
+        | E::RemovedKeyNotFound { .. }
+        | E::InvalidConcurrentUpdate { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        let body = serde_json::json!({ "detail": self.to_string() });
+        (status, axum::Json(body)).into_response()
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = ServerError> = std::result::Result<T, E>;

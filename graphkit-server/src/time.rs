@@ -1,0 +1,97 @@
+//! [`Timestamp`]: microseconds since the Unix epoch, shown as ISO-8601 with offset
+//! (`2026-11-23T06:21:15.853308+00:00`), the form the reference server sends.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Serialize, Serializer};
+
+/// A point in time, in microseconds since the Unix epoch (UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Timestamp(pub i64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Self {
+        let micros = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        Self(micros)
+    }
+
+    /// From milliseconds since the epoch (graphkit's checkpoint times).
+    pub fn from_millis(ms: i64) -> Self {
+        Self(ms.saturating_mul(1000))
+    }
+
+    /// This time plus `duration`.
+    #[must_use]
+    pub fn plus(self, duration: Duration) -> Self {
+        Self(
+            self.0
+                .saturating_add(i64::try_from(duration.as_micros()).unwrap_or(i64::MAX)),
+        )
+    }
+
+    /// Microseconds since the epoch.
+    pub fn micros(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let secs = self.0.div_euclid(1_000_000);
+        let micros = self.0.rem_euclid(1_000_000);
+        let days = secs.div_euclid(86_400);
+        let of_day = secs.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(days);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}+00:00",
+            of_day / 3600,
+            of_day % 3600 / 60,
+            of_day % 60
+        )
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_as_iso_8601_with_offset() {
+        assert_eq!(Timestamp(0).to_string(), "1970-01-01T00:00:00.000000+00:00");
+        // 2026-11-23T06:21:15.853308Z
+        assert_eq!(
+            Timestamp(1_795_414_875_853_308).to_string(),
+            "2026-11-23T06:21:15.853308+00:00"
+        );
+        assert_eq!(
+            Timestamp(951_782_400_000_001).to_string(),
+            "2000-02-29T00:00:00.000001+00:00"
+        );
+    }
+}
