@@ -5,12 +5,34 @@
 //! protocol v1) work against it unchanged: assistants, threads, runs (background, streamed,
 //! waited on, joined, cancelled), resumable streams, and the store.
 //!
+//! ```no_run
+//! use graphkit_server::{Server, demo};
+//!
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! Server::new()
+//!     .graph("agent", demo::agent_graph()?)
+//!     .serve("127.0.0.1:2024")
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
 //! Storage goes through a [`Backend`](backend::Backend): SQLite (embedded, the default) or
-//! PostgreSQL (feature `postgres`, several server processes on one database).
+//! PostgreSQL (feature `postgres`, several server processes on one database). Runs are
+//! executed by workers that claim them from the backend's run queue, so a run started by
+//! one process may be executed by another; every stream event is stored with a sequence
+//! number, which is what makes streams resumable with `Last-Event-ID`.
 
+mod api;
 pub mod backend;
+mod convert;
+pub mod demo;
 mod error;
+mod graph;
 pub mod ids;
+mod server;
 pub mod time;
+mod worker;
 
 pub use error::{Result, ServerError};
+pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};
+pub use worker::WorkerSettings;

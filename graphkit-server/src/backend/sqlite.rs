@@ -892,7 +892,7 @@ impl Backend for SqliteBackend {
         let mut tx = self.write().await?;
         let now = Timestamp::now().micros();
         let expired = sqlx::query(
-            "SELECT run_id, thread_id, attempt FROM graphkit_server_runs WHERE status = 'running' AND lease_until < ?1",
+            "SELECT run_id, thread_id, attempt FROM graphkit_server_runs WHERE status = 'running' AND lease_until <= ?1",
         )
         .bind(now)
         .fetch_all(&mut *tx)

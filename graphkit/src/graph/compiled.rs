@@ -189,6 +189,24 @@ impl<S: State> CompiledGraph<S> {
         self.core.checkpointer.is_some()
     }
 
+    /// The declared edges as (source, target, conditional), with [`START`](crate::START)
+    /// and [`END`](crate::END) as node names: what a client draws the graph from. Join
+    /// edges count as plain edges; subgraphs are not expanded.
+    pub fn edges(&self) -> Vec<(String, String, bool)> {
+        self.core
+            .shape
+            .edges
+            .iter()
+            .map(|e| {
+                (
+                    e.from.to_string(),
+                    e.to.to_string(),
+                    e.kind == crate::graph::draw::EdgeKind::Conditional,
+                )
+            })
+            .collect()
+    }
+
     /// A plain-text outline of nodes and their edges.
     pub fn draw_ascii(&self) -> String {
         self.core.shape.ascii()

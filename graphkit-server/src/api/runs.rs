@@ -1,0 +1,641 @@
+//! Runs: stateful (`/threads/{id}/runs...`) and stateless (`/runs...`): create, stream,
+//! wait, join, join the stream, cancel, get, list, delete.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::stream::{
+    Departure, StreamFilter, run_result, set_locations, sse_body, sse_response, wait_body,
+    wait_response, wait_terminal,
+};
+use super::threads::thread_or_404;
+use super::{
+    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value, uuid_param,
+};
+use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
+use crate::error::{Result, ServerError};
+use crate::graph::{CommandSpec, RunRequest};
+use crate::ids::new_id;
+use crate::time::Timestamp;
+use crate::worker::RunKwargs;
+
+pub(super) fn routes() -> Router<Api> {
+    Router::new()
+        .route("/threads/{tid}/runs", post(create_stateful).get(list))
+        .route("/threads/{tid}/runs/stream", post(stream_stateful))
+        .route("/threads/{tid}/runs/wait", post(wait_stateful))
+        .route("/threads/{tid}/runs/{rid}", get(get_one).delete(delete))
+        .route("/threads/{tid}/runs/{rid}/join", get(join))
+        .route("/threads/{tid}/runs/{rid}/stream", get(join_stream))
+        .route("/threads/{tid}/runs/{rid}/cancel", post(cancel))
+        .route("/runs", post(create_stateless))
+        .route("/runs/stream", post(stream_stateless))
+        .route("/runs/wait", post(wait_stateless))
+        .route("/runs/cancel", post(cancel_many))
+        .route("/runs/{rid}/stream", get(join_stream_stateless))
+}
+
+/// The modes the v1 routes serve.
+const STREAM_MODES: &[&str] = &[
+    "values",
+    "updates",
+    "messages",
+    "messages-tuple",
+    "custom",
+    "debug",
+    "tasks",
+    "checkpoints",
+];
+
+/// A run creation request (`RunCreateStateful` / `RunCreateStateless`). Unknown fields
+/// (`webhook`, `feedback_keys`, `langsmith_tracer`, ...) are accepted and ignored.
+#[derive(Debug, Default, Deserialize)]
+struct RunCreate {
+    assistant_id: Option<String>,
+    input: Option<Value>,
+    command: Option<CommandSpec>,
+    stream_mode: Option<Value>,
+    stream_subgraphs: Option<bool>,
+    stream_resumable: Option<bool>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+    config: Option<Value>,
+    context: Option<Value>,
+    metadata: Option<Map<String, Value>>,
+    checkpoint_id: Option<String>,
+    checkpoint: Option<Value>,
+    multitask_strategy: Option<String>,
+    if_not_exists: Option<String>,
+    on_disconnect: Option<String>,
+    on_completion: Option<String>,
+    after_seconds: Option<f64>,
+    durability: Option<String>,
+    checkpoint_during: Option<bool>,
+}
+
+/// How the client follows the run it creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Follow {
+    Background,
+    Stream,
+    Wait,
+}
+
+/// The stream modes of a request: a string or a list; default `["values"]`.
+fn stream_modes(value: Option<&Value>) -> Result<Vec<String>> {
+    let modes: Vec<String> = match value {
+        None | Some(Value::Null) => vec!["values".into()],
+        Some(Value::String(mode)) => vec![mode.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|m| {
+                m.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ServerError::Validation("stream_mode lists mode names".into()))
+            })
+            .collect::<Result<_>>()?,
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "stream_mode must be a mode name or a list of them".into(),
+            ));
+        }
+    };
+    if let Some(bad) = modes.iter().find(|m| !STREAM_MODES.contains(&m.as_str())) {
+        return Err(ServerError::Validation(format!(
+            "stream_mode {bad:?} is not served; use one of {}",
+            STREAM_MODES.join(", ")
+        )));
+    }
+    Ok(modes)
+}
+
+fn check_nodes(value: Option<&Value>, nodes: &[String], what: &str) -> Result<()> {
+    match value {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(all)) if all == "*" => Ok(()),
+        Some(Value::Array(items)) => {
+            for item in items {
+                let name = item.as_str().unwrap_or_default();
+                if !nodes.iter().any(|n| n == name) {
+                    return Err(ServerError::Validation(format!(
+                        "{what} names {item}, which is not a node of the graph (nodes: {})",
+                        nodes.join(", ")
+                    )));
+                }
+            }
+            Ok(())
+        }
+        Some(_) => Err(ServerError::Validation(format!(
+            "{what} must be \"*\" or a list of node names"
+        ))),
+    }
+}
+
+fn is_empty_object(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
+    }
+}
+
+struct Created {
+    run: RunRecord,
+    kwargs: RunKwargs,
+    cancel_on_disconnect: bool,
+    delete_thread: Option<Uuid>,
+    stateless: bool,
+}
+
+async fn create_run(
+    api: &Api,
+    thread: Option<Uuid>,
+    body: &Bytes,
+    follow: Follow,
+) -> Result<Created> {
+    let body: RunCreate = parse_body(body)?;
+    let assistant_id = body
+        .assistant_id
+        .as_deref()
+        .ok_or_else(|| ServerError::Validation("`assistant_id` is required".into()))?;
+    let assistant = api.assistant(assistant_id).await?;
+    let graph = api.shared.graph(&assistant.graph_id)?;
+    let modes = stream_modes(body.stream_mode.as_ref())?;
+    let config = body.config.clone().unwrap_or(json!({}));
+    if !is_empty_object(config.get("configurable")) && !is_empty_object(body.context.as_ref()) {
+        return Err(ServerError::BadRequest(
+            "Cannot specify both configurable and context. Prefer setting context alone.".into(),
+        ));
+    }
+    if thread.is_none() && body.command.as_ref().is_some_and(|c| c.resume.is_some()) {
+        return Err(ServerError::BadRequest(
+            "a resume command needs a thread: create the run on /threads/{thread_id}/runs".into(),
+        ));
+    }
+    let nodes = graph.node_names();
+    check_nodes(body.interrupt_before.as_ref(), &nodes, "interrupt_before")?;
+    check_nodes(body.interrupt_after.as_ref(), &nodes, "interrupt_after")?;
+    let request = RunRequest {
+        input: body.input.clone(),
+        command: body.command.clone(),
+    };
+    graph.check_request(&request)?;
+    let strategy = match body.multitask_strategy.as_deref() {
+        None => MultitaskStrategy::Enqueue,
+        Some(s) => MultitaskStrategy::parse(s).ok_or_else(|| {
+            ServerError::Validation(format!(
+                "multitask_strategy must be reject, interrupt, rollback or enqueue, not {s:?}"
+            ))
+        })?,
+    };
+    let create_if_missing = match body.if_not_exists.as_deref() {
+        None | Some("reject") => false,
+        Some("create") => true,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "if_not_exists must be \"reject\" or \"create\", not {other:?}"
+            )));
+        }
+    };
+    let cancel_on_disconnect = match body.on_disconnect.as_deref() {
+        None | Some("continue") => false,
+        Some("cancel") => true,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "on_disconnect must be \"cancel\" or \"continue\", not {other:?}"
+            )));
+        }
+    };
+    let delete_when_done = match body.on_completion.as_deref() {
+        None | Some("delete") => thread.is_none(),
+        Some("keep") => false,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "on_completion must be \"delete\" or \"keep\", not {other:?}"
+            )));
+        }
+    };
+    let checkpoint_id = body
+        .checkpoint_id
+        .clone()
+        .or_else(|| {
+            body.checkpoint
+                .as_ref()
+                .and_then(|c| c.get("checkpoint_id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .filter(|c| !c.is_empty());
+    let durability = body.durability.clone().or_else(|| {
+        body.checkpoint_during
+            .map(|during| if during { "async" } else { "exit" }.to_owned())
+    });
+    let thread_id = thread.unwrap_or_else(new_id);
+    let kwargs = RunKwargs {
+        graph_id: assistant.graph_id.clone(),
+        input: body.input,
+        command: body.command,
+        stream_mode: modes,
+        stream_subgraphs: body.stream_subgraphs.unwrap_or(false),
+        stream_resumable: body.stream_resumable.unwrap_or(false),
+        interrupt_before: body.interrupt_before,
+        interrupt_after: body.interrupt_after,
+        config,
+        context: body.context.unwrap_or(Value::Null),
+        checkpoint_id,
+        durability,
+        delete_thread_when_done: delete_when_done && follow == Follow::Background,
+    };
+    let mut thread_metadata = Map::new();
+    thread_metadata.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
+    thread_metadata.insert(
+        "assistant_id".into(),
+        Value::String(assistant.assistant_id.to_string()),
+    );
+    let not_before = body
+        .after_seconds
+        .filter(|s| *s > 0.0)
+        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+        .map(|d| Timestamp::now().plus(d));
+    let kwargs_json =
+        serde_json::to_value(&kwargs).map_err(|e| ServerError::backend("encode the run", e))?;
+    let created = api
+        .backend()
+        .create_run(NewRun {
+            run_id: new_id(),
+            thread_id,
+            assistant_id: assistant.assistant_id,
+            metadata: body.metadata.unwrap_or_default(),
+            kwargs: kwargs_json,
+            multitask_strategy: strategy,
+            create_thread: (thread.is_none() || create_if_missing).then(|| thread_metadata.clone()),
+            thread_metadata,
+            not_before,
+        })
+        .await?;
+    Ok(Created {
+        run: created.run,
+        kwargs,
+        cancel_on_disconnect,
+        delete_thread: (delete_when_done && follow != Follow::Background).then_some(thread_id),
+        stateless: thread.is_none(),
+    })
+}
+
+/// The `Run` JSON.
+pub(crate) fn run_json(run: &RunRecord) -> Value {
+    json!({
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "assistant_id": run.assistant_id,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "status": run.status.as_str(),
+        "metadata": run.metadata,
+        "kwargs": run.kwargs,
+        "multitask_strategy": run.multitask_strategy.as_str(),
+        "attempt": run.attempt,
+        "worker_id": run.worker_id,
+        "cancel_reason": run.cancel_reason,
+    })
+}
+
+fn run_path(created: &Created) -> String {
+    if created.stateless {
+        format!("/runs/{}", created.run.run_id)
+    } else {
+        format!(
+            "/threads/{}/runs/{}",
+            created.run.thread_id, created.run.run_id
+        )
+    }
+}
+
+async fn background(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
+    let created = create_run(api, thread, body, Follow::Background).await?;
+    let mut response = json_response(StatusCode::OK, &run_json(&created.run));
+    set_locations(&mut response, None, Some(run_path(&created)));
+    Ok(response)
+}
+
+async fn streamed(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
+    let created = create_run(api, thread, body, Follow::Stream).await?;
+    let mut departure = Departure::new(api, created.run.run_id);
+    departure.cancel_on_disconnect = created.cancel_on_disconnect;
+    departure.delete_thread = created.delete_thread;
+    let path = run_path(&created);
+    let body = sse_body(
+        api,
+        created.run.run_id,
+        0,
+        StreamFilter::new(created.kwargs.stream_mode.clone()),
+        created.kwargs.stream_resumable,
+        departure,
+    );
+    Ok(sse_response(
+        body,
+        Some(format!("{path}/stream")),
+        Some(path),
+    ))
+}
+
+async fn waited(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
+    let created = create_run(api, thread, body, Follow::Wait).await?;
+    let mut departure = Departure::new(api, created.run.run_id);
+    departure.cancel_on_disconnect = created.cancel_on_disconnect;
+    departure.delete_thread = created.delete_thread;
+    let path = run_path(&created);
+    let body = wait_body(api, created.run.run_id, created.run.thread_id, departure);
+    Ok(wait_response(
+        body,
+        Some(format!("{path}/join")),
+        Some(path),
+    ))
+}
+
+async fn create_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    background(&api, Some(uuid_param("thread", &tid)?), &body).await
+}
+
+async fn stream_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    streamed(&api, Some(uuid_param("thread", &tid)?), &body).await
+}
+
+async fn wait_stateful(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    waited(&api, Some(uuid_param("thread", &tid)?), &body).await
+}
+
+async fn create_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    background(&api, None, &body).await
+}
+
+async fn stream_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    streamed(&api, None, &body).await
+}
+
+async fn wait_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    waited(&api, None, &body).await
+}
+
+async fn list(
+    State(api): State<Api>,
+    Path(tid): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    let thread = uuid_param("thread", &tid)?;
+    thread_or_404(&api, thread).await?;
+    let pairs = query_pairs(q.as_deref());
+    let number = |key: &str, default: usize| -> Result<usize> {
+        match query_value(&pairs, key) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| ServerError::Validation(format!("{key} must be a number, not {v:?}"))),
+        }
+    };
+    let status = match query_value(&pairs, "status") {
+        None | Some("") => None,
+        Some(s) => Some(
+            RunStatus::parse(s)
+                .ok_or_else(|| ServerError::Validation(format!("unknown run status {s:?}")))?,
+        ),
+    };
+    let query = RunQuery {
+        status,
+        limit: Some(number("limit", 10)?.min(10_000)),
+        offset: number("offset", 0)?,
+    };
+    let runs = api.backend().list_runs(thread, &query).await?;
+    let runs: Vec<Value> = runs.iter().map(run_json).collect();
+    Ok(json_response(StatusCode::OK, &runs))
+}
+
+async fn run_of(api: &Api, tid: Option<&str>, rid: &str) -> Result<RunRecord> {
+    let thread = tid.map(|t| uuid_param("thread", t)).transpose()?;
+    let run = uuid_param("run", rid)?;
+    api.backend()
+        .get_run(thread, run)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("Run {run} not found")))
+}
+
+async fn get_one(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
+    let run = run_of(&api, Some(&tid), &rid).await?;
+    Ok(json_response(StatusCode::OK, &run_json(&run)))
+}
+
+async fn delete(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
+    let thread = uuid_param("thread", &tid)?;
+    let run = uuid_param("run", &rid)?;
+    if !api.backend().delete_run(thread, run).await? {
+        return Err(ServerError::NotFound(format!("Run {run} not found")));
+    }
+    Ok(no_content())
+}
+
+async fn join(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+) -> Result<Response> {
+    let run = run_of(&api, Some(&tid), &rid).await?;
+    let departure = Departure::new(&api, run.run_id);
+    Ok(wait_response(
+        wait_body(&api, run.run_id, run.thread_id, departure),
+        None,
+        None,
+    ))
+}
+
+/// `Last-Event-ID` as a sequence number (an unknown form replays from the start).
+fn last_event_id(headers: &HeaderMap) -> Option<i64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().parse().unwrap_or(0))
+}
+
+/// `stream_mode` from the query: repeated (Python) or one JSON list (JS).
+fn query_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
+    let given: Vec<&str> = pairs
+        .iter()
+        .filter(|(k, _)| k == "stream_mode")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let mut modes = Vec::new();
+    for value in given {
+        match serde_json::from_str::<Value>(value) {
+            Ok(Value::Array(items)) => {
+                modes.extend(items.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            Ok(Value::String(s)) => modes.push(s),
+            _ => modes.push(value.to_owned()),
+        }
+    }
+    stream_modes(Some(&Value::Array(
+        modes.into_iter().map(Value::String).collect(),
+    )))
+    .map(Some)
+}
+
+async fn follow_stream(
+    api: &Api,
+    tid: Option<&str>,
+    rid: &str,
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<Response> {
+    let run = run_of(api, tid, rid).await?;
+    let pairs = query_pairs(query);
+    let kwargs: RunKwargs = serde_json::from_value(run.kwargs.clone()).unwrap_or_default();
+    let modes = query_modes(&pairs)?.unwrap_or_else(|| kwargs.stream_mode.clone());
+    // Without Last-Event-ID a join shows the run from now on.
+    let after = match last_event_id(headers) {
+        Some(seq) => seq,
+        None => api.backend().last_event_seq(run.run_id).await?,
+    };
+    let mut departure = Departure::new(api, run.run_id);
+    departure.cancel_on_disconnect = query_bool(&pairs, "cancel_on_disconnect");
+    let body = sse_body(
+        api,
+        run.run_id,
+        after,
+        StreamFilter::new(modes),
+        kwargs.stream_resumable,
+        departure,
+    );
+    Ok(sse_response(body, None, None))
+}
+
+async fn join_stream(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    follow_stream(&api, Some(&tid), &rid, &headers, q.as_deref()).await
+}
+
+async fn join_stream_stateless(
+    State(api): State<Api>,
+    Path(rid): Path<String>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    follow_stream(&api, None, &rid, &headers, q.as_deref()).await
+}
+
+fn action_of(pairs: &[(String, String)]) -> Result<CancelAction> {
+    match query_value(pairs, "action") {
+        None | Some("") => Ok(CancelAction::Interrupt),
+        Some(a) => CancelAction::parse(a).ok_or_else(|| {
+            ServerError::Validation(format!("action must be interrupt or rollback, not {a:?}"))
+        }),
+    }
+}
+
+async fn cancel(
+    State(api): State<Api>,
+    Path((tid, rid)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    let thread = uuid_param("thread", &tid)?;
+    let run = uuid_param("run", &rid)?;
+    let pairs = query_pairs(q.as_deref());
+    let action = action_of(&pairs)?;
+    api.backend()
+        .request_cancel(Some(thread), run, action)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("Run {run} not found")))?;
+    if query_bool(&pairs, "wait") {
+        let ended = wait_terminal(&api, run).await?;
+        let body = run_result(&api, ended.as_ref(), thread).await?;
+        return Ok(json_response(StatusCode::OK, &body));
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+async fn cancel_many(
+    State(api): State<Api>,
+    RawQuery(q): RawQuery,
+    body: Bytes,
+) -> Result<Response> {
+    let pairs = query_pairs(q.as_deref());
+    let action = action_of(&pairs)?;
+    let body: Map<String, Value> = parse_body(&body)?;
+    let mut targets: Vec<(Option<Uuid>, Uuid)> = Vec::new();
+    if let Some(Value::Array(ids)) = body.get("run_ids") {
+        let thread = body
+            .get("thread_id")
+            .and_then(Value::as_str)
+            .map(|t| uuid_param("thread", t))
+            .transpose()?;
+        for id in ids {
+            targets.push((thread, uuid_param("run", id.as_str().unwrap_or_default())?));
+        }
+    } else if let Some(status) = body.get("status").and_then(Value::as_str) {
+        let wanted: &[RunStatus] = match status {
+            "pending" => &[RunStatus::Pending],
+            "running" => &[RunStatus::Running],
+            "all" => &[RunStatus::Pending, RunStatus::Running],
+            other => {
+                return Err(ServerError::Validation(format!(
+                    "status must be pending, running or all, not {other:?}"
+                )));
+            }
+        };
+        let threads = api
+            .backend()
+            .search_threads(&crate::backend::ThreadQuery {
+                status: Some(crate::backend::ThreadStatus::Busy),
+                ..Default::default()
+            })
+            .await?;
+        for thread in threads {
+            for status in wanted {
+                let query = RunQuery {
+                    status: Some(*status),
+                    ..Default::default()
+                };
+                for run in api.backend().list_runs(thread.thread_id, &query).await? {
+                    targets.push((Some(thread.thread_id), run.run_id));
+                }
+            }
+        }
+    } else {
+        return Err(ServerError::Validation(
+            "give `run_ids` (with `thread_id`) or `status`".into(),
+        ));
+    }
+    for (thread, run) in targets {
+        api.backend().request_cancel(thread, run, action).await?;
+    }
+    Ok(no_content())
+}

@@ -1,0 +1,155 @@
+//! `/store`: put, get, delete, search and list namespaces.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{post, put};
+use graphkit::store::{Item, SearchQuery};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{
+    Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
+};
+use crate::error::{Result, ServerError};
+use crate::time::Timestamp;
+
+pub(super) fn routes() -> Router<Api> {
+    Router::new()
+        .route(
+            "/store/items",
+            put(put_item).get(get_item).delete(delete_item),
+        )
+        .route("/store/items/search", post(search))
+        .route("/store/namespaces", post(namespaces))
+}
+
+fn item_json(item: Item) -> Value {
+    json!({
+        "namespace": item.namespace,
+        "key": item.key,
+        "value": item.value,
+        "created_at": Timestamp::from_millis(item.created_at_ms),
+        "updated_at": Timestamp::from_millis(item.updated_at_ms),
+    })
+}
+
+fn check_namespace(namespace: &[String]) -> Result<()> {
+    if let Some(label) = namespace.iter().find(|l| l.is_empty() || l.contains('.')) {
+        return Err(ServerError::Validation(format!(
+            "namespace labels must be non-empty and contain no '.', got {label:?}"
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct PutItem {
+    namespace: Vec<String>,
+    key: String,
+    value: Value,
+}
+
+async fn put_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: PutItem = parse_body(&body)?;
+    check_namespace(&body.namespace)?;
+    if !body.value.is_object() {
+        return Err(ServerError::Validation(
+            "the item's value must be a JSON object".into(),
+        ));
+    }
+    let namespace: Vec<&str> = body.namespace.iter().map(String::as_str).collect();
+    api.backend()
+        .store()
+        .put(&namespace, &body.key, body.value)
+        .await?;
+    Ok(no_content())
+}
+
+async fn get_item(State(api): State<Api>, RawQuery(query): RawQuery) -> Result<Response> {
+    let pairs = query_pairs(query.as_deref());
+    let key = query_value(&pairs, "key")
+        .ok_or_else(|| ServerError::Validation("the `key` query parameter is required".into()))?;
+    let namespace: Vec<&str> = query_value(&pairs, "namespace")
+        .map(|n| n.split('.').filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default();
+    let item = api.backend().store().get(&namespace, key).await?;
+    Ok(json_response(StatusCode::OK, &item.map(item_json)))
+}
+
+#[derive(Deserialize)]
+struct DeleteItem {
+    #[serde(default)]
+    namespace: Vec<String>,
+    key: String,
+}
+
+async fn delete_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: DeleteItem = parse_body(&body)?;
+    let namespace: Vec<&str> = body.namespace.iter().map(String::as_str).collect();
+    api.backend().store().delete(&namespace, &body.key).await?;
+    Ok(no_content())
+}
+
+async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    if body.get("query").is_some_and(|q| !q.is_null()) {
+        return Err(ServerError::Validation(
+            "semantic search (`query`) is not supported by this server; search by namespace prefix and `filter`".into(),
+        ));
+    }
+    let prefix: Vec<String> = match body.get("namespace_prefix") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+            ServerError::Validation("`namespace_prefix` must be a list of strings".into())
+        })?,
+    };
+    let filter = match body.get("filter") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(f)) => f.clone(),
+        Some(_) => return Err(ServerError::Validation("`filter` must be an object".into())),
+    };
+    let query = SearchQuery {
+        filter,
+        limit: Some(limit_of(body.get("limit"), 10)),
+        offset: offset_of(body.get("offset")),
+    };
+    let prefix: Vec<&str> = prefix.iter().map(String::as_str).collect();
+    let items = api.backend().store().search(&prefix, &query).await?;
+    let items: Vec<Value> = items.into_iter().map(item_json).collect();
+    Ok(json_response(StatusCode::OK, &json!({ "items": items })))
+}
+
+async fn namespaces(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let list = |key: &str| -> Result<Vec<String>> {
+        match body.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|_| ServerError::Validation(format!("`{key}` must be a list of strings"))),
+        }
+    };
+    let (prefix, suffix) = (list("prefix")?, list("suffix")?);
+    let max_depth = body
+        .get("max_depth")
+        .and_then(Value::as_u64)
+        .map(|d| usize::try_from(d).unwrap_or(usize::MAX));
+    let prefix_refs: Vec<&str> = prefix.iter().map(String::as_str).collect();
+    let found = api
+        .backend()
+        .store()
+        .list_namespaces(&prefix_refs, max_depth)
+        .await?;
+    let namespaces: Vec<Vec<String>> = found
+        .into_iter()
+        .filter(|ns| ns.ends_with(&suffix))
+        .skip(offset_of(body.get("offset")))
+        .take(limit_of(body.get("limit"), 100))
+        .collect();
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "namespaces": namespaces }),
+    ))
+}

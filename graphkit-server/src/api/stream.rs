@@ -1,0 +1,386 @@
+//! Following a run: SSE bodies (live, or replayed after `Last-Event-ID`), the `wait` and
+//! `join` bodies, and what happens when the client goes away.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::stream;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::Api;
+use crate::backend::{CancelAction, RunEvent, RunRecord, RunStatus, Wakeup};
+use crate::error::Result;
+
+/// The comment both SDKs skip, sent after 5 s without an event.
+const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+/// How often a follower re-reads without a wake-up (a lost notification only delays).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Which stored events a stream shows.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamFilter {
+    modes: Vec<String>,
+}
+
+impl StreamFilter {
+    pub(crate) fn new(modes: Vec<String>) -> Self {
+        Self { modes }
+    }
+
+    fn wants(&self, mode: &str) -> bool {
+        self.modes.iter().any(|m| m == mode)
+    }
+
+    fn passes(&self, event: &RunEvent) -> bool {
+        let base = event.event.split('|').next().unwrap_or_default();
+        match base {
+            "metadata" | "error" | "end" => true,
+            // A pause reaches streams that asked for values, or for neither values nor updates.
+            "values" => {
+                self.wants("values")
+                    || (!self.wants("updates") && event.data.contains("\"__interrupt__\""))
+            }
+            "messages" => self.wants("messages-tuple") || self.wants("messages"),
+            other => self.wants(other),
+        }
+    }
+}
+
+/// What to do when a follower's client leaves or the run ends.
+pub(crate) struct Departure {
+    api: Api,
+    run_id: Uuid,
+    /// `on_disconnect: "cancel"` / `cancel_on_disconnect`.
+    pub cancel_on_disconnect: bool,
+    /// A stateless run's temporary thread, deleted once the run has ended.
+    pub delete_thread: Option<Uuid>,
+    finished: bool,
+}
+
+impl Departure {
+    pub(crate) fn new(api: &Api, run_id: Uuid) -> Self {
+        Self {
+            api: api.clone(),
+            run_id,
+            cancel_on_disconnect: false,
+            delete_thread: None,
+            finished: false,
+        }
+    }
+
+    fn finish(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Departure {
+    fn drop(&mut self) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (api, run_id, thread) = (self.api.clone(), self.run_id, self.delete_thread);
+        let cancel = self.cancel_on_disconnect && !self.finished;
+        if !cancel && thread.is_none() {
+            return;
+        }
+        handle.spawn(async move {
+            if cancel {
+                let cancelled = api
+                    .backend()
+                    .request_cancel(None, run_id, CancelAction::Interrupt)
+                    .await;
+                if let Err(error) = cancelled {
+                    tracing::warn!(%run_id, %error, "cancelling the run of a departed client failed");
+                }
+            }
+            if let Some(thread) = thread {
+                if let Err(error) = wait_terminal(&api, run_id).await {
+                    tracing::warn!(%run_id, %error, "waiting for a stateless run failed");
+                }
+                let backend = api.backend();
+                let deleted = async {
+                    backend.checkpointer().delete_thread(&thread.to_string()).await?;
+                    backend.delete_thread(thread).await
+                }
+                .await;
+                if let Err(error) = deleted {
+                    tracing::warn!(%thread, %error, "deleting a stateless run's thread failed");
+                }
+            }
+        });
+    }
+}
+
+/// Waits until the run has ended (or is gone); returns its last row.
+pub(crate) async fn wait_terminal(api: &Api, run_id: Uuid) -> Result<Option<RunRecord>> {
+    loop {
+        let mut wake = api.backend().watch_run(run_id);
+        match api.backend().get_run(None, run_id).await? {
+            None => return Ok(None),
+            Some(run) if run.status.is_terminal() => return Ok(Some(run)),
+            Some(_) => {}
+        }
+        tokio::select! {
+            () = wake.changed() => {}
+            () = tokio::time::sleep(RECHECK) => {}
+        }
+    }
+}
+
+/// The wait/join body of an ended run: its last values (with `__interrupt__` when it
+/// paused), or `{"__error__": {...}}` when it failed.
+pub(crate) async fn run_result(
+    api: &Api,
+    run: Option<&RunRecord>,
+    thread_id: Uuid,
+) -> Result<Value> {
+    if let Some(run) = run {
+        let events = api.backend().read_events(run.run_id, 0).await?;
+        let last = events
+            .iter()
+            .rev()
+            .find(|e| e.event == "values" || e.event == "error");
+        match last {
+            Some(e) if e.event == "error" => {
+                let error: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
+                return Ok(json!({ "__error__": error }));
+            }
+            Some(e) if run.status != RunStatus::Error => {
+                return Ok(serde_json::from_str(&e.data).unwrap_or(Value::Null));
+            }
+            _ => {}
+        }
+        if run.status == RunStatus::Error {
+            return Ok(json!({"__error__": {"error": "RunError", "message": run.cancel_reason}}));
+        }
+    }
+    // The events are gone (pruned, or the run was rolled back): the thread's values.
+    let Some(thread) = api.backend().get_thread(thread_id).await? else {
+        return Ok(Value::Null);
+    };
+    let mut values = thread.values;
+    if let (Value::Object(map), Value::Object(interrupts)) = (&mut values, &thread.interrupts)
+        && !interrupts.is_empty()
+    {
+        let all: Vec<Value> = interrupts
+            .values()
+            .filter_map(Value::as_array)
+            .flatten()
+            .cloned()
+            .collect();
+        map.insert("__interrupt__".into(), Value::Array(all));
+    }
+    Ok(values)
+}
+
+fn frame(event: &RunEvent, with_id: bool) -> Bytes {
+    let mut out = String::with_capacity(event.event.len() + event.data.len() + 32);
+    out.push_str("event: ");
+    out.extend(event.event.chars().filter(|c| *c != '\r' && *c != '\n'));
+    out.push_str("\r\ndata: ");
+    out.push_str(&event.data);
+    out.push_str("\r\n");
+    if with_id {
+        out.push_str("id: ");
+        out.push_str(&event.seq.to_string());
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    Bytes::from(out)
+}
+
+struct Follow {
+    api: Api,
+    run_id: Uuid,
+    after: i64,
+    filter: StreamFilter,
+    with_ids: bool,
+    wake: Wakeup,
+    pending: VecDeque<Bytes>,
+    done: bool,
+    departure: Departure,
+}
+
+impl Follow {
+    fn queue(&mut self, events: &[RunEvent]) {
+        for event in events {
+            self.after = event.seq;
+            if self.filter.passes(event) {
+                self.pending.push_back(frame(event, self.with_ids));
+            }
+        }
+    }
+
+    /// Reads what is new; `true` once the run has ended and everything was read.
+    async fn step(&mut self) -> Result<()> {
+        let events = self
+            .api
+            .backend()
+            .read_events(self.run_id, self.after)
+            .await?;
+        if !events.is_empty() {
+            self.queue(&events);
+            return Ok(());
+        }
+        let ended = match self.api.backend().get_run(None, self.run_id).await? {
+            None => true,
+            Some(run) => run.status.is_terminal(),
+        };
+        if ended {
+            // Events are committed before the final status: one more read catches the last.
+            let events = self
+                .api
+                .backend()
+                .read_events(self.run_id, self.after)
+                .await?;
+            self.queue(&events);
+            self.done = true;
+            return Ok(());
+        }
+        tokio::select! {
+            () = self.wake.changed() => {}
+            () = tokio::time::sleep(HEARTBEAT_EVERY) => {
+                self.pending.push_back(Bytes::from_static(HEARTBEAT));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An SSE body that follows the run from `after` (0: from its first event).
+pub(crate) fn sse_body(
+    api: &Api,
+    run_id: Uuid,
+    after: i64,
+    filter: StreamFilter,
+    with_ids: bool,
+    departure: Departure,
+) -> Body {
+    let follow = Follow {
+        api: api.clone(),
+        run_id,
+        after,
+        filter,
+        with_ids,
+        wake: api.backend().watch_run(run_id),
+        pending: VecDeque::new(),
+        done: false,
+        departure,
+    };
+    let frames = stream::unfold(follow, |mut follow| async move {
+        loop {
+            if let Some(frame) = follow.pending.pop_front() {
+                return Some((Ok::<Bytes, std::convert::Infallible>(frame), follow));
+            }
+            if follow.done {
+                follow.departure.finish();
+                return None;
+            }
+            if let Err(error) = follow.step().await {
+                let data = json!({"error": "ServerError", "message": error.to_string()});
+                let event = RunEvent {
+                    seq: follow.after,
+                    event: "error".into(),
+                    data: data.to_string(),
+                };
+                follow.pending.push_back(frame(&event, false));
+                follow.done = true;
+            }
+        }
+    });
+    Body::from_stream(frames)
+}
+
+/// The SSE response with the reference server's headers.
+pub(crate) fn sse_response(
+    body: Body,
+    location: Option<String>,
+    content_location: Option<String>,
+) -> Response {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    set_locations(&mut response, location, content_location);
+    response
+}
+
+pub(crate) fn set_locations(
+    response: &mut Response,
+    location: Option<String>,
+    content_location: Option<String>,
+) {
+    let headers = response.headers_mut();
+    if let Some(v) = location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        headers.insert(header::LOCATION, v);
+    }
+    if let Some(v) = content_location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        headers.insert(header::CONTENT_LOCATION, v);
+    }
+}
+
+/// A JSON body that waits for the run to end, sending `\n` every 5 s meanwhile (leading
+/// whitespace keeps the body valid JSON).
+pub(crate) fn wait_body(api: &Api, run_id: Uuid, thread_id: Uuid, departure: Departure) -> Body {
+    struct Waiting {
+        api: Api,
+        run_id: Uuid,
+        thread_id: Uuid,
+        done: bool,
+        departure: Departure,
+    }
+    let waiting = Waiting {
+        api: api.clone(),
+        run_id,
+        thread_id,
+        done: false,
+        departure,
+    };
+    let chunks = stream::unfold(waiting, |mut w| async move {
+        if w.done {
+            return None;
+        }
+        let ended = tokio::time::timeout(HEARTBEAT_EVERY, wait_terminal(&w.api, w.run_id)).await;
+        let chunk = match ended {
+            Err(_) => Bytes::from_static(b"\n"),
+            Ok(outcome) => {
+                w.done = true;
+                w.departure.finish();
+                let body = match outcome {
+                    Ok(run) => run_result(&w.api, run.as_ref(), w.thread_id)
+                        .await
+                        .unwrap_or_else(|e| json!({"__error__": {"error": "ServerError", "message": e.to_string()}})),
+                    Err(e) => json!({"__error__": {"error": "ServerError", "message": e.to_string()}}),
+                };
+                Bytes::from(body.to_string())
+            }
+        };
+        Some((Ok::<Bytes, std::convert::Infallible>(chunk), w))
+    });
+    Body::from_stream(chunks)
+}
+
+/// A JSON response whose body comes from [`wait_body`].
+pub(crate) fn wait_response(
+    body: Body,
+    location: Option<String>,
+    content_location: Option<String>,
+) -> Response {
+    let mut response = Response::new(body);
+    *response.status_mut() = StatusCode::OK;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    set_locations(&mut response, location, content_location);
+    response
+}

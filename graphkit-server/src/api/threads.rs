@@ -1,0 +1,429 @@
+//! `/threads`: create, get, patch, delete, search, count, state (get, at a checkpoint,
+//! update), history and copy.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::{get, post};
+use graphkit::checkpoint::ListOptions;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{
+    Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
+    uuid_param,
+};
+use crate::backend::{IfExists, NewThread, ThreadQuery, ThreadRecord, ThreadStatus};
+use crate::error::{Result, ServerError};
+use crate::graph::SharedGraph;
+use crate::ids::new_id;
+
+pub(super) fn routes() -> Router<Api> {
+    Router::new()
+        .route("/threads", post(create))
+        .route("/threads/search", post(search))
+        .route("/threads/count", post(count))
+        .route("/threads/{id}", get(get_one).patch(patch).delete(delete))
+        .route("/threads/{id}/state", get(state).post(update_state))
+        .route("/threads/{id}/state/checkpoint", post(state_at_body))
+        .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
+        .route("/threads/{id}/history", post(history).get(history_get))
+        .route("/threads/{id}/copy", post(copy))
+}
+
+fn object_field(body: &Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m.clone())),
+        Some(_) => Err(ServerError::Validation(format!(
+            "`{key}` must be an object"
+        ))),
+    }
+}
+
+pub(super) async fn thread_or_404(api: &Api, id: Uuid) -> Result<ThreadRecord> {
+    api.backend()
+        .get_thread(id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("Thread {id} not found")))
+}
+
+/// The graph a thread runs (from its metadata), if a run or a create named one.
+fn graph_of(api: &Api, thread: &ThreadRecord) -> Result<Option<SharedGraph>> {
+    match thread.metadata.get("graph_id").and_then(Value::as_str) {
+        None => Ok(None),
+        Some(graph_id) => Ok(Some(api.shared.graph(graph_id)?.clone())),
+    }
+}
+
+async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let thread_id = match body.get("thread_id") {
+        None | Some(Value::Null) => new_id(),
+        Some(Value::String(s)) => uuid_param("thread", s)?,
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "Invalid thread ID: must be a UUID".into(),
+            ));
+        }
+    };
+    let if_exists = match body.get("if_exists").and_then(Value::as_str) {
+        None | Some("raise") => IfExists::Raise,
+        Some("do_nothing") => IfExists::DoNothing,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "if_exists must be \"raise\" or \"do_nothing\", not {other:?}"
+            )));
+        }
+    };
+    let metadata = object_field(&body, "metadata")?.unwrap_or_default();
+    let thread = api
+        .backend()
+        .create_thread(NewThread {
+            thread_id,
+            metadata,
+            if_exists,
+        })
+        .await?;
+    // `supersteps`: updates applied in order, as if nodes had written them.
+    if let Some(Value::Array(steps)) = body.get("supersteps") {
+        let graph = graph_of(&api, &thread)?.ok_or_else(|| {
+            ServerError::BadRequest(
+                "supersteps need a graph: put `graph_id` in the thread's metadata".into(),
+            )
+        })?;
+        for step in steps {
+            let updates = step
+                .get("updates")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for update in updates {
+                let values = update.get("values").cloned().unwrap_or(Value::Null);
+                let as_node = update.get("as_node").and_then(Value::as_str);
+                graph
+                    .update_state(&thread_id.to_string(), values, as_node, None)
+                    .await?;
+            }
+        }
+        let outcome = graph.outcome(&thread_id.to_string()).await?;
+        api.backend()
+            .set_thread_outcome(thread_id, &outcome)
+            .await?;
+        return Ok(json_response(
+            StatusCode::OK,
+            &thread_or_404(&api, thread_id).await?,
+        ));
+    }
+    Ok(json_response(StatusCode::OK, &thread))
+}
+
+async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    Ok(json_response(
+        StatusCode::OK,
+        &thread_or_404(&api, id).await?,
+    ))
+}
+
+async fn patch(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    let body: Map<String, Value> = parse_body(&body)?;
+    let metadata = object_field(&body, "metadata")?.unwrap_or_default();
+    let thread = api
+        .backend()
+        .patch_thread(id, &metadata)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("Thread {id} not found")))?;
+    let minimal = headers
+        .get("prefer")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("return=minimal"));
+    Ok(if minimal {
+        no_content()
+    } else {
+        json_response(StatusCode::OK, &thread)
+    })
+}
+
+async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    if !api.backend().delete_thread(id).await? {
+        return Err(ServerError::NotFound(format!("Thread {id} not found")));
+    }
+    api.backend()
+        .checkpointer()
+        .delete_thread(&id.to_string())
+        .await?;
+    Ok(no_content())
+}
+
+fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
+    let ids = match body.get("ids") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(ids)) => Some(
+            ids.iter()
+                .map(|v| uuid_param("thread", v.as_str().unwrap_or_default()))
+                .collect::<Result<Vec<Uuid>>>()?,
+        ),
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "`ids` must be a list of thread ids".into(),
+            ));
+        }
+    };
+    let status = match body.get("status") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(ThreadStatus::parse(s).ok_or_else(|| {
+            ServerError::Validation(format!(
+                "status must be idle, busy, interrupted or error, not {s:?}"
+            ))
+        })?),
+        Some(_) => return Err(ServerError::Validation("`status` must be a string".into())),
+    };
+    Ok(ThreadQuery {
+        metadata: object_field(body, "metadata")?,
+        values: object_field(body, "values")?,
+        ids,
+        status,
+        limit: paged.then(|| limit_of(body.get("limit"), 10)),
+        offset: if paged {
+            offset_of(body.get("offset"))
+        } else {
+            0
+        },
+        sort_by: body
+            .get("sort_by")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        ascending: body.get("sort_order").and_then(Value::as_str) == Some("asc"),
+    })
+}
+
+async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let found = api
+        .backend()
+        .search_threads(&thread_query(&body, true)?)
+        .await?;
+    Ok(json_response(StatusCode::OK, &found))
+}
+
+async fn count(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let n = api
+        .backend()
+        .count_threads(&thread_query(&body, false)?)
+        .await?;
+    Ok(json_response(StatusCode::OK, &n))
+}
+
+/// The state of a thread that has no checkpoint (nothing ran on it yet).
+fn empty_state(thread_id: Uuid) -> Value {
+    json!({
+        "values": {},
+        "next": [],
+        "tasks": [],
+        "metadata": {},
+        "created_at": null,
+        "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": null, "checkpoint_map": null},
+        "parent_checkpoint": null,
+        "interrupts": [],
+        "checkpoint_id": null,
+        "parent_checkpoint_id": null,
+    })
+}
+
+async fn state_value(api: &Api, id: &str, checkpoint_id: Option<&str>) -> Result<Response> {
+    let id = uuid_param("thread", id)?;
+    let thread = thread_or_404(api, id).await?;
+    let Some(graph) = graph_of(api, &thread)? else {
+        return match checkpoint_id {
+            None => Ok(json_response(StatusCode::OK, &empty_state(id))),
+            Some(c) => Err(ServerError::NotFound(format!(
+                "Checkpoint {c} of thread {id} not found"
+            ))),
+        };
+    };
+    match graph.state(&id.to_string(), checkpoint_id).await? {
+        Some(state) => Ok(json_response(StatusCode::OK, &state)),
+        None => match checkpoint_id {
+            None => Ok(json_response(StatusCode::OK, &empty_state(id))),
+            Some(c) => Err(ServerError::NotFound(format!(
+                "Checkpoint {c} of thread {id} not found"
+            ))),
+        },
+    }
+}
+
+async fn state(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+    state_value(&api, &id, None).await
+}
+
+async fn state_at(
+    State(api): State<Api>,
+    Path((id, checkpoint_id)): Path<(String, String)>,
+) -> Result<Response> {
+    state_value(&api, &id, Some(&checkpoint_id)).await
+}
+
+/// `checkpoint_id` from a `{checkpoint_id}` object or a plain string.
+fn checkpoint_id_of(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o
+            .get("checkpoint_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        _ => None,
+    }
+}
+
+async fn state_at_body(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let checkpoint = checkpoint_id_of(body.get("checkpoint"));
+    state_value(&api, &id, checkpoint.as_deref()).await
+}
+
+async fn update_state(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    let body: Map<String, Value> = parse_body(&body)?;
+    let thread = thread_or_404(&api, id).await?;
+    if thread.status == ThreadStatus::Busy {
+        return Err(ServerError::Conflict(format!(
+            "Thread {id} is busy with a run; update its state when the run ends"
+        )));
+    }
+    let graph = match graph_of(&api, &thread)? {
+        Some(graph) => graph,
+        None => {
+            // A thread nothing ran on: a graph may be named in the metadata, or the only one served.
+            if api.shared.graphs.len() != 1 {
+                return Err(ServerError::BadRequest(format!(
+                    "Thread {id} has no graph yet: run it once, or create it with metadata {{\"graph_id\": ...}}"
+                )));
+            }
+            let (graph_id, graph) = api
+                .shared
+                .graphs
+                .iter()
+                .next()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .ok_or_else(|| ServerError::BadRequest("no graph is served".into()))?;
+            let mut meta = Map::new();
+            meta.insert("graph_id".into(), Value::String(graph_id));
+            api.backend().patch_thread(id, &meta).await?;
+            graph
+        }
+    };
+    let values = body.get("values").cloned().unwrap_or(Value::Null);
+    let as_node = body.get("as_node").and_then(Value::as_str);
+    let checkpoint = body
+        .get("checkpoint_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| checkpoint_id_of(body.get("checkpoint")));
+    let written = graph
+        .update_state(&id.to_string(), values, as_node, checkpoint.as_deref())
+        .await?;
+    let outcome = graph.outcome(&id.to_string()).await?;
+    api.backend().set_thread_outcome(id, &outcome).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"checkpoint": {"thread_id": id, "checkpoint_ns": "", "checkpoint_id": written, "checkpoint_map": null}}),
+    ))
+}
+
+async fn history_of(api: &Api, id: &str, options: ListOptions) -> Result<Response> {
+    let id = uuid_param("thread", id)?;
+    let thread = thread_or_404(api, id).await?;
+    let Some(graph) = graph_of(api, &thread)? else {
+        return Ok(json_response(StatusCode::OK, &Vec::<Value>::new()));
+    };
+    let history = graph.history(&id.to_string(), &options).await?;
+    Ok(json_response(StatusCode::OK, &history))
+}
+
+async fn history(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let options = ListOptions {
+        before: checkpoint_id_of(body.get("before")),
+        limit: Some(limit_of(body.get("limit"), 10)),
+        metadata: object_field(&body, "metadata")?,
+    };
+    history_of(&api, &id, options).await
+}
+
+async fn history_get(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    let pairs = query_pairs(query.as_deref());
+    let limit = match query_value(&pairs, "limit") {
+        None => 10,
+        Some(l) => l
+            .parse::<usize>()
+            .map_err(|_| ServerError::Validation(format!("limit must be a number, not {l:?}")))?,
+    };
+    let options = ListOptions {
+        before: query_value(&pairs, "before").map(str::to_owned),
+        limit: Some(limit.min(10_000)),
+        metadata: None,
+    };
+    history_of(&api, &id, options).await
+}
+
+async fn copy(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    let thread = thread_or_404(&api, id).await?;
+    let new = new_id();
+    api.backend()
+        .create_thread(NewThread {
+            thread_id: new,
+            metadata: thread.metadata.clone(),
+            if_exists: IfExists::Raise,
+        })
+        .await?;
+    let saver = api.backend().checkpointer();
+    let (from, to) = (id.to_string(), new.to_string());
+    let mut records = saver.list(&from, "", &ListOptions::default()).await?;
+    records.reverse(); // oldest first, so parents exist before their children
+    for record in records {
+        let Some(tuple) = saver.get(&from, "", Some(&record.checkpoint_id)).await? else {
+            continue;
+        };
+        let mut copied = tuple.record;
+        copied.thread_id.clone_from(&to);
+        let checkpoint_id = copied.checkpoint_id.clone();
+        saver.put(copied).await?;
+        if !tuple.pending_writes.is_empty() {
+            saver
+                .put_writes(&to, "", &checkpoint_id, tuple.pending_writes)
+                .await?;
+        }
+    }
+    if let Some(graph) = graph_of(&api, &thread)? {
+        let outcome = graph.outcome(&to).await?;
+        api.backend().set_thread_outcome(new, &outcome).await?;
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &thread_or_404(&api, new).await?,
+    ))
+}

@@ -1,0 +1,708 @@
+//! Workers: claim runs from the backend's queue, run their graph, append the stream events,
+//! heartbeat the lease, obey cancels, and end the run with its thread's outcome. A sweeper
+//! returns runs of dead workers to the queue.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use graphkit::checkpoint::ListOptions;
+use graphkit::{Durability, RunConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, sleep, sleep_until};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::backend::{
+    Backend, CancelAction, Lease, RunEnd, RunRecord, ThreadOutcome, ThreadStatus,
+};
+use crate::convert::stream_message_to_langchain;
+use crate::error::{Result, ServerError};
+use crate::graph::{
+    CommandSpec, EventKind, GraphEvent, GraphEvents, RunRequest, SharedGraph, dynamic, graph_modes,
+    interrupt_json,
+};
+use crate::time::Timestamp;
+
+/// How workers hold runs and how often they look around.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    /// How long a claim holds without a heartbeat.
+    pub lease: Duration,
+    /// Heartbeat period (a third of the lease by default).
+    pub heartbeat: Duration,
+    /// How often a worker sweeps expired leases.
+    pub sweep_every: Duration,
+    /// How often an idle worker looks at the queue without a wake-up.
+    pub poll: Duration,
+    /// Claims per run before a swept run fails for good.
+    pub max_attempts: u32,
+    /// How long the events of ended runs are kept (for replays).
+    pub event_ttl: Duration,
+    /// How long a cancelled graph may take to stop before it is dropped.
+    pub stop_grace: Duration,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(10),
+            sweep_every: Duration::from_secs(15),
+            poll: Duration::from_secs(1),
+            max_attempts: 3,
+            event_ttl: Duration::from_secs(600),
+            stop_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The creation request as stored in a run's `kwargs`: what the worker needs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct RunKwargs {
+    pub graph_id: String,
+    #[serde(default)]
+    pub input: Option<Value>,
+    #[serde(default)]
+    pub command: Option<CommandSpec>,
+    #[serde(default)]
+    pub stream_mode: Vec<String>,
+    #[serde(default)]
+    pub stream_subgraphs: bool,
+    #[serde(default)]
+    pub stream_resumable: bool,
+    #[serde(default)]
+    pub interrupt_before: Option<Value>,
+    #[serde(default)]
+    pub interrupt_after: Option<Value>,
+    #[serde(default)]
+    pub config: Value,
+    #[serde(default)]
+    pub context: Value,
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+    #[serde(default)]
+    pub durability: Option<String>,
+    /// A stateless run's temporary thread, deleted by the worker when the run ends.
+    #[serde(default)]
+    pub delete_thread_when_done: bool,
+}
+
+impl RunKwargs {
+    pub(crate) fn request(&self) -> RunRequest {
+        RunRequest {
+            input: self.input.clone(),
+            command: self.command.clone(),
+        }
+    }
+}
+
+/// What the workers and the API share.
+pub(crate) struct Shared {
+    pub backend: Arc<dyn Backend>,
+    pub graphs: HashMap<String, SharedGraph>,
+    pub settings: WorkerSettings,
+}
+
+impl Shared {
+    pub(crate) fn graph(&self, graph_id: &str) -> Result<&SharedGraph> {
+        self.graphs.get(graph_id).ok_or_else(|| {
+            ServerError::NotFound(format!(
+                "graph `{graph_id}` is not served here (served: {})",
+                self.graph_ids().join(", ")
+            ))
+        })
+    }
+
+    pub(crate) fn graph_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.graphs.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+}
+
+/// A new worker id: the process id and a random part (`{pid}-{uuid}`), stored in the runs
+/// a worker holds.
+pub(crate) fn new_worker_id() -> String {
+    format!("{}-{}", std::process::id(), Uuid::now_v7().simple())
+}
+
+/// Runs `count` concurrent runs at a time until `shutdown`, plus the sweeper.
+pub(crate) async fn run_workers(
+    shared: Arc<Shared>,
+    worker_id: String,
+    count: usize,
+    shutdown: CancellationToken,
+) {
+    tracing::info!(%worker_id, count, "workers started");
+    let sweeper = tokio::spawn(sweep(Arc::clone(&shared), shutdown.clone()));
+    let slots = Arc::new(Semaphore::new(count.max(1)));
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        let permit = tokio::select! {
+            () = shutdown.cancelled() => break,
+            permit = Arc::clone(&slots).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let mut wakeup = shared.backend.watch_queue();
+        match shared
+            .backend
+            .claim_run(&worker_id, shared.settings.lease)
+            .await
+        {
+            Ok(Some(run)) => {
+                let (shared, worker_id, stop) =
+                    (Arc::clone(&shared), worker_id.clone(), shutdown.clone());
+                running.spawn(async move {
+                    execute(&shared, run, &worker_id, &stop).await;
+                    drop(permit);
+                });
+            }
+            Ok(None) => {
+                drop(permit);
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = wakeup.changed() => {}
+                    () = sleep(shared.settings.poll) => {}
+                }
+            }
+            Err(error) => {
+                drop(permit);
+                tracing::warn!(%error, "claiming a run failed; retrying");
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = sleep(shared.settings.poll) => {}
+                }
+            }
+        }
+        while running.try_join_next().is_some() {}
+    }
+    // Graceful stop: the runs in progress put themselves back in the queue.
+    while running.join_next().await.is_some() {}
+    sweeper.abort();
+}
+
+async fn sweep(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let mut last_prune = Instant::now();
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = sleep(shared.settings.sweep_every) => {}
+        }
+        match shared
+            .backend
+            .sweep_expired(shared.settings.max_attempts)
+            .await
+        {
+            Ok(swept) if !swept.is_empty() => {
+                tracing::warn!(runs = ?swept, "returned runs of a dead worker to the queue");
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "sweeping expired leases failed"),
+        }
+        if last_prune.elapsed() >= Duration::from_secs(60) {
+            last_prune = Instant::now();
+            if let Err(error) = shared.backend.prune_events(shared.settings.event_ttl).await {
+                tracing::warn!(%error, "pruning old run events failed");
+            }
+        }
+    }
+}
+
+/// How a run's graph stopped.
+enum Stop {
+    Finished,
+    Paused(Vec<graphkit::Interrupt>),
+    Failed(graphkit::Error),
+    Cancelled(CancelAction),
+    Lost,
+    Shutdown,
+}
+
+/// The name of an error's variant, for the `error` event's `error` field.
+fn error_name(error: &graphkit::Error) -> String {
+    let debug = format!("{error:?}");
+    debug
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("Error")
+        .to_owned()
+}
+
+/// The node list of `interrupt_before`/`after`: `"*"` is every node.
+fn node_list(value: &Option<Value>, nodes: &[String]) -> Result<Vec<String>> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(all)) if all == "*" => Ok(nodes.to_vec()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str().map(str::to_owned).ok_or_else(|| {
+                    ServerError::Validation("interrupt_before/after lists node names".into())
+                })
+            })
+            .collect(),
+        Some(_) => Err(ServerError::Validation(
+            "interrupt_before/after is \"*\" or a list of node names".into(),
+        )),
+    }
+}
+
+fn run_config(run: &RunRecord, kwargs: &RunKwargs, nodes: &[String]) -> Result<RunConfig> {
+    let thread = run.thread_id.to_string();
+    let mut config = RunConfig::new()
+        .thread_id(thread.clone())
+        .subgraphs(kwargs.stream_subgraphs)
+        .with_checkpoint_metadata("run_id", run.run_id.to_string())
+        .with_checkpoint_metadata("thread_id", thread)
+        .with_checkpoint_metadata("graph_id", kwargs.graph_id.clone())
+        .with_checkpoint_metadata("assistant_id", run.assistant_id.to_string())
+        .with_checkpoint_metadata("run_attempt", run.attempt);
+    for (key, value) in &run.metadata {
+        if !matches!(
+            key.as_str(),
+            "run_id" | "thread_id" | "source" | "step" | "writes"
+        ) {
+            config = config.with_checkpoint_metadata(key.clone(), value.clone());
+        }
+    }
+    if let Some(limit) = kwargs.config.get("recursion_limit").and_then(Value::as_u64) {
+        config = config.recursion_limit(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    if let Some(Value::Object(configurable)) = kwargs.config.get("configurable") {
+        for (key, value) in configurable {
+            config = config.with_value(key.clone(), value.clone());
+        }
+    }
+    if let Value::Object(context) = &kwargs.context {
+        for (key, value) in context {
+            config = config.with_value(key.clone(), value.clone());
+        }
+    }
+    config = config
+        .interrupt_before(node_list(&kwargs.interrupt_before, nodes)?)
+        .interrupt_after(node_list(&kwargs.interrupt_after, nodes)?);
+    // A retried attempt continues from the thread's checkpoints, not from the fork point.
+    if let Some(checkpoint) = &kwargs.checkpoint_id
+        && run.attempt <= 1
+    {
+        config = config.checkpoint_id(checkpoint.clone());
+    }
+    config = config.durability(match kwargs.durability.as_deref() {
+        Some("async") => Durability::Async,
+        Some("exit") => Durability::Exit,
+        _ => Durability::Sync,
+    });
+    Ok(config)
+}
+
+/// Turns graph events into stored SSE events (name, one-line JSON).
+pub(crate) struct Translator {
+    run_id: String,
+    thread_id: String,
+    modes: Vec<String>,
+    last_values: Value,
+}
+
+impl Translator {
+    pub(crate) fn new(run: &RunRecord, modes: &[String]) -> Self {
+        Self {
+            run_id: run.run_id.to_string(),
+            thread_id: run.thread_id.to_string(),
+            modes: modes.to_vec(),
+            last_values: Value::Null,
+        }
+    }
+
+    fn wants(&self, mode: &str) -> bool {
+        self.modes.iter().any(|m| m == mode)
+    }
+
+    fn push(out: &mut Vec<(String, String)>, name: &str, namespace: &[String], data: &Value) {
+        let mut event = String::from(name);
+        for ns in namespace {
+            event.push('|');
+            event.push_str(ns);
+        }
+        out.push((event, data.to_string()));
+    }
+
+    pub(crate) fn translate(&mut self, event: GraphEvent, out: &mut Vec<(String, String)>) {
+        let ns = &event.namespace;
+        match event.kind {
+            EventKind::Values(values) => {
+                Self::push(out, "values", ns, &values);
+                if ns.is_empty() {
+                    self.last_values = values;
+                }
+            }
+            EventKind::Updates { node, update } => {
+                if self.wants("updates") {
+                    Self::push(out, "updates", ns, &json!({ node: update }));
+                }
+            }
+            EventKind::Messages { node, payload } => {
+                if self.wants("messages-tuple") || self.wants("messages") {
+                    let metadata = json!({
+                        "langgraph_node": node,
+                        "langgraph_checkpoint_ns": ns.join("|"),
+                        "thread_id": self.thread_id,
+                        "run_id": self.run_id,
+                    });
+                    let data = json!([stream_message_to_langchain(payload), metadata]);
+                    Self::push(out, "messages", ns, &data);
+                }
+            }
+            EventKind::Custom(payload) => {
+                if self.wants("custom") {
+                    Self::push(out, "custom", ns, &payload);
+                }
+            }
+            EventKind::Task(task) => {
+                use graphkit::TaskEventKind as K;
+                let id = Uuid::new_v5(
+                    &Uuid::NAMESPACE_OID,
+                    format!("{}:{}:{}:{}", self.run_id, task.step, task.index, task.node)
+                        .as_bytes(),
+                )
+                .to_string();
+                let (kind, payload) = match &task.kind {
+                    K::Start => (
+                        "task",
+                        json!({"id": id, "name": task.node, "input": null, "triggers": [format!("branch:to:{}", task.node)], "interrupts": []}),
+                    ),
+                    K::End { .. } => (
+                        "task_result",
+                        json!({"id": id, "name": task.node, "error": null, "result": [], "interrupts": []}),
+                    ),
+                    K::Error { error, .. } => (
+                        "task_result",
+                        json!({"id": id, "name": task.node, "error": error, "result": [], "interrupts": []}),
+                    ),
+                    _ => return,
+                };
+                if self.wants("tasks") {
+                    Self::push(out, "tasks", ns, &payload);
+                }
+                if self.wants("debug") {
+                    let wrapped = json!({"type": kind, "step": task.step, "timestamp": Timestamp::now(), "payload": payload});
+                    Self::push(out, "debug", ns, &wrapped);
+                }
+            }
+            EventKind::Checkpoint(checkpoint) => {
+                let config = |id: &str| json!({"configurable": {"thread_id": checkpoint.thread_id, "checkpoint_ns": ns.join("|"), "checkpoint_id": id}});
+                let payload = json!({
+                    "config": config(&checkpoint.checkpoint_id),
+                    "parent_config": null,
+                    "values": self.last_values,
+                    "metadata": {"step": checkpoint.step, "run_id": self.run_id},
+                    "next": checkpoint.next,
+                    "tasks": checkpoint.next.iter().map(|n| json!({"name": n, "interrupts": [], "state": null})).collect::<Vec<_>>(),
+                });
+                if self.wants("checkpoints") {
+                    Self::push(out, "checkpoints", ns, &payload);
+                }
+                if self.wants("debug") {
+                    let wrapped = json!({"type": "checkpoint", "step": checkpoint.step, "timestamp": Timestamp::now(), "payload": payload});
+                    Self::push(out, "debug", ns, &wrapped);
+                }
+            }
+        }
+    }
+
+    /// The events of a pause: `updates` with `__interrupt__` (if asked for), and the last
+    /// values with `__interrupt__` merged in (the wait body; sent to streams that asked for
+    /// values or for neither mode).
+    pub(crate) fn paused(
+        &self,
+        interrupts: &[graphkit::Interrupt],
+        out: &mut Vec<(String, String)>,
+    ) {
+        let list: Vec<Value> = dynamic(interrupts).map(interrupt_json).collect();
+        if self.wants("updates") {
+            Self::push(out, "updates", &[], &json!({"__interrupt__": list}));
+        }
+        let mut values = match &self.last_values {
+            Value::Object(v) => v.clone(),
+            _ => Map::new(),
+        };
+        values.insert("__interrupt__".into(), Value::Array(list));
+        Self::push(out, "values", &[], &Value::Object(values));
+    }
+}
+
+/// Collects the events that are ready now (at least one, waiting for the first).
+async fn next_batch(
+    events: &mut GraphEvents,
+) -> (Vec<GraphEvent>, Option<Option<graphkit::Error>>) {
+    let mut batch = Vec::new();
+    let mut end = None;
+    match events.next().await {
+        Some(Ok(event)) => batch.push(event),
+        Some(Err(error)) => return (batch, Some(Some(error))),
+        None => return (batch, Some(None)),
+    }
+    while batch.len() < 256 {
+        match events.next().now_or_never() {
+            Some(Some(Ok(event))) => batch.push(event),
+            Some(Some(Err(error))) => {
+                end = Some(Some(error));
+                break;
+            }
+            Some(None) => {
+                end = Some(None);
+                break;
+            }
+            None => break,
+        }
+    }
+    (batch, end)
+}
+
+/// Runs one claimed run to its end.
+async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &CancellationToken) {
+    let run_id = run.run_id;
+    if let Err(error) = try_execute(shared, &run, worker_id, shutdown).await {
+        tracing::error!(%run_id, %error, "run failed outside its graph");
+        let data = json!({"error": "ServerError", "message": error.to_string()}).to_string();
+        let _ = shared
+            .backend
+            .append_events(run_id, &[("error".to_owned(), data)])
+            .await;
+        let outcome = ThreadOutcome {
+            status: ThreadStatus::Error,
+            values: Value::Null,
+            interrupts: json!({}),
+            error: json!({"error": "ServerError", "message": error.to_string()}),
+        };
+        let _ = shared
+            .backend
+            .finish_run(
+                run_id,
+                worker_id,
+                RunEnd::Error(error.to_string()),
+                Some(&outcome),
+            )
+            .await;
+    }
+}
+
+async fn try_execute(
+    shared: &Shared,
+    run: &RunRecord,
+    worker_id: &str,
+    shutdown: &CancellationToken,
+) -> Result<()> {
+    let backend = &shared.backend;
+    let run_id = run.run_id;
+    let thread = run.thread_id.to_string();
+    let kwargs: RunKwargs = serde_json::from_value(run.kwargs.clone())
+        .map_err(|e| ServerError::backend("read the run's request", e))?;
+    let graph = Arc::clone(shared.graph(&kwargs.graph_id)?);
+    let metadata = json!({"run_id": run_id, "attempt": run.attempt}).to_string();
+    backend
+        .append_events(run_id, &[("metadata".to_owned(), metadata)])
+        .await?;
+
+    let token = CancellationToken::new();
+    let config = run_config(run, &kwargs, &graph.node_names())?.cancellation(token.clone());
+    // A retried attempt whose run already saved checkpoints continues from them.
+    let request = if run.attempt > 1 && has_checkpoints(shared, &thread, run_id).await? {
+        RunRequest::default()
+    } else {
+        kwargs.request()
+    };
+    let mut translator = Translator::new(run, &kwargs.stream_mode);
+    let mut watch = backend.watch_run(run_id);
+    let started = graph
+        .start(&request, config, graph_modes(&kwargs.stream_mode))
+        .await;
+    let mut events = match started {
+        Ok(events) => events,
+        Err(error) => {
+            return fail(
+                shared,
+                run,
+                worker_id,
+                &thread,
+                &graph,
+                &error.to_string(),
+                "InvalidInput",
+            )
+            .await;
+        }
+    };
+
+    let mut next_beat = Instant::now() + shared.settings.heartbeat;
+    let mut check_at: Option<Instant> = None;
+    let mut last_check = Instant::now();
+    let min_gap = Duration::from_millis(100);
+    let stop = loop {
+        let check_deadline = check_at.unwrap_or(next_beat).min(next_beat);
+        tokio::select! {
+            (batch, end) = next_batch(&mut events) => {
+                let mut out = Vec::with_capacity(batch.len());
+                for event in batch {
+                    translator.translate(event, &mut out);
+                }
+                if !out.is_empty() {
+                    backend.append_events(run_id, &out).await?;
+                }
+                match end {
+                    None => {}
+                    Some(None) => break Stop::Finished,
+                    Some(Some(graphkit::Error::Interrupted { interrupts, .. })) => break Stop::Paused(interrupts),
+                    Some(Some(error)) => break Stop::Failed(error),
+                }
+            }
+            () = watch.changed() => {
+                // Our own events wake us too: look at the run at most every `min_gap`.
+                check_at.get_or_insert(last_check + min_gap);
+            }
+            () = sleep_until(check_deadline) => {
+                check_at = None;
+                last_check = Instant::now();
+                next_beat = last_check + shared.settings.heartbeat;
+                match backend.heartbeat(run_id, worker_id, shared.settings.lease).await? {
+                    Lease::Lost => break Stop::Lost,
+                    Lease::Held { cancel: Some(action) } => break Stop::Cancelled(action),
+                    Lease::Held { cancel: None } => {}
+                }
+            }
+            () = shutdown.cancelled() => break Stop::Shutdown,
+        }
+    };
+
+    if matches!(stop, Stop::Cancelled(_) | Stop::Lost | Stop::Shutdown) {
+        // Stop the graph through its token and let it release the thread cleanly.
+        token.cancel();
+        let drain = async { while events.next().await.is_some() {} };
+        if tokio::time::timeout(shared.settings.stop_grace, drain)
+            .await
+            .is_err()
+        {
+            tracing::warn!(%run_id, "the graph did not stop within the grace period; dropped");
+        }
+    }
+    drop(events);
+
+    match stop {
+        Stop::Finished => {
+            let outcome = graph.outcome(&thread).await?;
+            backend
+                .finish_run(run_id, worker_id, RunEnd::Success, Some(&outcome))
+                .await?;
+        }
+        Stop::Paused(interrupts) => {
+            let mut out = Vec::new();
+            translator.paused(&interrupts, &mut out);
+            backend.append_events(run_id, &out).await?;
+            let outcome = graph.outcome(&thread).await?;
+            backend
+                .finish_run(run_id, worker_id, RunEnd::Success, Some(&outcome))
+                .await?;
+        }
+        Stop::Failed(error) => {
+            let name = error_name(&error);
+            return fail(
+                shared,
+                run,
+                worker_id,
+                &thread,
+                &graph,
+                &error.to_string(),
+                &name,
+            )
+            .await;
+        }
+        Stop::Cancelled(CancelAction::Interrupt) => {
+            let outcome = graph.outcome(&thread).await?;
+            backend
+                .finish_run(
+                    run_id,
+                    worker_id,
+                    RunEnd::Interrupted("cancelled on request".into()),
+                    Some(&outcome),
+                )
+                .await?;
+        }
+        Stop::Cancelled(CancelAction::Rollback) => {
+            backend
+                .checkpointer()
+                .delete_run(&thread, &run_id.to_string())
+                .await?;
+            let outcome = graph.outcome(&thread).await?;
+            backend
+                .finish_run(run_id, worker_id, RunEnd::RolledBack, Some(&outcome))
+                .await?;
+        }
+        Stop::Lost => {
+            tracing::warn!(%run_id, "lost the run's lease (swept or deleted); stopped it");
+            return Ok(());
+        }
+        Stop::Shutdown => {
+            backend.release_run(run_id, worker_id).await?;
+            return Ok(());
+        }
+    }
+    if kwargs.delete_thread_when_done {
+        backend.checkpointer().delete_thread(&thread).await?;
+        backend.delete_thread(run.thread_id).await?;
+    }
+    Ok(())
+}
+
+async fn has_checkpoints(shared: &Shared, thread: &str, run_id: Uuid) -> Result<bool> {
+    let mut filter = Map::new();
+    filter.insert("run_id".into(), Value::String(run_id.to_string()));
+    let options = ListOptions {
+        limit: Some(1),
+        metadata: Some(filter),
+        ..ListOptions::default()
+    };
+    Ok(!shared
+        .backend
+        .checkpointer()
+        .list(thread, "", &options)
+        .await?
+        .is_empty())
+}
+
+async fn fail(
+    shared: &Shared,
+    run: &RunRecord,
+    worker_id: &str,
+    thread: &str,
+    graph: &SharedGraph,
+    message: &str,
+    name: &str,
+) -> Result<()> {
+    let error = json!({"error": name, "message": message});
+    shared
+        .backend
+        .append_events(run.run_id, &[("error".to_owned(), error.to_string())])
+        .await?;
+    let mut outcome = graph.outcome(thread).await.unwrap_or(ThreadOutcome {
+        status: ThreadStatus::Error,
+        values: Value::Null,
+        interrupts: json!({}),
+        error: Value::Null,
+    });
+    outcome.status = ThreadStatus::Error;
+    outcome.error = error;
+    shared
+        .backend
+        .finish_run(
+            run.run_id,
+            worker_id,
+            RunEnd::Error(message.to_owned()),
+            Some(&outcome),
+        )
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,680 @@
+//! Runs over real HTTP: streaming and its framing, wait, interrupts and resume, background
+//! runs, cancel, multitask strategies, replay with Last-Event-ID, stream modes.
+
+mod common;
+
+use common::{Event, SseReader, TestServer, expect_json, user_input};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+async fn stream(
+    s: &TestServer,
+    path: &str,
+    body: Value,
+) -> (reqwest::header::HeaderMap, SseReader) {
+    let response = s.post(path, body).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    (headers, SseReader::new(response))
+}
+
+/// Starts a background run that sleeps `seconds` and waits (through the run's stream)
+/// until a worker holds it.
+async fn sleeping_run(s: &TestServer, thread: &str, seconds: f64) -> (String, SseReader) {
+    let (_, mut reader) = stream(
+        s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("slow", json!({"sleep": seconds}))}),
+    )
+    .await;
+    let first = reader.next().await.expect("metadata");
+    assert_eq!(first.event, "metadata");
+    let run_id = first.data["run_id"].as_str().expect("run id").to_owned();
+    (run_id, reader)
+}
+
+#[tokio::test]
+async fn a_streamed_run_sends_metadata_first_then_updates_and_values() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (headers, reader) = stream(
+        &s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("hi", json!({})), "stream_mode": ["values", "updates"]}),
+    )
+    .await;
+    assert_eq!(headers["content-type"], "text/event-stream; charset=utf-8");
+    assert_eq!(headers["cache-control"], "no-store");
+    let content_location = headers["content-location"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let location = headers["location"].to_str().expect("ascii").to_owned();
+    assert!(content_location.starts_with(&format!("/threads/{thread}/runs/")));
+    assert_eq!(location, format!("{content_location}/stream"));
+    let events = reader.collect().await;
+    assert_eq!(events[0].event, "metadata");
+    assert_eq!(events[0].data["attempt"], 1);
+    let run_id = events[0].data["run_id"].as_str().expect("id");
+    assert!(content_location.ends_with(run_id));
+    // No ids unless the run is resumable.
+    assert!(events.iter().all(|e| e.id.is_none()));
+    let update = events
+        .iter()
+        .find(|e| e.event == "updates")
+        .expect("an updates event");
+    assert_eq!(
+        update.data,
+        json!({"respond": {"messages": [{"role": "assistant", "content": "echo: hi"}]}})
+    );
+    let last = events
+        .iter()
+        .rev()
+        .find(|e| e.event == "values")
+        .expect("values");
+    assert_eq!(
+        last.data["messages"],
+        json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "echo: hi"}])
+    );
+    assert_eq!(events.last().map(|e| e.event.as_str()), Some("values"));
+    let run = s
+        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
+        .await;
+    assert_eq!(run["status"], "success");
+    let thread_now = s
+        .get_json(&format!("/threads/{thread}"), StatusCode::OK)
+        .await;
+    assert_eq!(thread_now["status"], "idle");
+    assert_eq!(thread_now["values"]["messages"][1]["content"], "echo: hi");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn sse_frames_are_crlf_with_event_data_id_in_order_for_resumable_runs() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (_, mut reader) = stream(
+        &s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("x", json!({})), "stream_mode": "updates", "stream_resumable": true}),
+    )
+    .await;
+    let mut events = Vec::new();
+    while let Some(e) = reader.next().await {
+        events.push(e);
+    }
+    assert!(reader.raw.starts_with("event: metadata\r\ndata: {"));
+    for frame in reader.raw.split("\r\n\r\n").filter(|f| !f.is_empty()) {
+        let lines: Vec<&str> = frame.split("\r\n").collect();
+        assert_eq!(lines.len(), 3, "event, data, id: {frame:?}");
+        assert!(
+            lines[0].starts_with("event: ")
+                && lines[1].starts_with("data: ")
+                && lines[2].starts_with("id: ")
+        );
+    }
+    let ids: Vec<i64> = events
+        .iter()
+        .map(|e| e.id.as_deref().expect("id").parse().expect("number"))
+        .collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids increase: {ids:?}");
+    // Only the requested mode (plus metadata).
+    assert!(
+        events
+            .iter()
+            .all(|e| e.event == "metadata" || e.event == "updates")
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_reconnect_with_last_event_id_replays_the_rest() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (headers, reader) = stream(
+        &s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("r", json!({"ask_human": true})), "stream_mode": ["values", "updates"], "stream_resumable": true}),
+    )
+    .await;
+    let all = reader.collect().await;
+    assert!(all.len() >= 4, "{all:?}");
+    let location = headers["location"].to_str().expect("ascii");
+    let after = all[1].id.clone().expect("id");
+    let replay = s
+        .client
+        .get(s.url(location))
+        .header("last-event-id", after)
+        .send()
+        .await
+        .expect("join");
+    assert_eq!(replay.status(), StatusCode::OK);
+    let replayed = SseReader::new(replay).collect().await;
+    let tail: Vec<(&str, &Value)> = all[2..]
+        .iter()
+        .map(|e| (e.event.as_str(), &e.data))
+        .collect();
+    let got: Vec<(&str, &Value)> = replayed
+        .iter()
+        .map(|e| (e.event.as_str(), &e.data))
+        .collect();
+    assert_eq!(got, tail);
+    // The pause is in the replay: updates with __interrupt__.
+    assert!(replayed.iter().any(|e| e.event == "updates"
+        && e.data["__interrupt__"][0]["value"] == json!({"question": "approve?"})));
+    // A join without Last-Event-ID on an ended run ends at once with nothing.
+    let join = s.client.get(s.url(location)).send().await.expect("join");
+    assert!(SseReader::new(join).collect().await.is_empty());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn wait_pauses_on_the_interrupt_and_a_resume_command_finishes_it() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let paused = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("ship it", json!({"ask_human": true}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        paused["__interrupt__"][0]["value"],
+        json!({"question": "approve?"})
+    );
+    assert!(paused["__interrupt__"][0]["id"].is_string());
+    assert_eq!(paused["messages"][1]["content"], "echo: ship it");
+    let t = s
+        .get_json(&format!("/threads/{thread}"), StatusCode::OK)
+        .await;
+    assert_eq!(t["status"], "interrupted");
+    let interrupts = t["interrupts"].as_object().expect("map");
+    assert_eq!(interrupts.len(), 1);
+    let state = s
+        .get_json(&format!("/threads/{thread}/state"), StatusCode::OK)
+        .await;
+    assert_eq!(state["next"], json!(["human"]));
+    assert_eq!(state["tasks"][0]["name"], "human");
+    assert_eq!(
+        state["interrupts"][0]["value"],
+        json!({"question": "approve?"})
+    );
+    assert_eq!(
+        state["tasks"][0]["interrupts"][0]["value"],
+        json!({"question": "approve?"})
+    );
+
+    let done = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "command": {"resume": "yes"}}),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(done.get("__interrupt__").is_none());
+    assert_eq!(
+        done["messages"][2],
+        json!({"role": "human", "content": "yes"})
+    );
+    let t = s
+        .get_json(&format!("/threads/{thread}"), StatusCode::OK)
+        .await;
+    assert_eq!(t["status"], "idle");
+    assert_eq!(t["interrupts"], json!({}));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn interrupt_before_pauses_and_a_null_input_continues() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let paused = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("a", json!({})), "interrupt_before": ["respond"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(paused["messages"].as_array().map(Vec::len), Some(1));
+    let state = s
+        .get_json(&format!("/threads/{thread}/state"), StatusCode::OK)
+        .await;
+    assert_eq!(state["next"], json!(["respond"]));
+    assert_eq!(
+        s.get_json(&format!("/threads/{thread}"), StatusCode::OK)
+            .await["status"],
+        "interrupted"
+    );
+    let done = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": null}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(done["messages"][1]["content"], "echo: a");
+    s.post_json(
+        &format!("/threads/{thread}/runs/wait"),
+        json!({"assistant_id": "agent", "input": {}, "interrupt_after": ["nope"]}),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn command_update_and_goto_and_a_fork_from_a_checkpoint() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    s.post_json(
+        &format!("/threads/{thread}/runs/wait"),
+        json!({"assistant_id": "agent", "input": user_input("first", json!({}))}),
+        StatusCode::OK,
+    )
+    .await;
+    let history = s
+        .post_json(
+            &format!("/threads/{thread}/history"),
+            json!({"limit": 10}),
+            StatusCode::OK,
+        )
+        .await;
+    // Fork from the input checkpoint of the first run (before `respond` ran).
+    let input_checkpoint = history
+        .as_array()
+        .expect("list")
+        .iter()
+        .find(|h| h["next"] == json!(["respond"]))
+        .expect("input checkpoint")["checkpoint"]["checkpoint_id"]
+        .clone();
+    let forked = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": null, "checkpoint_id": input_checkpoint}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(forked["messages"].as_array().map(Vec::len), Some(2));
+
+    // Command update + goto: append a user message and run `respond` again.
+    let commanded = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "command": {"update": {"messages": [{"role": "user", "content": "again"}]}, "goto": "respond"}}),
+            StatusCode::OK,
+        )
+        .await;
+    let messages = commanded["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages.last().map(|m| m["content"].clone()),
+        Some(json!("echo: again"))
+    );
+    s.post_json(
+        &format!("/threads/{thread}/runs/wait"),
+        json!({"assistant_id": "agent", "command": {"goto": "nowhere"}}),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn background_runs_join_list_get_and_delete() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let response = s
+        .post(&format!("/threads/{thread}/runs"), json!({"assistant_id": "agent", "input": user_input("bg", json!({})), "metadata": {"tag": "t1"}}))
+        .await;
+    let content_location = response.headers()["content-location"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    let run = expect_json(response, StatusCode::OK).await;
+    let run_id = run["run_id"].as_str().expect("id").to_owned();
+    assert_eq!(content_location, format!("/threads/{thread}/runs/{run_id}"));
+    for key in [
+        "run_id",
+        "thread_id",
+        "assistant_id",
+        "status",
+        "created_at",
+        "multitask_strategy",
+    ] {
+        assert!(!run[key].is_null(), "{key} present");
+    }
+    assert_eq!(run["multitask_strategy"], "enqueue");
+    assert_eq!(run["metadata"], json!({"tag": "t1"}));
+    let joined = s
+        .get_json(
+            &format!("/threads/{thread}/runs/{run_id}/join"),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(joined["messages"][1]["content"], "echo: bg");
+    let got = s
+        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
+        .await;
+    assert_eq!(got["status"], "success");
+    let listed = s
+        .get_json(&format!("/threads/{thread}/runs"), StatusCode::OK)
+        .await;
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+    let deleted = s
+        .client
+        .delete(s.url(&format!("/threads/{thread}/runs/{run_id}")))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    s.get_json(
+        &format!("/threads/{thread}/runs/{run_id}"),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    s.get_json(
+        &format!("/threads/{thread}/runs/not-a-uuid"),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_sleeping_run_ends_it_interrupted() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (run_id, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let cancel = s
+        .client
+        .post(s.url(&format!("/threads/{thread}/runs/{run_id}/cancel")))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancel.status(), StatusCode::ACCEPTED);
+    assert_eq!(cancel.text().await.expect("body"), "");
+    // The stream closes once the run has stopped.
+    reader.collect().await;
+    let run = s
+        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
+        .await;
+    assert_eq!(run["status"], "interrupted");
+    // The thread is usable again at once.
+    let next = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("after", json!({"sleep": 0}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        next["messages"]
+            .as_array()
+            .expect("messages")
+            .last()
+            .expect("last")["content"],
+        "echo: after"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn reject_refuses_with_409_while_a_run_is_in_flight() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (run_id, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let refused = s
+        .post_json(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": {}, "multitask_strategy": "reject"}),
+            StatusCode::CONFLICT,
+        )
+        .await;
+    assert!(
+        refused["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("already running")
+    );
+    assert_eq!(
+        s.get_json(&format!("/threads/{thread}"), StatusCode::OK)
+            .await["status"],
+        "busy"
+    );
+    let runs = s
+        .get_json(&format!("/threads/{thread}/runs"), StatusCode::OK)
+        .await;
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(1),
+        "nothing was inserted"
+    );
+    s.client
+        .post(s.url(&format!("/threads/{thread}/runs/{run_id}/cancel?wait=1")))
+        .send()
+        .await
+        .expect("cancel");
+    reader.collect().await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn enqueue_runs_the_second_run_after_the_first() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let first = expect_json(
+        s.post(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("first", json!({"sleep": 0.2}))}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let second = expect_json(
+        s.post(&format!("/threads/{thread}/runs"), json!({"assistant_id": "agent", "input": user_input("second", json!({"sleep": 0})), "multitask_strategy": "enqueue"})).await,
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(second["status"], "pending");
+    let done = s
+        .get_json(
+            &format!(
+                "/threads/{thread}/runs/{}/join",
+                second["run_id"].as_str().expect("id")
+            ),
+            StatusCode::OK,
+        )
+        .await;
+    let contents: Vec<&str> = done["messages"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|m| m["content"].as_str().expect("text"))
+        .collect();
+    assert_eq!(contents, ["first", "echo: first", "second", "echo: second"]);
+    let first_run = s
+        .get_json(
+            &format!(
+                "/threads/{thread}/runs/{}",
+                first["run_id"].as_str().expect("id")
+            ),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(first_run["status"], "success");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn interrupt_strategy_cancels_the_running_run_and_keeps_its_steps() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (first, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let second = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("now", json!({"sleep": 0})), "multitask_strategy": "interrupt"}),
+            StatusCode::OK,
+        )
+        .await;
+    reader.collect().await;
+    let first_run = s
+        .get_json(&format!("/threads/{thread}/runs/{first}"), StatusCode::OK)
+        .await;
+    assert_eq!(first_run["status"], "interrupted");
+    // The first run's input checkpoint stays: its user message is in the state.
+    let contents: Vec<&str> = second["messages"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|m| m["content"].as_str().expect("text"))
+        .collect();
+    assert_eq!(contents, ["slow", "now", "echo: now"]);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn rollback_strategy_deletes_the_running_run_and_its_checkpoints() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (first, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let second = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("now", json!({"sleep": 0})), "multitask_strategy": "rollback"}),
+            StatusCode::OK,
+        )
+        .await;
+    reader.collect().await;
+    s.get_json(
+        &format!("/threads/{thread}/runs/{first}"),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let contents: Vec<&str> = second["messages"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|m| m["content"].as_str().expect("text"))
+        .collect();
+    assert_eq!(
+        contents,
+        ["now", "echo: now"],
+        "the rolled-back run left nothing"
+    );
+    let history = s
+        .post_json(
+            &format!("/threads/{thread}/history"),
+            json!({"limit": 100}),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(
+        history
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|h| h["metadata"]["run_id"] != first.as_str())
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn stateless_wait_and_stream_and_if_not_exists() {
+    let s = TestServer::start().await;
+    let done = s
+        .post_json(
+            "/runs/wait",
+            json!({"assistant_id": "agent", "input": user_input("tmp", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(done["messages"][1]["content"], "echo: tmp");
+    let (headers, reader) = stream(
+        &s,
+        "/runs/stream",
+        json!({"assistant_id": "agent", "input": user_input("s", json!({}))}),
+    )
+    .await;
+    assert!(
+        headers["content-location"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("/runs/")
+    );
+    let events = reader.collect().await;
+    assert_eq!(events[0].event, "metadata");
+    assert!(events.iter().any(|e| e.event == "values"));
+
+    // A missing thread: 404, or created with if_not_exists=create.
+    let missing = "0191e7a6-1c2d-7e3f-8a4b-5c6d7e8f9a0b";
+    s.post_json(
+        &format!("/threads/{missing}/runs/wait"),
+        json!({"assistant_id": "agent", "input": {}}),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let made = s
+        .post_json(
+            &format!("/threads/{missing}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("new", json!({})), "if_not_exists": "create"}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(made["messages"][1]["content"], "echo: new");
+    let thread = s
+        .get_json(&format!("/threads/{missing}"), StatusCode::OK)
+        .await;
+    assert_eq!(thread["metadata"]["graph_id"], "agent");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn debug_tasks_and_checkpoints_modes_stream_their_events() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (_, reader) = stream(
+        &s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("d", json!({})), "stream_mode": ["debug", "tasks", "checkpoints"]}),
+    )
+    .await;
+    let events: Vec<Event> = reader.collect().await;
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert!(
+        !names.contains(&"values"),
+        "values were not asked for: {names:?}"
+    );
+    let task = events
+        .iter()
+        .find(|e| e.event == "tasks" && e.data.get("input").is_some())
+        .expect("task start");
+    assert_eq!(task.data["name"], "respond");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.event == "tasks" && e.data.get("result").is_some())
+    );
+    let checkpoint = events
+        .iter()
+        .rfind(|e| e.event == "checkpoints")
+        .expect("checkpoint");
+    assert_eq!(
+        checkpoint.data["config"]["configurable"]["thread_id"],
+        thread.as_str()
+    );
+    assert_eq!(
+        checkpoint.data["values"]["messages"][1]["content"],
+        "echo: d"
+    );
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e.event == "debug")
+        .map(|e| e.data["type"].as_str().expect("type"))
+        .collect();
+    assert!(
+        kinds.contains(&"checkpoint") && kinds.contains(&"task") && kinds.contains(&"task_result")
+    );
+    s.stop().await;
+}
