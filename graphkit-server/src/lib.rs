@@ -24,6 +24,7 @@
 
 mod api;
 pub mod backend;
+pub mod cli;
 mod convert;
 pub mod demo;
 mod error;

@@ -30,12 +30,22 @@ pub fn postgres_url(test: &str) -> Option<String> {
     }
 }
 
-/// A schema name no other test or helper uses.
+/// A schema name no other test or helper uses (short: the server's notify channels are
+/// `<schema>.<name>`, at most 63 bytes).
 pub fn fresh_schema(test: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    format!("gk_{test}_{}_{nanos}", std::process::id())
+    let test: String = test
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(12)
+        .collect();
+    format!(
+        "gk_{test}_{}_{}",
+        std::process::id(),
+        nanos % 1_000_000_000_000
+    )
 }
 
 /// Drops a test schema and everything in it.
@@ -173,10 +183,7 @@ impl Http {
 
     /// Opens an SSE stream with an optional `Last-Event-ID`.
     pub async fn sse(&self, url: &str, last_event_id: Option<&str>) -> Sse {
-        let mut request = self
-            .client
-            .get(url)
-            .timeout(Duration::from_secs(3600));
+        let mut request = self.client.get(url).timeout(Duration::from_secs(3600));
         if let Some(id) = last_event_id {
             request = request.header("Last-Event-ID", id);
         }
@@ -190,7 +197,11 @@ impl Http {
             response.status()
         );
         Sse {
-            body: Box::pin(response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec()))),
+            body: Box::pin(
+                response
+                    .bytes_stream()
+                    .map(|chunk| chunk.map(|b| b.to_vec())),
+            ),
             buffer: String::new(),
         }
     }

@@ -20,6 +20,8 @@
 //!   run's terminal status is.
 
 mod notify;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -36,6 +38,8 @@ use crate::error::Result;
 use crate::time::Timestamp;
 
 pub use notify::{Notifier, Wakeup};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresBackend, PostgresOptions};
 pub use sqlite::SqliteBackend;
 
 /// An assistant: a graph with a configuration. The server registers one system assistant

@@ -1,0 +1,1259 @@
+//! [`PostgresBackend`]: the server's storage on PostgreSQL, for any number of server
+//! processes (and machines) on one database.
+//!
+//! The design (see `docs/server.md`, "Scaling out"):
+//!
+//! - **The run table is the queue.** A worker claims the oldest due `pending` run of a thread
+//!   with no `running` run in one `UPDATE … WHERE run_id = (SELECT … FOR UPDATE SKIP LOCKED)`.
+//!   A partial unique index `ON server_runs (thread_id) WHERE status = 'running'` makes "one
+//!   running run per thread" the database's rule: a second claimer racing for another run of
+//!   the same thread fails on the index and moves on.
+//! - **Leases.** A claimed run holds `worker_id` and `lease_until`; the worker renews the
+//!   lease by heartbeat. Any process's sweeper returns runs whose lease ran out to `pending`
+//!   (to resume from the thread's last checkpoint as their next attempt), or ends them
+//!   `error` once they used up their attempts.
+//! - **LISTEN/NOTIFY** carries ids only: `runs_new` wakes workers, `run_events` and
+//!   `run_status` wake stream readers and `wait`/`join` callers, `run_control` wakes the
+//!   worker of a run asked to cancel. Each process holds one `LISTEN` connection and fans
+//!   the notifications out in memory (see [`listen`]).
+//! - Everything lives in one schema ([`PostgresOptions::schema`]), graphkit's checkpoint and
+//!   store tables included, so one database can hold several independent servers.
+
+mod listen;
+mod schema;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use graphkit::checkpoint::{Checkpointer, PostgresSaver};
+use graphkit::store::{PostgresStore, Store};
+use serde_json::{Map, Value};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{Postgres, Row, Transaction};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use self::listen::{Channels, Fanout};
+use super::{
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
+    Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
+};
+use crate::error::{Result, ServerError};
+use crate::time::Timestamp;
+
+/// How to open a [`PostgresBackend`].
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// The schema holding every table of this server (created if missing). Servers that
+    /// should share threads and runs use the same schema; a fresh schema is a fresh server.
+    pub schema: String,
+    /// The most connections the process's pool opens. A running run holds one more (its
+    /// thread lock), and the process one more for `LISTEN`.
+    pub max_connections: u32,
+    /// How long to wait for the database when connecting.
+    pub connect_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self {
+            schema: Self::DEFAULT_SCHEMA.to_owned(),
+            max_connections: 10,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl PostgresOptions {
+    /// The schema used unless told otherwise.
+    pub const DEFAULT_SCHEMA: &'static str = "graphkit_server";
+
+    /// The options with another schema.
+    #[must_use]
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+}
+
+/// The server's storage on PostgreSQL: assistants, threads, the run queue, run events, and
+/// graphkit's [`PostgresSaver`] and [`PostgresStore`], all in one schema.
+///
+/// ```no_run
+/// use graphkit_server::backend::postgres::{PostgresBackend, PostgresOptions};
+///
+/// # async fn open() -> graphkit_server::Result<()> {
+/// let backend = PostgresBackend::connect_with(
+///     "postgres://app@db.internal/app",
+///     PostgresOptions::default().schema("agents"),
+/// )
+/// .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct PostgresBackend {
+    pool: PgPool,
+    channels: Channels,
+    notifier: Notifier,
+    checkpointer: Arc<PostgresSaver>,
+    store: Arc<PostgresStore>,
+    /// Stops the `LISTEN` task when the backend is dropped.
+    stop: CancellationToken,
+}
+
+impl Drop for PostgresBackend {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A schema name must be a plain identifier: it is spliced into `search_path` and channel
+/// names.
+fn check_schema_name(schema: &str) -> Result<()> {
+    let plain = !schema.is_empty()
+        && schema.len() <= 48
+        && schema
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !schema.starts_with(|c: char| c.is_ascii_digit());
+    if plain {
+        Ok(())
+    } else {
+        Err(ServerError::Startup(format!(
+            "invalid PostgreSQL schema name {schema:?}: use 1 to 48 letters, digits or underscores, not starting with a digit"
+        )))
+    }
+}
+
+fn db(doing: &str) -> impl Fn(sqlx::Error) -> ServerError + '_ {
+    move |e| {
+        // 22P05: a JSON string holding U+0000, which JSONB cannot store.
+        if let sqlx::Error::Database(d) = &e
+            && d.code().as_deref() == Some("22P05")
+        {
+            return ServerError::Validation(format!(
+                "{doing}: metadata must not contain the character U+0000"
+            ));
+        }
+        ServerError::backend(doing, e)
+    }
+}
+
+impl PostgresBackend {
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`) with the
+    /// default [`PostgresOptions`] (schema `graphkit_server`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Connects to `url`, creates the schema if needed, migrates the server's, the
+    /// checkpointer's and the store's tables, and starts the process's `LISTEN` connection.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self> {
+        check_schema_name(&options.schema)?;
+        let startup = |doing: &str, e: sqlx::Error| {
+            ServerError::Startup(format!("PostgreSQL at {}: {doing}: {e}", redact(url)))
+        };
+        let base = PgConnectOptions::from_str(url).map_err(|e| {
+            ServerError::Startup(format!(
+                "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"
+            ))
+        })?;
+        // Create the schema on a connection of its own, then open the pool inside it.
+        {
+            use sqlx::Connection;
+            let mut connection = tokio::time::timeout(
+                options.connect_timeout,
+                sqlx::PgConnection::connect_with(&base),
+            )
+            .await
+            .map_err(|_| {
+                ServerError::Startup(format!(
+                    "PostgreSQL at {}: no answer within {:?}; check the host and port",
+                    redact(url),
+                    options.connect_timeout
+                ))
+            })?
+            .map_err(|e| startup("cannot connect", e))?;
+            let create = format!("CREATE SCHEMA IF NOT EXISTS \"{}\"", options.schema);
+            // Two processes creating the schema at once may both pass IF NOT EXISTS; the
+            // loser's unique violation means the schema is there, which is all we need.
+            if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(create))
+                .execute(&mut connection)
+                .await
+            {
+                let exists =
+                    matches!(&e, sqlx::Error::Database(d) if d.code().as_deref() == Some("23505"));
+                if !exists {
+                    return Err(startup("cannot create the schema", e));
+                }
+            }
+            let _ = connection.close().await;
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(options.connect_timeout.max(Duration::from_secs(1)))
+            .connect_with(base.options([("search_path", options.schema.as_str())]))
+            .await
+            .map_err(|e| startup("cannot open the pool", e))?;
+        schema::migrate(&pool)
+            .await
+            .map_err(|e| startup("schema migration failed", e))?;
+        let checkpointer = Arc::new(PostgresSaver::from_pool(pool.clone()).await?);
+        let store = Arc::new(PostgresStore::from_pool(pool.clone()).await?);
+        let channels = Channels::new(&options.schema);
+        let notifier = Notifier::new();
+        let stop = CancellationToken::new();
+        let fanout = Fanout::new(channels.clone(), notifier.clone());
+        tokio::spawn(fanout.listen(pool.clone(), stop.clone()));
+        Ok(Self {
+            pool,
+            channels,
+            notifier,
+            checkpointer,
+            store,
+            stop,
+        })
+    }
+
+    /// The connection pool (its `search_path` is the backend's schema).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn notify(
+        &self,
+        tx: &mut Transaction<'_, Postgres>,
+        channel: &str,
+        payload: &str,
+    ) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(payload)
+            .execute(&mut **tx)
+            .await
+            .map_err(db("sending a notification"))?;
+        Ok(())
+    }
+
+    async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
+        self.pool
+            .begin()
+            .await
+            .map_err(db("starting a transaction"))
+    }
+}
+
+/// `url` without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// A timestamp column as microseconds since the epoch.
+macro_rules! micros {
+    ($col:literal) => {
+        concat!("(extract(epoch FROM ", $col, ") * 1000000)::bigint")
+    };
+}
+
+/// Binds a [`Timestamp`] as a `timestamptz` parameter: `micros_to_ts!("$3")`.
+macro_rules! micros_to_ts {
+    ($param:literal) => {
+        concat!(
+            "(timestamptz 'epoch' + ",
+            $param,
+            "::bigint * interval '1 microsecond')"
+        )
+    };
+}
+
+const ASSISTANT_COLUMNS: &str = concat!(
+    "assistant_id, graph_id, config, context, metadata, name, description, version, ",
+    micros!("created_at"),
+    " AS created_us, ",
+    micros!("updated_at"),
+    " AS updated_us"
+);
+
+/// The thread columns; `status` is derived: busy while a run is pending or running.
+const THREAD_COLUMNS: &str = concat!(
+    "t.thread_id, t.metadata, t.config, t.values_json, t.interrupts_json, t.error_json, ",
+    "CASE WHEN EXISTS (SELECT 1 FROM server_runs r WHERE r.thread_id = t.thread_id \
+     AND r.status IN ('pending', 'running')) THEN 'busy' ELSE t.status END AS status, ",
+    micros!("t.created_at"),
+    " AS created_us, ",
+    micros!("t.updated_at"),
+    " AS updated_us, ",
+    micros!("t.state_updated_at"),
+    " AS state_updated_us"
+);
+
+const RUN_COLUMNS: &str = concat!(
+    "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, ",
+    "worker_id, cancel_requested, cancel_reason, ",
+    micros!("created_at"),
+    " AS created_us, ",
+    micros!("updated_at"),
+    " AS updated_us, ",
+    micros!("lease_until"),
+    " AS lease_us"
+);
+
+fn corrupt(what: &str, e: impl std::fmt::Display) -> ServerError {
+    ServerError::Backend(format!("reading {what}: {e}"))
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+fn json_text(row: &PgRow, column: &str) -> Result<Value> {
+    let text: Option<String> = row.try_get(column).map_err(|e| corrupt(column, e))?;
+    match text {
+        None => Ok(Value::Null),
+        Some(text) => serde_json::from_str(&text).map_err(|e| corrupt(column, e)),
+    }
+}
+
+fn decode_assistant(row: &PgRow) -> Result<AssistantRecord> {
+    let get = |e| corrupt("an assistant", e);
+    Ok(AssistantRecord {
+        assistant_id: row.try_get("assistant_id").map_err(get)?,
+        graph_id: row.try_get("graph_id").map_err(get)?,
+        config: row.try_get("config").map_err(get)?,
+        context: row.try_get("context").map_err(get)?,
+        metadata: object(row.try_get("metadata").map_err(get)?),
+        name: row.try_get("name").map_err(get)?,
+        description: row.try_get("description").map_err(get)?,
+        created_at: Timestamp(row.try_get("created_us").map_err(get)?),
+        updated_at: Timestamp(row.try_get("updated_us").map_err(get)?),
+        version: row.try_get("version").map_err(get)?,
+    })
+}
+
+fn decode_thread(row: &PgRow) -> Result<ThreadRecord> {
+    let get = |e| corrupt("a thread", e);
+    let status: String = row.try_get("status").map_err(get)?;
+    Ok(ThreadRecord {
+        thread_id: row.try_get("thread_id").map_err(get)?,
+        created_at: Timestamp(row.try_get("created_us").map_err(get)?),
+        updated_at: Timestamp(row.try_get("updated_us").map_err(get)?),
+        state_updated_at: Timestamp(row.try_get("state_updated_us").map_err(get)?),
+        metadata: object(row.try_get("metadata").map_err(get)?),
+        status: ThreadStatus::parse(&status)
+            .ok_or_else(|| corrupt("a thread", format!("unknown status {status:?}")))?,
+        config: row.try_get("config").map_err(get)?,
+        values: json_text(row, "values_json")?,
+        interrupts: match json_text(row, "interrupts_json")? {
+            Value::Null => Value::Object(Map::new()),
+            v => v,
+        },
+        error: json_text(row, "error_json")?,
+    })
+}
+
+fn decode_run(row: &PgRow) -> Result<RunRecord> {
+    let get = |e| corrupt("a run", e);
+    let status: String = row.try_get("status").map_err(get)?;
+    let strategy: String = row.try_get("multitask_strategy").map_err(get)?;
+    let cancel: Option<String> = row.try_get("cancel_requested").map_err(get)?;
+    let attempt: i32 = row.try_get("attempt").map_err(get)?;
+    let lease: Option<i64> = row.try_get("lease_us").map_err(get)?;
+    Ok(RunRecord {
+        run_id: row.try_get("run_id").map_err(get)?,
+        thread_id: row.try_get("thread_id").map_err(get)?,
+        assistant_id: row.try_get("assistant_id").map_err(get)?,
+        created_at: Timestamp(row.try_get("created_us").map_err(get)?),
+        updated_at: Timestamp(row.try_get("updated_us").map_err(get)?),
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| corrupt("a run", format!("unknown status {status:?}")))?,
+        metadata: object(row.try_get("metadata").map_err(get)?),
+        kwargs: row.try_get("kwargs").map_err(get)?,
+        multitask_strategy: MultitaskStrategy::parse(&strategy)
+            .ok_or_else(|| corrupt("a run", format!("unknown strategy {strategy:?}")))?,
+        attempt: u32::try_from(attempt).unwrap_or(0),
+        worker_id: row.try_get("worker_id").map_err(get)?,
+        lease_until: lease.map(Timestamp),
+        cancel_requested: cancel.as_deref().and_then(CancelAction::parse),
+        cancel_reason: row.try_get("cancel_reason").map_err(get)?,
+    })
+}
+
+fn limit(limit: Option<usize>) -> i64 {
+    limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+fn offset(offset: usize) -> i64 {
+    i64::try_from(offset).unwrap_or(i64::MAX)
+}
+
+fn lease_micros(lease: Duration) -> i64 {
+    i64::try_from(lease.as_micros()).unwrap_or(i64::MAX)
+}
+
+/// How many times a claim retries after losing a race on the one-running-run index.
+const CLAIM_RETRIES: usize = 8;
+
+#[async_trait]
+impl Backend for PostgresBackend {
+    fn checkpointer(&self) -> Arc<dyn Checkpointer> {
+        self.checkpointer.clone()
+    }
+
+    fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    // --- assistants ---
+
+    async fn put_assistant(&self, a: &AssistantRecord) -> Result<()> {
+        sqlx::query(concat!(
+            "INSERT INTO server_assistants (assistant_id, graph_id, config, context, metadata, name, \
+             description, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ",
+            micros_to_ts!("$9"),
+            ", ",
+            micros_to_ts!("$10"),
+            ") ON CONFLICT (assistant_id) DO UPDATE SET graph_id = excluded.graph_id, \
+             config = excluded.config, context = excluded.context, metadata = excluded.metadata, \
+             name = excluded.name, description = excluded.description, version = excluded.version, \
+             updated_at = excluded.updated_at"
+        ))
+        .bind(a.assistant_id)
+        .bind(&a.graph_id)
+        .bind(&a.config)
+        .bind(&a.context)
+        .bind(Value::Object(a.metadata.clone()))
+        .bind(&a.name)
+        .bind(&a.description)
+        .bind(a.version)
+        .bind(a.created_at.micros())
+        .bind(a.updated_at.micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db("saving an assistant"))?;
+        Ok(())
+    }
+
+    async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
+        let sql =
+            format!("SELECT {ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = $1");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(assistant_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("reading an assistant"))?
+            .as_ref()
+            .map(decode_assistant)
+            .transpose()
+    }
+
+    async fn search_assistants(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>> {
+        let sql = format!(
+            "SELECT {ASSISTANT_COLUMNS} FROM server_assistants \
+             WHERE ($1::jsonb IS NULL OR metadata @> $1) AND ($2::text IS NULL OR graph_id = $2) \
+             AND ($3::text IS NULL OR name = $3) \
+             ORDER BY created_at DESC, assistant_id LIMIT $4 OFFSET $5"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(query.metadata.clone().map(Value::Object))
+            .bind(&query.graph_id)
+            .bind(&query.name)
+            .bind(limit(query.limit))
+            .bind(offset(query.offset))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("searching assistants"))?
+            .iter()
+            .map(decode_assistant)
+            .collect()
+    }
+
+    async fn count_assistants(&self, query: &AssistantQuery) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM server_assistants \
+             WHERE ($1::jsonb IS NULL OR metadata @> $1) AND ($2::text IS NULL OR graph_id = $2) \
+             AND ($3::text IS NULL OR name = $3)",
+        )
+        .bind(query.metadata.clone().map(Value::Object))
+        .bind(&query.graph_id)
+        .bind(&query.name)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db("counting assistants"))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    // --- threads ---
+
+    async fn create_thread(&self, thread: NewThread) -> Result<ThreadRecord> {
+        let inserted = sqlx::query(
+            "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
+             state_updated_at) VALUES ($1, $2, 'idle', '{}', now(), now(), now()) \
+             ON CONFLICT (thread_id) DO NOTHING",
+        )
+        .bind(thread.thread_id)
+        .bind(Value::Object(thread.metadata))
+        .execute(&self.pool)
+        .await
+        .map_err(db("creating a thread"))?
+        .rows_affected();
+        if inserted == 0 && thread.if_exists == IfExists::Raise {
+            return Err(ServerError::Conflict(format!(
+                "Thread with ID {} already exists",
+                thread.thread_id
+            )));
+        }
+        self.get_thread(thread.thread_id).await?.ok_or_else(|| {
+            ServerError::NotFound(format!("Thread with ID {} not found", thread.thread_id))
+        })
+    }
+
+    async fn get_thread(&self, thread_id: Uuid) -> Result<Option<ThreadRecord>> {
+        let sql = format!("SELECT {THREAD_COLUMNS} FROM server_threads t WHERE t.thread_id = $1");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(thread_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("reading a thread"))?
+            .as_ref()
+            .map(decode_thread)
+            .transpose()
+    }
+
+    async fn patch_thread(
+        &self,
+        thread_id: Uuid,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<ThreadRecord>> {
+        let updated = sqlx::query(
+            "UPDATE server_threads SET metadata = metadata || $2, updated_at = now() WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .bind(Value::Object(metadata.clone()))
+        .execute(&self.pool)
+        .await
+        .map_err(db("updating a thread"))?
+        .rows_affected();
+        if updated == 0 {
+            return Ok(None);
+        }
+        self.get_thread(thread_id).await
+    }
+
+    async fn delete_thread(&self, thread_id: Uuid) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let err = db("deleting a thread");
+        let existed = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+            .bind(thread_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(&err)?
+            .is_some();
+        // Runs in flight lose their rows: a worker's next heartbeat finds its run gone and
+        // stops it; the control notification makes that immediate.
+        let in_flight: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT run_id FROM server_runs WHERE thread_id = $1 AND status IN ('pending', 'running')",
+        )
+        .bind(thread_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(&err)?;
+        sqlx::query(
+            "DELETE FROM server_run_events WHERE run_id IN (SELECT run_id FROM server_runs WHERE thread_id = $1)",
+        )
+        .bind(thread_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(&err)?;
+        sqlx::query("DELETE FROM server_runs WHERE thread_id = $1")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        sqlx::query("DELETE FROM server_threads WHERE thread_id = $1")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        for run_id in in_flight {
+            self.notify(&mut tx, &self.channels.run_control, &run_id.to_string())
+                .await?;
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(existed)
+    }
+
+    async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
+        let column = match query.sort_by.as_deref() {
+            None | Some("created_at") => "t.created_at",
+            Some("updated_at") => "t.updated_at",
+            Some("thread_id") => "t.thread_id",
+            Some("status") => "status",
+            Some("state_updated_at") => "t.state_updated_at",
+            Some(other) => {
+                return Err(ServerError::Validation(format!(
+                    "cannot sort threads by {other:?}: use thread_id, created_at, updated_at, state_updated_at or status"
+                )));
+            }
+        };
+        let direction = if query.ascending { "ASC" } else { "DESC" };
+        let sql = format!(
+            "SELECT * FROM (SELECT {THREAD_COLUMNS} FROM server_threads t \
+             WHERE ($1::jsonb IS NULL OR t.metadata @> $1) \
+             AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
+             AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
+             WHERE ($4::text IS NULL OR status = $4) \
+             ORDER BY {} {direction}, thread_id {direction} LIMIT $5 OFFSET $6",
+            column.trim_start_matches("t.")
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(query.metadata.clone().map(Value::Object))
+            .bind(query.values.clone().map(Value::Object))
+            .bind(query.ids.clone())
+            .bind(query.status.map(ThreadStatus::as_str))
+            .bind(limit(query.limit))
+            .bind(offset(query.offset))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("searching threads"))?
+            .iter()
+            .map(decode_thread)
+            .collect()
+    }
+
+    async fn count_threads(&self, query: &ThreadQuery) -> Result<u64> {
+        let sql = format!(
+            "SELECT count(*) FROM (SELECT {THREAD_COLUMNS} FROM server_threads t \
+             WHERE ($1::jsonb IS NULL OR t.metadata @> $1) \
+             AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
+             AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
+             WHERE ($4::text IS NULL OR status = $4)"
+        );
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(query.metadata.clone().map(Value::Object))
+            .bind(query.values.clone().map(Value::Object))
+            .bind(query.ids.clone())
+            .bind(query.status.map(ThreadStatus::as_str))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db("counting threads"))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()> {
+        set_outcome(
+            &mut *self
+                .pool
+                .acquire()
+                .await
+                .map_err(db("recording a thread's state"))?,
+            thread_id,
+            outcome,
+        )
+        .await
+    }
+
+    // --- runs ---
+
+    async fn create_run(&self, run: NewRun) -> Result<CreatedRun> {
+        let err = db("creating a run");
+        let mut tx = self.begin().await?;
+        // The thread's row lock makes check-and-insert atomic against other creators.
+        let mut exists =
+            sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+                .bind(run.thread_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(&err)?
+                .is_some();
+        if !exists && let Some(metadata) = &run.create_thread {
+            sqlx::query(
+                "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
+                 state_updated_at) VALUES ($1, $2, 'idle', '{}', now(), now(), now()) \
+                 ON CONFLICT (thread_id) DO NOTHING",
+            )
+            .bind(run.thread_id)
+            .bind(Value::Object(metadata.clone()))
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+            exists = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+                .bind(run.thread_id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(&err)?
+                .is_some();
+        }
+        if !exists {
+            return Err(ServerError::NotFound(format!(
+                "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
+                run.thread_id
+            )));
+        }
+        if !run.thread_metadata.is_empty() {
+            sqlx::query(
+                "UPDATE server_threads SET metadata = metadata || $2, updated_at = now() WHERE thread_id = $1",
+            )
+            .bind(run.thread_id)
+            .bind(Value::Object(run.thread_metadata.clone()))
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
+        }
+        let in_flight: Vec<(Uuid, String)> = sqlx::query_as(
+            "SELECT run_id, status FROM server_runs WHERE thread_id = $1 \
+             AND status IN ('pending', 'running') ORDER BY created_at FOR UPDATE",
+        )
+        .bind(run.thread_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(&err)?;
+        let mut cancelled = Vec::new();
+        match run.multitask_strategy {
+            MultitaskStrategy::Reject if !in_flight.is_empty() => {
+                return Err(ServerError::Conflict(
+                    super::sqlite::REJECT_MESSAGE.to_owned(),
+                ));
+            }
+            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
+                let action = if run.multitask_strategy == MultitaskStrategy::Rollback {
+                    CancelAction::Rollback
+                } else {
+                    CancelAction::Interrupt
+                };
+                for (run_id, status) in in_flight {
+                    cancel_locked(&mut tx, &self.channels, run_id, &status, action).await?;
+                    cancelled.push(run_id);
+                }
+            }
+            _ => {}
+        }
+        let sql = format!(
+            "INSERT INTO server_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, \
+             multitask_strategy, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, \
+             GREATEST(clock_timestamp(), COALESCE({}, clock_timestamp())), now()) RETURNING {RUN_COLUMNS}",
+            micros_to_ts!("$7")
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(run.run_id)
+            .bind(run.thread_id)
+            .bind(run.assistant_id)
+            .bind(Value::Object(run.metadata))
+            .bind(&run.kwargs)
+            .bind(run.multitask_strategy.as_str())
+            .bind(run.not_before.map(Timestamp::micros))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.code().as_deref() == Some("23505") => {
+                    ServerError::Conflict(format!("Run with ID {} already exists", run.run_id))
+                }
+                _ => err(e),
+            })?;
+        let record = decode_run(&row)?;
+        self.notify(&mut tx, &self.channels.runs_new, &record.run_id.to_string())
+            .await?;
+        tx.commit().await.map_err(&err)?;
+        Ok(CreatedRun {
+            run: record,
+            cancelled,
+        })
+    }
+
+    async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM server_runs WHERE run_id = $1 AND ($2::uuid IS NULL OR thread_id = $2)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(run_id)
+            .bind(thread_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("reading a run"))?
+            .as_ref()
+            .map(decode_run)
+            .transpose()
+    }
+
+    async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM server_runs WHERE thread_id = $1 \
+             AND ($2::text IS NULL OR status = $2) ORDER BY created_at DESC, run_id DESC LIMIT $3 OFFSET $4"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(thread_id)
+            .bind(query.status.map(RunStatus::as_str))
+            .bind(limit(query.limit))
+            .bind(offset(query.offset))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("listing runs"))?
+            .iter()
+            .map(decode_run)
+            .collect()
+    }
+
+    async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {
+        let err = db("deleting a run");
+        let mut tx = self.begin().await?;
+        let status: Option<String> = sqlx::query_scalar(
+            "SELECT status FROM server_runs WHERE run_id = $1 AND thread_id = $2 FOR UPDATE",
+        )
+        .bind(run_id)
+        .bind(thread_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&err)?;
+        match status.as_deref() {
+            None => return Ok(false),
+            Some("pending" | "running") => {
+                return Err(ServerError::Conflict(format!(
+                    "Run {run_id} is still in flight; cancel it first, then delete it"
+                )));
+            }
+            Some(_) => {}
+        }
+        delete_run_rows(&mut tx, run_id).await?;
+        tx.commit().await.map_err(&err)?;
+        Ok(true)
+    }
+
+    async fn claim_run(&self, worker_id: &str, lease: Duration) -> Result<Option<RunRecord>> {
+        // The oldest due pending run whose thread has none running and no older pending
+        // run (runs of a thread are strictly serial, in creation order). Two claimers racing
+        // for two runs of one thread: the index on running runs fails the second.
+        let sql = format!(
+            "WITH claimed AS (UPDATE server_runs SET status = 'running', worker_id = $1, attempt = attempt + 1, \
+             lease_until = clock_timestamp() + $2 * interval '1 microsecond', \
+             started_at = COALESCE(started_at, now()), cancel_requested = NULL, updated_at = now() \
+             WHERE run_id = ( \
+               SELECT r.run_id FROM server_runs r \
+               WHERE r.status = 'pending' AND r.created_at <= clock_timestamp() \
+                 AND NOT EXISTS (SELECT 1 FROM server_runs x WHERE x.thread_id = r.thread_id \
+                                 AND x.status = 'running') \
+                 AND NOT EXISTS (SELECT 1 FROM server_runs y WHERE y.thread_id = r.thread_id \
+                                 AND y.status = 'pending' AND y.created_at < r.created_at) \
+               ORDER BY r.created_at \
+               FOR UPDATE SKIP LOCKED LIMIT 1) \
+             AND status = 'pending' \
+             RETURNING {RUN_COLUMNS}) \
+             SELECT claimed.*, pg_notify($3, claimed.run_id::text) FROM claimed"
+        );
+        for _ in 0..CLAIM_RETRIES {
+            let claimed = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .bind(worker_id)
+                .bind(lease_micros(lease))
+                .bind(&self.channels.run_status)
+                .fetch_optional(&self.pool)
+                .await;
+            match claimed {
+                Ok(row) => return row.as_ref().map(decode_run).transpose(),
+                Err(sqlx::Error::Database(d)) if d.code().as_deref() == Some("23505") => {
+                    // Another worker just started a run of that thread: try the next run.
+                }
+                Err(e) => return Err(db("claiming a run")(e)),
+            }
+        }
+        Ok(None)
+    }
+
+    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(
+            "UPDATE server_runs SET lease_until = clock_timestamp() + $3 * interval '1 microsecond' \
+             WHERE run_id = $1 AND worker_id = $2 AND status = 'running' RETURNING cancel_requested",
+        )
+        .bind(run_id)
+        .bind(worker_id)
+        .bind(lease_micros(lease))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("renewing a lease"))?;
+        Ok(match row {
+            Some((cancel,)) => Lease::Held {
+                cancel: cancel.as_deref().and_then(CancelAction::parse),
+            },
+            None => Lease::Lost,
+        })
+    }
+
+    async fn finish_run(
+        &self,
+        run_id: Uuid,
+        worker_id: &str,
+        end: RunEnd,
+        outcome: Option<&ThreadOutcome>,
+    ) -> Result<bool> {
+        let err = db("finishing a run");
+        let mut tx = self.begin().await?;
+        let thread_id: Option<Uuid> = sqlx::query_scalar(
+            "SELECT thread_id FROM server_runs WHERE run_id = $1 AND worker_id = $2 \
+             AND status = 'running' FOR UPDATE",
+        )
+        .bind(run_id)
+        .bind(worker_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&err)?;
+        let Some(thread_id) = thread_id else {
+            return Ok(false);
+        };
+        let (status, reason) = match &end {
+            RunEnd::Success => (Some(RunStatus::Success), None),
+            RunEnd::Error(message) => (Some(RunStatus::Error), Some(message.as_str())),
+            RunEnd::Interrupted(reason) => (Some(RunStatus::Interrupted), Some(reason.as_str())),
+            RunEnd::RolledBack => (None, None),
+        };
+        match status {
+            Some(status) => {
+                sqlx::query(
+                    "UPDATE server_runs SET status = $2, cancel_reason = COALESCE($3, cancel_reason), \
+                     worker_id = NULL, lease_until = NULL, ended_at = now(), updated_at = now() \
+                     WHERE run_id = $1",
+                )
+                .bind(run_id)
+                .bind(status.as_str())
+                .bind(reason)
+                .execute(&mut *tx)
+                .await
+                .map_err(&err)?;
+            }
+            None => delete_run_rows(&mut tx, run_id).await?,
+        }
+        if let Some(outcome) = outcome {
+            set_outcome(&mut tx, thread_id, outcome).await?;
+        }
+        let id = run_id.to_string();
+        self.notify(&mut tx, &self.channels.run_status, &id).await?;
+        self.notify(&mut tx, &self.channels.runs_new, &id).await?;
+        tx.commit().await.map_err(&err)?;
+        Ok(true)
+    }
+
+    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool> {
+        let err = db("releasing a run");
+        let mut tx = self.begin().await?;
+        let released = sqlx::query(
+            "UPDATE server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
+             updated_at = now() WHERE run_id = $1 AND worker_id = $2 AND status = 'running'",
+        )
+        .bind(run_id)
+        .bind(worker_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(&err)?
+        .rows_affected()
+            > 0;
+        if released {
+            self.notify(&mut tx, &self.channels.runs_new, &run_id.to_string())
+                .await?;
+        }
+        tx.commit().await.map_err(&err)?;
+        Ok(released)
+    }
+
+    async fn sweep_expired(&self, max_attempts: u32) -> Result<Vec<Uuid>> {
+        let err = db("sweeping expired leases");
+        let mut tx = self.begin().await?;
+        let max = i32::try_from(max_attempts).unwrap_or(i32::MAX);
+        let swept: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
+            "UPDATE server_runs SET \
+               status = CASE WHEN attempt >= $1 THEN 'error' ELSE 'pending' END, \
+               cancel_reason = CASE WHEN attempt >= $1 \
+                 THEN 'Run ' || run_id || ' exceeded max attempts (' || attempt || ')' END, \
+               ended_at = CASE WHEN attempt >= $1 THEN now() END, \
+               worker_id = NULL, lease_until = NULL, cancel_requested = NULL, updated_at = now() \
+             WHERE run_id IN (SELECT run_id FROM server_runs WHERE status = 'running' \
+                              AND lease_until < clock_timestamp() FOR UPDATE SKIP LOCKED) \
+             RETURNING run_id, thread_id, status, attempt",
+        )
+        .bind(max)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(&err)?;
+        for (run_id, thread_id, status, attempt) in &swept {
+            let id = run_id.to_string();
+            if status == "error" {
+                // Only the final failure reaches the stream (a retried attempt stays silent).
+                let message = format!("Run {run_id} exceeded max attempts ({attempt})");
+                let data = serde_json::json!({"error": "RunAttemptsExceeded", "message": message});
+                append_locked(
+                    &mut tx,
+                    &self.channels,
+                    *run_id,
+                    &[("error".to_owned(), data.to_string())],
+                )
+                .await?;
+                let outcome = ThreadOutcome {
+                    status: ThreadStatus::Error,
+                    values: Value::Null,
+                    interrupts: Value::Object(Map::new()),
+                    error: Value::String(message),
+                };
+                set_outcome_keep_values(&mut tx, *thread_id, &outcome).await?;
+                self.notify(&mut tx, &self.channels.run_status, &id).await?;
+            }
+            self.notify(&mut tx, &self.channels.runs_new, &id).await?;
+        }
+        tx.commit().await.map_err(&err)?;
+        if !swept.is_empty() {
+            tracing::warn!(
+                count = swept.len(),
+                "returned runs of lost workers to the queue"
+            );
+        }
+        Ok(swept.into_iter().map(|(run_id, ..)| run_id).collect())
+    }
+
+    async fn request_cancel(
+        &self,
+        thread_id: Option<Uuid>,
+        run_id: Uuid,
+        action: CancelAction,
+    ) -> Result<Option<CancelOutcome>> {
+        let err = db("cancelling a run");
+        let mut tx = self.begin().await?;
+        let status: Option<String> = sqlx::query_scalar(
+            "SELECT status FROM server_runs WHERE run_id = $1 AND ($2::uuid IS NULL OR thread_id = $2) FOR UPDATE",
+        )
+        .bind(run_id)
+        .bind(thread_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&err)?;
+        let Some(status) = status else {
+            return Ok(None);
+        };
+        let outcome = cancel_locked(&mut tx, &self.channels, run_id, &status, action).await?;
+        tx.commit().await.map_err(&err)?;
+        Ok(Some(outcome))
+    }
+
+    // --- run events ---
+
+    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64> {
+        let mut tx = self.begin().await?;
+        let last = append_locked(&mut tx, &self.channels, run_id, events).await?;
+        tx.commit().await.map_err(db("appending run events"))?;
+        Ok(last)
+    }
+
+    async fn read_events(&self, run_id: Uuid, after: i64) -> Result<Vec<RunEvent>> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, event, data FROM server_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .bind(run_id)
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("reading run events"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, event, data)| RunEvent { seq, event, data })
+            .collect())
+    }
+
+    async fn last_event_seq(&self, run_id: Uuid) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar(
+            "SELECT COALESCE((SELECT last_seq FROM server_runs WHERE run_id = $1), \
+             (SELECT max(seq) FROM server_run_events WHERE run_id = $1), 0)",
+        )
+        .bind(run_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db("reading a run's last event"))?;
+        Ok(seq.unwrap_or(0))
+    }
+
+    async fn prune_events(&self, age: Duration) -> Result<u64> {
+        let deleted = sqlx::query(
+            "DELETE FROM server_run_events e WHERE NOT EXISTS ( \
+               SELECT 1 FROM server_runs r WHERE r.run_id = e.run_id \
+               AND (r.ended_at IS NULL OR r.ended_at > clock_timestamp() - $1 * interval '1 microsecond'))",
+        )
+        .bind(lease_micros(age))
+        .execute(&self.pool)
+        .await
+        .map_err(db("pruning run events"))?
+        .rows_affected();
+        Ok(deleted)
+    }
+
+    // --- wake-ups ---
+
+    fn watch_run(&self, run_id: Uuid) -> Wakeup {
+        self.notifier.watch_run(run_id)
+    }
+
+    fn watch_queue(&self) -> Wakeup {
+        self.notifier.watch_queue()
+    }
+}
+
+/// Cancels a run whose row the transaction has locked (its current `status` given).
+async fn cancel_locked(
+    tx: &mut Transaction<'_, Postgres>,
+    channels: &Channels,
+    run_id: Uuid,
+    status: &str,
+    action: CancelAction,
+) -> Result<CancelOutcome> {
+    let err = db("cancelling a run");
+    let id = run_id.to_string();
+    match status {
+        "pending" => {
+            match action {
+                CancelAction::Interrupt => {
+                    sqlx::query(
+                        "UPDATE server_runs SET status = 'interrupted', cancel_reason = 'cancelled before it started', \
+                         ended_at = now(), updated_at = now() WHERE run_id = $1",
+                    )
+                    .bind(run_id)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(&err)?;
+                }
+                CancelAction::Rollback => delete_run_rows(tx, run_id).await?,
+            }
+            notify_in(tx, &channels.run_status, &id).await?;
+            Ok(CancelOutcome::CancelledPending)
+        }
+        "running" => {
+            sqlx::query(
+                "UPDATE server_runs SET cancel_requested = $2, updated_at = now() WHERE run_id = $1",
+            )
+            .bind(run_id)
+            .bind(action.as_str())
+            .execute(&mut **tx)
+            .await
+            .map_err(&err)?;
+            notify_in(tx, &channels.run_control, &id).await?;
+            Ok(CancelOutcome::Requested)
+        }
+        _ => Ok(CancelOutcome::AlreadyDone),
+    }
+}
+
+async fn notify_in(tx: &mut Transaction<'_, Postgres>, channel: &str, payload: &str) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(payload)
+        .execute(&mut **tx)
+        .await
+        .map_err(db("sending a notification"))?;
+    Ok(())
+}
+
+async fn delete_run_rows(tx: &mut Transaction<'_, Postgres>, run_id: Uuid) -> Result<()> {
+    let err = db("deleting a run");
+    sqlx::query("DELETE FROM server_run_events WHERE run_id = $1")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(&err)?;
+    sqlx::query("DELETE FROM server_runs WHERE run_id = $1")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(&err)?;
+    Ok(())
+}
+
+/// Appends events: the run's row hands out the sequence numbers (so they count 1, 2, 3, …
+/// per run, and appends to one run serialize), the rows go in with one statement, and one
+/// notification names the last.
+async fn append_locked(
+    tx: &mut Transaction<'_, Postgres>,
+    channels: &Channels,
+    run_id: Uuid,
+    events: &[(String, String)],
+) -> Result<i64> {
+    let err = db("appending run events");
+    let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+    let last: Option<i64> = sqlx::query_scalar(
+        "UPDATE server_runs SET last_seq = last_seq + $2 WHERE run_id = $1 RETURNING last_seq",
+    )
+    .bind(run_id)
+    .bind(count)
+    .fetch_optional(&mut **tx)
+    .await
+    .map_err(&err)?;
+    // A deleted run (rolled back, its thread deleted): its events have nowhere to go.
+    let Some(last) = last else { return Ok(0) };
+    if events.is_empty() {
+        return Ok(last);
+    }
+    let first = last - count + 1;
+    let seqs: Vec<i64> = (first..=last).collect();
+    let names: Vec<&str> = events.iter().map(|(name, _)| name.as_str()).collect();
+    let data: Vec<&str> = events.iter().map(|(_, data)| data.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO server_run_events (run_id, seq, event, data) \
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[])",
+    )
+    .bind(run_id)
+    .bind(&seqs)
+    .bind(&names)
+    .bind(&data)
+    .execute(&mut **tx)
+    .await
+    .map_err(&err)?;
+    notify_in(tx, &channels.run_events, &format!("{run_id}:{last}")).await?;
+    Ok(last)
+}
+
+fn json_or_null(value: &Value) -> Option<String> {
+    (!value.is_null()).then(|| value.to_string())
+}
+
+async fn set_outcome(
+    connection: &mut sqlx::PgConnection,
+    thread_id: Uuid,
+    outcome: &ThreadOutcome,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE server_threads SET status = $2, values_json = $3, interrupts_json = $4, error_json = $5, \
+         updated_at = now(), state_updated_at = now() WHERE thread_id = $1",
+    )
+    .bind(thread_id)
+    .bind(outcome.status.as_str())
+    .bind(json_or_null(&outcome.values))
+    .bind(json_or_null(&outcome.interrupts))
+    .bind(json_or_null(&outcome.error))
+    .execute(connection)
+    .await
+    .map_err(db("recording a thread's state"))?;
+    Ok(())
+}
+
+/// [`set_outcome`] for a run that ended without a worker to read the state: the status and
+/// the error change, the values stay as the last run left them.
+async fn set_outcome_keep_values(
+    connection: &mut sqlx::PgConnection,
+    thread_id: Uuid,
+    outcome: &ThreadOutcome,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE server_threads SET status = $2, error_json = $3, updated_at = now() WHERE thread_id = $1",
+    )
+    .bind(thread_id)
+    .bind(outcome.status.as_str())
+    .bind(json_or_null(&outcome.error))
+    .execute(connection)
+    .await
+    .map_err(db("recording a thread's state"))?;
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! The server's tables in PostgreSQL and their migrations.
+//!
+//! Everything lives in one schema (default `graphkit_server`, see
+//! [`PostgresOptions::schema`](super::PostgresOptions::schema)): the server's tables, and
+//! graphkit's checkpoint and store tables, which reach it through the pool's `search_path`.
+//! A fresh schema is therefore a fresh server, which is how the tests isolate themselves.
+
+use sqlx::postgres::PgPool;
+
+/// The server's schema history: (version, description, SQL). Each step runs once, in one
+/// transaction; a released step is never edited (a change is a new step).
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "assistants, threads, runs (the queue), run events",
+    r#"
+        CREATE TABLE server_assistants (
+            assistant_id UUID PRIMARY KEY,
+            graph_id     TEXT NOT NULL,
+            config       JSONB NOT NULL,
+            context      JSONB NOT NULL,
+            metadata     JSONB NOT NULL,
+            name         TEXT NOT NULL,
+            description  TEXT,
+            version      BIGINT NOT NULL,
+            created_at   TIMESTAMPTZ NOT NULL,
+            updated_at   TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE server_threads (
+            thread_id        UUID PRIMARY KEY,
+            metadata         JSONB NOT NULL,
+            status           TEXT NOT NULL,
+            config           JSONB NOT NULL,
+            -- JSON as text: JSONB refuses strings holding U+0000, and a run must never
+            -- fail to finish because of what its state holds.
+            values_json      TEXT,
+            interrupts_json  TEXT,
+            error_json       TEXT,
+            created_at       TIMESTAMPTZ NOT NULL,
+            updated_at       TIMESTAMPTZ NOT NULL,
+            state_updated_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE INDEX server_threads_metadata ON server_threads USING GIN (metadata jsonb_path_ops);
+        -- The queue: a run is claimable while `pending`; `running` rows carry the worker
+        -- that holds them and the lease it must keep renewing.
+        CREATE TABLE server_runs (
+            run_id             UUID PRIMARY KEY,
+            thread_id          UUID NOT NULL,
+            assistant_id       UUID NOT NULL,
+            status             TEXT NOT NULL,
+            metadata           JSONB NOT NULL,
+            kwargs             JSONB NOT NULL,
+            multitask_strategy TEXT NOT NULL,
+            attempt            INTEGER NOT NULL DEFAULT 0,
+            worker_id          TEXT,
+            lease_until        TIMESTAMPTZ,
+            cancel_requested   TEXT,
+            cancel_reason      TEXT,
+            last_seq           BIGINT NOT NULL DEFAULT 0,
+            created_at         TIMESTAMPTZ NOT NULL,
+            updated_at         TIMESTAMPTZ NOT NULL,
+            started_at         TIMESTAMPTZ,
+            ended_at           TIMESTAMPTZ
+        );
+        -- One running run per thread, enforced by the database: a second claimer's UPDATE
+        -- fails with a unique violation and it moves on to another run.
+        CREATE UNIQUE INDEX server_runs_one_running ON server_runs (thread_id) WHERE status = 'running';
+        CREATE INDEX server_runs_pending ON server_runs (created_at) WHERE status = 'pending';
+        CREATE INDEX server_runs_lease ON server_runs (lease_until) WHERE status = 'running';
+        CREATE INDEX server_runs_thread ON server_runs (thread_id, created_at);
+        -- Stream events; `seq` (1, 2, 3, ... per run, handed out by `server_runs.last_seq`)
+        -- is the SSE id and the `Last-Event-ID` of a replay.
+        CREATE TABLE server_run_events (
+            run_id     UUID NOT NULL,
+            seq        BIGINT NOT NULL,
+            event      TEXT NOT NULL,
+            data       TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (run_id, seq)
+        );
+    "#,
+)];
+
+/// Creates `schema` if needed and applies the server's migrations it has not seen, under a
+/// transaction-level advisory lock so processes starting together apply each step once.
+/// `pool` must already have its `search_path` set to `schema`.
+pub(crate) async fn migrate(pool: &PgPool) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('graphkit-server migrations', 0))")
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS graphkit_migrations (
+            component     TEXT   NOT NULL,
+            version       BIGINT NOT NULL,
+            description   TEXT   NOT NULL,
+            applied_at_ms BIGINT NOT NULL,
+            PRIMARY KEY (component, version)
+        )",
+    )
+    .execute(&mut *tx)
+    .await?;
+    let applied: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(version), 0) FROM graphkit_migrations WHERE component = 'server'",
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let known = MIGRATIONS.last().map_or(0, |m| m.0);
+    if applied > known {
+        return Err(sqlx::Error::Protocol(format!(
+            "the database's graphkit-server schema is at version {applied}, newer than this build knows ({known}); upgrade graphkit-server"
+        )));
+    }
+    for &(version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > applied) {
+        sqlx::raw_sql(sql).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO graphkit_migrations (component, version, description, applied_at_ms) \
+             VALUES ('server', $1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+        )
+        .bind(version)
+        .bind(description)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
+}
