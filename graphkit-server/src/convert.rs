@@ -32,9 +32,9 @@ pub(crate) fn input_to_update(
                 ReducerKind::Append | ReducerKind::MergeBy | ReducerKind::Capped,
                 Value::Array(items),
             ) => json!({ "items": items }),
-            (ReducerKind::MergeByKey, Value::Array(items)) => {
-                let ops: Vec<Value> = items.into_iter().map(|i| json!({ "Upsert": i })).collect();
-                json!({ "ops": ops })
+            // A merge-by-key update is the list of its operations.
+            (ReducerKind::MergeByKey, Value::Array(items)) if !items.iter().all(is_keyed_op) => {
+                Value::Array(items.into_iter().map(keyed_op_from_langgraph).collect())
             }
             (_, value) => value,
         };
@@ -58,26 +58,49 @@ pub(crate) fn update_to_langgraph(update: Value) -> Value {
             {
                 object.remove("items").unwrap_or(Value::Null)
             }
-            Value::Object(mut object) if object.len() == 1 && object.contains_key("ops") => {
-                match object.remove("ops") {
-                    Some(Value::Array(ops)) => Value::Array(
-                        ops.into_iter()
-                            .map(|op| match op {
-                                Value::Object(mut o) if o.contains_key("Upsert") => {
-                                    o.remove("Upsert").unwrap_or(Value::Null)
-                                }
-                                other => other,
-                            })
-                            .collect(),
-                    ),
-                    other => other.unwrap_or(Value::Null),
-                }
+            Value::Array(ops) if !ops.is_empty() && ops.iter().all(is_keyed_op) => {
+                Value::Array(ops.into_iter().map(keyed_op_to_langgraph).collect())
             }
             other => other,
         };
         out.insert(key, to_langchain(value));
     }
     Value::Object(out)
+}
+
+/// `true` for one operation of a merge-by-key update: `{"Upsert": item}`,
+/// `{"Remove": key}` or `"RemoveAll"`.
+fn is_keyed_op(value: &Value) -> bool {
+    match value {
+        Value::Object(o) => o.len() == 1 && (o.contains_key("Upsert") || o.contains_key("Remove")),
+        Value::String(s) => s == "RemoveAll",
+        _ => false,
+    }
+}
+
+/// An item as an upsert; LangGraph's `RemoveMessage` (`{"type": "remove", "id"}`) as a
+/// removal (`__remove_all__`: remove everything).
+fn keyed_op_from_langgraph(item: Value) -> Value {
+    if item.get("type").and_then(Value::as_str) == Some("remove") {
+        return match item.get("id") {
+            Some(Value::String(id)) if id == "__remove_all__" => json!("RemoveAll"),
+            Some(id) => json!({ "Remove": id }),
+            None => json!({ "Upsert": item }),
+        };
+    }
+    json!({ "Upsert": item })
+}
+
+/// An upsert as its item; removals as LangGraph's `RemoveMessage` (`__remove_all__` for all).
+fn keyed_op_to_langgraph(op: Value) -> Value {
+    match op {
+        Value::Object(mut o) => match (o.remove("Upsert"), o.remove("Remove")) {
+            (Some(item), _) => item,
+            (None, Some(key)) => json!({"type": "remove", "id": key, "content": ""}),
+            (None, None) => Value::Null,
+        },
+        _ => json!({"type": "remove", "id": "__remove_all__", "content": ""}),
+    }
 }
 
 /// `true` for a graphkit-llm message object: a `role` tag, an `id` and text `content`.

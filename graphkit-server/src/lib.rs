@@ -37,3 +37,8 @@ mod worker;
 pub use error::{Result, ServerError};
 pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};
 pub use worker::WorkerSettings;
+
+/// The crate README's example, compiled as a doctest so it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

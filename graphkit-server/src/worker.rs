@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use graphkit::checkpoint::ListOptions;
 use graphkit::{Durability, RunConfig};
 use serde::{Deserialize, Serialize};
@@ -436,32 +436,45 @@ impl Translator {
     }
 }
 
+/// A graph's events as the pump task forwards them.
+type EventFeed = tokio::sync::mpsc::UnboundedReceiver<Result<GraphEvent, graphkit::Error>>;
+
+/// Runs the graph on its own task, so it keeps making progress (and finishes its storage
+/// transactions) while the worker writes events: the worker never holds the graph's
+/// future suspended in the middle of a checkpoint write.
+fn pump(mut events: GraphEvents) -> (EventFeed, tokio::task::JoinHandle<()>) {
+    let (sender, feed) = tokio::sync::mpsc::unbounded_channel();
+    let task = tokio::spawn(async move {
+        while let Some(item) = events.next().await {
+            if sender.send(item).is_err() {
+                break;
+            }
+        }
+    });
+    (feed, task)
+}
+
 /// Collects the events that are ready now (at least one, waiting for the first).
-async fn next_batch(
-    events: &mut GraphEvents,
-) -> (Vec<GraphEvent>, Option<Option<graphkit::Error>>) {
+/// The second value is `Some(None)` when the graph finished, `Some(Some(e))` when it
+/// stopped with `e`.
+async fn next_batch(feed: &mut EventFeed) -> (Vec<GraphEvent>, Option<Option<graphkit::Error>>) {
     let mut batch = Vec::new();
-    let mut end = None;
-    match events.next().await {
+    match feed.recv().await {
         Some(Ok(event)) => batch.push(event),
         Some(Err(error)) => return (batch, Some(Some(error))),
         None => return (batch, Some(None)),
     }
     while batch.len() < 256 {
-        match events.next().now_or_never() {
-            Some(Some(Ok(event))) => batch.push(event),
-            Some(Some(Err(error))) => {
-                end = Some(Some(error));
-                break;
+        match feed.try_recv() {
+            Ok(Ok(event)) => batch.push(event),
+            Ok(Err(error)) => return (batch, Some(Some(error))),
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                return (batch, Some(None));
             }
-            Some(None) => {
-                end = Some(None);
-                break;
-            }
-            None => break,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => break,
         }
     }
-    (batch, end)
+    (batch, None)
 }
 
 /// Runs one claimed run to its end.
@@ -522,8 +535,8 @@ async fn try_execute(
     let started = graph
         .start(&request, config, graph_modes(&kwargs.stream_mode))
         .await;
-    let mut events = match started {
-        Ok(events) => events,
+    let (mut feed, graph_task) = match started {
+        Ok(events) => pump(events),
         Err(error) => {
             return fail(
                 shared,
@@ -545,7 +558,7 @@ async fn try_execute(
     let stop = loop {
         let check_deadline = check_at.unwrap_or(next_beat).min(next_beat);
         tokio::select! {
-            (batch, end) = next_batch(&mut events) => {
+            (batch, end) = next_batch(&mut feed) => {
                 let mut out = Vec::with_capacity(batch.len());
                 for event in batch {
                     translator.translate(event, &mut out);
@@ -581,7 +594,7 @@ async fn try_execute(
     if matches!(stop, Stop::Cancelled(_) | Stop::Lost | Stop::Shutdown) {
         // Stop the graph through its token and let it release the thread cleanly.
         token.cancel();
-        let drain = async { while events.next().await.is_some() {} };
+        let drain = async { while feed.recv().await.is_some() {} };
         if tokio::time::timeout(shared.settings.stop_grace, drain)
             .await
             .is_err()
@@ -589,7 +602,7 @@ async fn try_execute(
             tracing::warn!(%run_id, "the graph did not stop within the grace period; dropped");
         }
     }
-    drop(events);
+    graph_task.abort();
 
     match stop {
         Stop::Finished => {

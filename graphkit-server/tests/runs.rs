@@ -678,3 +678,86 @@ async fn debug_tasks_and_checkpoints_modes_stream_their_events() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_client_hang_up_cancels_the_run_with_on_disconnect_cancel() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (_, mut reader) = stream(
+        &s,
+        &format!("/threads/{thread}/runs/stream"),
+        json!({"assistant_id": "agent", "input": user_input("bye", json!({"sleep": 600})), "on_disconnect": "cancel"}),
+    )
+    .await;
+    let first = reader.next().await.expect("metadata");
+    let run_id = first.data["run_id"].as_str().expect("id").to_owned();
+    drop(reader); // the client hangs up
+    // join returns once the run has ended.
+    s.get_json(
+        &format!("/threads/{thread}/runs/{run_id}/join"),
+        StatusCode::OK,
+    )
+    .await;
+    let run = s
+        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
+        .await;
+    assert_eq!(run["status"], "interrupted");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_with_wait_returns_the_join_body_and_a_pending_run_is_cancelled_at_once() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (first, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let queued = expect_json(
+        s.post(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("later", json!({}))}),
+        )
+        .await,
+        StatusCode::OK,
+    )
+    .await;
+    let queued_id = queued["run_id"].as_str().expect("id");
+    let cancelled = s
+        .client
+        .post(s.url(&format!("/threads/{thread}/runs/{queued_id}/cancel")))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancelled.status(), StatusCode::ACCEPTED);
+    let queued_now = s
+        .get_json(
+            &format!("/threads/{thread}/runs/{queued_id}"),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        queued_now["status"], "interrupted",
+        "a pending run is cancelled at once"
+    );
+
+    let body = expect_json(
+        s.client
+            .post(s.url(&format!(
+                "/threads/{thread}/runs/{first}/cancel?wait=true&action=interrupt"
+            )))
+            .send()
+            .await
+            .expect("cancel"),
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(body["messages"][0]["content"], "slow");
+    reader.collect().await;
+    s.client
+        .post(s.url(&format!(
+            "/threads/{thread}/runs/{first}/cancel?action=explode"
+        )))
+        .send()
+        .await
+        .map(|r| assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY))
+        .expect("cancel");
+    s.stop().await;
+}

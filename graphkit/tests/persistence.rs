@@ -1346,3 +1346,50 @@ async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_an
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_host_rebinds_a_graph_to_its_storage_and_names_the_run_in_checkpoints() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("a", say("a"))
+        .add_edge(START, "a")
+        .add_edge("a", END);
+    let plain = g.compile().unwrap();
+    assert!(!plain.has_checkpointer());
+    assert_eq!(
+        plain.edges(),
+        [
+            (START.to_owned(), "a".to_owned(), false),
+            ("a".to_owned(), END.to_owned(), false)
+        ]
+    );
+    let host_saver = saver();
+    let hosted = plain
+        .with_checkpointer(host_saver.clone())
+        .with_store(Arc::new(InMemoryStore::new()));
+    assert!(hosted.has_checkpointer() && !plain.has_checkpointer());
+
+    let config = thread("hosted")
+        .with_checkpoint_metadata("run_id", "host-run-1")
+        .with_checkpoint_metadata("graph_id", "g");
+    hosted.invoke_with(ChatUpdate::new(), config).await.unwrap();
+    let records = host_saver
+        .list("hosted", "", &ListOptions::default())
+        .await
+        .unwrap();
+    assert!(!records.is_empty());
+    for record in &records {
+        assert_eq!(record.metadata["run_id"], "host-run-1");
+        assert_eq!(record.metadata["graph_id"], "g");
+        assert!(
+            record.metadata.get("step").is_some(),
+            "graphkit's own keys stay"
+        );
+    }
+    // The run's checkpoints can be deleted by that name (a rollback).
+    let deleted = host_saver.delete_run("hosted", "host-run-1").await.unwrap();
+    assert_eq!(deleted, records.len() as u64);
+    assert!(matches!(
+        hosted.get_state(&thread("hosted")).await,
+        Err(Error::CheckpointNotFound { .. })
+    ));
+}
