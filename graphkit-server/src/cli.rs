@@ -33,7 +33,11 @@ pub struct Args {
     pub database: String,
     /// PostgreSQL only: the schema holding the server's tables (created if missing).
     /// Processes that should share threads and runs use the same schema.
-    #[arg(long, env = "GRAPHKIT_SERVER_SCHEMA", default_value = "graphkit_server")]
+    #[arg(
+        long,
+        env = "GRAPHKIT_SERVER_SCHEMA",
+        default_value = "graphkit_server"
+    )]
     pub database_schema: String,
     /// Require this key in the `x-api-key` header of every request (else 401).
     #[arg(long, env = "GRAPHKIT_SERVER_API_KEY")]

@@ -70,13 +70,11 @@ pub struct ServerProcess {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
-    /// The worker id the process announced (what `GET /runs/{id}` shows as `worker_id`).
-    pub worker_id: String,
 }
 
 impl ServerProcess {
     /// Starts a server binary with `--listen 127.0.0.1:0` and `args`, and waits until it
-    /// printed its address (`listening on http://ADDR`) and its worker id (`worker id ID`).
+    /// printed its address (`listening on http://ADDR`).
     pub fn start(binary: &str, args: &[&str]) -> Self {
         let mut child = Command::new(binary)
             .args(["--listen", "127.0.0.1:0"])
@@ -88,36 +86,33 @@ impl ServerProcess {
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut base = None;
-        let mut worker_id = None;
-        // The server prints `listening on http://ADDR` and `worker id WORKER` at start.
         for line in lines.by_ref() {
             let line = line.expect("server stdout");
             if let Some(rest) = line.split("listening on ").nth(1) {
                 base = Some(rest.trim().to_owned());
-            }
-            if let Some(rest) = line.split("worker id ").nth(1) {
-                worker_id = Some(rest.trim().to_owned());
-            }
-            if base.is_some() && worker_id.is_some() {
                 break;
             }
         }
         // Keep draining stdout so the server never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        let (Some(base), Some(worker_id)) = (base, worker_id) else {
+        let Some(base) = base else {
             let _ = child.kill();
-            panic!("{binary} exited before announcing its address and worker id");
+            panic!("{binary} exited before announcing its address");
         };
-        let base = if base.starts_with("http") {
-            base
-        } else {
-            format!("http://{base}")
-        };
-        Self {
-            child,
-            base,
-            worker_id,
-        }
+        Self { child, base }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether `worker_id` (as `GET /runs/{id}` shows it) is one of this process's workers:
+    /// the server's worker ids are `<pid>-<uuid>`.
+    pub fn runs_worker(&self, worker_id: &str) -> bool {
+        worker_id
+            .split_once('-')
+            .is_some_and(|(pid, _)| pid == self.pid().to_string())
     }
 
     /// SIGKILL: the process gets no chance to clean up, as in a crash.
@@ -161,6 +156,20 @@ impl Http {
             .await
             .unwrap_or_else(|e| panic!("POST {url}: {e}"));
         Self::json(url, response).await
+    }
+
+    /// `PUT url` with a JSON body, for endpoints that answer without a body (204).
+    pub async fn put(&self, url: &str, body: Value) {
+        let response = self
+            .client
+            .put(url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("PUT {url}: {e}"));
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        assert!(status.is_success(), "{url} answered {status}: {text}");
     }
 
     /// `GET url`; the JSON answer (the test fails on a non-2xx status).

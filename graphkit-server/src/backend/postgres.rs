@@ -598,12 +598,13 @@ impl Backend for PostgresBackend {
     }
 
     async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
+        // The columns of the inner select (timestamps as microseconds).
         let column = match query.sort_by.as_deref() {
-            None | Some("created_at") => "t.created_at",
-            Some("updated_at") => "t.updated_at",
-            Some("thread_id") => "t.thread_id",
+            None | Some("created_at") => "created_us",
+            Some("updated_at") => "updated_us",
+            Some("thread_id") => "thread_id",
             Some("status") => "status",
-            Some("state_updated_at") => "t.state_updated_at",
+            Some("state_updated_at") => "state_updated_us",
             Some(other) => {
                 return Err(ServerError::Validation(format!(
                     "cannot sort threads by {other:?}: use thread_id, created_at, updated_at, state_updated_at or status"
@@ -617,8 +618,7 @@ impl Backend for PostgresBackend {
              AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
              AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
              WHERE ($4::text IS NULL OR status = $4) \
-             ORDER BY {} {direction}, thread_id {direction} LIMIT $5 OFFSET $6",
-            column.trim_start_matches("t.")
+             ORDER BY {column} {direction}, thread_id {direction} LIMIT $5 OFFSET $6"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(query.metadata.clone().map(Value::Object))
@@ -899,18 +899,22 @@ impl Backend for PostgresBackend {
     ) -> Result<bool> {
         let err = db("finishing a run");
         let mut tx = self.begin().await?;
-        let thread_id: Option<Uuid> = sqlx::query_scalar(
-            "SELECT thread_id FROM server_runs WHERE run_id = $1 AND worker_id = $2 \
+        let Some(thread_id) = lock_thread_of(&mut tx, run_id).await? else {
+            return Ok(false);
+        };
+        let held = sqlx::query(
+            "SELECT 1 FROM server_runs WHERE run_id = $1 AND worker_id = $2 \
              AND status = 'running' FOR UPDATE",
         )
         .bind(run_id)
         .bind(worker_id)
         .fetch_optional(&mut *tx)
         .await
-        .map_err(&err)?;
-        let Some(thread_id) = thread_id else {
+        .map_err(&err)?
+        .is_some();
+        if !held {
             return Ok(false);
-        };
+        }
         let (status, reason) = match &end {
             RunEnd::Success => (Some(RunStatus::Success), None),
             RunEnd::Error(message) => (Some(RunStatus::Error), Some(message.as_str())),
@@ -969,6 +973,19 @@ impl Backend for PostgresBackend {
         let err = db("sweeping expired leases");
         let mut tx = self.begin().await?;
         let max = i32::try_from(max_attempts).unwrap_or(i32::MAX);
+        // Locks go thread first, then run, everywhere (as in create_run), so a sweep never
+        // deadlocks with a run being created or finished on the same thread.
+        let threads: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT thread_id FROM server_threads WHERE thread_id IN (SELECT thread_id FROM server_runs \
+             WHERE status = 'running' AND lease_until < clock_timestamp()) \
+             ORDER BY thread_id FOR UPDATE",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(&err)?;
+        if threads.is_empty() {
+            return Ok(Vec::new());
+        }
         let swept: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
             "UPDATE server_runs SET \
                status = CASE WHEN attempt >= $1 THEN 'error' ELSE 'pending' END, \
@@ -977,10 +994,12 @@ impl Backend for PostgresBackend {
                ended_at = CASE WHEN attempt >= $1 THEN now() END, \
                worker_id = NULL, lease_until = NULL, cancel_requested = NULL, updated_at = now() \
              WHERE run_id IN (SELECT run_id FROM server_runs WHERE status = 'running' \
-                              AND lease_until < clock_timestamp() FOR UPDATE SKIP LOCKED) \
+                              AND lease_until < clock_timestamp() AND thread_id = ANY($2) \
+                              FOR UPDATE SKIP LOCKED) \
              RETURNING run_id, thread_id, status, attempt",
         )
         .bind(max)
+        .bind(&threads)
         .fetch_all(&mut *tx)
         .await
         .map_err(&err)?;
@@ -1101,6 +1120,28 @@ impl Backend for PostgresBackend {
     fn watch_queue(&self) -> Wakeup {
         self.notifier.watch_queue()
     }
+}
+
+/// Locks the thread row of `run_id` (a run's thread never changes, so reading it first is
+/// safe) and returns the thread id; `None` if the run does not exist. Every transaction
+/// that locks a thread and a run locks the thread first.
+async fn lock_thread_of(tx: &mut Transaction<'_, Postgres>, run_id: Uuid) -> Result<Option<Uuid>> {
+    let err = db("locking a run's thread");
+    let thread_id: Option<Uuid> =
+        sqlx::query_scalar("SELECT thread_id FROM server_runs WHERE run_id = $1")
+            .bind(run_id)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(&err)?;
+    let Some(thread_id) = thread_id else {
+        return Ok(None);
+    };
+    sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+        .bind(thread_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(&err)?;
+    Ok(Some(thread_id))
 }
 
 /// Cancels a run whose row the transaction has locked (its current `status` given).

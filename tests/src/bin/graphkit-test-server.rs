@@ -54,7 +54,11 @@ async fn step(state: Arc<Steps>, ctx: NodeContext) -> Result<StepsUpdate, BoxErr
     let (store, thread) = store_of(&ctx)?;
     let node = ctx.node().to_owned();
     store
-        .put(&["exec", &thread], &format!("{node}:start:{}", marker()), json!({}))
+        .put(
+            &["exec", &thread],
+            &format!("{node}:start:{}", marker()),
+            json!({}),
+        )
         .await?;
     if state.gated {
         while store.get(&["gate", &thread], &node).await?.is_none() {
@@ -65,7 +69,11 @@ async fn step(state: Arc<Steps>, ctx: NodeContext) -> Result<StepsUpdate, BoxErr
         }
     }
     store
-        .put(&["exec", &thread], &format!("{node}:end:{}", marker()), json!({}))
+        .put(
+            &["exec", &thread],
+            &format!("{node}:end:{}", marker()),
+            json!({}),
+        )
         .await?;
     Ok(StepsUpdate::new().done(vec![node]))
 }
