@@ -57,7 +57,11 @@ impl Client {
             Command::new(sdk)
         };
         // The SDKs send `x-api-key` from these when set; the test server has no key.
-        for key in ["LANGGRAPH_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"] {
+        for key in [
+            "LANGGRAPH_API_KEY",
+            "LANGSMITH_API_KEY",
+            "LANGCHAIN_API_KEY",
+        ] {
             command.env_remove(key);
         }
         let output = command
