@@ -220,6 +220,7 @@ impl Server {
                 shared,
                 api_key: self.api_key.map(Into::into),
                 body_limit: self.body_limit,
+                stop: stop.clone(),
             });
             let stop_http = stop.clone();
             tasks.push(tokio::spawn(async move {

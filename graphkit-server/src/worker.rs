@@ -347,7 +347,7 @@ impl Translator {
                 }
             }
             EventKind::Messages { node, payload } => {
-                if self.wants("messages-tuple") || self.wants("messages") {
+                if self.wants("messages-tuple") {
                     let metadata = json!({
                         "langgraph_node": node,
                         "langgraph_checkpoint_ns": ns.join("|"),

@@ -761,3 +761,26 @@ async fn cancel_with_wait_returns_the_join_body_and_a_pending_run_is_cancelled_a
         .expect("cancel");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_graceful_stop_ends_open_streams_and_puts_the_running_run_back_in_the_queue() {
+    let mut s = TestServer::start().await;
+    let thread = s.thread().await;
+    let (run_id, reader) = sleeping_run(&s, &thread, 600.0).await;
+    let server = s.server.take().expect("running");
+    server.shutdown().await;
+    // The open stream ended with the server.
+    reader.collect().await;
+    // Started again on the same file, the run is pending (to resume), not lost.
+    let backend = graphkit_server::backend::SqliteBackend::open(s.dir.path().join("server.db"))
+        .await
+        .expect("reopen");
+    use graphkit_server::backend::{Backend, RunStatus};
+    let run = backend
+        .get_run(None, run_id.parse().expect("uuid"))
+        .await
+        .expect("read")
+        .expect("the run is kept");
+    assert_eq!(run.status, RunStatus::Pending);
+    assert_eq!(run.worker_id, None);
+}

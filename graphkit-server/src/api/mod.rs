@@ -31,6 +31,8 @@ pub(crate) struct Api {
     pub shared: Arc<Shared>,
     pub api_key: Option<Arc<str>>,
     pub body_limit: usize,
+    /// Cancelled when the server stops: open streams and waits end then.
+    pub stop: tokio_util::sync::CancellationToken,
 }
 
 impl Api {

@@ -46,7 +46,6 @@ pub(super) fn routes() -> Router<Api> {
 const STREAM_MODES: &[&str] = &[
     "values",
     "updates",
-    "messages",
     "messages-tuple",
     "custom",
     "debug",
@@ -107,6 +106,11 @@ fn stream_modes(value: Option<&Value>) -> Result<Vec<String>> {
             ));
         }
     };
+    if modes.iter().any(|m| m == "messages") {
+        return Err(ServerError::Validation(
+            "stream_mode \"messages\" (partial/complete chunks) is not served; use \"messages-tuple\", which carries every chunk with its metadata".into(),
+        ));
+    }
     if let Some(bad) = modes.iter().find(|m| !STREAM_MODES.contains(&m.as_str())) {
         return Err(ServerError::Validation(format!(
             "stream_mode {bad:?} is not served; use one of {}",

@@ -45,7 +45,7 @@ impl StreamFilter {
                 self.wants("values")
                     || (!self.wants("updates") && event.data.contains("\"__interrupt__\""))
             }
-            "messages" => self.wants("messages-tuple") || self.wants("messages"),
+            "messages" => self.wants("messages-tuple"),
             other => self.wants(other),
         }
     }
@@ -247,6 +247,9 @@ impl Follow {
             () = tokio::time::sleep(HEARTBEAT_EVERY) => {
                 self.pending.push_back(Bytes::from_static(HEARTBEAT));
             }
+            // The server stops: end the stream; the client reconnects elsewhere with
+            // Last-Event-ID.
+            () = self.api.stop.cancelled() => self.done = true,
         }
         Ok(())
     }
@@ -346,7 +349,7 @@ pub(crate) fn wait_body(api: &Api, run_id: Uuid, thread_id: Uuid, departure: Dep
         departure,
     };
     let chunks = stream::unfold(waiting, |mut w| async move {
-        if w.done {
+        if w.done || w.api.stop.is_cancelled() {
             return None;
         }
         let ended = tokio::time::timeout(HEARTBEAT_EVERY, wait_terminal(&w.api, w.run_id)).await;
