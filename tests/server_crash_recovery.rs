@@ -61,7 +61,7 @@ async fn a_killed_workers_run_finishes_elsewhere_as_attempt_two_without_redoing_
     // A short lease so the takeover comes soon; heartbeats every third of it.
     let args: Vec<&str> = postgres_args(&url, &schema)
         .into_iter()
-        .chain(["--workers", "3", "--lease-secs", "4"])
+        .chain(["--workers", "3", "--lease-secs", "6"])
         .collect();
     let mut servers: Vec<ServerProcess> = (0..3)
         .map(|_| ServerProcess::start(BINARY, &args))

@@ -263,7 +263,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
 /// the database clock decides).
 async fn sweep_until_swept(backend: &PostgresBackend, max_attempts: u32) -> Vec<Uuid> {
     for _ in 0..10_000 {
-        let swept = backend.sweep_expired(max_attempts).await.unwrap();
+        let swept = backend.sweep_expired(max_attempts).await.expect("sweep");
         if !swept.is_empty() {
             return swept;
         }

@@ -15,7 +15,7 @@
 //! - **LISTEN/NOTIFY** carries ids only: `runs_new` wakes workers, `run_events` and
 //!   `run_status` wake stream readers and `wait`/`join` callers, `run_control` wakes the
 //!   worker of a run asked to cancel. Each process holds one `LISTEN` connection and fans
-//!   the notifications out in memory (see [`listen`]).
+//!   the notifications out in memory (module `listen`).
 //! - Everything lives in one schema ([`PostgresOptions::schema`]), graphkit's checkpoint and
 //!   store tables included, so one database can hold several independent servers.
 
