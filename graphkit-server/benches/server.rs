@@ -5,7 +5,7 @@
 //! ```sh
 //! # SQLite (one process), then PostgreSQL with one and three processes, then the stream cost
 //! GRAPHKIT_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
-//!   cargo bench -p graphkit-server --features postgres --bench server
+//!   cargo bench -p graphkit-server --bench server
 //! # one configuration
 //! cargo bench -p graphkit-server --bench server -- --only sqlite --clients 8 --runs 400
 //! ```
@@ -441,7 +441,7 @@ async fn run(options: Options) -> BenchResult<()> {
             continue;
         };
         if !cfg!(feature = "postgres") {
-            eprintln!("skipping {name}: build the bench with --features postgres");
+            eprintln!("skipping {name}: build the bench with the `postgres` feature (on by default)");
             continue;
         }
         let database = Database::postgres(url, &format!("p{processes}"));
