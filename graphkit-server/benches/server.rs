@@ -441,7 +441,9 @@ async fn run(options: Options) -> BenchResult<()> {
             continue;
         };
         if !cfg!(feature = "postgres") {
-            eprintln!("skipping {name}: build the bench with the `postgres` feature (on by default)");
+            eprintln!(
+                "skipping {name}: build the bench with the `postgres` feature (on by default)"
+            );
             continue;
         }
         let database = Database::postgres(url, &format!("p{processes}"));
