@@ -42,3 +42,8 @@ pub use worker::WorkerSettings;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// docs/server.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/server.md")]
+pub struct ServerGuideDoctests;

@@ -1,0 +1,473 @@
+//! Throughput and latency of graphkit-server on its demo graph `agent`, measured from outside
+//! over HTTP against real server processes (not a timed test: figures go to
+//! `docs/benchmarks.md`).
+//!
+//! ```sh
+//! # SQLite (one process), then PostgreSQL with one and three processes, then the stream cost
+//! GRAPHKIT_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test \
+//!   cargo bench -p graphkit-server --bench server
+//! # one configuration
+//! cargo bench -p graphkit-server --bench server -- --only sqlite --clients 8 --runs 400
+//! ```
+//!
+//! Each configuration starts fresh server processes (`--listen 127.0.0.1:0`; a temporary
+//! SQLite file, or a fresh PostgreSQL schema dropped afterwards), creates one thread per run
+//! untimed, then lets `--clients` concurrent clients send `POST /threads/{id}/runs/wait`
+//! round-robin over the processes. It reports runs/s (runs over the wall time of the timed
+//! phase) and the p50/p99 latency of one `runs/wait`. Every answer is checked for the echo,
+//! so a broken server fails the bench instead of producing fast numbers.
+//!
+//! The stream cost compares, on one process and one client, the median latency of a
+//! `runs/wait` with the median latency of a `runs/stream` of the same run that reads every
+//! event of the modes values, updates, debug, tasks and checkpoints, and divides the
+//! difference by the number of events.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+/// The server binary this bench drives, built by cargo with the bench's features.
+const SERVER: &str = env!("CARGO_BIN_EXE_graphkit-server");
+
+type BenchResult<T> = Result<T, String>;
+
+struct Options {
+    clients: usize,
+    runs: usize,
+    stream_runs: usize,
+    only: Option<String>,
+    postgres: Option<String>,
+}
+
+fn parse_options() -> BenchResult<Options> {
+    let mut options = Options {
+        clients: 8,
+        runs: 400,
+        stream_runs: 100,
+        only: None,
+        postgres: std::env::var("GRAPHKIT_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|url| !url.is_empty()),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            // What `cargo bench` passes to every bench target.
+            "--bench" => {}
+            "--clients" => options.clients = number(&value("--clients")?)?,
+            "--runs" => options.runs = number(&value("--runs")?)?,
+            "--stream-runs" => options.stream_runs = number(&value("--stream-runs")?)?,
+            "--only" => options.only = Some(value("--only")?),
+            "--postgres" => options.postgres = Some(value("--postgres")?),
+            other => {
+                return Err(format!(
+                    "unknown argument {other:?}; use --clients N, --runs N, --stream-runs N, \
+                     --only sqlite|postgres-1|postgres-3|stream, --postgres URL"
+                ));
+            }
+        }
+    }
+    if options.clients == 0 || options.runs == 0 {
+        return Err("--clients and --runs must be at least 1".to_owned());
+    }
+    Ok(options)
+}
+
+fn number(text: &str) -> BenchResult<usize> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a whole number"))
+}
+
+/// One server process, killed when dropped.
+struct ServerProcess {
+    child: Child,
+    base: String,
+}
+
+impl ServerProcess {
+    fn start(database: &str, extra: &[&str]) -> BenchResult<Self> {
+        let mut child = Command::new(SERVER)
+            .args(["--listen", "127.0.0.1:0", "--database", database])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {SERVER}: {e}"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the server's stdout was not piped")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let mut base = None;
+        for line in lines.by_ref() {
+            let line = line.map_err(|e| format!("reading the server's stdout: {e}"))?;
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let address = rest.trim();
+                base = Some(if address.starts_with("http") {
+                    address.to_owned()
+                } else {
+                    format!("http://{address}")
+                });
+                break;
+            }
+        }
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        match base {
+            Some(base) => Ok(Self { child, base }),
+            None => {
+                let _ = child.kill();
+                Err(format!(
+                    "{SERVER} exited before printing `listening on ADDR`"
+                ))
+            }
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Where a configuration keeps its data; cleaned up when dropped.
+enum Database {
+    Sqlite(tempfile::TempDir),
+    Postgres { url: String, schema: String },
+}
+
+impl Database {
+    fn sqlite() -> BenchResult<Self> {
+        tempfile::tempdir()
+            .map(Database::Sqlite)
+            .map_err(|e| format!("no temporary directory: {e}"))
+    }
+
+    fn postgres(url: &str, label: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Database::Postgres {
+            url: url.to_owned(),
+            schema: format!("gk_bench_{label}_{}_{nanos}", std::process::id()),
+        }
+    }
+
+    fn start(&self, processes: usize) -> BenchResult<Vec<ServerProcess>> {
+        match self {
+            Database::Sqlite(dir) => {
+                let path = dir.path().join("server.db");
+                let url = path.display().to_string();
+                (0..processes)
+                    .map(|_| ServerProcess::start(&url, &[]))
+                    .collect()
+            }
+            Database::Postgres { url, schema } => (0..processes)
+                .map(|_| ServerProcess::start(url, &["--database-schema", schema]))
+                .collect(),
+        }
+    }
+
+    async fn drop_schema(&self) {
+        if let Database::Postgres { url, schema } = self {
+            drop_postgres_schema(url, schema).await;
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn drop_postgres_schema(url: &str, schema: &str) {
+    use sqlx::Connection;
+    if let Ok(mut connection) = sqlx::PgConnection::connect(url).await {
+        let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+        if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&mut connection)
+            .await
+        {
+            eprintln!("could not drop the bench schema {schema}: {e}");
+        }
+        let _ = connection.close().await;
+    }
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn drop_postgres_schema(_url: &str, _schema: &str) {}
+
+fn user_input(text: &str) -> Value {
+    json!({"messages": [{"role": "user", "content": text}]})
+}
+
+async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> BenchResult<Value> {
+    let response = http
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("POST {url} answered {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("POST {url} sent no JSON ({e}): {text}"))
+}
+
+async fn new_thread(http: &reqwest::Client, base: &str) -> BenchResult<String> {
+    let thread = post_json(http, &format!("{base}/threads"), &json!({})).await?;
+    thread["thread_id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("POST /threads gave no thread_id: {thread}"))
+}
+
+/// One `runs/wait`, checked for the echo.
+async fn run_wait(http: &reqwest::Client, base: &str, thread: &str, text: &str) -> BenchResult<()> {
+    let url = format!("{base}/threads/{thread}/runs/wait");
+    let body = json!({"assistant_id": "agent", "input": user_input(text)});
+    let values = post_json(http, &url, &body).await?;
+    let echo = format!("echo: {text}");
+    let last = values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str());
+    if last == Some(echo.as_str()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "runs/wait on {thread} did not echo {text:?}: {values}"
+        ))
+    }
+}
+
+/// One `runs/stream`, read to the end; returns the number of events (heartbeats excluded).
+async fn run_stream(
+    http: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    modes: &Value,
+) -> BenchResult<usize> {
+    let url = format!("{base}/threads/{thread}/runs/stream");
+    let body =
+        json!({"assistant_id": "agent", "input": user_input("stream"), "stream_mode": modes});
+    let response = http
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| format!("POST {url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("POST {url} answered {}", response.status()));
+    }
+    let mut body = response.bytes_stream();
+    let mut events = 0;
+    let mut pending = Vec::new();
+    let mut saw_echo = false;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| format!("reading {url}: {e}"))?;
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let block: Vec<u8> = pending.drain(..end + 4).collect();
+            if block.starts_with(b"event:") {
+                events += 1;
+            }
+            saw_echo |= block.windows(12).any(|w| w == b"echo: stream");
+        }
+        // A server that frames with LF only.
+        while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+            let block: Vec<u8> = pending.drain(..end + 2).collect();
+            if block.starts_with(b"event:") {
+                events += 1;
+            }
+            saw_echo |= block.windows(12).any(|w| w == b"echo: stream");
+        }
+    }
+    if saw_echo {
+        Ok(events)
+    } else {
+        Err(format!("the stream of {url} never carried the echo"))
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The throughput configuration: `processes` servers on `database`, `clients` concurrent
+/// clients, `runs` timed `runs/wait`s in all.
+async fn throughput(
+    label: &str,
+    database: &Database,
+    processes: usize,
+    options: &Options,
+) -> BenchResult<Value> {
+    let servers = database.start(processes)?;
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(300))
+        .pool_max_idle_per_host(options.clients)
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    // Untimed: one thread per run (spread over the processes) and a warm-up run per client.
+    let mut threads = Vec::with_capacity(options.runs);
+    for i in 0..options.runs {
+        threads.push(new_thread(&http, &bases[i % bases.len()]).await?);
+    }
+    for c in 0..options.clients {
+        let base = &bases[c % bases.len()];
+        let thread = new_thread(&http, base).await?;
+        run_wait(&http, base, &thread, "warm-up").await?;
+    }
+
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..options.clients {
+        let mine: Vec<(String, String)> = threads
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % options.clients == c)
+            .map(|(i, t)| (bases[i % bases.len()].clone(), t.clone()))
+            .collect();
+        let http = http.clone();
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(mine.len());
+            for (base, thread) in mine {
+                let sent = Instant::now();
+                run_wait(&http, &base, &thread, "bench").await?;
+                latencies.push(sent.elapsed());
+            }
+            BenchResult::Ok(latencies)
+        });
+    }
+    let mut latencies = Vec::with_capacity(options.runs);
+    while let Some(joined) = tasks.join_next().await {
+        latencies.extend(joined.map_err(|e| format!("a client task failed: {e}"))??);
+    }
+    let wall = started.elapsed();
+    drop(servers);
+    latencies.sort();
+    Ok(json!({
+        "config": label,
+        "processes": processes,
+        "clients": options.clients,
+        "runs": latencies.len(),
+        "runs_per_s": (latencies.len() as f64 / wall.as_secs_f64() * 10.0).round() / 10.0,
+        "wait_p50_ms": (ms(percentile(&latencies, 50.0)) * 10.0).round() / 10.0,
+        "wait_p99_ms": (ms(percentile(&latencies, 99.0)) * 10.0).round() / 10.0,
+        "wall_s": (wall.as_secs_f64() * 100.0).round() / 100.0,
+    }))
+}
+
+/// The stream cost on one process, one client.
+async fn stream_cost(database: &Database, options: &Options) -> BenchResult<Value> {
+    let servers = database.start(1)?;
+    let base = servers[0].base.clone();
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    let modes = json!(["values", "updates", "debug", "tasks", "checkpoints"]);
+    let warm = new_thread(&http, &base).await?;
+    run_wait(&http, &base, &warm, "warm-up").await?;
+    run_stream(&http, &base, &warm, &modes).await?;
+
+    let mut waits = Vec::with_capacity(options.stream_runs);
+    let mut streams = Vec::with_capacity(options.stream_runs);
+    let mut events = 0;
+    // Interleaved, so load changes hit both sides alike.
+    for _ in 0..options.stream_runs {
+        let thread = new_thread(&http, &base).await?;
+        let sent = Instant::now();
+        run_wait(&http, &base, &thread, "bench").await?;
+        waits.push(sent.elapsed());
+        let thread = new_thread(&http, &base).await?;
+        let sent = Instant::now();
+        events = run_stream(&http, &base, &thread, &modes).await?;
+        streams.push(sent.elapsed());
+    }
+    drop(servers);
+    waits.sort();
+    streams.sort();
+    let wait = percentile(&waits, 50.0);
+    let stream = percentile(&streams, 50.0);
+    let per_event_us = if events > 0 {
+        (stream.as_secs_f64() - wait.as_secs_f64()) * 1e6 / events as f64
+    } else {
+        0.0
+    };
+    Ok(json!({
+        "config": "stream-cost",
+        "modes": modes,
+        "runs": options.stream_runs,
+        "events_per_run": events,
+        "wait_p50_ms": (ms(wait) * 100.0).round() / 100.0,
+        "stream_p50_ms": (ms(stream) * 100.0).round() / 100.0,
+        "overhead_per_event_us": per_event_us.round(),
+    }))
+}
+
+fn wanted(options: &Options, name: &str) -> bool {
+    options.only.as_deref().is_none_or(|only| only == name)
+}
+
+async fn run(options: Options) -> BenchResult<()> {
+    if wanted(&options, "sqlite") {
+        let database = Database::sqlite()?;
+        println!("{}", throughput("sqlite", &database, 1, &options).await?);
+    }
+    for processes in [1, 3] {
+        let name = format!("postgres-{processes}");
+        if !wanted(&options, &name) {
+            continue;
+        }
+        let Some(url) = options.postgres.as_deref() else {
+            eprintln!("skipping {name}: set GRAPHKIT_TEST_POSTGRES_URL or pass --postgres URL");
+            continue;
+        };
+        if !cfg!(feature = "postgres") {
+            eprintln!(
+                "skipping {name}: build the bench with the `postgres` feature (on by default)"
+            );
+            continue;
+        }
+        let database = Database::postgres(url, &format!("p{processes}"));
+        let result = throughput(&name, &database, processes, &options).await;
+        database.drop_schema().await;
+        println!("{}", result?);
+    }
+    if wanted(&options, "stream") {
+        let database = Database::sqlite()?;
+        println!("{}", stream_cost(&database, &options).await?);
+    }
+    Ok(())
+}
+
+fn main() {
+    let outcome = parse_options().and_then(|options| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("no tokio runtime: {e}"))?
+            .block_on(run(options))
+    });
+    if let Err(message) = outcome {
+        eprintln!("server bench failed: {message}");
+        std::process::exit(1);
+    }
+}
