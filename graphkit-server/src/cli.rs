@@ -118,6 +118,17 @@ impl Args {
     }
 }
 
+/// Installs the stderr logger of a server binary: `RUST_LOG` when set, else `default`
+/// (for example `"info"`).
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .init();
+}
+
 /// Serves `server` (its graphs registered) as `args` say, until Ctrl-C or SIGTERM; then
 /// stops gracefully (runs in progress go back to the queue).
 ///

@@ -23,11 +23,8 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    // Stderr only: on stdio, stdout is the protocol channel.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    // Stderr only (on stdio, stdout is the protocol channel); RUST_LOG picks what is logged.
+    let _logging = graphkit_examples::shared::logging::init("graphkit-events-mcp");
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

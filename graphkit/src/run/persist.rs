@@ -339,42 +339,47 @@ impl Persist {
         thread_id: &str,
         durability: Durability,
     ) -> Result<Self, Error> {
-        let run_id = format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id());
-        if !saver.try_lock_thread(thread_id, &run_id).await? {
+        let mut persist = Self::unlocked(saver, durability, thread_id.to_owned(), String::new());
+        if !persist
+            .saver
+            .try_lock_thread(thread_id, &persist.run_id)
+            .await?
+        {
             return Err(Error::ThreadBusy(thread_id.to_owned()));
         }
-        Ok(Self {
-            saver,
-            durability,
-            writer: None,
-            thread_id: thread_id.to_owned(),
-            ns: String::new(),
-            run_id,
-            locked: true,
-            nested: false,
-            current: None,
-            tasks_of: None,
-            carry_tasks: false,
-            step: -1,
-            chain_len: 0,
-            delta_bytes: 0,
-            snapshot_bytes: 0,
-            extra_metadata: serde_json::Map::new(),
-        })
+        persist.locked = true;
+        Ok(persist)
     }
 
     /// The persistence of a subgraph run inside the task `link` describes: checkpoints in
     /// the task's own namespace on the parent's thread, which the parent run holds.
     pub(crate) fn nested(link: &TaskLink, durability: Durability) -> Self {
+        let mut persist = Self::unlocked(
+            Arc::clone(&link.saver),
+            durability,
+            link.thread_id.clone(),
+            link.child_namespace(),
+        );
+        persist.nested = true;
+        persist
+    }
+
+    /// A fresh run's persistence in namespace `ns`, before any checkpoint, holding no lock.
+    fn unlocked(
+        saver: Arc<dyn Checkpointer>,
+        durability: Durability,
+        thread_id: String,
+        ns: String,
+    ) -> Self {
         Self {
-            saver: Arc::clone(&link.saver),
+            saver,
             durability,
             writer: None,
-            thread_id: link.thread_id.clone(),
-            ns: link.child_namespace(),
+            thread_id,
+            ns,
             run_id: format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id()),
             locked: false,
-            nested: true,
+            nested: false,
             current: None,
             tasks_of: None,
             carry_tasks: false,

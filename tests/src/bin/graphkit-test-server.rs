@@ -109,13 +109,7 @@ fn tally_graph() -> Result<CompiledGraph<Steps>, Error> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    cli::init_logging("warn");
     let server = Server::new()
         .graph("agent", demo::agent_graph()?)
         .graph("steps", steps_graph()?)
