@@ -6,11 +6,13 @@
 //! |---|---|---|
 //! | [`ARXIV_RESEARCH`] | arxiv-research over the offline arXiv corpus | `{"topic": "..."}` |
 //! | [`MCP_RESEARCH`] | mcp-research over the bundled events MCP server | `{"input": "...", "max_iterations": 2}` |
+//! | [`DUE_DILIGENCE`] | due-diligence over the local corpus `examples/corpora/due-diligence` | `{"subject": "...", "max_depth": 2, "max_queries_per_depth": 3, "stagnation_threshold": 2}` |
 //!
-//! Both run offline: the models are the workflows' deterministic stand-ins (the same the
+//! All run offline: the models are the workflows' deterministic stand-ins (the same the
 //! `graphkit-research` CLI uses by default) and the data sources are served from
 //! 127.0.0.1 by this process (the arXiv corpus of `examples/fixtures/arxiv` over arXiv's
-//! Atom API; the events dataset over MCP streamable HTTP). Keep the returned
+//! Atom API; the events dataset over MCP streamable HTTP). due-diligence writes its audit
+//! trail and report files under `files_dir/due_diligence/`. Keep the returned
 //! [`BundledWorkflows`] alive as long as the server runs: dropping it stops those
 //! local services.
 //!
@@ -18,17 +20,20 @@
 //! use graphkit_server::{Server, demo, workflows};
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! let files = std::path::Path::new("graphkit-server-workflows");
 //! let (server, services) =
-//!     workflows::register(Server::new().graph("agent", demo::agent_graph()?)).await?;
+//!     workflows::register(Server::new().graph("agent", demo::agent_graph()?), files).await?;
 //! server.serve("127.0.0.1:2024").await?;
 //! drop(services);
 //! # Ok(()) }
 //! ```
 
+use std::path::Path;
 use std::sync::Arc;
 
 use graphkit::CompileOptions;
 use graphkit_examples::arxiv_research::{self, GraphDeps, NodeDeps, OfflineArxiv};
+use graphkit_examples::due_diligence::{self, AuditTrail, OfflineDueDiligenceModel};
 use graphkit_examples::mcp_research::{
     self, ResearchDeps, SubAgentRegistry, events_server, events_server::EventsHttpServer,
 };
@@ -40,8 +45,10 @@ use crate::{Result, Server, ServerError};
 pub const ARXIV_RESEARCH: &str = "arxiv_research";
 /// The graph id of the mcp-research workflow.
 pub const MCP_RESEARCH: &str = "mcp_research";
+/// The graph id of the due-diligence workflow.
+pub const DUE_DILIGENCE: &str = "due_diligence";
 /// Every graph id [`register`] adds.
-pub const GRAPH_IDS: [&str; 2] = [ARXIV_RESEARCH, MCP_RESEARCH];
+pub const GRAPH_IDS: [&str; 3] = [ARXIV_RESEARCH, MCP_RESEARCH, DUE_DILIGENCE];
 
 /// The plan steps the arxiv-research planner keeps (the CLI's default).
 const ARXIV_MAX_STEPS: usize = 6;
@@ -74,13 +81,14 @@ impl BundledWorkflows {
 }
 
 /// Registers the bundled workflows ([`GRAPH_IDS`]) on `server`, starting the local
-/// services they read from on 127.0.0.1 (free ports). The graphs are compiled without a
+/// services they read from on 127.0.0.1 (free ports). Workflows that write files write
+/// them under `files_dir` (created when missing). The graphs are compiled without a
 /// checkpointer: the server runs them on its backend's.
 ///
 /// # Errors
-/// [`ServerError::Startup`] when the offline arXiv corpus cannot be read, a local
-/// service cannot bind, or a graph does not build.
-pub async fn register(server: Server) -> Result<(Server, BundledWorkflows)> {
+/// [`ServerError::Startup`] when a local corpus cannot be read, `files_dir` cannot be
+/// created, a local service cannot bind, or a graph does not build.
+pub async fn register(server: Server, files_dir: &Path) -> Result<(Server, BundledWorkflows)> {
     let startup = |what: &str, err: &dyn std::fmt::Display| {
         ServerError::Startup(format!("the bundled workflow {what}: {err}"))
     };
@@ -123,8 +131,30 @@ pub async fn register(server: Server) -> Result<(Server, BundledWorkflows)> {
     let mcp_graph = mcp_research::build_graph(Arc::new(mcp_deps), CompileOptions::new())
         .map_err(|e| startup("mcp_research", &e))?;
 
+    let dd_dir = files_dir.join(DUE_DILIGENCE);
+    std::fs::create_dir_all(&dd_dir).map_err(|e| {
+        startup(
+            &format!("due_diligence (its files directory {})", dd_dir.display()),
+            &e,
+        )
+    })?;
+    let dd_model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let dd_deps = due_diligence::Deps {
+        strategy_model: Arc::clone(&dd_model),
+        search_model: dd_model,
+        search: graphkit_examples::shared::search::corpus(&due_diligence::corpus_dir())
+            .map_err(|e| startup("due_diligence", &e))?,
+        results_per_search: 3,
+        audit: AuditTrail::new(dd_dir.join("audit")),
+        prices: due_diligence::default_prices(),
+        reports_dir: dd_dir.join("reports"),
+    };
+    let dd_graph = due_diligence::build_graph(Arc::new(dd_deps), CompileOptions::new())
+        .map_err(|e| startup("due_diligence", &e))?;
+
     let server = server
         .graph_without_schema(ARXIV_RESEARCH, arxiv_graph)
-        .graph_without_schema(MCP_RESEARCH, mcp_graph);
+        .graph_without_schema(MCP_RESEARCH, mcp_graph)
+        .graph_without_schema(DUE_DILIGENCE, dd_graph);
     Ok((server, BundledWorkflows { arxiv, events }))
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use common::expect_json;
 use graphkit_server::backend::SqliteBackend;
-use graphkit_server::workflows::{self, ARXIV_RESEARCH, BundledWorkflows, MCP_RESEARCH};
+use graphkit_server::workflows::{
+    self, ARXIV_RESEARCH, BundledWorkflows, DUE_DILIGENCE, MCP_RESEARCH,
+};
 use graphkit_server::{RunningServer, Server, demo};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
@@ -22,7 +24,7 @@ struct WorkflowServer {
     client: Client,
     running: RunningServer,
     services: BundledWorkflows,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl WorkflowServer {
@@ -31,10 +33,12 @@ impl WorkflowServer {
         let backend = SqliteBackend::open(dir.path().join("server.db"))
             .await
             .expect("open sqlite");
-        let (server, services) =
-            workflows::register(Server::new().graph("agent", demo::agent_graph().expect("demo")))
-                .await
-                .expect("register the workflows");
+        let (server, services) = workflows::register(
+            Server::new().graph("agent", demo::agent_graph().expect("demo")),
+            &dir.path().join("files"),
+        )
+        .await
+        .expect("register the workflows");
         let running = server
             .backend(Arc::new(backend))
             .start("127.0.0.1:0")
@@ -46,7 +50,7 @@ impl WorkflowServer {
             client: Client::new(),
             running,
             services,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -93,6 +97,8 @@ async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_graphkit-server"))
         .args(["--listen", "127.0.0.1:0", "--workers", "1", "--database"])
         .arg(dir.path().join("server.db"))
+        .arg("--workflows-dir")
+        .arg(dir.path().join("files"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -127,7 +133,14 @@ async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
         .map(|a| a["graph_id"].as_str().expect("graph_id"))
         .collect();
     graphs.sort_unstable();
-    assert_eq!(graphs, ["agent", ARXIV_RESEARCH, MCP_RESEARCH]);
+    assert_eq!(
+        graphs,
+        ["agent", ARXIV_RESEARCH, DUE_DILIGENCE, MCP_RESEARCH]
+    );
+    assert!(
+        dir.path().join("files").join(DUE_DILIGENCE).is_dir(),
+        "--workflows-dir holds the workflows' files"
+    );
     drop(binary);
 }
 
@@ -197,6 +210,47 @@ async fn mcp_research_runs_stateless_to_success_with_its_report() {
             .expect("tools")
             .is_empty(),
         "the tools came from the events MCP server: {state}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn due_diligence_runs_stateless_to_success_with_its_report() {
+    let s = WorkflowServer::start().await;
+    let state = s
+        .post_json(
+            "/runs/wait",
+            json!({
+                "assistant_id": DUE_DILIGENCE,
+                "input": {
+                    "subject": "Orrin Castellane",
+                    "max_depth": 1,
+                    "max_queries_per_depth": 3,
+                    "stagnation_threshold": 2
+                }
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(state["report"].is_object(), "no report: {state}");
+    assert!(state["search_count"].as_u64().unwrap_or(0) > 0, "{state}");
+    let session = state["session_id"].as_str().expect("session id");
+    assert!(!session.is_empty());
+    let reports = s
+        .dir
+        .path()
+        .join("files")
+        .join(DUE_DILIGENCE)
+        .join("reports");
+    let written: Vec<_> = std::fs::read_dir(&reports)
+        .expect("the reports directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(session))
+        .collect();
+    assert!(
+        !written.is_empty(),
+        "the report files of {session} in {}",
+        reports.display()
     );
     s.stop().await;
 }
