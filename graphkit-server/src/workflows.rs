@@ -7,6 +7,7 @@
 //! | [`ARXIV_RESEARCH`] | arxiv-research over the offline arXiv corpus | `{"topic": "..."}` |
 //! | [`MCP_RESEARCH`] | mcp-research over the bundled events MCP server | `{"input": "...", "max_iterations": 2}` |
 //! | [`DUE_DILIGENCE`] | due-diligence over the local corpus `examples/corpora/due-diligence` | `{"subject": "...", "max_depth": 2, "max_queries_per_depth": 3, "stagnation_threshold": 2}` |
+//! | [`BIOGRAPHY_EVENTS`] | biography-events over the local corpus `examples/corpora/biography` | `{"person_to_research": "Odile Marchetti"}` |
 //!
 //! All run offline: the models are the workflows' deterministic stand-ins (the same the
 //! `graphkit-research` CLI uses by default) and the data sources are served from
@@ -33,6 +34,7 @@ use std::sync::Arc;
 
 use graphkit::CompileOptions;
 use graphkit_examples::arxiv_research::{self, GraphDeps, NodeDeps, OfflineArxiv};
+use graphkit_examples::biography_events::{self, Sites};
 use graphkit_examples::due_diligence::{self, AuditTrail, OfflineDueDiligenceModel};
 use graphkit_examples::mcp_research::{
     self, ResearchDeps, SubAgentRegistry, events_server, events_server::EventsHttpServer,
@@ -47,8 +49,15 @@ pub const ARXIV_RESEARCH: &str = "arxiv_research";
 pub const MCP_RESEARCH: &str = "mcp_research";
 /// The graph id of the due-diligence workflow.
 pub const DUE_DILIGENCE: &str = "due_diligence";
+/// The graph id of the biography-events workflow.
+pub const BIOGRAPHY_EVENTS: &str = "biography_events";
 /// Every graph id [`register`] adds.
-pub const GRAPH_IDS: [&str; 3] = [ARXIV_RESEARCH, MCP_RESEARCH, DUE_DILIGENCE];
+pub const GRAPH_IDS: [&str; 4] = [
+    ARXIV_RESEARCH,
+    MCP_RESEARCH,
+    DUE_DILIGENCE,
+    BIOGRAPHY_EVENTS,
+];
 
 /// The plan steps the arxiv-research planner keeps (the CLI's default).
 const ARXIV_MAX_STEPS: usize = 6;
@@ -152,9 +161,19 @@ pub async fn register(server: Server, files_dir: &Path) -> Result<(Server, Bundl
     let dd_graph = due_diligence::build_graph(Arc::new(dd_deps), CompileOptions::new())
         .map_err(|e| startup("due_diligence", &e))?;
 
+    let bio_deps = biography_events::Deps {
+        model: biography_events::offline::offline_model(std::time::Duration::ZERO),
+        search: graphkit_examples::shared::search::corpus(&biography_events::default_corpus_dir())
+            .map_err(|e| startup("biography_events", &e))?,
+        sites: Sites::offline(),
+    };
+    let bio_graph = biography_events::build_graph(&bio_deps, CompileOptions::new())
+        .map_err(|e| startup("biography_events", &e))?;
+
     let server = server
         .graph_without_schema(ARXIV_RESEARCH, arxiv_graph)
         .graph_without_schema(MCP_RESEARCH, mcp_graph)
-        .graph_without_schema(DUE_DILIGENCE, dd_graph);
+        .graph_without_schema(DUE_DILIGENCE, dd_graph)
+        .graph_without_schema(BIOGRAPHY_EVENTS, bio_graph);
     Ok((server, BundledWorkflows { arxiv, events }))
 }

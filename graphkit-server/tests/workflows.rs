@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::expect_json;
 use graphkit_server::backend::SqliteBackend;
 use graphkit_server::workflows::{
-    self, ARXIV_RESEARCH, BundledWorkflows, DUE_DILIGENCE, MCP_RESEARCH,
+    self, ARXIV_RESEARCH, BIOGRAPHY_EVENTS, BundledWorkflows, DUE_DILIGENCE, MCP_RESEARCH,
 };
 use graphkit_server::{RunningServer, Server, demo};
 use reqwest::{Client, StatusCode};
@@ -135,7 +135,13 @@ async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
     graphs.sort_unstable();
     assert_eq!(
         graphs,
-        ["agent", ARXIV_RESEARCH, DUE_DILIGENCE, MCP_RESEARCH]
+        [
+            "agent",
+            ARXIV_RESEARCH,
+            BIOGRAPHY_EVENTS,
+            DUE_DILIGENCE,
+            MCP_RESEARCH
+        ]
     );
     assert!(
         dir.path().join("files").join(DUE_DILIGENCE).is_dir(),
@@ -170,6 +176,14 @@ async fn arxiv_research_runs_on_a_thread_to_success_with_its_report() {
     let report = drafts[0]["content"].as_str().expect("report text");
     assert!(report.starts_with(&format!("# {topic}")), "{report}");
     assert!(report.contains("## Sources"), "{report}");
+    let last_message = state["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("messages");
+    assert_eq!(
+        last_message["content"], report,
+        "the report is the last message"
+    );
     assert!(
         state["facts"]
             .as_array()
@@ -251,6 +265,29 @@ async fn due_diligence_runs_stateless_to_success_with_its_report() {
         !written.is_empty(),
         "the report files of {session} in {}",
         reports.display()
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn biography_events_runs_stateless_to_success_with_its_events() {
+    let s = WorkflowServer::start().await;
+    let state = s
+        .post_json(
+            "/runs/wait",
+            json!({
+                "assistant_id": BIOGRAPHY_EVENTS,
+                "input": {"person_to_research": "Odile Marchetti"}
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    let events = state["events"].as_array().expect("events");
+    assert!(!events.is_empty(), "no events: {state}");
+    assert!(state["stop_reason"].is_string(), "{state}");
+    assert!(
+        !state["crawled"].as_array().expect("crawled").is_empty(),
+        "pages came from the offline corpus: {state}"
     );
     s.stop().await;
 }
