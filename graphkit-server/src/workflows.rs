@@ -91,12 +91,12 @@ impl BundledWorkflows {
 
 /// Registers the bundled workflows ([`GRAPH_IDS`]) on `server`, starting the local
 /// services they read from on 127.0.0.1 (free ports). Workflows that write files write
-/// them under `files_dir` (created when missing). The graphs are compiled without a
-/// checkpointer: the server runs them on its backend's.
+/// them under `files_dir` (created by the first run that writes). The graphs are compiled
+/// without a checkpointer: the server runs them on its backend's.
 ///
 /// # Errors
-/// [`ServerError::Startup`] when a local corpus cannot be read, `files_dir` cannot be
-/// created, a local service cannot bind, or a graph does not build.
+/// [`ServerError::Startup`] when a local corpus cannot be read, a local service cannot
+/// bind, or a graph does not build.
 pub async fn register(server: Server, files_dir: &Path) -> Result<(Server, BundledWorkflows)> {
     let startup = |what: &str, err: &dyn std::fmt::Display| {
         ServerError::Startup(format!("the bundled workflow {what}: {err}"))
@@ -141,12 +141,6 @@ pub async fn register(server: Server, files_dir: &Path) -> Result<(Server, Bundl
         .map_err(|e| startup("mcp_research", &e))?;
 
     let dd_dir = files_dir.join(DUE_DILIGENCE);
-    std::fs::create_dir_all(&dd_dir).map_err(|e| {
-        startup(
-            &format!("due_diligence (its files directory {})", dd_dir.display()),
-            &e,
-        )
-    })?;
     let dd_model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
     let dd_deps = due_diligence::Deps {
         strategy_model: Arc::clone(&dd_model),
