@@ -33,6 +33,8 @@ pub mod ids;
 mod server;
 pub mod time;
 mod worker;
+#[cfg(feature = "workflows")]
+pub mod workflows;
 
 pub use error::{Result, ServerError};
 pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};

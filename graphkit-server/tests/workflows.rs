@@ -1,0 +1,289 @@
+//! The bundled example workflows (feature `workflows`): the binary lists them, and they
+//! run to success over real HTTP on their offline models and local data.
+#![cfg(feature = "workflows")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use common::expect_json;
+use graphkit_server::backend::SqliteBackend;
+use graphkit_server::workflows::{
+    self, ARXIV_RESEARCH, BIOGRAPHY_EVENTS, BundledWorkflows, DUE_DILIGENCE, MCP_RESEARCH,
+};
+use graphkit_server::{RunningServer, Server, demo};
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+
+/// An in-process server with the demo graph and the bundled workflows on a temporary
+/// SQLite file.
+struct WorkflowServer {
+    base: String,
+    client: Client,
+    running: RunningServer,
+    services: BundledWorkflows,
+    dir: tempfile::TempDir,
+}
+
+impl WorkflowServer {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let backend = SqliteBackend::open(dir.path().join("server.db"))
+            .await
+            .expect("open sqlite");
+        let (server, services) = workflows::register(
+            Server::new().graph("agent", demo::agent_graph().expect("demo")),
+            &dir.path().join("files"),
+        )
+        .await
+        .expect("register the workflows");
+        let running = server
+            .backend(Arc::new(backend))
+            .start("127.0.0.1:0")
+            .await
+            .expect("start");
+        let addr = running.local_addr().expect("bound");
+        Self {
+            base: format!("http://{addr}"),
+            client: Client::new(),
+            running,
+            services,
+            dir,
+        }
+    }
+
+    async fn post_json(&self, path: &str, body: Value, status: StatusCode) -> Value {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .json(&body)
+            .send()
+            .await
+            .expect("request");
+        expect_json(response, status).await
+    }
+
+    async fn get_json(&self, path: &str) -> Value {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request");
+        expect_json(response, StatusCode::OK).await
+    }
+
+    async fn stop(self) {
+        self.running.shutdown().await;
+        self.services.shutdown().await;
+    }
+}
+
+/// The `graphkit-server` binary on port 0; killed on drop.
+struct Binary(Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graphkit-server"))
+        .args(["--listen", "127.0.0.1:0", "--workers", "1", "--database"])
+        .arg(dir.path().join("server.db"))
+        .arg("--workflows-dir")
+        .arg(dir.path().join("files"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the binary");
+    let stdout = child.stdout.take().expect("stdout");
+    let binary = Binary(child);
+    // Blocks until the binary has bound its address (or exited: then the line is empty).
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    })
+    .await
+    .expect("reader")
+    .expect("read stdout");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the binary did not start: {line:?}"))
+        .to_owned();
+
+    let response = Client::new()
+        .post(format!("{base}/assistants/search"))
+        .json(&json!({"limit": 100}))
+        .send()
+        .await
+        .expect("search");
+    let found = expect_json(response, StatusCode::OK).await;
+    let mut graphs: Vec<&str> = found
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|a| a["graph_id"].as_str().expect("graph_id"))
+        .collect();
+    graphs.sort_unstable();
+    assert_eq!(
+        graphs,
+        [
+            "agent",
+            ARXIV_RESEARCH,
+            BIOGRAPHY_EVENTS,
+            DUE_DILIGENCE,
+            MCP_RESEARCH
+        ]
+    );
+    drop(binary);
+}
+
+#[tokio::test]
+async fn arxiv_research_runs_on_a_thread_to_success_with_its_report() {
+    let s = WorkflowServer::start().await;
+    let thread = s.post_json("/threads", json!({}), StatusCode::OK).await["thread_id"]
+        .as_str()
+        .expect("thread id")
+        .to_owned();
+    let topic = "retrieval-augmented generation for question answering";
+    let state = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": ARXIV_RESEARCH, "input": {"topic": topic}}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(state["done"], true, "final state: {state}");
+    let drafts: Vec<&Value> = state["facts"]
+        .as_array()
+        .expect("facts")
+        .iter()
+        .filter(|f| f["kind"] == "draft")
+        .collect();
+    assert_eq!(drafts.len(), 1, "one report: {state}");
+    let report = drafts[0]["content"].as_str().expect("report text");
+    assert!(report.starts_with(&format!("# {topic}")), "{report}");
+    assert!(report.contains("## Sources"), "{report}");
+    let last_message = state["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("messages");
+    assert_eq!(
+        last_message["content"], report,
+        "the report is the last message"
+    );
+    assert!(
+        state["facts"]
+            .as_array()
+            .expect("facts")
+            .iter()
+            .any(|f| f["kind"] == "scholar_reference"),
+        "papers came from the offline corpus: {state}"
+    );
+
+    let runs = s.get_json(&format!("/threads/{thread}/runs")).await;
+    assert_eq!(runs[0]["status"], "success", "{runs}");
+    let t = s.get_json(&format!("/threads/{thread}")).await;
+    assert_eq!(t["status"], "idle");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn mcp_research_runs_stateless_to_success_with_its_report() {
+    let s = WorkflowServer::start().await;
+    let state = s
+        .post_json(
+            "/runs/wait",
+            json!({
+                "assistant_id": MCP_RESEARCH,
+                "input": {"input": "Which countries had the most events?", "max_iterations": 2}
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    let report = state["final_report"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no report: {state}"));
+    assert!(!report.trim().is_empty());
+    assert_eq!(state["current_phase"], "complete", "{state}");
+    assert!(
+        !state["available_tools"]
+            .as_array()
+            .expect("tools")
+            .is_empty(),
+        "the tools came from the events MCP server: {state}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn due_diligence_runs_stateless_to_success_with_its_report() {
+    let s = WorkflowServer::start().await;
+    let state = s
+        .post_json(
+            "/runs/wait",
+            json!({
+                "assistant_id": DUE_DILIGENCE,
+                "input": {
+                    "subject": "Orrin Castellane",
+                    "max_depth": 1,
+                    "max_queries_per_depth": 3,
+                    "stagnation_threshold": 2
+                }
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(state["report"].is_object(), "no report: {state}");
+    assert!(state["search_count"].as_u64().unwrap_or(0) > 0, "{state}");
+    let session = state["session_id"].as_str().expect("session id");
+    assert!(!session.is_empty());
+    let reports = s
+        .dir
+        .path()
+        .join("files")
+        .join(DUE_DILIGENCE)
+        .join("reports");
+    let written: Vec<_> = std::fs::read_dir(&reports)
+        .expect("the reports directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(session))
+        .collect();
+    assert!(
+        !written.is_empty(),
+        "the report files of {session} in {}",
+        reports.display()
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn biography_events_runs_stateless_to_success_with_its_events() {
+    let s = WorkflowServer::start().await;
+    let state = s
+        .post_json(
+            "/runs/wait",
+            json!({
+                "assistant_id": BIOGRAPHY_EVENTS,
+                "input": {"person_to_research": "Odile Marchetti"}
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    let events = state["events"].as_array().expect("events");
+    assert!(!events.is_empty(), "no events: {state}");
+    assert!(state["stop_reason"].is_string(), "{state}");
+    assert!(
+        !state["crawled"].as_array().expect("crawled").is_empty(),
+        "pages came from the offline corpus: {state}"
+    );
+    s.stop().await;
+}
