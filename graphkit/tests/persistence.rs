@@ -36,17 +36,21 @@ fn say(word: &'static str) -> SyncNode<impl Fn(&Chat) -> ChatUpdate> {
     SyncNode::new(move |_: &Chat| ChatUpdate::new().log(vec![word.to_string()]).turns(1))
 }
 
-fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+/// START → `names[0]` → `names[1]` → … → END, each node a [`say`] of its name, compiled with
+/// `options`.
+fn says(names: &[&'static str], options: CompileOptions) -> graphkit::CompiledGraph<Chat> {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("a", say("a"))
-        .add_node("b", say("b"))
-        .add_node("c", say("c"));
-    g.add_edge(START, "a")
-        .add_edge("a", "b")
-        .add_edge("b", "c")
-        .add_edge("c", END);
-    g.compile_with(CompileOptions::new().checkpointer(saver))
-        .unwrap()
+    let mut from = START;
+    for &name in names {
+        g.add_node(name, say(name)).add_edge(from, name);
+        from = name;
+    }
+    g.add_edge(from, END);
+    g.compile_with(options).unwrap()
+}
+
+fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    says(&["a", "b", "c"], CompileOptions::new().checkpointer(saver))
 }
 
 #[tokio::test]
@@ -454,20 +458,12 @@ async fn interrupting_without_a_checkpointer_is_a_clear_error() {
 
 #[tokio::test]
 async fn static_interrupts_pause_before_and_after_nodes() {
-    let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft"))
-        .add_node("publish", say("publish"))
-        .add_node("notify", say("notify"));
-    g.add_edge(START, "draft")
-        .add_edge("draft", "publish")
-        .add_edge("publish", "notify");
-    let graph = g
-        .compile_with(
-            CompileOptions::new()
-                .checkpointer(saver())
-                .interrupt_before(["publish"]),
-        )
-        .unwrap();
+    let graph = says(
+        &["draft", "publish", "notify"],
+        CompileOptions::new()
+            .checkpointer(saver())
+            .interrupt_before(["publish"]),
+    );
 
     let err = graph
         .invoke_with(ChatUpdate::new(), thread("s1"))
@@ -503,20 +499,12 @@ async fn static_interrupts_pause_before_and_after_nodes() {
 
 #[tokio::test]
 async fn update_state_as_a_node_then_continue() {
-    let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft"))
-        .add_node("human", say("human"))
-        .add_node("publish", say("publish"));
-    g.add_edge(START, "draft")
-        .add_edge("draft", "human")
-        .add_edge("human", "publish");
-    let graph = g
-        .compile_with(
-            CompileOptions::new()
-                .checkpointer(saver())
-                .interrupt_before(["human"]),
-        )
-        .unwrap();
+    let graph = says(
+        &["draft", "human", "publish"],
+        CompileOptions::new()
+            .checkpointer(saver())
+            .interrupt_before(["human"]),
+    );
     assert!(
         graph
             .invoke_with(ChatUpdate::new(), thread("u"))
