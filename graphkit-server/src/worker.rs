@@ -527,10 +527,9 @@ async fn try_execute(
                 shared,
                 run,
                 worker_id,
-                &thread,
                 &graph,
-                &error.to_string(),
                 "InvalidInput",
+                &error.to_string(),
             )
             .await;
         }
@@ -599,16 +598,7 @@ async fn try_execute(
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(
-                shared,
-                run,
-                worker_id,
-                &thread,
-                &graph,
-                &error.to_string(),
-                &name,
-            )
-            .await;
+            return fail(shared, run, worker_id, &graph, &name, &error.to_string()).await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
             RunEnd::Interrupted("cancelled on request".into())
@@ -656,22 +646,24 @@ async fn has_checkpoints(shared: &Shared, thread: &str, run_id: Uuid) -> Result<
         .is_empty())
 }
 
+/// Ends a run that failed with `message` (named `name` in the `error` event): the event,
+/// then the thread's state with the error.
 async fn fail(
     shared: &Shared,
     run: &RunRecord,
     worker_id: &str,
-    thread: &str,
     graph: &SharedGraph,
-    message: &str,
     name: &str,
+    message: &str,
 ) -> Result<()> {
+    let thread = run.thread_id.to_string();
     let error = json!({"error": name, "message": message});
     shared
         .backend
         .append_events(run.run_id, &[("error".to_owned(), error.to_string())])
         .await?;
     let mut outcome = graph
-        .outcome(thread)
+        .outcome(&thread)
         .await
         .unwrap_or_else(|_| ThreadOutcome::failed(Value::Null));
     outcome.status = ThreadStatus::Error;
