@@ -53,6 +53,25 @@ fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
     says(&["a", "b", "c"], CompileOptions::new().checkpointer(saver))
 }
 
+/// [`chain`] run to its end on thread `id`, and that thread's history (newest first).
+async fn chain_run(
+    id: &str,
+) -> (
+    graphkit::CompiledGraph<Chat>,
+    Vec<graphkit::StateSnapshot<Chat>>,
+) {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread(id))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread(id), &ListOptions::default())
+        .await
+        .unwrap();
+    (graph, history)
+}
+
 #[tokio::test]
 async fn every_super_step_ends_with_a_checkpoint() {
     let graph = chain(saver());
@@ -541,15 +560,7 @@ async fn update_state_as_a_node_then_continue() {
 
 #[tokio::test]
 async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("tt"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("tt"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("tt").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
 
     // Rewrite history from after `a`, then replay the rest.
@@ -897,15 +908,7 @@ async fn per_run_interrupt_names_are_checked() {
 
 #[tokio::test]
 async fn writing_on_an_earlier_checkpoint_is_an_update_branching_from_it() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("fk"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("fk"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("fk").await;
     let edit = graph
         .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
         .await
@@ -1092,15 +1095,7 @@ async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_nam
 
 #[tokio::test]
 async fn update_state_without_as_node_writes_as_the_last_single_writer() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("single"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("single"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("single").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
     // Written as `a` (the only writer of that step): `a`'s edge plans `b` again.
     let edited = graph
@@ -1162,15 +1157,7 @@ async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there()
 
 #[tokio::test]
 async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("replay"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("replay"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("replay").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
     let out = graph
         .invoke_with(RunInput::Continue, after_a.config())
