@@ -62,32 +62,21 @@ impl Default for WorkerSettings {
 
 /// The creation request as stored in a run's `kwargs`: what the worker needs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub(crate) struct RunKwargs {
     pub graph_id: String,
-    #[serde(default)]
     pub input: Option<Value>,
-    #[serde(default)]
     pub command: Option<CommandSpec>,
-    #[serde(default)]
     pub stream_mode: Vec<String>,
-    #[serde(default)]
     pub stream_subgraphs: bool,
-    #[serde(default)]
     pub stream_resumable: bool,
-    #[serde(default)]
     pub interrupt_before: Option<Value>,
-    #[serde(default)]
     pub interrupt_after: Option<Value>,
-    #[serde(default)]
     pub config: Value,
-    #[serde(default)]
     pub context: Value,
-    #[serde(default)]
     pub checkpoint_id: Option<String>,
-    #[serde(default)]
     pub durability: Option<String>,
     /// A stateless run's temporary thread, deleted by the worker when the run ends.
-    #[serde(default)]
     pub delete_thread_when_done: bool,
 }
 
@@ -487,12 +476,8 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
             .backend
             .append_events(run_id, &[("error".to_owned(), data)])
             .await;
-        let outcome = ThreadOutcome {
-            status: ThreadStatus::Error,
-            values: Value::Null,
-            interrupts: json!({}),
-            error: json!({"error": "ServerError", "message": error.to_string()}),
-        };
+        let outcome =
+            ThreadOutcome::failed(json!({"error": "ServerError", "message": error.to_string()}));
         let _ = shared
             .backend
             .finish_run(
@@ -542,10 +527,9 @@ async fn try_execute(
                 shared,
                 run,
                 worker_id,
-                &thread,
                 &graph,
-                &error.to_string(),
                 "InvalidInput",
+                &error.to_string(),
             )
             .await;
         }
@@ -604,55 +588,27 @@ async fn try_execute(
     }
     graph_task.abort();
 
-    match stop {
-        Stop::Finished => {
-            let outcome = graph.outcome(&thread).await?;
-            backend
-                .finish_run(run_id, worker_id, RunEnd::Success, Some(&outcome))
-                .await?;
-        }
+    let end = match stop {
+        Stop::Finished => RunEnd::Success,
         Stop::Paused(interrupts) => {
             let mut out = Vec::new();
             translator.paused(&interrupts, &mut out);
             backend.append_events(run_id, &out).await?;
-            let outcome = graph.outcome(&thread).await?;
-            backend
-                .finish_run(run_id, worker_id, RunEnd::Success, Some(&outcome))
-                .await?;
+            RunEnd::Success
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(
-                shared,
-                run,
-                worker_id,
-                &thread,
-                &graph,
-                &error.to_string(),
-                &name,
-            )
-            .await;
+            return fail(shared, run, worker_id, &graph, &name, &error.to_string()).await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
-            let outcome = graph.outcome(&thread).await?;
-            backend
-                .finish_run(
-                    run_id,
-                    worker_id,
-                    RunEnd::Interrupted("cancelled on request".into()),
-                    Some(&outcome),
-                )
-                .await?;
+            RunEnd::Interrupted("cancelled on request".into())
         }
         Stop::Cancelled(CancelAction::Rollback) => {
             backend
                 .checkpointer()
                 .delete_run(&thread, &run_id.to_string())
                 .await?;
-            let outcome = graph.outcome(&thread).await?;
-            backend
-                .finish_run(run_id, worker_id, RunEnd::RolledBack, Some(&outcome))
-                .await?;
+            RunEnd::RolledBack
         }
         Stop::Lost => {
             tracing::warn!(%run_id, "lost the run's lease (swept or deleted); stopped it");
@@ -662,7 +618,11 @@ async fn try_execute(
             backend.release_run(run_id, worker_id).await?;
             return Ok(());
         }
-    }
+    };
+    let outcome = graph.outcome(&thread).await?;
+    backend
+        .finish_run(run_id, worker_id, end, Some(&outcome))
+        .await?;
     if kwargs.delete_thread_when_done {
         backend.checkpointer().delete_thread(&thread).await?;
         backend.delete_thread(run.thread_id).await?;
@@ -686,26 +646,26 @@ async fn has_checkpoints(shared: &Shared, thread: &str, run_id: Uuid) -> Result<
         .is_empty())
 }
 
+/// Ends a run that failed with `message` (named `name` in the `error` event): the event,
+/// then the thread's state with the error.
 async fn fail(
     shared: &Shared,
     run: &RunRecord,
     worker_id: &str,
-    thread: &str,
     graph: &SharedGraph,
-    message: &str,
     name: &str,
+    message: &str,
 ) -> Result<()> {
+    let thread = run.thread_id.to_string();
     let error = json!({"error": name, "message": message});
     shared
         .backend
         .append_events(run.run_id, &[("error".to_owned(), error.to_string())])
         .await?;
-    let mut outcome = graph.outcome(thread).await.unwrap_or(ThreadOutcome {
-        status: ThreadStatus::Error,
-        values: Value::Null,
-        interrupts: json!({}),
-        error: Value::Null,
-    });
+    let mut outcome = graph
+        .outcome(&thread)
+        .await
+        .unwrap_or_else(|_| ThreadOutcome::failed(Value::Null));
     outcome.status = ThreadStatus::Error;
     outcome.error = error;
     shared

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use graphkit_server::backend::{
     Backend, CancelAction, CancelOutcome, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
-    PostgresBackend, PostgresOptions, RunEnd, RunStatus, ThreadStatus,
+    PostgresBackend, PostgresOptions, RunEnd, RunRecord, RunStatus, ThreadStatus,
 };
 use serde_json::{Map, json};
 use uuid::Uuid;
@@ -35,6 +35,12 @@ struct Fixture {
 }
 
 impl Fixture {
+    /// The fixture of test `test` (schemas named after `tag`), or `None` (the test skipped)
+    /// without `GRAPHKIT_TEST_POSTGRES_URL`.
+    async fn start(test: &str, tag: &str) -> Option<Self> {
+        Some(Self::new(url(test)?, tag).await)
+    }
+
     async fn new(url: String, test: &str) -> Self {
         // Schema names stay short: the notify channels are `<schema>.<name>`, at most 63 bytes.
         let id = Uuid::now_v7().simple().to_string();
@@ -96,6 +102,15 @@ fn new_run(thread_id: Uuid, strategy: MultitaskStrategy) -> NewRun {
     }
 }
 
+/// Creates an `enqueue` run on thread `thread_id`.
+async fn enqueue(backend: &PostgresBackend, thread_id: Uuid) -> RunRecord {
+    backend
+        .create_run(new_run(thread_id, MultitaskStrategy::Enqueue))
+        .await
+        .expect("create run")
+        .run
+}
+
 const LEASE: Duration = Duration::from_secs(60);
 
 /// Waits for a wake-up, failing the test (rather than hanging) if none comes in a minute.
@@ -107,22 +122,15 @@ async fn woken(wakeup: &mut graphkit_server::backend::Wakeup, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_claimers_run_one_run_per_thread_in_creation_order() {
-    let Some(url) = url("racing_claimers") else {
+    let Some(f) = Fixture::start("racing_claimers", "race").await else {
         return;
     };
-    let f = Fixture::new(url, "race").await;
     let mut expected = Vec::new();
     for _ in 0..4 {
         let t = thread(&f.a).await;
         let mut runs = Vec::new();
         for _ in 0..3 {
-            runs.push(
-                f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-                    .await
-                    .unwrap()
-                    .run
-                    .run_id,
-            );
+            runs.push(enqueue(&f.a, t).await.run_id);
         }
         expected.push(runs);
     }
@@ -179,19 +187,12 @@ async fn racing_claimers_run_one_run_per_thread_in_creation_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight() {
-    let Some(url) = url("multitask") else { return };
-    let f = Fixture::new(url, "multitask").await;
+    let Some(f) = Fixture::start("multitask", "multitask").await else {
+        return;
+    };
     let t = thread(&f.a).await;
-    let first =
-        f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
-    let queued =
-        f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
+    let first = enqueue(&f.a, t).await;
+    let queued = enqueue(&f.a, t).await;
     let err =
         f.b.create_run(new_run(t, MultitaskStrategy::Reject))
             .await
@@ -274,14 +275,11 @@ async fn sweep_until_swept(backend: &PostgresBackend, max_attempts: u32) -> Vec<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run_out() {
-    let Some(url) = url("sweep") else { return };
-    let f = Fixture::new(url, "sweep").await;
+    let Some(f) = Fixture::start("sweep", "sweep").await else {
+        return;
+    };
     let t = thread(&f.a).await;
-    let run =
-        f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
+    let run = enqueue(&f.a, t).await;
     let claimed =
         f.a.claim_run("dead-worker", Duration::ZERO)
             .await
@@ -330,19 +328,12 @@ async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_count_from_one_per_run_and_wake_readers_in_another_process() {
-    let Some(url) = url("events") else { return };
-    let f = Fixture::new(url, "events").await;
+    let Some(f) = Fixture::start("events", "events").await else {
+        return;
+    };
     let t = thread(&f.a).await;
-    let run =
-        f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
-    let other =
-        f.a.create_run(new_run(thread(&f.a).await, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
+    let run = enqueue(&f.a, t).await;
+    let other = enqueue(&f.a, thread(&f.a).await).await;
     let mut wakeup = f.b.watch_run(run.run_id);
     let events = |names: &[&str]| {
         names
@@ -376,25 +367,18 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process() {
     assert_eq!(f.b.last_event_seq(run.run_id).await.unwrap(), 3);
     // A worker in the other process is woken for a new run.
     let mut queue = f.b.watch_queue();
-    f.a.create_run(new_run(thread(&f.a).await, MultitaskStrategy::Enqueue))
-        .await
-        .unwrap();
+    enqueue(&f.a, thread(&f.a).await).await;
     woken(&mut queue, "the new run").await;
     f.drop_schema().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_thread_takes_its_running_run_from_the_worker() {
-    let Some(url) = url("delete_thread") else {
+    let Some(f) = Fixture::start("delete_thread", "delete").await else {
         return;
     };
-    let f = Fixture::new(url, "delete").await;
     let t = thread(&f.a).await;
-    let run =
-        f.a.create_run(new_run(t, MultitaskStrategy::Enqueue))
-            .await
-            .unwrap()
-            .run;
+    let run = enqueue(&f.a, t).await;
     f.a.claim_run("w", LEASE).await.unwrap().unwrap();
     f.a.append_events(run.run_id, &[("metadata".into(), "{}".into())])
         .await
@@ -430,5 +414,78 @@ async fn deleting_a_thread_takes_its_running_run_from_the_worker() {
         .await
         .unwrap();
     assert_eq!(same.thread_id, t);
+    f.drop_schema().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_and_count_apply_the_same_filters() {
+    use graphkit_server::backend::{AssistantQuery, AssistantRecord, ThreadQuery};
+    use graphkit_server::time::Timestamp;
+    let Some(f) = Fixture::start("search_count", "search").await else {
+        return;
+    };
+    let mut tagged = Map::new();
+    tagged.insert("team".into(), json!("red"));
+    let mut ids = Vec::new();
+    for metadata in [tagged.clone(), tagged.clone(), Map::new()] {
+        let id = Uuid::now_v7();
+        f.a.create_thread(NewThread {
+            thread_id: id,
+            metadata,
+            if_exists: IfExists::Raise,
+        })
+        .await
+        .unwrap();
+        ids.push(id);
+    }
+    let red = ThreadQuery {
+        metadata: Some(tagged.clone()),
+        limit: Some(1),
+        ..ThreadQuery::default()
+    };
+    let page = f.b.search_threads(&red).await.unwrap();
+    assert_eq!(page.len(), 1, "the limit applies to the search");
+    assert_eq!(page[0].thread_id, ids[1], "newest first");
+    assert_eq!(
+        f.b.count_threads(&red).await.unwrap(),
+        2,
+        "not to the count"
+    );
+    let idle = ThreadQuery {
+        status: Some(ThreadStatus::Idle),
+        ..ThreadQuery::default()
+    };
+    assert_eq!(f.b.search_threads(&idle).await.unwrap().len(), 3);
+    assert_eq!(f.b.count_threads(&idle).await.unwrap(), 3);
+
+    for (name, graph_id) in [("one", "g1"), ("two", "g1"), ("three", "g2")] {
+        f.a.put_assistant(&AssistantRecord {
+            assistant_id: Uuid::now_v7(),
+            graph_id: graph_id.into(),
+            config: json!({}),
+            context: json!({}),
+            metadata: tagged.clone(),
+            name: name.into(),
+            description: None,
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+            version: 1,
+        })
+        .await
+        .unwrap();
+    }
+    let g1 = AssistantQuery {
+        graph_id: Some("g1".into()),
+        metadata: Some(tagged),
+        offset: 1,
+        ..AssistantQuery::default()
+    };
+    assert_eq!(f.b.search_assistants(&g1).await.unwrap().len(), 1);
+    assert_eq!(f.b.count_assistants(&g1).await.unwrap(), 2);
+    let named = AssistantQuery {
+        name: Some("three".into()),
+        ..AssistantQuery::default()
+    };
+    assert_eq!(f.b.count_assistants(&named).await.unwrap(), 1);
     f.drop_schema().await;
 }

@@ -33,6 +33,48 @@ async fn sleeping_run(s: &TestServer, thread: &str, seconds: f64) -> (String, Ss
     (run_id, reader)
 }
 
+/// While a sleeping run holds `thread`, runs `now` with the multitask `strategy` and waits
+/// for it; returns the sleeping run's id (its stream closed) and the new run's values.
+async fn run_over_a_sleeping_run(s: &TestServer, thread: &str, strategy: &str) -> (String, Value) {
+    let (first, reader) = sleeping_run(s, thread, 600.0).await;
+    let input = user_input("now", json!({"sleep": 0}));
+    let body = json!({"assistant_id": "agent", "input": input, "multitask_strategy": strategy});
+    let second = wait(s, thread, body, StatusCode::OK).await;
+    reader.collect().await;
+    (first, second)
+}
+
+/// `POST /threads/{thread}/runs/wait` with `body`, expecting `status`: the body.
+async fn wait(s: &TestServer, thread: &str, body: Value, status: StatusCode) -> Value {
+    s.post_json(&format!("/threads/{thread}/runs/wait"), body, status)
+        .await
+}
+
+/// `POST /threads/{thread}/runs/{run_id}/cancel{query}`.
+async fn cancel(s: &TestServer, thread: &str, run_id: &str, query: &str) -> reqwest::Response {
+    s.client
+        .post(s.url(&format!("/threads/{thread}/runs/{run_id}/cancel{query}")))
+        .send()
+        .await
+        .expect("cancel")
+}
+
+/// A run as `GET /threads/{thread}/runs/{run_id}` shows it.
+async fn get_run(s: &TestServer, thread: &str, run_id: &str) -> Value {
+    s.get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
+        .await
+}
+
+/// The `content` of each message of a state's `messages`.
+fn contents(values: &Value) -> Vec<&str> {
+    values["messages"]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|m| m["content"].as_str().expect("text"))
+        .collect()
+}
+
 #[tokio::test]
 async fn a_streamed_run_sends_metadata_first_then_updates_and_values() {
     let s = TestServer::start().await;
@@ -77,9 +119,7 @@ async fn a_streamed_run_sends_metadata_first_then_updates_and_values() {
         json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "echo: hi"}])
     );
     assert_eq!(events.last().map(|e| e.event.as_str()), Some("values"));
-    let run = s
-        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
-        .await;
+    let run = get_run(&s, &thread, run_id).await;
     assert_eq!(run["status"], "success");
     let thread_now = s
         .get_json(&format!("/threads/{thread}"), StatusCode::OK)
@@ -172,13 +212,7 @@ async fn a_reconnect_with_last_event_id_replays_the_rest() {
 async fn wait_pauses_on_the_interrupt_and_a_resume_command_finishes_it() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
-    let paused = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("ship it", json!({"ask_human": true}))}),
-            StatusCode::OK,
-        )
-        .await;
+    let paused = wait(&s, &thread, json!({"assistant_id": "agent", "input": user_input("ship it", json!({"ask_human": true}))}), StatusCode::OK).await;
     assert_eq!(
         paused["__interrupt__"][0]["value"],
         json!({"question": "approve?"})
@@ -205,13 +239,13 @@ async fn wait_pauses_on_the_interrupt_and_a_resume_command_finishes_it() {
         json!({"question": "approve?"})
     );
 
-    let done = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "command": {"resume": "yes"}}),
-            StatusCode::OK,
-        )
-        .await;
+    let done = wait(
+        &s,
+        &thread,
+        json!({"assistant_id": "agent", "command": {"resume": "yes"}}),
+        StatusCode::OK,
+    )
+    .await;
     assert!(done.get("__interrupt__").is_none());
     assert_eq!(
         done["messages"][2],
@@ -229,13 +263,7 @@ async fn wait_pauses_on_the_interrupt_and_a_resume_command_finishes_it() {
 async fn interrupt_before_pauses_and_a_null_input_continues() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
-    let paused = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("a", json!({})), "interrupt_before": ["respond"]}),
-            StatusCode::OK,
-        )
-        .await;
+    let paused = wait(&s, &thread, json!({"assistant_id": "agent", "input": user_input("a", json!({})), "interrupt_before": ["respond"]}), StatusCode::OK).await;
     assert_eq!(paused["messages"].as_array().map(Vec::len), Some(1));
     let state = s
         .get_json(&format!("/threads/{thread}/state"), StatusCode::OK)
@@ -246,16 +274,17 @@ async fn interrupt_before_pauses_and_a_null_input_continues() {
             .await["status"],
         "interrupted"
     );
-    let done = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": null}),
-            StatusCode::OK,
-        )
-        .await;
+    let done = wait(
+        &s,
+        &thread,
+        json!({"assistant_id": "agent", "input": null}),
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(done["messages"][1]["content"], "echo: a");
-    s.post_json(
-        &format!("/threads/{thread}/runs/wait"),
+    wait(
+        &s,
+        &thread,
         json!({"assistant_id": "agent", "input": {}, "interrupt_after": ["nope"]}),
         StatusCode::UNPROCESSABLE_ENTITY,
     )
@@ -267,8 +296,9 @@ async fn interrupt_before_pauses_and_a_null_input_continues() {
 async fn command_update_and_goto_and_a_fork_from_a_checkpoint() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
-    s.post_json(
-        &format!("/threads/{thread}/runs/wait"),
+    wait(
+        &s,
+        &thread,
         json!({"assistant_id": "agent", "input": user_input("first", json!({}))}),
         StatusCode::OK,
     )
@@ -288,30 +318,25 @@ async fn command_update_and_goto_and_a_fork_from_a_checkpoint() {
         .find(|h| h["next"] == json!(["respond"]))
         .expect("input checkpoint")["checkpoint"]["checkpoint_id"]
         .clone();
-    let forked = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": null, "checkpoint_id": input_checkpoint}),
-            StatusCode::OK,
-        )
-        .await;
+    let forked = wait(
+        &s,
+        &thread,
+        json!({"assistant_id": "agent", "input": null, "checkpoint_id": input_checkpoint}),
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(forked["messages"].as_array().map(Vec::len), Some(2));
 
     // Command update + goto: append a user message and run `respond` again.
-    let commanded = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "command": {"update": {"messages": [{"role": "user", "content": "again"}]}, "goto": "respond"}}),
-            StatusCode::OK,
-        )
-        .await;
+    let commanded = wait(&s, &thread, json!({"assistant_id": "agent", "command": {"update": {"messages": [{"role": "user", "content": "again"}]}, "goto": "respond"}}), StatusCode::OK).await;
     let messages = commanded["messages"].as_array().expect("messages");
     assert_eq!(
         messages.last().map(|m| m["content"].clone()),
         Some(json!("echo: again"))
     );
-    s.post_json(
-        &format!("/threads/{thread}/runs/wait"),
+    wait(
+        &s,
+        &thread,
         json!({"assistant_id": "agent", "command": {"goto": "nowhere"}}),
         StatusCode::UNPROCESSABLE_ENTITY,
     )
@@ -352,9 +377,7 @@ async fn background_runs_join_list_get_and_delete() {
         )
         .await;
     assert_eq!(joined["messages"][1]["content"], "echo: bg");
-    let got = s
-        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
-        .await;
+    let got = get_run(&s, &thread, &run_id).await;
     assert_eq!(got["status"], "success");
     let listed = s
         .get_json(&format!("/threads/{thread}/runs"), StatusCode::OK)
@@ -385,28 +408,21 @@ async fn cancelling_a_sleeping_run_ends_it_interrupted() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
     let (run_id, reader) = sleeping_run(&s, &thread, 600.0).await;
-    let cancel = s
-        .client
-        .post(s.url(&format!("/threads/{thread}/runs/{run_id}/cancel")))
-        .send()
-        .await
-        .expect("cancel");
-    assert_eq!(cancel.status(), StatusCode::ACCEPTED);
-    assert_eq!(cancel.text().await.expect("body"), "");
+    let cancelled = cancel(&s, &thread, &run_id, "").await;
+    assert_eq!(cancelled.status(), StatusCode::ACCEPTED);
+    assert_eq!(cancelled.text().await.expect("body"), "");
     // The stream closes once the run has stopped.
     reader.collect().await;
-    let run = s
-        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
-        .await;
+    let run = get_run(&s, &thread, &run_id).await;
     assert_eq!(run["status"], "interrupted");
     // The thread is usable again at once.
-    let next = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("after", json!({"sleep": 0}))}),
-            StatusCode::OK,
-        )
-        .await;
+    let next = wait(
+        &s,
+        &thread,
+        json!({"assistant_id": "agent", "input": user_input("after", json!({"sleep": 0}))}),
+        StatusCode::OK,
+    )
+    .await;
     assert_eq!(
         next["messages"]
             .as_array()
@@ -449,11 +465,7 @@ async fn reject_refuses_with_409_while_a_run_is_in_flight() {
         Some(1),
         "nothing was inserted"
     );
-    s.client
-        .post(s.url(&format!("/threads/{thread}/runs/{run_id}/cancel?wait=1")))
-        .send()
-        .await
-        .expect("cancel");
+    cancel(&s, &thread, &run_id, "?wait=1").await;
     reader.collect().await;
     s.stop().await;
 }
@@ -486,22 +498,11 @@ async fn enqueue_runs_the_second_run_after_the_first() {
             StatusCode::OK,
         )
         .await;
-    let contents: Vec<&str> = done["messages"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|m| m["content"].as_str().expect("text"))
-        .collect();
-    assert_eq!(contents, ["first", "echo: first", "second", "echo: second"]);
-    let first_run = s
-        .get_json(
-            &format!(
-                "/threads/{thread}/runs/{}",
-                first["run_id"].as_str().expect("id")
-            ),
-            StatusCode::OK,
-        )
-        .await;
+    assert_eq!(
+        contents(&done),
+        ["first", "echo: first", "second", "echo: second"]
+    );
+    let first_run = get_run(&s, &thread, first["run_id"].as_str().expect("id")).await;
     assert_eq!(first_run["status"], "success");
     s.stop().await;
 }
@@ -510,27 +511,11 @@ async fn enqueue_runs_the_second_run_after_the_first() {
 async fn interrupt_strategy_cancels_the_running_run_and_keeps_its_steps() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
-    let (first, reader) = sleeping_run(&s, &thread, 600.0).await;
-    let second = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("now", json!({"sleep": 0})), "multitask_strategy": "interrupt"}),
-            StatusCode::OK,
-        )
-        .await;
-    reader.collect().await;
-    let first_run = s
-        .get_json(&format!("/threads/{thread}/runs/{first}"), StatusCode::OK)
-        .await;
+    let (first, second) = run_over_a_sleeping_run(&s, &thread, "interrupt").await;
+    let first_run = get_run(&s, &thread, &first).await;
     assert_eq!(first_run["status"], "interrupted");
     // The first run's input checkpoint stays: its user message is in the state.
-    let contents: Vec<&str> = second["messages"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|m| m["content"].as_str().expect("text"))
-        .collect();
-    assert_eq!(contents, ["slow", "now", "echo: now"]);
+    assert_eq!(contents(&second), ["slow", "now", "echo: now"]);
     s.stop().await;
 }
 
@@ -538,28 +523,14 @@ async fn interrupt_strategy_cancels_the_running_run_and_keeps_its_steps() {
 async fn rollback_strategy_deletes_the_running_run_and_its_checkpoints() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
-    let (first, reader) = sleeping_run(&s, &thread, 600.0).await;
-    let second = s
-        .post_json(
-            &format!("/threads/{thread}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("now", json!({"sleep": 0})), "multitask_strategy": "rollback"}),
-            StatusCode::OK,
-        )
-        .await;
-    reader.collect().await;
+    let (first, second) = run_over_a_sleeping_run(&s, &thread, "rollback").await;
     s.get_json(
         &format!("/threads/{thread}/runs/{first}"),
         StatusCode::NOT_FOUND,
     )
     .await;
-    let contents: Vec<&str> = second["messages"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|m| m["content"].as_str().expect("text"))
-        .collect();
     assert_eq!(
-        contents,
+        contents(&second),
         ["now", "echo: now"],
         "the rolled-back run left nothing"
     );
@@ -609,19 +580,14 @@ async fn stateless_wait_and_stream_and_if_not_exists() {
 
     // A missing thread: 404, or created with if_not_exists=create.
     let missing = "0191e7a6-1c2d-7e3f-8a4b-5c6d7e8f9a0b";
-    s.post_json(
-        &format!("/threads/{missing}/runs/wait"),
+    wait(
+        &s,
+        missing,
         json!({"assistant_id": "agent", "input": {}}),
         StatusCode::NOT_FOUND,
     )
     .await;
-    let made = s
-        .post_json(
-            &format!("/threads/{missing}/runs/wait"),
-            json!({"assistant_id": "agent", "input": user_input("new", json!({})), "if_not_exists": "create"}),
-            StatusCode::OK,
-        )
-        .await;
+    let made = wait(&s, missing, json!({"assistant_id": "agent", "input": user_input("new", json!({})), "if_not_exists": "create"}), StatusCode::OK).await;
     assert_eq!(made["messages"][1]["content"], "echo: new");
     let thread = s
         .get_json(&format!("/threads/{missing}"), StatusCode::OK)
@@ -698,9 +664,7 @@ async fn a_client_hang_up_cancels_the_run_with_on_disconnect_cancel() {
         StatusCode::OK,
     )
     .await;
-    let run = s
-        .get_json(&format!("/threads/{thread}/runs/{run_id}"), StatusCode::OK)
-        .await;
+    let run = get_run(&s, &thread, &run_id).await;
     assert_eq!(run["status"], "interrupted");
     s.stop().await;
 }
@@ -720,12 +684,7 @@ async fn cancel_with_wait_returns_the_join_body_and_a_pending_run_is_cancelled_a
     )
     .await;
     let queued_id = queued["run_id"].as_str().expect("id");
-    let cancelled = s
-        .client
-        .post(s.url(&format!("/threads/{thread}/runs/{queued_id}/cancel")))
-        .send()
-        .await
-        .expect("cancel");
+    let cancelled = cancel(&s, &thread, queued_id, "").await;
     assert_eq!(cancelled.status(), StatusCode::ACCEPTED);
     let queued_now = s
         .get_json(
@@ -739,26 +698,14 @@ async fn cancel_with_wait_returns_the_join_body_and_a_pending_run_is_cancelled_a
     );
 
     let body = expect_json(
-        s.client
-            .post(s.url(&format!(
-                "/threads/{thread}/runs/{first}/cancel?wait=true&action=interrupt"
-            )))
-            .send()
-            .await
-            .expect("cancel"),
+        cancel(&s, &thread, &first, "?wait=true&action=interrupt").await,
         StatusCode::OK,
     )
     .await;
     assert_eq!(body["messages"][0]["content"], "slow");
     reader.collect().await;
-    s.client
-        .post(s.url(&format!(
-            "/threads/{thread}/runs/{first}/cancel?action=explode"
-        )))
-        .send()
-        .await
-        .map(|r| assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY))
-        .expect("cancel");
+    let unknown = cancel(&s, &thread, &first, "?action=explode").await;
+    assert_eq!(unknown.status(), StatusCode::UNPROCESSABLE_ENTITY);
     s.stop().await;
 }
 

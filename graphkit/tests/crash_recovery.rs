@@ -13,10 +13,9 @@ use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use graphkit::checkpoint::Checkpointer;
-use graphkit::{
-    CompileOptions, END, Error, NodeContext, RunConfig, RunInput, START, State, StateGraph,
-};
+use graphkit::{CompileOptions, END, Error, RunConfig, RunInput, START, State, StateGraph};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -54,6 +53,40 @@ fn read_log(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A node that adds `amount` to the total and its name to `done`, and logs its name to
+/// `log` once it completed; with `hang`, it logs `{name}-started` and hangs instead.
+fn logging_node(
+    name: &'static str,
+    amount: u64,
+    log: &Path,
+    hang: bool,
+) -> impl Fn(Arc<Work>) -> BoxFuture<'static, WorkUpdate> + Clone + Send + Sync + 'static {
+    let log = log.to_path_buf();
+    move |_: Arc<Work>| {
+        let log = log.clone();
+        Box::pin(async move {
+            if hang {
+                log_line(&log, &format!("{name}-started"));
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+            log_line(&log, name);
+            WorkUpdate::new().done(vec![name.to_string()]).total(amount)
+        })
+    }
+}
+
+/// Compiles `g`, with `saver` as its checkpointer if given.
+fn compile(
+    g: StateGraph<Work>,
+    saver: Option<Arc<dyn Checkpointer>>,
+) -> graphkit::CompiledGraph<Work> {
+    let options = match saver {
+        Some(saver) => CompileOptions::new().checkpointer(saver),
+        None => CompileOptions::new(),
+    };
+    g.compile_with(options).expect("valid graph")
+}
+
 /// a → {b, slow} → join → c. `slow` hangs when `block` is set, so the run can be killed
 /// while `b` has finished and `slow` has not.
 fn graph(
@@ -61,34 +94,17 @@ fn graph(
     log: PathBuf,
     block: bool,
 ) -> graphkit::CompiledGraph<Work> {
-    let node = |name: &'static str, amount: u64, log: PathBuf, hang: bool| {
-        move |_: Arc<Work>, _: NodeContext| {
-            let log = log.clone();
-            async move {
-                if hang {
-                    log_line(&log, &format!("{name}-started"));
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                }
-                log_line(&log, name);
-                WorkUpdate::new().done(vec![name.to_string()]).total(amount)
-            }
-        }
-    };
     let mut g = StateGraph::<Work>::new();
-    g.add_node("a", node("a", 1, log.clone(), false))
-        .add_node("b", node("b", 10, log.clone(), false))
-        .add_node("slow", node("slow", 100, log.clone(), block))
-        .add_node("c", node("c", 1000, log, false))
+    g.add_node("a", logging_node("a", 1, &log, false))
+        .add_node("b", logging_node("b", 10, &log, false))
+        .add_node("slow", logging_node("slow", 100, &log, block))
+        .add_node("c", logging_node("c", 1000, &log, false))
         .add_edge(START, "a")
         .add_edge("a", "b")
         .add_edge("a", "slow")
         .add_edge(["b", "slow"], "c")
         .add_edge("c", END);
-    let options = match saver {
-        Some(saver) => CompileOptions::new().checkpointer(saver),
-        None => CompileOptions::new(),
-    };
-    g.compile_with(options).expect("valid graph")
+    compile(g, saver)
 }
 
 /// a → sub [c1 → slow → c2] → z: the same graph with the hang inside a subgraph, so the
@@ -98,41 +114,23 @@ fn subgraph_graph(
     log: PathBuf,
     block: bool,
 ) -> graphkit::CompiledGraph<Work> {
-    let node = |name: &'static str, amount: u64, hang: bool| {
-        let log = log.clone();
-        move |_: Arc<Work>| {
-            let log = log.clone();
-            async move {
-                if hang {
-                    log_line(&log, &format!("{name}-started"));
-                    tokio::time::sleep(Duration::from_secs(3600)).await;
-                }
-                log_line(&log, name);
-                WorkUpdate::new().done(vec![name.to_string()]).total(amount)
-            }
-        }
-    };
     let mut child = StateGraph::<Work>::new();
     child
-        .add_node("c1", node("c1", 10, false))
-        .add_node("slow", node("slow", 100, block))
-        .add_node("c2", node("c2", 1000, false))
+        .add_node("c1", logging_node("c1", 10, &log, false))
+        .add_node("slow", logging_node("slow", 100, &log, block))
+        .add_node("c2", logging_node("c2", 1000, &log, false))
         .add_edge(START, "c1")
         .add_edge("c1", "slow")
         .add_edge("slow", "c2");
     let mut g = StateGraph::<Work>::new();
-    g.add_node("a", node("a", 1, false))
+    g.add_node("a", logging_node("a", 1, &log, false))
         .add_subgraph("sub", child.compile().expect("valid child"))
-        .add_node("z", node("z", 10000, false))
+        .add_node("z", logging_node("z", 10000, &log, false))
         .add_edge(START, "a")
         .add_edge("a", "sub")
         .add_edge("sub", "z")
         .add_edge("z", END);
-    let options = match saver {
-        Some(saver) => CompileOptions::new().checkpointer(saver),
-        None => CompileOptions::new(),
-    };
-    g.compile_with(options).expect("valid graph")
+    compile(g, saver)
 }
 
 async fn open_saver(backend: &str) -> Arc<dyn Checkpointer> {
@@ -270,36 +268,49 @@ async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
     first.kill().expect("SIGKILL the child");
     let _ = first.wait();
 
-    let resumed = spawn_child(test, "resume", backend, &log, &thread)
-        .wait_with_output()
-        .expect("resume child");
+    let resumed = spawn_child(test, "resume", backend, &log, &thread);
+    assert_resumed_once(resumed, &expected, &log, &["a", "b", "slow", "c"]);
+}
+
+/// Waits for the `resumed` child and checks that it ended where an uninterrupted run does
+/// (`expected`), and that each of `nodes` completed exactly once over both processes.
+fn assert_resumed_once(resumed: std::process::Child, expected: &Work, log: &Path, nodes: &[&str]) {
+    let resumed = resumed.wait_with_output().expect("resume child");
     let stdout = String::from_utf8_lossy(&resumed.stdout);
     assert!(
         resumed.status.success(),
         "resume failed: {stdout}\n{}",
         String::from_utf8_lossy(&resumed.stderr)
     );
-    let json = stdout
-        .lines()
-        .find_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
+    let finals = final_states(&stdout);
+    let state = finals
+        .first()
         .unwrap_or_else(|| panic!("no final state line in: {stdout}"));
-    let state: Work = serde_json::from_str(json).expect("state");
     assert_eq!(
         state, expected,
         "the resumed run must end where an uninterrupted run does"
     );
 
-    let completions: Vec<String> = read_log(&log)
+    let completions: Vec<String> = read_log(log)
         .into_iter()
         .filter(|l| !l.ends_with("-started"))
         .collect();
-    for node in ["a", "b", "slow", "c"] {
+    for node in nodes {
         assert_eq!(
-            completions.iter().filter(|l| *l == node).count(),
+            completions.iter().filter(|l| l == node).count(),
             1,
             "node {node} completed {completions:?}"
         );
     }
+}
+
+/// The states a child printed on its `FINAL {json}` lines, in order.
+fn final_states(stdout: &str) -> Vec<Work> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
+        .map(|json| serde_json::from_str(json).expect("state"))
+        .collect()
 }
 
 /// Kills a run inside a subgraph (the child's `c1` done, `slow` hanging), resumes it in a
@@ -321,35 +332,8 @@ async fn crash_inside_subgraph_and_resume(test: &str, backend: &str, dir: &Path)
     first.kill().expect("SIGKILL the child");
     let _ = first.wait();
 
-    let resumed = spawn_child(test, "sub-resume", backend, &log, &thread)
-        .wait_with_output()
-        .expect("resume child");
-    let stdout = String::from_utf8_lossy(&resumed.stdout);
-    assert!(
-        resumed.status.success(),
-        "resume failed: {stdout}\n{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
-    let json = stdout
-        .lines()
-        .find_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
-        .unwrap_or_else(|| panic!("no final state line in: {stdout}"));
-    let state: Work = serde_json::from_str(json).expect("state");
-    assert_eq!(
-        state, expected,
-        "the resumed run ends where an uninterrupted run does"
-    );
-    let completions: Vec<String> = read_log(&log)
-        .into_iter()
-        .filter(|l| !l.ends_with("-started"))
-        .collect();
-    for node in ["a", "c1", "slow", "c2", "z"] {
-        assert_eq!(
-            completions.iter().filter(|l| *l == node).count(),
-            1,
-            "node {node} completed {completions:?}"
-        );
-    }
+    let resumed = spawn_child(test, "sub-resume", backend, &log, &thread);
+    assert_resumed_once(resumed, &expected, &log, &["a", "c1", "slow", "c2", "z"]);
 }
 
 #[cfg(feature = "sqlite")]
@@ -374,19 +358,29 @@ async fn postgres_run_killed_inside_a_subgraph_resumes_inside_it() {
     if let Ok(role) = std::env::var(ROLE) {
         return child(&role).await;
     }
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
-        println!(
-            "skipping the PostgreSQL subgraph crash test: GRAPHKIT_TEST_POSTGRES_URL is not set"
-        );
+    let Some(backend) = postgres_backend("subgraph crash") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
     crash_inside_subgraph_and_resume(
         "postgres_run_killed_inside_a_subgraph_resumes_inside_it",
-        &format!("postgres:{url}"),
+        &backend,
         dir.path(),
     )
     .await;
+}
+
+/// The PostgreSQL backend of a crash test (`postgres:{url}`), or `None` (the test skipped)
+/// without `GRAPHKIT_TEST_POSTGRES_URL`.
+#[cfg(feature = "postgres")]
+fn postgres_backend(test: &str) -> Option<String> {
+    match std::env::var("GRAPHKIT_TEST_POSTGRES_URL") {
+        Ok(url) => Some(format!("postgres:{url}")),
+        Err(_) => {
+            println!("skipping the PostgreSQL {test} test: GRAPHKIT_TEST_POSTGRES_URL is not set");
+            None
+        }
+    }
 }
 
 fn rand_suffix() -> u64 {
@@ -417,14 +411,13 @@ async fn postgres_run_killed_mid_step_resumes_in_a_new_process() {
     if let Ok(role) = std::env::var(ROLE) {
         return child(&role).await;
     }
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
-        println!("skipping the PostgreSQL crash test: GRAPHKIT_TEST_POSTGRES_URL is not set");
+    let Some(backend) = postgres_backend("crash") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");
     crash_and_resume(
         "postgres_run_killed_mid_step_resumes_in_a_new_process",
-        &format!("postgres:{url}"),
+        &backend,
         dir.path(),
     )
     .await;
@@ -460,11 +453,7 @@ async fn sqlite_file_opened_by_several_processes_at_once_opens_in_each() {
             "process {i} could not open the shared file: {stdout}\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let finals: Vec<Work> = stdout
-            .lines()
-            .filter_map(|l| l.split_once("FINAL ").map(|(_, json)| json))
-            .map(|json| serde_json::from_str(json).expect("state"))
-            .collect();
+        let finals = final_states(&stdout);
         assert_eq!(finals.len(), OPEN_ROUNDS, "process {i}: {stdout}");
         assert!(
             finals.iter().all(|state| *state == expected),

@@ -25,6 +25,20 @@ fn mark(name: &'static str) -> impl Fn(Arc<Log>) -> std::future::Ready<LogUpdate
     move |_| std::future::ready(LogUpdate::new().seen(vec![name.to_string()]))
 }
 
+/// Compiles `g` and runs it from the empty state to its end.
+async fn run(g: StateGraph<Log>) -> Log {
+    g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap()
+}
+
+/// Compiles `g` and runs it from the empty state: the error it fails with.
+async fn run_to_error(g: StateGraph<Log>) -> Error {
+    g.compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn parallel_tasks_see_the_same_snapshot_and_apply_in_name_order() {
     // Each branch records how many entries it saw: both must see the pre-step state.
@@ -40,7 +54,7 @@ async fn parallel_tasks_see_the_same_snapshot_and_apply_in_name_order() {
         .add_edge("start", "zeta")
         .add_edge("start", "alpha")
         .add_edge("start", "mid");
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["start", "alpha:1", "mid:1", "zeta:1"]);
 }
 
@@ -58,7 +72,7 @@ async fn routers_see_the_post_step_state() {
             |s: &Log| if s.seen.len() == 2 { "yes" } else { END },
             ["yes", END],
         );
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["a", "b", "yes"]);
 }
 
@@ -74,7 +88,7 @@ async fn join_edge_fires_once_after_all_sources() {
         .add_edge("b1", "b2")
         .add_edge(["a", "b2"], "join")
         .add_edge("join", END);
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     // `a` finishes in step 1, `b2` in step 2: the join waits for both and runs once.
     assert_eq!(out.seen, ["a", "b1", "b2", "join"]);
 }
@@ -100,7 +114,7 @@ async fn send_runs_a_node_once_per_input_in_send_order() {
         )
         .add_edge("work", "reduce")
         .add_edge("reduce", END);
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["w0", "w1", "w2", "w3", "w4", "reduce"]);
     assert_eq!(out.count, 10);
 }
@@ -116,12 +130,7 @@ async fn a_send_with_the_wrong_input_type_names_the_node() {
         |_: &Log| SendTo::new("work", "text".to_string()),
         ["work"],
     );
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::InputType { node, found, .. } if node == "work" && found.contains("String")),
         "{err}"
@@ -141,7 +150,7 @@ async fn command_updates_and_routes_while_static_edges_still_fire() {
         .add_node("always", mark("always"))
         .add_edge(START, "decide")
         .add_edge("decide", "always");
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["decide", "always", "extra"]);
 }
 
@@ -152,12 +161,7 @@ async fn a_command_to_an_unknown_node_is_an_error() {
     }
     let mut g = StateGraph::<Log>::new();
     g.add_node("lost", lost).add_edge(START, "lost");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::UnknownTarget { from, target } if from == "lost" && target == "nowhere"),
         "{err}"
@@ -175,12 +179,7 @@ async fn a_router_returning_an_undeclared_target_is_an_error() {
         .add_edge("c", END);
     // `c` is reachable only through the router's (wrong) choice, so declare it elsewhere.
     g.add_edge(START, "c");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::UndeclaredTarget { target, .. } if target == "c"),
         "{err}"
@@ -193,12 +192,7 @@ async fn a_dynamic_router_to_an_unknown_node_is_an_error_not_a_silent_end() {
     g.add_node("a", mark("a"))
         .add_edge(START, "a")
         .add_dynamic_conditional_edges("a", |_: &Log| "ghost".to_string());
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::UnknownTarget { target, .. } if target == "ghost"),
         "{err}"
@@ -215,12 +209,7 @@ async fn a_router_that_panics_or_errors_is_reported_with_its_node() {
             |_: &Log| -> &'static str { panic!("router bug") },
             [END],
         );
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::RouterFailed { node, message } if node == "a" && message.contains("router bug")),
         "{err}"
@@ -234,12 +223,7 @@ async fn a_router_that_panics_or_errors_is_reported_with_its_node() {
             |_: &Log| -> Result<&'static str, String> { Err("no route".into()) },
             [END],
         );
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::RouterFailed { message, .. } if message == "no route"),
         "{err}"
@@ -253,12 +237,7 @@ async fn two_writers_of_a_last_value_field_in_one_step_fail_the_run() {
         .add_node("b", |_: Arc<Log>| async { LogUpdate::new().last("b") })
         .add_edge(START, "a")
         .add_edge(START, "b");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::InvalidConcurrentUpdate { field: "last", first, second } if first == "a" && second == "b"),
         "{err}"
@@ -323,7 +302,7 @@ async fn a_failing_node_is_retried_by_its_policy() {
         NodeOptions::new().retry(RetryPolicy::new(3).initial_interval(Duration::from_millis(5))),
     )
     .add_edge(START, "flaky");
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.last, "attempt 3");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 }
@@ -339,12 +318,7 @@ async fn retries_stop_at_max_attempts_and_report_them() {
         NodeOptions::new().retry(RetryPolicy::new(2).initial_interval(Duration::from_millis(1))),
     )
     .add_edge(START, "broken");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::NodeFailed { node, attempts: 2, .. } if node == "broken"),
         "{err}"
@@ -382,12 +356,7 @@ async fn a_node_that_runs_past_its_timeout_fails() {
         NodeOptions::new().timeout(Duration::from_millis(50)),
     )
     .add_edge(START, "slow");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::NodeTimeout { node, .. } if node == "slow"),
         "{err}"
@@ -406,12 +375,7 @@ async fn a_panicking_node_fails_the_run_with_its_message() {
     .add_node("fine", mark("fine"))
     .add_edge(START, "boom")
     .add_edge(START, "fine");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::NodePanicked { node, message } if node == "boom" && message == "kaboom"),
         "{err}"
@@ -483,7 +447,7 @@ async fn an_empty_update_still_fires_static_edges() {
         .add_node("next", mark("next"))
         .add_edge(START, "quiet")
         .add_edge("quiet", "next");
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["next"]);
 }
 
@@ -546,7 +510,7 @@ async fn a_node_can_return_several_updates_with_routes_and_sends() {
         .add_node("work", work)
         .add_node("done", mark("done"))
         .add_edge(START, "fan");
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["one", "two", "done"]);
     assert_eq!(out.count, 7);
 }
@@ -567,7 +531,7 @@ async fn a_router_with_a_path_map_routes_by_label() {
         [("pass", "publish"), ("retry", "grade")],
     )
     .add_edge("publish", END);
-    let out = g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap();
+    let out = run(g).await;
     assert_eq!(out.seen, ["grade", "grade", "publish"]);
 }
 
@@ -577,12 +541,7 @@ async fn a_router_returning_a_label_outside_its_path_map_is_an_error_naming_it()
     g.add_node("a", mark("a"))
         .add_edge(START, "a")
         .add_conditional_edges_mapped("a", |_: &Log| "maybe", [("yes", END), ("no", END)]);
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::UnknownRouteLabel { from, label, labels }
             if from == "a" && label == "maybe" && labels == &["yes", "no"]),
@@ -625,12 +584,7 @@ async fn two_overwrites_of_one_list_in_one_step_fail_the_run_naming_both_writers
         .add_node("right", replace("right"))
         .add_edge(START, "left")
         .add_edge(START, "right");
-    let err = g
-        .compile()
-        .unwrap()
-        .invoke(LogUpdate::new())
-        .await
-        .unwrap_err();
+    let err = run_to_error(g).await;
     assert!(
         matches!(&err, Error::SecondOverwrite { field: "seen", first, second }
             if first == "left" && second == "right"),

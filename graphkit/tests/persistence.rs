@@ -36,17 +36,40 @@ fn say(word: &'static str) -> SyncNode<impl Fn(&Chat) -> ChatUpdate> {
     SyncNode::new(move |_: &Chat| ChatUpdate::new().log(vec![word.to_string()]).turns(1))
 }
 
-fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+/// START → `names[0]` → `names[1]` → … → END, each node a [`say`] of its name, compiled with
+/// `options`.
+fn says(names: &[&'static str], options: CompileOptions) -> graphkit::CompiledGraph<Chat> {
     let mut g = StateGraph::<Chat>::new();
-    g.add_node("a", say("a"))
-        .add_node("b", say("b"))
-        .add_node("c", say("c"));
-    g.add_edge(START, "a")
-        .add_edge("a", "b")
-        .add_edge("b", "c")
-        .add_edge("c", END);
-    g.compile_with(CompileOptions::new().checkpointer(saver))
-        .unwrap()
+    let mut from = START;
+    for &name in names {
+        g.add_node(name, say(name)).add_edge(from, name);
+        from = name;
+    }
+    g.add_edge(from, END);
+    g.compile_with(options).unwrap()
+}
+
+fn chain(saver: Arc<dyn Checkpointer>) -> graphkit::CompiledGraph<Chat> {
+    says(&["a", "b", "c"], CompileOptions::new().checkpointer(saver))
+}
+
+/// [`chain`] run to its end on thread `id`, and that thread's history (newest first).
+async fn chain_run(
+    id: &str,
+) -> (
+    graphkit::CompiledGraph<Chat>,
+    Vec<graphkit::StateSnapshot<Chat>>,
+) {
+    let graph = chain(saver());
+    graph
+        .invoke_with(ChatUpdate::new(), thread(id))
+        .await
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread(id), &ListOptions::default())
+        .await
+        .unwrap();
+    (graph, history)
 }
 
 #[tokio::test]
@@ -454,20 +477,12 @@ async fn interrupting_without_a_checkpointer_is_a_clear_error() {
 
 #[tokio::test]
 async fn static_interrupts_pause_before_and_after_nodes() {
-    let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft"))
-        .add_node("publish", say("publish"))
-        .add_node("notify", say("notify"));
-    g.add_edge(START, "draft")
-        .add_edge("draft", "publish")
-        .add_edge("publish", "notify");
-    let graph = g
-        .compile_with(
-            CompileOptions::new()
-                .checkpointer(saver())
-                .interrupt_before(["publish"]),
-        )
-        .unwrap();
+    let graph = says(
+        &["draft", "publish", "notify"],
+        CompileOptions::new()
+            .checkpointer(saver())
+            .interrupt_before(["publish"]),
+    );
 
     let err = graph
         .invoke_with(ChatUpdate::new(), thread("s1"))
@@ -503,20 +518,12 @@ async fn static_interrupts_pause_before_and_after_nodes() {
 
 #[tokio::test]
 async fn update_state_as_a_node_then_continue() {
-    let mut g = StateGraph::<Chat>::new();
-    g.add_node("draft", say("draft"))
-        .add_node("human", say("human"))
-        .add_node("publish", say("publish"));
-    g.add_edge(START, "draft")
-        .add_edge("draft", "human")
-        .add_edge("human", "publish");
-    let graph = g
-        .compile_with(
-            CompileOptions::new()
-                .checkpointer(saver())
-                .interrupt_before(["human"]),
-        )
-        .unwrap();
+    let graph = says(
+        &["draft", "human", "publish"],
+        CompileOptions::new()
+            .checkpointer(saver())
+            .interrupt_before(["human"]),
+    );
     assert!(
         graph
             .invoke_with(ChatUpdate::new(), thread("u"))
@@ -553,15 +560,7 @@ async fn update_state_as_a_node_then_continue() {
 
 #[tokio::test]
 async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("tt"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("tt"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("tt").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
 
     // Rewrite history from after `a`, then replay the rest.
@@ -909,15 +908,7 @@ async fn per_run_interrupt_names_are_checked() {
 
 #[tokio::test]
 async fn writing_on_an_earlier_checkpoint_is_an_update_branching_from_it() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("fk"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("fk"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("fk").await;
     let edit = graph
         .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
         .await
@@ -1104,15 +1095,7 @@ async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_nam
 
 #[tokio::test]
 async fn update_state_without_as_node_writes_as_the_last_single_writer() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("single"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("single"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("single").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
     // Written as `a` (the only writer of that step): `a`'s edge plans `b` again.
     let edited = graph
@@ -1174,15 +1157,7 @@ async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there()
 
 #[tokio::test]
 async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
-    let graph = chain(saver());
-    graph
-        .invoke_with(ChatUpdate::new(), thread("replay"))
-        .await
-        .unwrap();
-    let history = graph
-        .get_state_history(&thread("replay"), &ListOptions::default())
-        .await
-        .unwrap();
+    let (graph, history) = chain_run("replay").await;
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
     let out = graph
         .invoke_with(RunInput::Continue, after_a.config())

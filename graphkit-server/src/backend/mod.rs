@@ -202,6 +202,19 @@ pub struct ThreadOutcome {
     pub error: Value,
 }
 
+impl ThreadOutcome {
+    /// The outcome of a run that failed with `error` and left no state to read: the
+    /// status is error, the values null, no interrupts.
+    pub fn failed(error: Value) -> Self {
+        Self {
+            status: ThreadStatus::Error,
+            values: Value::Null,
+            interrupts: Value::Object(Map::new()),
+            error,
+        }
+    }
+}
+
 /// A run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -287,6 +300,16 @@ impl MultitaskStrategy {
             "enqueue" => Self::Enqueue,
             _ => return None,
         })
+    }
+
+    /// What this strategy does to the runs in flight on the thread: `None` leaves them be
+    /// (`reject` refuses instead, `enqueue` waits behind them).
+    pub fn cancel_action(self) -> Option<CancelAction> {
+        match self {
+            Self::Interrupt => Some(CancelAction::Interrupt),
+            Self::Rollback => Some(CancelAction::Rollback),
+            Self::Reject | Self::Enqueue => None,
+        }
     }
 }
 
@@ -409,6 +432,19 @@ pub enum RunEnd {
     Interrupted(String),
     /// It was rolled back: delete the run (the worker already deleted its checkpoints).
     RolledBack,
+}
+
+impl RunEnd {
+    /// The status the run ends in and the reason recorded with it; `None` when the run is
+    /// deleted instead ([`RunEnd::RolledBack`]).
+    pub fn recorded(&self) -> Option<(RunStatus, Option<&str>)> {
+        match self {
+            Self::Success => Some((RunStatus::Success, None)),
+            Self::Error(message) => Some((RunStatus::Error, Some(message))),
+            Self::Interrupted(reason) => Some((RunStatus::Interrupted, Some(reason))),
+            Self::RolledBack => None,
+        }
+    }
 }
 
 /// What a heartbeat learned.

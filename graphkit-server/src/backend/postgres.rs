@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, PostgresSaver};
 use graphkit::store::{PostgresStore, Store};
 use serde_json::{Map, Value};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -223,28 +223,59 @@ impl PostgresBackend {
         &self.pool
     }
 
-    async fn notify(
-        &self,
-        tx: &mut Transaction<'_, Postgres>,
-        channel: &str,
-        payload: &str,
-    ) -> Result<()> {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(channel)
-            .bind(payload)
-            .execute(&mut **tx)
-            .await
-            .map_err(db("sending a notification"))?;
-        Ok(())
-    }
-
     async fn begin(&self) -> Result<Transaction<'static, Postgres>> {
         self.pool
             .begin()
             .await
             .map_err(db("starting a transaction"))
     }
+
+    /// Runs `query` on the pool and decodes the row it finds, if any.
+    async fn fetch_optional<T>(
+        &self,
+        query: PgQuery<'_>,
+        decode: fn(&PgRow) -> Result<T>,
+        doing: &str,
+    ) -> Result<Option<T>> {
+        query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db(doing))?
+            .as_ref()
+            .map(decode)
+            .transpose()
+    }
+
+    /// Runs `query` on the pool and decodes every row.
+    async fn fetch_all<T>(
+        &self,
+        query: PgQuery<'_>,
+        decode: fn(&PgRow) -> Result<T>,
+        doing: &str,
+    ) -> Result<Vec<T>> {
+        query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db(doing))?
+            .iter()
+            .map(decode)
+            .collect()
+    }
+
+    /// Runs a `SELECT count(*) …` query on the pool.
+    async fn count(&self, query: PgQuery<'_>, doing: &str) -> Result<u64> {
+        let n: i64 = query
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db(doing))?
+            .try_get(0)
+            .map_err(|e| corrupt("a count", e))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
+
+/// A query with its arguments bound.
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
 /// `url` without its password, for messages.
 fn redact(url: &str) -> String {
@@ -393,6 +424,38 @@ fn decode_run(row: &PgRow) -> Result<RunRecord> {
     })
 }
 
+/// `SELECT {what}` over the assistants `query` matches (binding $1 to $3), then `tail`: the
+/// one filter of `search_assistants` and `count_assistants`.
+fn assistants_matching<'q>(what: &str, query: &AssistantQuery, tail: &str) -> PgQuery<'q> {
+    let sql = format!(
+        "SELECT {what} FROM server_assistants \
+         WHERE ($1::jsonb IS NULL OR metadata @> $1) AND ($2::text IS NULL OR graph_id = $2) \
+         AND ($3::text IS NULL OR name = $3) {tail}"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(query.metadata.clone().map(Value::Object))
+        .bind(&query.graph_id)
+        .bind(&query.name)
+}
+
+/// `SELECT {what}` over the threads `query` matches (binding $1 to $4; a thread's columns as
+/// in [`THREAD_COLUMNS`], its status derived), then `tail`: the one filter of
+/// `search_threads` and `count_threads`.
+fn threads_matching<'q>(what: &str, query: &ThreadQuery, tail: &str) -> PgQuery<'q> {
+    let sql = format!(
+        "SELECT {what} FROM (SELECT {THREAD_COLUMNS} FROM server_threads t \
+         WHERE ($1::jsonb IS NULL OR t.metadata @> $1) \
+         AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
+         AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
+         WHERE ($4::text IS NULL OR status = $4) {tail}"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(query.metadata.clone().map(Value::Object))
+        .bind(query.values.clone().map(Value::Object))
+        .bind(query.ids.clone())
+        .bind(query.status.map(ThreadStatus::as_str))
+}
+
 fn limit(limit: Option<usize>) -> i64 {
     limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -451,67 +514,33 @@ impl Backend for PostgresBackend {
     async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
         let sql =
             format!("SELECT {ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = $1");
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(assistant_id)
-            .fetch_optional(&self.pool)
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(assistant_id);
+        self.fetch_optional(query, decode_assistant, "reading an assistant")
             .await
-            .map_err(db("reading an assistant"))?
-            .as_ref()
-            .map(decode_assistant)
-            .transpose()
     }
 
     async fn search_assistants(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>> {
-        let sql = format!(
-            "SELECT {ASSISTANT_COLUMNS} FROM server_assistants \
-             WHERE ($1::jsonb IS NULL OR metadata @> $1) AND ($2::text IS NULL OR graph_id = $2) \
-             AND ($3::text IS NULL OR name = $3) \
-             ORDER BY created_at DESC, assistant_id LIMIT $4 OFFSET $5"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(query.metadata.clone().map(Value::Object))
-            .bind(&query.graph_id)
-            .bind(&query.name)
+        let tail = "ORDER BY created_at DESC, assistant_id LIMIT $4 OFFSET $5";
+        let search = assistants_matching(ASSISTANT_COLUMNS, query, tail)
             .bind(limit(query.limit))
-            .bind(offset(query.offset))
-            .fetch_all(&self.pool)
+            .bind(offset(query.offset));
+        self.fetch_all(search, decode_assistant, "searching assistants")
             .await
-            .map_err(db("searching assistants"))?
-            .iter()
-            .map(decode_assistant)
-            .collect()
     }
 
     async fn count_assistants(&self, query: &AssistantQuery) -> Result<u64> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM server_assistants \
-             WHERE ($1::jsonb IS NULL OR metadata @> $1) AND ($2::text IS NULL OR graph_id = $2) \
-             AND ($3::text IS NULL OR name = $3)",
+        self.count(
+            assistants_matching("count(*)", query, ""),
+            "counting assistants",
         )
-        .bind(query.metadata.clone().map(Value::Object))
-        .bind(&query.graph_id)
-        .bind(&query.name)
-        .fetch_one(&self.pool)
         .await
-        .map_err(db("counting assistants"))?;
-        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     // --- threads ---
 
     async fn create_thread(&self, thread: NewThread) -> Result<ThreadRecord> {
-        let inserted = sqlx::query(
-            "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
-             state_updated_at) VALUES ($1, $2, 'idle', '{}', now(), now(), now()) \
-             ON CONFLICT (thread_id) DO NOTHING",
-        )
-        .bind(thread.thread_id)
-        .bind(Value::Object(thread.metadata))
-        .execute(&self.pool)
-        .await
-        .map_err(db("creating a thread"))?
-        .rows_affected();
-        if inserted == 0 && thread.if_exists == IfExists::Raise {
+        let inserted = insert_thread(&self.pool, thread.thread_id, &thread.metadata).await?;
+        if !inserted && thread.if_exists == IfExists::Raise {
             return Err(ServerError::Conflict(format!(
                 "Thread with ID {} already exists",
                 thread.thread_id
@@ -524,14 +553,9 @@ impl Backend for PostgresBackend {
 
     async fn get_thread(&self, thread_id: Uuid) -> Result<Option<ThreadRecord>> {
         let sql = format!("SELECT {THREAD_COLUMNS} FROM server_threads t WHERE t.thread_id = $1");
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(thread_id)
-            .fetch_optional(&self.pool)
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(thread_id);
+        self.fetch_optional(query, decode_thread, "reading a thread")
             .await
-            .map_err(db("reading a thread"))?
-            .as_ref()
-            .map(decode_thread)
-            .transpose()
     }
 
     async fn patch_thread(
@@ -539,16 +563,7 @@ impl Backend for PostgresBackend {
         thread_id: Uuid,
         metadata: &Map<String, Value>,
     ) -> Result<Option<ThreadRecord>> {
-        let updated = sqlx::query(
-            "UPDATE server_threads SET metadata = metadata || $2, updated_at = now() WHERE thread_id = $1",
-        )
-        .bind(thread_id)
-        .bind(Value::Object(metadata.clone()))
-        .execute(&self.pool)
-        .await
-        .map_err(db("updating a thread"))?
-        .rows_affected();
-        if updated == 0 {
+        if !merge_thread_metadata(&self.pool, thread_id, metadata).await? {
             return Ok(None);
         }
         self.get_thread(thread_id).await
@@ -557,12 +572,7 @@ impl Backend for PostgresBackend {
     async fn delete_thread(&self, thread_id: Uuid) -> Result<bool> {
         let mut tx = self.begin().await?;
         let err = db("deleting a thread");
-        let existed = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-            .bind(thread_id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(&err)?
-            .is_some();
+        let existed = lock_thread(&mut tx, thread_id).await?;
         // Runs in flight lose their rows: a worker's next heartbeat finds its run gone and
         // stops it; the control notification makes that immediate.
         let in_flight: Vec<Uuid> = sqlx::query_scalar(
@@ -590,8 +600,7 @@ impl Backend for PostgresBackend {
             .await
             .map_err(&err)?;
         for run_id in in_flight {
-            self.notify(&mut tx, &self.channels.run_control, &run_id.to_string())
-                .await?;
+            notify_in(&mut tx, &self.channels.run_control, &run_id.to_string()).await?;
         }
         tx.commit().await.map_err(&err)?;
         Ok(existed)
@@ -612,46 +621,18 @@ impl Backend for PostgresBackend {
             }
         };
         let direction = if query.ascending { "ASC" } else { "DESC" };
-        let sql = format!(
-            "SELECT * FROM (SELECT {THREAD_COLUMNS} FROM server_threads t \
-             WHERE ($1::jsonb IS NULL OR t.metadata @> $1) \
-             AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
-             AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
-             WHERE ($4::text IS NULL OR status = $4) \
-             ORDER BY {column} {direction}, thread_id {direction} LIMIT $5 OFFSET $6"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(query.metadata.clone().map(Value::Object))
-            .bind(query.values.clone().map(Value::Object))
-            .bind(query.ids.clone())
-            .bind(query.status.map(ThreadStatus::as_str))
+        let tail =
+            format!("ORDER BY {column} {direction}, thread_id {direction} LIMIT $5 OFFSET $6");
+        let search = threads_matching("*", query, &tail)
             .bind(limit(query.limit))
-            .bind(offset(query.offset))
-            .fetch_all(&self.pool)
+            .bind(offset(query.offset));
+        self.fetch_all(search, decode_thread, "searching threads")
             .await
-            .map_err(db("searching threads"))?
-            .iter()
-            .map(decode_thread)
-            .collect()
     }
 
     async fn count_threads(&self, query: &ThreadQuery) -> Result<u64> {
-        let sql = format!(
-            "SELECT count(*) FROM (SELECT {THREAD_COLUMNS} FROM server_threads t \
-             WHERE ($1::jsonb IS NULL OR t.metadata @> $1) \
-             AND ($2::jsonb IS NULL OR (t.values_json IS NOT NULL AND t.values_json::jsonb @> $2)) \
-             AND ($3::uuid[] IS NULL OR t.thread_id = ANY($3))) t \
-             WHERE ($4::text IS NULL OR status = $4)"
-        );
-        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .bind(query.metadata.clone().map(Value::Object))
-            .bind(query.values.clone().map(Value::Object))
-            .bind(query.ids.clone())
-            .bind(query.status.map(ThreadStatus::as_str))
-            .fetch_one(&self.pool)
+        self.count(threads_matching("count(*)", query, ""), "counting threads")
             .await
-            .map_err(db("counting threads"))?;
-        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()> {
@@ -673,30 +654,10 @@ impl Backend for PostgresBackend {
         let err = db("creating a run");
         let mut tx = self.begin().await?;
         // The thread's row lock makes check-and-insert atomic against other creators.
-        let mut exists =
-            sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-                .bind(run.thread_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(&err)?
-                .is_some();
+        let mut exists = lock_thread(&mut tx, run.thread_id).await?;
         if !exists && let Some(metadata) = &run.create_thread {
-            sqlx::query(
-                "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
-                 state_updated_at) VALUES ($1, $2, 'idle', '{}', now(), now(), now()) \
-                 ON CONFLICT (thread_id) DO NOTHING",
-            )
-            .bind(run.thread_id)
-            .bind(Value::Object(metadata.clone()))
-            .execute(&mut *tx)
-            .await
-            .map_err(&err)?;
-            exists = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-                .bind(run.thread_id)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(&err)?
-                .is_some();
+            insert_thread(&mut *tx, run.thread_id, metadata).await?;
+            exists = lock_thread(&mut tx, run.thread_id).await?;
         }
         if !exists {
             return Err(ServerError::NotFound(format!(
@@ -705,14 +666,7 @@ impl Backend for PostgresBackend {
             )));
         }
         if !run.thread_metadata.is_empty() {
-            sqlx::query(
-                "UPDATE server_threads SET metadata = metadata || $2, updated_at = now() WHERE thread_id = $1",
-            )
-            .bind(run.thread_id)
-            .bind(Value::Object(run.thread_metadata.clone()))
-            .execute(&mut *tx)
-            .await
-            .map_err(&err)?;
+            merge_thread_metadata(&mut *tx, run.thread_id, &run.thread_metadata).await?;
         }
         let in_flight: Vec<(Uuid, String)> = sqlx::query_as(
             "SELECT run_id, status FROM server_runs WHERE thread_id = $1 \
@@ -722,25 +676,17 @@ impl Backend for PostgresBackend {
         .fetch_all(&mut *tx)
         .await
         .map_err(&err)?;
+        if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
+            return Err(ServerError::Conflict(
+                super::sqlite::REJECT_MESSAGE.to_owned(),
+            ));
+        }
         let mut cancelled = Vec::new();
-        match run.multitask_strategy {
-            MultitaskStrategy::Reject if !in_flight.is_empty() => {
-                return Err(ServerError::Conflict(
-                    super::sqlite::REJECT_MESSAGE.to_owned(),
-                ));
+        if let Some(action) = run.multitask_strategy.cancel_action() {
+            for (run_id, status) in in_flight {
+                cancel_locked(&mut tx, &self.channels, run_id, &status, action).await?;
+                cancelled.push(run_id);
             }
-            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
-                let action = if run.multitask_strategy == MultitaskStrategy::Rollback {
-                    CancelAction::Rollback
-                } else {
-                    CancelAction::Interrupt
-                };
-                for (run_id, status) in in_flight {
-                    cancel_locked(&mut tx, &self.channels, run_id, &status, action).await?;
-                    cancelled.push(run_id);
-                }
-            }
-            _ => {}
         }
         let sql = format!(
             "INSERT INTO server_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, \
@@ -765,8 +711,7 @@ impl Backend for PostgresBackend {
                 _ => err(e),
             })?;
         let record = decode_run(&row)?;
-        self.notify(&mut tx, &self.channels.runs_new, &record.run_id.to_string())
-            .await?;
+        notify_in(&mut tx, &self.channels.runs_new, &record.run_id.to_string()).await?;
         tx.commit().await.map_err(&err)?;
         Ok(CreatedRun {
             run: record,
@@ -778,15 +723,11 @@ impl Backend for PostgresBackend {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM server_runs WHERE run_id = $1 AND ($2::uuid IS NULL OR thread_id = $2)"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(run_id)
-            .bind(thread_id)
-            .fetch_optional(&self.pool)
+            .bind(thread_id);
+        self.fetch_optional(query, decode_run, "reading a run")
             .await
-            .map_err(db("reading a run"))?
-            .as_ref()
-            .map(decode_run)
-            .transpose()
     }
 
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
@@ -794,17 +735,12 @@ impl Backend for PostgresBackend {
             "SELECT {RUN_COLUMNS} FROM server_runs WHERE thread_id = $1 \
              AND ($2::text IS NULL OR status = $2) ORDER BY created_at DESC, run_id DESC LIMIT $3 OFFSET $4"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        let list = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(thread_id)
             .bind(query.status.map(RunStatus::as_str))
             .bind(limit(query.limit))
-            .bind(offset(query.offset))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db("listing runs"))?
-            .iter()
-            .map(decode_run)
-            .collect()
+            .bind(offset(query.offset));
+        self.fetch_all(list, decode_run, "listing runs").await
     }
 
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {
@@ -915,14 +851,8 @@ impl Backend for PostgresBackend {
         if !held {
             return Ok(false);
         }
-        let (status, reason) = match &end {
-            RunEnd::Success => (Some(RunStatus::Success), None),
-            RunEnd::Error(message) => (Some(RunStatus::Error), Some(message.as_str())),
-            RunEnd::Interrupted(reason) => (Some(RunStatus::Interrupted), Some(reason.as_str())),
-            RunEnd::RolledBack => (None, None),
-        };
-        match status {
-            Some(status) => {
+        match end.recorded() {
+            Some((status, reason)) => {
                 sqlx::query(
                     "UPDATE server_runs SET status = $2, cancel_reason = COALESCE($3, cancel_reason), \
                      worker_id = NULL, lease_until = NULL, ended_at = now(), updated_at = now() \
@@ -941,8 +871,8 @@ impl Backend for PostgresBackend {
             set_outcome(&mut tx, thread_id, outcome).await?;
         }
         let id = run_id.to_string();
-        self.notify(&mut tx, &self.channels.run_status, &id).await?;
-        self.notify(&mut tx, &self.channels.runs_new, &id).await?;
+        notify_in(&mut tx, &self.channels.run_status, &id).await?;
+        notify_in(&mut tx, &self.channels.runs_new, &id).await?;
         tx.commit().await.map_err(&err)?;
         Ok(true)
     }
@@ -962,8 +892,7 @@ impl Backend for PostgresBackend {
         .rows_affected()
             > 0;
         if released {
-            self.notify(&mut tx, &self.channels.runs_new, &run_id.to_string())
-                .await?;
+            notify_in(&mut tx, &self.channels.runs_new, &run_id.to_string()).await?;
         }
         tx.commit().await.map_err(&err)?;
         Ok(released)
@@ -1016,16 +945,11 @@ impl Backend for PostgresBackend {
                     &[("error".to_owned(), data.to_string())],
                 )
                 .await?;
-                let outcome = ThreadOutcome {
-                    status: ThreadStatus::Error,
-                    values: Value::Null,
-                    interrupts: Value::Object(Map::new()),
-                    error: Value::String(message),
-                };
+                let outcome = ThreadOutcome::failed(Value::String(message));
                 set_outcome_keep_values(&mut tx, *thread_id, &outcome).await?;
-                self.notify(&mut tx, &self.channels.run_status, &id).await?;
+                notify_in(&mut tx, &self.channels.run_status, &id).await?;
             }
-            self.notify(&mut tx, &self.channels.runs_new, &id).await?;
+            notify_in(&mut tx, &self.channels.runs_new, &id).await?;
         }
         tx.commit().await.map_err(&err)?;
         if !swept.is_empty() {
@@ -1126,22 +1050,66 @@ impl Backend for PostgresBackend {
 /// safe) and returns the thread id; `None` if the run does not exist. Every transaction
 /// that locks a thread and a run locks the thread first.
 async fn lock_thread_of(tx: &mut Transaction<'_, Postgres>, run_id: Uuid) -> Result<Option<Uuid>> {
-    let err = db("locking a run's thread");
     let thread_id: Option<Uuid> =
         sqlx::query_scalar("SELECT thread_id FROM server_runs WHERE run_id = $1")
             .bind(run_id)
             .fetch_optional(&mut **tx)
             .await
-            .map_err(&err)?;
+            .map_err(db("locking a run's thread"))?;
     let Some(thread_id) = thread_id else {
         return Ok(None);
     };
-    sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
-        .bind(thread_id)
-        .execute(&mut **tx)
-        .await
-        .map_err(&err)?;
+    lock_thread(tx, thread_id).await?;
     Ok(Some(thread_id))
+}
+
+/// Locks a thread's row; `false` if the thread does not exist.
+async fn lock_thread(tx: &mut Transaction<'_, Postgres>, thread_id: Uuid) -> Result<bool> {
+    let found = sqlx::query("SELECT 1 FROM server_threads WHERE thread_id = $1 FOR UPDATE")
+        .bind(thread_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db("locking a thread"))?;
+    Ok(found.is_some())
+}
+
+/// Inserts an idle thread unless its id is taken; `false` if it was.
+async fn insert_thread(
+    executor: impl sqlx::PgExecutor<'_>,
+    thread_id: Uuid,
+    metadata: &Map<String, Value>,
+) -> Result<bool> {
+    let inserted = sqlx::query(
+        "INSERT INTO server_threads (thread_id, metadata, status, config, created_at, updated_at, \
+         state_updated_at) VALUES ($1, $2, 'idle', '{}', now(), now(), now()) \
+         ON CONFLICT (thread_id) DO NOTHING",
+    )
+    .bind(thread_id)
+    .bind(Value::Object(metadata.clone()))
+    .execute(executor)
+    .await
+    .map_err(db("creating a thread"))?
+    .rows_affected();
+    Ok(inserted > 0)
+}
+
+/// Merges `metadata` into a thread's metadata (top-level keys replaced); `false` if the
+/// thread does not exist.
+async fn merge_thread_metadata(
+    executor: impl sqlx::PgExecutor<'_>,
+    thread_id: Uuid,
+    metadata: &Map<String, Value>,
+) -> Result<bool> {
+    let updated = sqlx::query(
+        "UPDATE server_threads SET metadata = metadata || $2, updated_at = now() WHERE thread_id = $1",
+    )
+    .bind(thread_id)
+    .bind(Value::Object(metadata.clone()))
+    .execute(executor)
+    .await
+    .map_err(db("updating a thread's metadata"))?
+    .rows_affected();
+    Ok(updated > 0)
 }
 
 /// Cancels a run whose row the transaction has locked (its current `status` given).

@@ -152,35 +152,69 @@ impl SqliteBackend {
             .map_err(db("begin a transaction"))
     }
 
-    async fn all_threads(&self) -> Result<Vec<ThreadRecord>> {
+    /// The assistants `query` matches (all of them: its limit and offset ignored), newest
+    /// first: the one filter of `search_assistants` and `count_assistants`.
+    async fn assistants_matching(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>> {
+        let rows = sqlx::query(
+            "SELECT * FROM graphkit_server_assistants ORDER BY created_at DESC, assistant_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read assistants"))?;
+        let mut found = Vec::new();
+        for row in &rows {
+            let a = assistant_from_row(row)?;
+            let keep = query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id)
+                && query.name.as_ref().is_none_or(|n| *n == a.name)
+                && contains_metadata(&a.metadata, query.metadata.as_ref());
+            if keep {
+                found.push(a);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The threads `query` matches (all of them, unordered: its limit, offset and order
+    /// ignored): the one filter of `search_threads` and `count_threads`.
+    async fn threads_matching(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
         let rows = sqlx::query(THREAD_SELECT)
             .fetch_all(&self.pool)
             .await
             .map_err(db("read threads"))?;
-        rows.iter().map(thread_from_row).collect()
-    }
-
-    fn filter_threads(threads: Vec<ThreadRecord>, query: &ThreadQuery) -> Vec<ThreadRecord> {
-        threads
-            .into_iter()
-            .filter(|t| {
-                query.metadata.as_ref().is_none_or(|m| {
-                    json_contains(
-                        &Value::Object(t.metadata.clone()),
-                        &Value::Object(m.clone()),
-                    )
-                }) && query
+        let mut found = Vec::new();
+        for row in &rows {
+            let t = thread_from_row(row)?;
+            let keep = contains_metadata(&t.metadata, query.metadata.as_ref())
+                && query
                     .values
                     .as_ref()
                     .is_none_or(|v| json_contains(&t.values, &Value::Object(v.clone())))
-                    && query
-                        .ids
-                        .as_ref()
-                        .is_none_or(|ids| ids.contains(&t.thread_id))
-                    && query.status.is_none_or(|s| s == t.status)
-            })
-            .collect()
+                && query
+                    .ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.contains(&t.thread_id))
+                && query.status.is_none_or(|s| s == t.status);
+            if keep {
+                found.push(t);
+            }
+        }
+        Ok(found)
     }
+}
+
+/// Whether `metadata` contains `wanted` (JSON containment; `None` wants nothing).
+fn contains_metadata(metadata: &Map<String, Value>, wanted: Option<&Map<String, Value>>) -> bool {
+    wanted
+        .is_none_or(|m| json_contains(&Value::Object(metadata.clone()), &Value::Object(m.clone())))
+}
+
+/// The page of `items` a query's `offset` and `limit` select.
+fn page<T>(items: Vec<T>, offset: usize, limit: Option<usize>) -> Vec<T> {
+    items
+        .into_iter()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect()
 }
 
 async fn migrate(pool: &SqlitePool) -> Result<()> {
@@ -458,41 +492,12 @@ impl Backend for SqliteBackend {
     }
 
     async fn search_assistants(&self, query: &AssistantQuery) -> Result<Vec<AssistantRecord>> {
-        let rows = sqlx::query(
-            "SELECT * FROM graphkit_server_assistants ORDER BY created_at DESC, assistant_id",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db("read assistants"))?;
-        let mut found = Vec::new();
-        for row in &rows {
-            let a = assistant_from_row(row)?;
-            let keep = query.graph_id.as_ref().is_none_or(|g| *g == a.graph_id)
-                && query.name.as_ref().is_none_or(|n| *n == a.name)
-                && query.metadata.as_ref().is_none_or(|m| {
-                    json_contains(
-                        &Value::Object(a.metadata.clone()),
-                        &Value::Object(m.clone()),
-                    )
-                });
-            if keep {
-                found.push(a);
-            }
-        }
-        Ok(found
-            .into_iter()
-            .skip(query.offset)
-            .take(query.limit.unwrap_or(usize::MAX))
-            .collect())
+        let found = self.assistants_matching(query).await?;
+        Ok(page(found, query.offset, query.limit))
     }
 
     async fn count_assistants(&self, query: &AssistantQuery) -> Result<u64> {
-        let all = AssistantQuery {
-            limit: None,
-            offset: 0,
-            ..query.clone()
-        };
-        Ok(self.search_assistants(&all).await?.len() as u64)
+        Ok(self.assistants_matching(query).await?.len() as u64)
     }
 
     async fn create_thread(&self, thread: NewThread) -> Result<ThreadRecord> {
@@ -579,7 +584,7 @@ impl Backend for SqliteBackend {
     }
 
     async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
-        let mut threads = Self::filter_threads(self.all_threads().await?, query);
+        let mut threads = self.threads_matching(query).await?;
         let by = query.sort_by.as_deref().unwrap_or("created_at");
         threads.sort_by(|a, b| {
             let order = match by {
@@ -596,15 +601,11 @@ impl Backend for SqliteBackend {
                 order.reverse()
             }
         });
-        Ok(threads
-            .into_iter()
-            .skip(query.offset)
-            .take(query.limit.unwrap_or(usize::MAX))
-            .collect())
+        Ok(page(threads, query.offset, query.limit))
     }
 
     async fn count_threads(&self, query: &ThreadQuery) -> Result<u64> {
-        Ok(Self::filter_threads(self.all_threads().await?, query).len() as u64)
+        Ok(self.threads_matching(query).await?.len() as u64)
     }
 
     async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()> {
@@ -641,26 +642,18 @@ impl Backend for SqliteBackend {
         .fetch_all(&mut *tx)
         .await
         .map_err(db("read runs in flight"))?;
+        if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
+            return Err(ServerError::Conflict(REJECT_MESSAGE.into()));
+        }
         let mut cancelled = Vec::new();
-        match run.multitask_strategy {
-            MultitaskStrategy::Reject if !in_flight.is_empty() => {
-                return Err(ServerError::Conflict(REJECT_MESSAGE.into()));
+        if let Some(action) = run.multitask_strategy.cancel_action() {
+            for row in &in_flight {
+                let id: String = get(row, "run_id")?;
+                let status: String = get(row, "status")?;
+                let status = RunStatus::parse(&status).unwrap_or(RunStatus::Pending);
+                cancel_in(&mut tx, &id, status, action).await?;
+                cancelled.push(parse_id(&id)?);
             }
-            MultitaskStrategy::Interrupt | MultitaskStrategy::Rollback => {
-                let action = if run.multitask_strategy == MultitaskStrategy::Rollback {
-                    CancelAction::Rollback
-                } else {
-                    CancelAction::Interrupt
-                };
-                for row in &in_flight {
-                    let id: String = get(row, "run_id")?;
-                    let status: String = get(row, "status")?;
-                    let status = RunStatus::parse(&status).unwrap_or(RunStatus::Pending);
-                    cancel_in(&mut tx, &id, status, action).await?;
-                    cancelled.push(parse_id(&id)?);
-                }
-            }
-            _ => {}
         }
         if !run.thread_metadata.is_empty() {
             let mut metadata = thread.metadata;
@@ -837,15 +830,9 @@ impl Backend for SqliteBackend {
             return Ok(false);
         };
         let now = Timestamp::now().micros();
-        let (status, reason) = match end {
-            RunEnd::Success => (Some(RunStatus::Success), None),
-            RunEnd::Error(message) => (Some(RunStatus::Error), Some(message)),
-            RunEnd::Interrupted(reason) => (Some(RunStatus::Interrupted), Some(reason)),
-            RunEnd::RolledBack => (None, None),
-        };
-        match status {
+        match end.recorded() {
             None => delete_run_rows(&mut tx, &id).await?,
-            Some(status) => {
+            Some((status, reason)) => {
                 sqlx::query(
                     "UPDATE graphkit_server_runs SET status = ?2, cancel_reason = ?3, worker_id = NULL, \
                      lease_until = NULL, updated_at = ?4, ended_at = ?4 WHERE run_id = ?1",

@@ -23,21 +23,26 @@ use crate::run::plan::{self, JoinProgress, Task};
 use crate::state::State;
 
 /// A thread's state at one checkpoint, as `get_state` and `get_state_history` return it.
-#[derive(Debug, Clone)]
-pub struct StateSnapshot<S: State> {
+///
+/// `S` is the type of the state: the graph's own for its checkpoints, JSON ([`Value`], the
+/// default) for a subgraph's checkpoints, whose state type may differ from the parent's
+/// (see [`SubgraphSnapshot`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateSnapshot<S = Value> {
     /// The state.
     pub values: S,
     /// The nodes the next super-step runs (empty when the run finished).
     pub next: Vec<String>,
-    /// The thread.
+    /// The thread (for a subgraph, the parent's).
     pub thread_id: String,
-    /// The checkpoint namespace: `""` for the graph's own checkpoints.
+    /// The checkpoint namespace: `""` for the graph's own checkpoints, the child's
+    /// namespace for a subgraph's.
     pub checkpoint_ns: String,
     /// This checkpoint.
     pub checkpoint_id: String,
-    /// The checkpoint before it.
+    /// The checkpoint before it (in the same namespace).
     pub parent_checkpoint_id: Option<String>,
-    /// The super-step (0 for a thread's first input).
+    /// The super-step (0 for a thread's first input, or a subgraph's input).
     pub step: i64,
     /// What created it.
     pub source: CheckpointSource,
@@ -49,6 +54,7 @@ pub struct StateSnapshot<S: State> {
     pub interrupts: Vec<Interrupt>,
     /// The tasks of the step this checkpoint plans, in task order, with what each did so
     /// far: LangGraph's `StateSnapshot.tasks`. A UI shows from it which task failed and why.
+    /// Nested subgraphs are filled in the same way.
     pub tasks: Vec<SnapshotTask>,
 }
 
@@ -79,33 +85,7 @@ pub struct SnapshotTask {
 /// child's state type may differ from the parent's): what
 /// [`CompiledGraph::get_state_with_subgraphs`] puts in [`SnapshotTask::state`] and
 /// [`CompiledGraph::get_subgraph_state_history`] returns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SubgraphSnapshot {
-    /// The child's state, as JSON.
-    pub values: Value,
-    /// The nodes its next super-step runs (empty when the child run finished).
-    pub next: Vec<String>,
-    /// The thread (the parent's).
-    pub thread_id: String,
-    /// The namespace of the child's checkpoints.
-    pub checkpoint_ns: String,
-    /// This checkpoint.
-    pub checkpoint_id: String,
-    /// The checkpoint before it in the namespace.
-    pub parent_checkpoint_id: Option<String>,
-    /// The child's super-step (0 for its input).
-    pub step: i64,
-    /// What created it.
-    pub source: CheckpointSource,
-    /// When, in milliseconds since the Unix epoch.
-    pub created_at_ms: i64,
-    /// Its metadata.
-    pub metadata: Value,
-    /// Interrupts the child is waiting on at this checkpoint.
-    pub interrupts: Vec<Interrupt>,
-    /// The tasks of the child's pending step (nested subgraphs filled in the same way).
-    pub tasks: Vec<SnapshotTask>,
-}
+pub type SubgraphSnapshot = StateSnapshot<Value>;
 
 impl<S: State> StateSnapshot<S> {
     /// The same snapshot with its values as JSON.
@@ -114,7 +94,7 @@ impl<S: State> StateSnapshot<S> {
             what: format!("the state of checkpoint namespace `{}`", self.checkpoint_ns),
             source,
         })?;
-        Ok(SubgraphSnapshot {
+        Ok(StateSnapshot {
             values,
             next: self.next,
             thread_id: self.thread_id,
