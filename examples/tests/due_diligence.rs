@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, SqliteSaver};
 use graphkit_examples::due_diligence::{
-    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceState, Investigation,
-    OfflineDueDiligenceModel, TerminationReason, corpus_dir, evaluate, personas_path,
-    read_personas, run_due_diligence, select_queries, should_continue_research,
+    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceState, Investigation, TerminationReason,
+    corpus_dir, evaluate, offline_model, personas_path, read_personas, run_due_diligence,
+    select_queries, should_continue_research,
 };
 use graphkit_examples::shared::{Progress, RunDir};
 use graphkit_llm::ChatModel;
@@ -29,7 +29,7 @@ fn options(
     checkpointer: Arc<dyn Checkpointer>,
     resume: bool,
 ) -> DueDiligenceOptions {
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     DueDiligenceOptions {
         strategy_model: Arc::clone(&model),
         search_model: model,
@@ -542,7 +542,7 @@ async fn a_round_with_no_new_query_goes_straight_to_reflection() {
 #[test]
 fn the_guide_shows_the_graph_as_drawn() {
     use graphkit_examples::due_diligence::{AuditTrail, Deps, build_graph, default_prices};
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let deps = Deps {
         strategy_model: Arc::clone(&model),
         search_model: model,

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit_examples::entity_intel::{
-    EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel, RunSummary,
-    TodoStatus, run_entity_intel, sample_input_path,
+    EntitiesResearchDirections, EntityIntelOptions, Limits, RunSummary, TodoStatus, offline_model,
+    run_entity_intel, sample_input_path,
 };
 use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, ToolCall};
@@ -74,7 +74,7 @@ async fn offline_run_completes_every_todo_resets_context_after_each_write_and_wr
     assert!(input.bundles.len() >= 3 && input.total_directions() >= 12);
     let opts = options(
         dir.path(),
-        Arc::new(OfflineResearchModel::new()),
+        Arc::new(offline_model()),
         Arc::new(InMemorySaver::new()),
         "e2e",
     );
@@ -141,7 +141,7 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = sample();
     let bundle = &input.bundles[1];
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let graph = build_graph(
         AgentDeps {
             model: Arc::clone(&model),
@@ -721,7 +721,7 @@ async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sa
     let input = EntitiesResearchDirections::from_json("funding.json", text).expect("input");
     let opts = options(
         dir.path(),
-        Arc::new(OfflineResearchModel::new()),
+        Arc::new(offline_model()),
         Arc::new(InMemorySaver::new()),
         "prose",
     );
@@ -750,7 +750,7 @@ async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sa
 #[test]
 fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
     use graphkit_examples::entity_intel::{ToolDeps, WebTools, research_tools};
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let deps = |web| ToolDeps {
         search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
         summary_model: Arc::clone(&model),

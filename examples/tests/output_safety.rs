@@ -126,7 +126,7 @@ async fn temporary_files_left_by_a_killed_process_are_removed() {
     // What a process killed mid-write leaves (no process has pid u32::MAX).
     std::fs::write(dir.path().join("run_summary.tmp-4294967295"), "{").expect("write");
     std::fs::write(bundle_dir.join(".a.json.tmp-4294967295-0"), "{").expect("write");
-    let model = Arc::new(graphkit_examples::entity_intel::OfflineResearchModel::new());
+    let model = Arc::new(graphkit_examples::entity_intel::offline_model());
     let summary = run_entity_intel(&input, &options(dir.path(), model))
         .await
         .expect("run");

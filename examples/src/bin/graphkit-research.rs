@@ -9,8 +9,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use graphkit_examples::arxiv_research;
 use graphkit_examples::biography_events;
 use graphkit_examples::entity_intel::{
-    self, EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel,
-    run_entity_intel,
+    self, EntitiesResearchDirections, EntityIntelOptions, Limits, run_entity_intel,
 };
 use graphkit_examples::shared::run_dir::DEFAULT_ROOT;
 use graphkit_examples::shared::runs::{list_runs, render_runs};
@@ -214,7 +213,7 @@ async fn entity_intel_main(
         return Ok(RunStatus::Finished);
     }
     if common.print_graph {
-        let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
+        let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(entity_intel::offline_model());
         let graph = entity_intel::build_graph(
             entity_intel::AgentDeps {
                 model: Arc::clone(&offline),
@@ -286,7 +285,7 @@ async fn entity_intel_main(
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
     let offline: Arc<dyn graphkit_llm::ChatModel> =
-        Arc::new(OfflineResearchModel::new().with_delay(Duration::from_millis(offline_delay_ms)));
+        Arc::new(entity_intel::offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
     let model_choice = model_spec.parse::<ModelChoice>()?;
     let model = model_choice.build(Arc::clone(&offline))?;
     let summary_model = match &summary_spec {

@@ -11,7 +11,7 @@ use graphkit_llm::ChatModel;
 use super::evaluate;
 use super::input::{Investigation, corpus_dir, personas_path, read_personas};
 use super::nodes::Deps;
-use super::offline::OfflineDueDiligenceModel;
+use super::offline::offline_model;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
 use crate::shared::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
@@ -89,7 +89,7 @@ pub async fn run(
         return Ok(RunStatus::Finished);
     }
     if common.print_graph {
-        let offline: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+        let offline: Arc<dyn ChatModel> = Arc::new(offline_model());
         let deps = Arc::new(Deps {
             strategy_model: Arc::clone(&offline),
             search_model: offline,
@@ -199,9 +199,8 @@ async fn run_session(
         session.option("max_tokens_per_call", args.max_tokens_per_call)?;
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(offline_delay_ms)),
-    );
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
     let strategy_choice: ModelChoice = strategy_spec.parse()?;
     let search_choice: ModelChoice = search_spec.parse()?;
     let strategy_model = bounded(
@@ -332,9 +331,8 @@ async fn evaluate_personas(
     common: &CommonArgs,
     args: &DueDiligenceArgs,
 ) -> Result<RunStatus, ExampleError> {
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
-    );
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model().with_delay(Duration::from_millis(common.offline_delay_ms)));
     let personas = read_personas(&personas_path())?;
     let strategy: ModelChoice = args
         .strategy_model
