@@ -16,7 +16,7 @@ use graphkit_examples::biography_events::{
     BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
     run_biography_events,
 };
-use graphkit_examples::shared::{ExampleError, Progress, RunDir, StopSignal};
+use graphkit_examples::shared::{ExampleError, RunDir, RunTarget, StopSignal};
 use graphkit_llm::{ChatModel, Message};
 use graphkit_tools::ToolError;
 use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
@@ -41,13 +41,11 @@ fn options_with(
         search,
         sites: Sites::offline(),
         limits,
-        run_dir: RunDir::create(dir.path().join("run")).unwrap(),
-        checkpointer,
-        thread: "test".into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("tool calls", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(
+            "test",
+            RunDir::create(dir.path().join("run")).unwrap(),
+            checkpointer,
+        ),
     }
 }
 
@@ -551,10 +549,8 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
             .to_string()
             .contains("--resume")
     );
-    let resumed = BiographyOptions {
-        resume: true,
-        ..first
-    };
+    let mut resumed = first;
+    resumed.target.resume = true;
     let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
     assert!(summary.resumed);
     assert_eq!(state.events, uninterrupted.events);
@@ -671,18 +667,16 @@ async fn a_stop_request_ends_the_run_at_a_checkpoint_and_resume_finishes_it() {
         Arc::clone(&saver),
         Limits::default(),
     );
-    first.stop.request(); // as a Ctrl-C would
+    first.target.stop.request(); // as a Ctrl-C would
     let err = run_biography_events("Odile Marchetti", None, &first)
         .await
         .unwrap_err();
     assert!(matches!(err, ExampleError::Interrupted), "{err}");
     assert!(!dir.path().join("run").join("events.json").exists());
 
-    let resumed = BiographyOptions {
-        resume: true,
-        stop: StopSignal::new(),
-        ..first
-    };
+    let mut resumed = first;
+    resumed.target.resume = true;
+    resumed.target.stop = StopSignal::new();
     let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
     assert!(summary.resumed);
     assert_eq!(state.events, uninterrupted.events);

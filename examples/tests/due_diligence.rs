@@ -12,7 +12,7 @@ use graphkit_examples::due_diligence::{
     corpus_dir, evaluate, offline_model, personas_path, read_personas, run_due_diligence,
     select_queries, should_continue_research,
 };
-use graphkit_examples::shared::{Progress, RunDir};
+use graphkit_examples::shared::{RunDir, RunTarget};
 use graphkit_llm::ChatModel;
 use graphkit_tools::AuditLog;
 use graphkit_tools::ToolError;
@@ -36,13 +36,10 @@ fn options(
         search,
         results_per_search: 3,
         max_concurrent_searches: 5,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer,
-        thread: "t1".into(),
-        resume,
-        stream: false,
-        progress: Progress::new("searches", true),
-        stop: graphkit_examples::shared::StopSignal::new(),
+        target: RunTarget {
+            resume,
+            ..RunTarget::new("t1", RunDir::create(dir).expect("run dir"), checkpointer)
+        },
     }
 }
 

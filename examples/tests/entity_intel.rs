@@ -11,7 +11,7 @@ use graphkit_examples::entity_intel::{
     EntitiesResearchDirections, EntityIntelOptions, Limits, RunSummary, TodoStatus, offline_model,
     run_entity_intel, sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
+use graphkit_examples::shared::{RunDir, RunTarget, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, ToolCall};
 use serde_json::{Value, json};
 
@@ -32,13 +32,7 @@ fn options(
         web: None,
         limits: Limits::default(),
         max_concurrency: 3,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer: saver,
-        thread: thread.into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("todos", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(thread, RunDir::create(dir).expect("run dir"), saver),
     }
 }
 

@@ -10,7 +10,7 @@ use graphkit_examples::entity_intel::{
     EntitiesResearchDirections, EntityIntelOptions, Limits, TodoStatus, run_entity_intel,
     sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
+use graphkit_examples::shared::{RunDir, RunTarget, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, Message, ToolCall};
 use serde_json::json;
 
@@ -63,13 +63,11 @@ fn options(dir: &Path, model: Arc<dyn ChatModel>) -> EntityIntelOptions {
         web: None,
         limits: Limits::default(),
         max_concurrency: 1,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer: Arc::new(InMemorySaver::new()),
-        thread: "long-names".into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("todos", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(
+            "long-names",
+            RunDir::create(dir).expect("run dir"),
+            Arc::new(InMemorySaver::new()),
+        ),
     }
 }
 

@@ -15,7 +15,7 @@ use graphkit_examples::shared::run_dir::DEFAULT_ROOT;
 use graphkit_examples::shared::runs::{list_runs, render_runs};
 use graphkit_examples::shared::{
     CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
-    RunStatus, StopSignal,
+    RunStatus, RunTarget,
 };
 
 /// Runs graphkit's research workflows: stateful agent graphs with checkpoints, tools and
@@ -319,13 +319,7 @@ async fn entity_intel_main(
         web: (!model_choice.is_offline()).then(entity_intel::WebTools::default),
         limits,
         max_concurrency,
-        run_dir: session.dir().clone(),
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        resume: session.is_resume(),
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
+        target: RunTarget::of_session(&session, Arc::clone(&checkpointer.saver), &common, progress),
     };
     let result = run_entity_intel(&input, &options).await;
     drop(options);

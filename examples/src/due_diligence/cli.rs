@@ -15,7 +15,7 @@ use super::offline::offline_model;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
 use crate::shared::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
-    RunRequest, RunSession, RunStatus, StopSignal,
+    RunRequest, RunSession, RunStatus, RunTarget,
 };
 
 /// The options of `graphkit-research due-diligence` (besides the common ones).
@@ -243,13 +243,7 @@ async fn run_session(
         search,
         results_per_search,
         max_concurrent_searches,
-        run_dir: session.dir().clone(),
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        resume: session.is_resume(),
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
+        target: RunTarget::of_session(session, Arc::clone(&checkpointer.saver), common, progress),
     };
     let result = run_due_diligence(&investigation, &options).await;
     drop(options);
@@ -376,13 +370,11 @@ async fn evaluate_personas(
             )?,
             results_per_search: args.results_per_search,
             max_concurrent_searches: args.max_concurrent_searches,
-            run_dir: RunDir::create(root.join(&persona.id))?,
-            checkpointer: CheckpointChoice::Memory.open().await?,
-            thread: persona.id.clone(),
-            resume: false,
-            stream: false,
-            progress: Progress::new("searches", true),
-            stop: StopSignal::new(),
+            target: RunTarget::new(
+                persona.id.clone(),
+                RunDir::create(root.join(&persona.id))?,
+                CheckpointChoice::Memory.open().await?,
+            ),
         };
         let outcome = run_due_diligence(&investigation, &options).await?;
         scores.push(evaluate::score(persona, &outcome.state));
