@@ -303,12 +303,14 @@ async fn entity_intel_main(
     let progress = Progress::new("todos", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "entity-intel, thread {}, {} bundles / {} directions, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            input.bundles.len(),
-            input.total_directions(),
-            session.dir().path().display()
+        &session.start_line(
+            "entity-intel",
+            &format!(
+                "{} bundles / {} directions, model {model_spec}, search {search_name}",
+                input.bundles.len(),
+                input.total_directions()
+            ),
+            &checkpoint,
         ),
     );
     let options = EntityIntelOptions {
@@ -338,10 +340,9 @@ async fn entity_intel_main(
     } else {
         RunStatus::Failed
     };
-    let text = format!(
-        "{}summary: {}\n",
-        summary.render(),
-        session.dir().join("run_summary.json").display()
-    );
-    session.finish(status, &text, common.stream)
+    session.finish(
+        status,
+        &session.summary_text(&summary.render()),
+        common.stream,
+    )
 }

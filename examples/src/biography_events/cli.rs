@@ -183,10 +183,10 @@ pub async fn biography_events_main(
     let progress = Progress::new("tool calls", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "{WORKFLOW} for {person}, thread {}, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            session.dir().path().display()
+        &session.start_line(
+            &format!("{WORKFLOW} for {person}"),
+            &format!("model {model_spec}, search {search_name}"),
+            &checkpoint,
         ),
     );
     let options = BiographyOptions {

@@ -229,12 +229,13 @@ async fn run_session(
     let progress = Progress::new("searches", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "due-diligence {:?}, thread {}, max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            investigation.subject,
-            session.thread(),
-            investigation.max_depth,
-            session.dir().path().display()
+        &session.start_line(
+            &format!("due-diligence {:?}", investigation.subject),
+            &format!(
+                "max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}",
+                investigation.max_depth
+            ),
+            &checkpoint,
         ),
     );
     let options = DueDiligenceOptions {
@@ -249,12 +250,10 @@ async fn run_session(
     drop(options);
     checkpointer.close().await;
     let outcome = result?;
-    let text = format!(
-        "{}summary: {}\n",
-        outcome.summary.render(),
-        session.dir().join("run_summary.json").display()
-    );
-    Ok((RunStatus::Finished, text))
+    Ok((
+        RunStatus::Finished,
+        session.summary_text(&outcome.summary.render()),
+    ))
 }
 
 /// A real model with at most `max_tokens` output tokens per call (the stand-in as is).
