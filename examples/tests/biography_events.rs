@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -622,17 +624,10 @@ async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
 /// with a stop reason and writes the outputs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
-    let model = graphkit_llm::init_chat_model(&format!(
-        "openai-compatible:{}#smol",
-        url.trim_end_matches('/')
-    ))
-    .expect("model");
+    let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits {
         max_tool_calls: 1,

@@ -580,6 +580,24 @@ fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// Waits until the audit trail in `run_dir` records two searches, or `child` has exited.
+fn wait_for_two_searches(run_dir: &Path, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(run_dir)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn events_in(run_dir: &Path) -> Vec<Value> {
     std::fs::read_dir(run_dir.join("audit"))
         .into_iter()
@@ -618,20 +636,7 @@ fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_search
 
     let run = dir.path().join("killed");
     let mut child = cli(&run, "kill", &[]).spawn().expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while events_in(&run)
-        .iter()
-        .filter(|e| e["event"] == "search")
-        .count()
-        < 2
-        && child.try_wait().ok().flatten().is_none()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting for searches"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_two_searches(&run, &mut child);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
 
@@ -726,20 +731,7 @@ fn ctrl_c_stops_at_a_checkpoint_exits_130_prints_the_resume_command_and_resume_f
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while events_in(&run)
-        .iter()
-        .filter(|e| e["event"] == "search")
-        .count()
-        < 2
-        && child.try_wait().ok().flatten().is_none()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting for searches"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_two_searches(&run, &mut child);
     let sent = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -1,6 +1,8 @@
 //! The entity-intel workflow end to end: offline run, context resets, blocked todos, bad
 //! input, SIGKILL and resume, and a weak real model (gated on `GRAPHKIT_TEST_LLM_URL`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
@@ -463,17 +465,10 @@ fn print_input_schema_prints_the_directions_schema() {
 /// own within its limits and writes the outputs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
-    let model = graphkit_llm::init_chat_model(&format!(
-        "openai-compatible:{}#smol",
-        url.trim_end_matches('/')
-    ))
-    .expect("model");
+    let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let dir = tempfile::tempdir().expect("tempdir");
     let mut input = sample();
     input.bundles.truncate(1);
