@@ -678,6 +678,17 @@ fn expected(args: AnalyzeArgs) -> Value {
     serde_json::to_value(events_server::analyze(dataset::events(), &query)).expect("JSON")
 }
 
+/// Checks `client`'s answer to the [`country_args`] call against the reference.
+async fn answers_the_country_call_like_the_reference(client: &McpClient) {
+    let (args, typed) = country_args();
+    let result = client
+        .call_tool(ANALYZE_ALL_EVENTS, args)
+        .await
+        .expect("tools/call");
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(result.structured, Some(expected(typed)));
+}
+
 fn country_args() -> (Value, AnalyzeArgs) {
     (
         json!({"group_by": "country", "top_n": 5, "samples_per_bucket": 2,
@@ -704,13 +715,7 @@ async fn the_binary_serves_the_tools_over_stdio() {
         .map(|t| t.name)
         .collect();
     assert_eq!(names, [ANALYZE_ALL_EVENTS, ANALYZE_EVENTS_BY_CONCLUSION]);
-    let (args, typed) = country_args();
-    let result = client
-        .call_tool(ANALYZE_ALL_EVENTS, args)
-        .await
-        .expect("tools/call");
-    assert!(!result.is_error, "{}", result.text);
-    assert_eq!(result.structured, Some(expected(typed)));
+    answers_the_country_call_like_the_reference(&client).await;
     let error = client
         .call_tool(ANALYZE_ALL_EVENTS, json!({"filters": "not json"}))
         .await
@@ -749,13 +754,7 @@ async fn the_binary_serves_the_tools_over_streamable_http() {
     let client = McpClient::http("events", &url)
         .await
         .expect("graphkit's client connects over HTTP");
-    let (args, typed) = country_args();
-    let result = client
-        .call_tool(ANALYZE_ALL_EVENTS, args)
-        .await
-        .expect("tools/call");
-    assert!(!result.is_error, "{}", result.text);
-    assert_eq!(result.structured, Some(expected(typed)));
+    answers_the_country_call_like_the_reference(&client).await;
     let result = client
         .call_tool(
             ANALYZE_EVENTS_BY_CONCLUSION,

@@ -139,6 +139,16 @@ async fn collect(mut markers: tokio::sync::mpsc::UnboundedReceiver<Marker>) -> V
 }
 
 /// The markers' names with repeats of THINKING collapsed (THINKING texts are free).
+/// The stdout of a CLI run, which must have succeeded (else its stderr is shown).
+fn stdout_of_success(output: &std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// The report a run's markers carry.
 fn report_in(markers: &[Marker]) -> &str {
     markers
@@ -841,12 +851,7 @@ fn the_cli_prints_the_markers_and_writes_the_report_summary_and_transcript() {
         .arg(&run)
         .output()
         .expect("runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = stdout_of_success(&output);
     assert!(
         stdout.starts_with("RESEARCH_START:{\"session_id\":\"research-"),
         "{stdout}"
@@ -899,12 +904,7 @@ fn a_killed_cli_run_resumes_with_resume() {
         .arg(&run)
         .output()
         .expect("resumes");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = stdout_of_success(&output);
     assert!(
         stdout.contains("THINKING:Resuming session research-"),
         "{stdout}"
