@@ -3,6 +3,8 @@
 //! a run killed in the expander and resumed — all through the real graph, the real arXiv
 //! client (against the offline server on 127.0.0.1) and the offline stand-in.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -731,17 +733,10 @@ fn the_cli_sigkilled_in_the_expander_resumes_and_writes_the_report_of_an_uninter
 /// synthesizer — and never panics.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_weak_real_model_ends_on_its_own_within_limits() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
-    let model = graphkit_llm::init_chat_model(&format!(
-        "openai-compatible:{}#smol",
-        url.trim_end_matches('/')
-    ))
-    .expect("model");
+    let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let server = OfflineArxiv::shipped()
         .expect("corpus")
         .serve()

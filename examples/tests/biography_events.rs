@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -16,7 +18,7 @@ use graphkit_examples::biography_events::{
     BiographyOptions, BiographyState, Event, EventDate, Limits, Sites, default_corpus_dir, event,
     run_biography_events,
 };
-use graphkit_examples::shared::{ExampleError, Progress, RunDir, StopSignal};
+use graphkit_examples::shared::{ExampleError, RunDir, RunTarget, StopSignal};
 use graphkit_llm::{ChatModel, Message};
 use graphkit_tools::ToolError;
 use graphkit_tools::prebuilt::search::{ExtractedPage, LocalCorpus, SearchBackend, SearchResult};
@@ -41,13 +43,11 @@ fn options_with(
         search,
         sites: Sites::offline(),
         limits,
-        run_dir: RunDir::create(dir.path().join("run")).unwrap(),
-        checkpointer,
-        thread: "test".into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("tool calls", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(
+            "test",
+            RunDir::create(dir.path().join("run")).unwrap(),
+            checkpointer,
+        ),
     }
 }
 
@@ -551,10 +551,8 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
             .to_string()
             .contains("--resume")
     );
-    let resumed = BiographyOptions {
-        resume: true,
-        ..first
-    };
+    let mut resumed = first;
+    resumed.target.resume = true;
     let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
     assert!(summary.resumed);
     assert_eq!(state.events, uninterrupted.events);
@@ -626,17 +624,10 @@ async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
 /// with a stop reason and writes the outputs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
-    let model = graphkit_llm::init_chat_model(&format!(
-        "openai-compatible:{}#smol",
-        url.trim_end_matches('/')
-    ))
-    .expect("model");
+    let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits {
         max_tool_calls: 1,
@@ -671,18 +662,16 @@ async fn a_stop_request_ends_the_run_at_a_checkpoint_and_resume_finishes_it() {
         Arc::clone(&saver),
         Limits::default(),
     );
-    first.stop.request(); // as a Ctrl-C would
+    first.target.stop.request(); // as a Ctrl-C would
     let err = run_biography_events("Odile Marchetti", None, &first)
         .await
         .unwrap_err();
     assert!(matches!(err, ExampleError::Interrupted), "{err}");
     assert!(!dir.path().join("run").join("events.json").exists());
 
-    let resumed = BiographyOptions {
-        resume: true,
-        stop: StopSignal::new(),
-        ..first
-    };
+    let mut resumed = first;
+    resumed.target.resume = true;
+    resumed.target.stop = StopSignal::new();
     let (summary, state) = run_biography_events("", None, &resumed).await.unwrap();
     assert!(summary.resumed);
     assert_eq!(state.events, uninterrupted.events);

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, SqliteSaver};
 use graphkit_examples::due_diligence::{
-    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceState, Investigation,
-    OfflineDueDiligenceModel, TerminationReason, corpus_dir, evaluate, personas_path,
-    read_personas, run_due_diligence, select_queries, should_continue_research,
+    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceState, Investigation, TerminationReason,
+    corpus_dir, evaluate, offline_model, personas_path, read_personas, run_due_diligence,
+    select_queries, should_continue_research,
 };
-use graphkit_examples::shared::{Progress, RunDir};
+use graphkit_examples::shared::{RunDir, RunTarget};
 use graphkit_llm::ChatModel;
 use graphkit_tools::AuditLog;
 use graphkit_tools::ToolError;
@@ -29,20 +29,17 @@ fn options(
     checkpointer: Arc<dyn Checkpointer>,
     resume: bool,
 ) -> DueDiligenceOptions {
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     DueDiligenceOptions {
         strategy_model: Arc::clone(&model),
         search_model: model,
         search,
         results_per_search: 3,
         max_concurrent_searches: 5,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer,
-        thread: "t1".into(),
-        resume,
-        stream: false,
-        progress: Progress::new("searches", true),
-        stop: graphkit_examples::shared::StopSignal::new(),
+        target: RunTarget {
+            resume,
+            ..RunTarget::new("t1", RunDir::create(dir).expect("run dir"), checkpointer)
+        },
     }
 }
 
@@ -542,7 +539,7 @@ async fn a_round_with_no_new_query_goes_straight_to_reflection() {
 #[test]
 fn the_guide_shows_the_graph_as_drawn() {
     use graphkit_examples::due_diligence::{AuditTrail, Deps, build_graph, default_prices};
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let deps = Deps {
         strategy_model: Arc::clone(&model),
         search_model: model,
@@ -583,6 +580,24 @@ fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// Waits until the audit trail in `run_dir` records two searches, or `child` has exited.
+fn wait_for_two_searches(run_dir: &Path, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while events_in(run_dir)
+        .iter()
+        .filter(|e| e["event"] == "search")
+        .count()
+        < 2
+        && child.try_wait().ok().flatten().is_none()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for searches"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn events_in(run_dir: &Path) -> Vec<Value> {
     std::fs::read_dir(run_dir.join("audit"))
         .into_iter()
@@ -621,20 +636,7 @@ fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_search
 
     let run = dir.path().join("killed");
     let mut child = cli(&run, "kill", &[]).spawn().expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while events_in(&run)
-        .iter()
-        .filter(|e| e["event"] == "search")
-        .count()
-        < 2
-        && child.try_wait().ok().flatten().is_none()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting for searches"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_two_searches(&run, &mut child);
     child.kill().expect("SIGKILL");
     let _ = child.wait();
 
@@ -729,20 +731,7 @@ fn ctrl_c_stops_at_a_checkpoint_exits_130_prints_the_resume_command_and_resume_f
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while events_in(&run)
-        .iter()
-        .filter(|e| e["event"] == "search")
-        .count()
-        < 2
-        && child.try_wait().ok().flatten().is_none()
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting for searches"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_two_searches(&run, &mut child);
     let sent = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

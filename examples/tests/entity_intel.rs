@@ -1,6 +1,8 @@
 //! The entity-intel workflow end to end: offline run, context resets, blocked todos, bad
 //! input, SIGKILL and resume, and a weak real model (gated on `GRAPHKIT_TEST_LLM_URL`).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
@@ -8,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit_examples::entity_intel::{
-    EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel, RunSummary,
-    TodoStatus, run_entity_intel, sample_input_path,
+    EntitiesResearchDirections, EntityIntelOptions, Limits, RunSummary, TodoStatus, offline_model,
+    run_entity_intel, sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
+use graphkit_examples::shared::{RunDir, RunTarget, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, ToolCall};
 use serde_json::{Value, json};
 
@@ -32,13 +34,7 @@ fn options(
         web: None,
         limits: Limits::default(),
         max_concurrency: 3,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer: saver,
-        thread: thread.into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("todos", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(thread, RunDir::create(dir).expect("run dir"), saver),
     }
 }
 
@@ -74,7 +70,7 @@ async fn offline_run_completes_every_todo_resets_context_after_each_write_and_wr
     assert!(input.bundles.len() >= 3 && input.total_directions() >= 12);
     let opts = options(
         dir.path(),
-        Arc::new(OfflineResearchModel::new()),
+        Arc::new(offline_model()),
         Arc::new(InMemorySaver::new()),
         "e2e",
     );
@@ -141,7 +137,7 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = sample();
     let bundle = &input.bundles[1];
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let graph = build_graph(
         AgentDeps {
             model: Arc::clone(&model),
@@ -469,17 +465,10 @@ fn print_input_schema_prints_the_directions_schema() {
 /// own within its limits and writes the outputs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
-    let model = graphkit_llm::init_chat_model(&format!(
-        "openai-compatible:{}#smol",
-        url.trim_end_matches('/')
-    ))
-    .expect("model");
+    let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let dir = tempfile::tempdir().expect("tempdir");
     let mut input = sample();
     input.bundles.truncate(1);
@@ -721,7 +710,7 @@ async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sa
     let input = EntitiesResearchDirections::from_json("funding.json", text).expect("input");
     let opts = options(
         dir.path(),
-        Arc::new(OfflineResearchModel::new()),
+        Arc::new(offline_model()),
         Arc::new(InMemorySaver::new()),
         "prose",
     );
@@ -750,7 +739,7 @@ async fn the_offline_stand_in_finds_answers_written_in_prose_for_an_input_the_sa
 #[test]
 fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
     use graphkit_examples::entity_intel::{ToolDeps, WebTools, research_tools};
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let deps = |web| ToolDeps {
         search: search::corpus(&search::default_corpus_dir()).expect("corpus"),
         summary_model: Arc::clone(&model),

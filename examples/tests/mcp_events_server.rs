@@ -121,6 +121,11 @@ impl Connected {
         structured
     }
 
+    /// A successful `analyze_all_events` call's `structuredContent` (see [`ok`](Self::ok)).
+    async fn all_events(&self, args: Value) -> Value {
+        self.ok(ANALYZE_ALL_EVENTS, args).await
+    }
+
     /// A tool error's message.
     async fn tool_error(&self, tool: &str, args: Value) -> String {
         let result = self
@@ -219,9 +224,7 @@ const PINNED_FIRST: (&str, &str, u16) = ("Argentina", "financial_fraud", 2017);
 #[tokio::test]
 async fn grouping_all_events_by_country_counts_like_the_reference() {
     let server = connect().await;
-    let answer = server
-        .ok(ANALYZE_ALL_EVENTS, json!({"group_by": "country"}))
-        .await;
+    let answer = server.all_events(json!({"group_by": "country"})).await;
     let reference = reference_buckets(dataset::events().iter(), "country");
     assert_eq!(buckets_of(&answer), reference[..10], "top 10 by default");
     let cut: u64 = reference[10..].iter().map(|b| b.1).sum();
@@ -261,10 +264,7 @@ async fn equality_filters_and_a_year_range_select_the_same_events_as_the_referen
     let server = connect().await;
     let filters = r#"{"country": "France", "year": {"gte": 2015, "lte": 2020}}"#;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "event_type", "filters": filters, "top_n": 100}),
-        )
+        .all_events(json!({"group_by": "event_type", "filters": filters, "top_n": 100}))
         .await;
     let selected = || {
         dataset::events()
@@ -282,16 +282,11 @@ async fn equality_filters_and_a_year_range_select_the_same_events_as_the_referen
 
     // Lists mean "any of", values are case-insensitive, a year alone is one year, and
     // `gt`/`lt` are exclusive.
-    let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({
+    let answer = server.all_events(json!({
                 "group_by": "country",
                 "filters": r#"{"country": ["japan", "INDONESIA"], "event_type": "natural_disaster", "year": {"gt": 2010, "lt": 2020}}"#,
                 "top_n": 100
-            }),
-        )
-        .await;
+            })).await;
     let selected = || {
         dataset::events().iter().filter(|e| {
             ["Japan", "Indonesia"].contains(&e.country)
@@ -304,10 +299,7 @@ async fn equality_filters_and_a_year_range_select_the_same_events_as_the_referen
         reference_buckets(selected(), "country")
     );
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "conclusion", "filters": r#"{"year": 2024}"#, "top_n": 100}),
-        )
+        .all_events(json!({"group_by": "conclusion", "filters": r#"{"year": 2024}"#, "top_n": 100}))
         .await;
     let in_2024 = || dataset::events().iter().filter(|e| e.year == 2024);
     assert_eq!(
@@ -320,10 +312,7 @@ async fn equality_filters_and_a_year_range_select_the_same_events_as_the_referen
 async fn a_filter_nothing_matches_gives_no_buckets_and_no_hits() {
     let server = connect().await;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "country", "filters": r#"{"country": "Atlantis"}"#}),
-        )
+        .all_events(json!({"group_by": "country", "filters": r#"{"country": "Atlantis"}"#}))
         .await;
     assert_eq!(buckets_of(&answer), []);
     assert_eq!(total_of(&answer["hits"]), 0);
@@ -334,10 +323,7 @@ async fn a_filter_nothing_matches_gives_no_buckets_and_no_hits() {
 async fn grouping_by_year_gives_string_keys_for_every_year() {
     let server = connect().await;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "year", "top_n": 100}),
-        )
+        .all_events(json!({"group_by": "year", "top_n": 100}))
         .await;
     let buckets = buckets_of(&answer);
     assert_eq!(buckets, reference_buckets(dataset::events().iter(), "year"));
@@ -349,10 +335,7 @@ async fn grouping_by_year_gives_string_keys_for_every_year() {
 async fn top_n_cuts_the_buckets_and_the_hits() {
     let server = connect().await;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "country", "top_n": 3}),
-        )
+        .all_events(json!({"group_by": "country", "top_n": 3}))
         .await;
     let reference = reference_buckets(dataset::events().iter(), "country");
     assert_eq!(buckets_of(&answer), reference[..3]);
@@ -369,10 +352,7 @@ async fn top_n_cuts_the_buckets_and_the_hits() {
 async fn without_group_by_the_answer_holds_hits_only() {
     let server = connect().await;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"filters": r#"{"event_type": "cyber_incident"}"#, "top_n": 25}),
-        )
+        .all_events(json!({"filters": r#"{"event_type": "cyber_incident"}"#, "top_n": 25}))
         .await;
     assert!(answer.get("aggregations").is_none(), "{answer}");
     let selected = || {
@@ -386,7 +366,7 @@ async fn without_group_by_the_answer_holds_hits_only() {
         reference_hit_order(selected())[..25]
     );
     // No arguments at all: the ten most recent events.
-    let answer = server.ok(ANALYZE_ALL_EVENTS, json!({})).await;
+    let answer = server.all_events(json!({})).await;
     assert_eq!(
         hit_ids(&answer["hits"]),
         reference_hit_order(dataset::events().iter())[..10]
@@ -397,15 +377,12 @@ async fn without_group_by_the_answer_holds_hits_only() {
 async fn samples_belong_to_their_bucket_and_meet_the_filters() {
     let server = connect().await;
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({
-                "group_by": "country",
-                "samples_per_bucket": 4,
-                "filters": r#"{"year": {"gte": 2018}}"#,
-                "top_n": 30
-            }),
-        )
+        .all_events(json!({
+            "group_by": "country",
+            "samples_per_bucket": 4,
+            "filters": r#"{"year": {"gte": 2018}}"#,
+            "top_n": 30
+        }))
         .await;
     let buckets = answer["aggregations"]["group_by"]["buckets"]
         .as_array()
@@ -442,9 +419,7 @@ async fn samples_belong_to_their_bucket_and_meet_the_filters() {
     assert!(years.len() >= 3, "{years:?}");
 
     // Without samples_per_bucket, buckets carry no samples.
-    let answer = server
-        .ok(ANALYZE_ALL_EVENTS, json!({"group_by": "country"}))
-        .await;
+    let answer = server.all_events(json!({"group_by": "country"})).await;
     assert!(
         answer["aggregations"]["group_by"]["buckets"][0]
             .get("samples")
@@ -640,10 +615,7 @@ async fn malformed_arguments_are_tool_errors_that_say_what_to_send() {
     }
     // The server keeps serving after bad calls.
     let answer = server
-        .ok(
-            ANALYZE_ALL_EVENTS,
-            json!({"group_by": "country", "top_n": 1}),
-        )
+        .all_events(json!({"group_by": "country", "top_n": 1}))
         .await;
     assert_eq!(buckets_of(&answer)[0].0, "United States");
 }
@@ -706,6 +678,17 @@ fn expected(args: AnalyzeArgs) -> Value {
     serde_json::to_value(events_server::analyze(dataset::events(), &query)).expect("JSON")
 }
 
+/// Checks `client`'s answer to the [`country_args`] call against the reference.
+async fn answers_the_country_call_like_the_reference(client: &McpClient) {
+    let (args, typed) = country_args();
+    let result = client
+        .call_tool(ANALYZE_ALL_EVENTS, args)
+        .await
+        .expect("tools/call");
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(result.structured, Some(expected(typed)));
+}
+
 fn country_args() -> (Value, AnalyzeArgs) {
     (
         json!({"group_by": "country", "top_n": 5, "samples_per_bucket": 2,
@@ -732,13 +715,7 @@ async fn the_binary_serves_the_tools_over_stdio() {
         .map(|t| t.name)
         .collect();
     assert_eq!(names, [ANALYZE_ALL_EVENTS, ANALYZE_EVENTS_BY_CONCLUSION]);
-    let (args, typed) = country_args();
-    let result = client
-        .call_tool(ANALYZE_ALL_EVENTS, args)
-        .await
-        .expect("tools/call");
-    assert!(!result.is_error, "{}", result.text);
-    assert_eq!(result.structured, Some(expected(typed)));
+    answers_the_country_call_like_the_reference(&client).await;
     let error = client
         .call_tool(ANALYZE_ALL_EVENTS, json!({"filters": "not json"}))
         .await
@@ -777,13 +754,7 @@ async fn the_binary_serves_the_tools_over_streamable_http() {
     let client = McpClient::http("events", &url)
         .await
         .expect("graphkit's client connects over HTTP");
-    let (args, typed) = country_args();
-    let result = client
-        .call_tool(ANALYZE_ALL_EVENTS, args)
-        .await
-        .expect("tools/call");
-    assert!(!result.is_error, "{}", result.text);
-    assert_eq!(result.structured, Some(expected(typed)));
+    answers_the_country_call_like_the_reference(&client).await;
     let result = client
         .call_tool(
             ANALYZE_EVENTS_BY_CONCLUSION,

@@ -2,14 +2,16 @@
 //! multi-tool merging, the HTTP API's 400/404, an MCP server dying mid-run, a killed
 //! service resuming its session, and a weak real model.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, InMemorySaver};
 use graphkit_examples::mcp_research::{
-    Engine, EngineConfig, EventsSource, Marker, ResearchPhase, ResearchRequest, offline_model,
-    service,
+    CompleteStats, Engine, EngineConfig, EventsSource, Marker, ResearchPhase, ResearchRequest,
+    offline_model, service,
 };
 use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest};
 use graphkit_tools::ToolError;
@@ -137,6 +139,35 @@ async fn collect(mut markers: tokio::sync::mpsc::UnboundedReceiver<Marker>) -> V
 }
 
 /// The markers' names with repeats of THINKING collapsed (THINKING texts are free).
+/// The stdout of a CLI run, which must have succeeded (else its stderr is shown).
+fn stdout_of_success(output: &std::process::Output) -> String {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The report a run's markers carry.
+fn report_in(markers: &[Marker]) -> &str {
+    markers
+        .iter()
+        .find_map(|m| match m {
+            Marker::MarkdownContent(report) => Some(report.as_str()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no report: {markers:?}"))
+}
+
+/// The stats of the RESEARCH_COMPLETE marker a finished run's markers end with.
+fn stats_in(markers: &[Marker]) -> &CompleteStats {
+    match markers.last() {
+        Some(Marker::ResearchComplete(stats)) => stats,
+        _ => panic!("no RESEARCH_COMPLETE: {markers:?}"),
+    }
+}
+
 fn shape(markers: &[Marker]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in markers {
@@ -209,18 +240,11 @@ async fn offline_session_streams_the_seed_markers_in_order() {
         "Creating initial research plan...".into()
     )));
     assert!(markers.contains(&Marker::Thinking("Executing aggregator...".into())));
-    let Some(Marker::MarkdownContent(report)) = markers
-        .iter()
-        .find(|m| matches!(m, Marker::MarkdownContent(_)))
-    else {
-        panic!("no report");
-    };
+    let report = report_in(&markers);
     // The stand-in's report carries the real counts: Norway 3 of 8, Chile 2, Kenya 2.
     assert!(report.starts_with("## Research Report"), "{report}");
     assert!(report.contains("| Norway | 3 | 37.5% |"), "{report}");
-    let Some(Marker::ResearchComplete(stats)) = markers.last() else {
-        panic!("no RESEARCH_COMPLETE");
-    };
+    let stats = stats_in(&markers);
     assert_eq!(stats.iterations, 3);
     // Four countries, two samples per bucket at most: 2 + 2 + 2 + 1.
     assert_eq!(stats.docs_processed, 7);
@@ -588,19 +612,12 @@ async fn offline_research_over_the_bundled_server_reports_its_real_counts() {
         .expect("starts");
     let markers = collect(session.markers).await;
     assert_eq!(shape(&markers), GOLDEN);
-    let Some(Marker::MarkdownContent(report)) = markers
-        .iter()
-        .find(|m| matches!(m, Marker::MarkdownContent(_)))
-    else {
-        panic!("no report");
-    };
+    let report = report_in(&markers);
     // The dataset's counts (checked against a reference count in mcp_events_server.rs).
     assert!(report.contains("| United States | 333 |"), "{report}");
     assert!(report.contains("| India | 231 |"), "{report}");
     assert!(report.contains("2000 events"), "{report}");
-    let Some(Marker::ResearchComplete(stats)) = markers.last() else {
-        panic!("no RESEARCH_COMPLETE");
-    };
+    let stats = stats_in(&markers);
     assert_eq!(stats.iterations, 3);
     // Five largest countries, two samples each.
     assert_eq!(stats.docs_processed, 10);
@@ -710,9 +727,7 @@ async fn mcp_server_dying_mid_run_ends_with_an_error_marker_and_the_session_resu
     ));
     // The first iteration is not run again: one aggregation, one chart.
     assert!(!markers.contains(&Marker::Thinking("Executing aggregator...".into())));
-    let Some(Marker::ResearchComplete(stats)) = markers.last() else {
-        panic!("no RESEARCH_COMPLETE: {markers:?}");
-    };
+    let stats = stats_in(&markers);
     assert_eq!(stats.iterations, 3);
     let state = session.finished.await.expect("joins").expect("finishes");
     assert_eq!(state.aggregation_results.len(), 1);
@@ -836,12 +851,7 @@ fn the_cli_prints_the_markers_and_writes_the_report_summary_and_transcript() {
         .arg(&run)
         .output()
         .expect("runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = stdout_of_success(&output);
     assert!(
         stdout.starts_with("RESEARCH_START:{\"session_id\":\"research-"),
         "{stdout}"
@@ -894,12 +904,7 @@ fn a_killed_cli_run_resumes_with_resume() {
         .arg(&run)
         .output()
         .expect("resumes");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = stdout_of_success(&output);
     assert!(
         stdout.contains("THINKING:Resuming session research-"),
         "{stdout}"
@@ -914,17 +919,12 @@ fn a_killed_cli_run_resumes_with_resume() {
 
 #[tokio::test]
 async fn a_weak_local_model_ends_the_research_within_its_limits() {
-    let Ok(url) = std::env::var("GRAPHKIT_TEST_LLM_URL") else {
-        eprintln!(
-            "skipped: set GRAPHKIT_TEST_LLM_URL (../shared/tools/local-llm/start.sh prints it) to run this test"
-        );
+    let Some(spec) = common::local_model_spec() else {
         return;
     };
     let client = bundled_server().await;
     let config = EngineConfig {
-        default_model: format!("openai-compatible:{}#smol", url.trim_end_matches('/'))
-            .parse()
-            .expect("spec"),
+        default_model: spec.parse().expect("spec"),
         ..EngineConfig::new(
             Arc::new(graphkit_tools::mcp::McpToolSet::new([Arc::clone(&client)])),
             Arc::new(InMemorySaver::new()),

@@ -10,7 +10,7 @@ use graphkit_examples::entity_intel::{
     EntitiesResearchDirections, EntityIntelOptions, Limits, TodoStatus, run_entity_intel,
     sample_input_path,
 };
-use graphkit_examples::shared::{Progress, RunDir, StopSignal, search};
+use graphkit_examples::shared::{RunDir, RunTarget, search};
 use graphkit_llm::{AssistantMessage, ChatModel, FunctionModel, Message, ToolCall};
 use serde_json::json;
 
@@ -63,13 +63,11 @@ fn options(dir: &Path, model: Arc<dyn ChatModel>) -> EntityIntelOptions {
         web: None,
         limits: Limits::default(),
         max_concurrency: 1,
-        run_dir: RunDir::create(dir).expect("run dir"),
-        checkpointer: Arc::new(InMemorySaver::new()),
-        thread: "long-names".into(),
-        resume: false,
-        stream: false,
-        progress: Progress::new("todos", true),
-        stop: StopSignal::new(),
+        target: RunTarget::new(
+            "long-names",
+            RunDir::create(dir).expect("run dir"),
+            Arc::new(InMemorySaver::new()),
+        ),
     }
 }
 
@@ -126,7 +124,7 @@ async fn temporary_files_left_by_a_killed_process_are_removed() {
     // What a process killed mid-write leaves (no process has pid u32::MAX).
     std::fs::write(dir.path().join("run_summary.tmp-4294967295"), "{").expect("write");
     std::fs::write(bundle_dir.join(".a.json.tmp-4294967295-0"), "{").expect("write");
-    let model = Arc::new(graphkit_examples::entity_intel::OfflineResearchModel::new());
+    let model = Arc::new(graphkit_examples::entity_intel::offline_model());
     let summary = run_entity_intel(&input, &options(dir.path(), model))
         .await
         .expect("run");

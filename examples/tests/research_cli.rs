@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::{CompileOptions, RunConfig, RunInput};
 use graphkit_examples::entity_intel::{
-    AgentDeps, EntitiesResearchDirections, EntityIntelResearchStateUpdate, Limits,
-    OfflineResearchModel, RUN_SESSION_KEY, TodoBudget, TodoStatus, ToolDeps, build_graph,
-    sample_input_path,
+    AgentDeps, EntitiesResearchDirections, EntityIntelResearchStateUpdate, Limits, RUN_SESSION_KEY,
+    TodoBudget, TodoStatus, ToolDeps, build_graph, offline_model, sample_input_path,
 };
 use graphkit_examples::shared::search;
 use graphkit_llm::ChatModel;
@@ -502,7 +501,7 @@ async fn a_todo_interrupted_and_resumed_after_longer_than_its_timeout_still_comp
     let dir = tempfile::tempdir().expect("tempdir");
     let input = sample();
     let bundle = &input.bundles[1];
-    let model: Arc<dyn ChatModel> = Arc::new(OfflineResearchModel::new());
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let limits = Limits {
         todo_timeout: Duration::from_secs(2),
         ..Limits::default()

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use graphkit::CompileOptions;
 use graphkit_examples::arxiv_research::{self, GraphDeps, NodeDeps, OfflineArxiv};
 use graphkit_examples::biography_events::{self, Sites};
-use graphkit_examples::due_diligence::{self, AuditTrail, OfflineDueDiligenceModel};
+use graphkit_examples::due_diligence::{self, AuditTrail};
 use graphkit_examples::mcp_research::{
     self, ResearchDeps, SubAgentRegistry, events_server, events_server::EventsHttpServer,
 };
@@ -141,7 +141,7 @@ pub async fn register(server: Server, files_dir: &Path) -> Result<(Server, Bundl
         .map_err(|e| startup("mcp_research", &e))?;
 
     let dd_dir = files_dir.join(DUE_DILIGENCE);
-    let dd_model: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+    let dd_model: Arc<dyn ChatModel> = Arc::new(due_diligence::offline_model());
     let dd_deps = due_diligence::Deps {
         strategy_model: Arc::clone(&dd_model),
         search_model: dd_model,

@@ -218,10 +218,12 @@ pub async fn arxiv_research_main(
     let progress = Progress::new("steps", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "arxiv-research, thread {}, topic \"{topic}\", model {model_spec}, search {backend}, top-k {top_k}, K {k}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            session.dir().path().display()
+        &session.start_line(
+            "arxiv-research",
+            &format!(
+                "topic \"{topic}\", model {model_spec}, search {backend}, top-k {top_k}, K {k}"
+            ),
+            &checkpoint,
         ),
     );
     let options = ArxivResearchOptions {

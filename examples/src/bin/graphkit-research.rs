@@ -9,14 +9,13 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use graphkit_examples::arxiv_research;
 use graphkit_examples::biography_events;
 use graphkit_examples::entity_intel::{
-    self, EntitiesResearchDirections, EntityIntelOptions, Limits, OfflineResearchModel,
-    run_entity_intel,
+    self, EntitiesResearchDirections, EntityIntelOptions, Limits, run_entity_intel,
 };
 use graphkit_examples::shared::run_dir::DEFAULT_ROOT;
 use graphkit_examples::shared::runs::{list_runs, render_runs};
 use graphkit_examples::shared::{
     CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
-    RunStatus, StopSignal,
+    RunStatus, RunTarget,
 };
 
 /// Runs graphkit's research workflows: stateful agent graphs with checkpoints, tools and
@@ -214,7 +213,7 @@ async fn entity_intel_main(
         return Ok(RunStatus::Finished);
     }
     if common.print_graph {
-        let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(OfflineResearchModel::new());
+        let offline: Arc<dyn graphkit_llm::ChatModel> = Arc::new(entity_intel::offline_model());
         let graph = entity_intel::build_graph(
             entity_intel::AgentDeps {
                 model: Arc::clone(&offline),
@@ -286,7 +285,7 @@ async fn entity_intel_main(
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
     let offline: Arc<dyn graphkit_llm::ChatModel> =
-        Arc::new(OfflineResearchModel::new().with_delay(Duration::from_millis(offline_delay_ms)));
+        Arc::new(entity_intel::offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
     let model_choice = model_spec.parse::<ModelChoice>()?;
     let model = model_choice.build(Arc::clone(&offline))?;
     let summary_model = match &summary_spec {
@@ -304,12 +303,14 @@ async fn entity_intel_main(
     let progress = Progress::new("todos", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "entity-intel, thread {}, {} bundles / {} directions, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            input.bundles.len(),
-            input.total_directions(),
-            session.dir().path().display()
+        &session.start_line(
+            "entity-intel",
+            &format!(
+                "{} bundles / {} directions, model {model_spec}, search {search_name}",
+                input.bundles.len(),
+                input.total_directions()
+            ),
+            &checkpoint,
         ),
     );
     let options = EntityIntelOptions {
@@ -320,13 +321,7 @@ async fn entity_intel_main(
         web: (!model_choice.is_offline()).then(entity_intel::WebTools::default),
         limits,
         max_concurrency,
-        run_dir: session.dir().clone(),
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        resume: session.is_resume(),
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
+        target: RunTarget::of_session(&session, Arc::clone(&checkpointer.saver), &common, progress),
     };
     let result = run_entity_intel(&input, &options).await;
     drop(options);
@@ -345,10 +340,9 @@ async fn entity_intel_main(
     } else {
         RunStatus::Failed
     };
-    let text = format!(
-        "{}summary: {}\n",
-        summary.render(),
-        session.dir().join("run_summary.json").display()
-    );
-    session.finish(status, &text, common.stream)
+    session.finish(
+        status,
+        &session.summary_text(&summary.render()),
+        common.stream,
+    )
 }

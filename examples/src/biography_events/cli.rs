@@ -15,7 +15,7 @@ use super::runner::{BiographyOptions, run_biography_events};
 use super::{DEFAULT_PERSON, Deps, Limits, Sites, build_graph, default_corpus_dir};
 use crate::shared::{
     CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
-    RunStatus, StopSignal,
+    RunStatus, RunTarget,
 };
 
 /// The workflow's name: the subcommand and the folder of its runs.
@@ -183,10 +183,10 @@ pub async fn biography_events_main(
     let progress = Progress::new("tool calls", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "{WORKFLOW} for {person}, thread {}, model {model_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            session.dir().path().display()
+        &session.start_line(
+            &format!("{WORKFLOW} for {person}"),
+            &format!("model {model_spec}, search {search_name}"),
+            &checkpoint,
         ),
     );
     let options = BiographyOptions {
@@ -194,16 +194,10 @@ pub async fn biography_events_main(
         search,
         sites,
         limits,
-        run_dir: session.dir().clone(),
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        resume: session.is_resume(),
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
+        target: RunTarget::of_session(&session, Arc::clone(&checkpointer.saver), &common, progress),
     };
     let outcome = run_biography_events(&person, initial, &options).await;
-    options.progress.end();
+    options.target.progress.end();
     drop(options);
     checkpointer.close().await;
     match outcome {

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
     StreamPayload,
@@ -21,7 +20,7 @@ use super::state::{BiographyState, BiographyStateUpdate, Limits};
 use super::{Deps, Sites};
 use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
+use crate::shared::{ExampleError, Progress, RunDir, RunTarget};
 
 /// Everything a run needs besides the person and the initial events.
 #[derive(Clone)]
@@ -34,20 +33,9 @@ pub struct BiographyOptions {
     pub sites: Sites,
     /// The knobs.
     pub limits: Limits,
-    /// Where outputs go.
-    pub run_dir: RunDir,
-    /// Where checkpoints go.
-    pub checkpointer: Arc<dyn Checkpointer>,
-    /// The run's thread id.
-    pub thread: String,
-    /// Continue the thread instead of refusing to touch it.
-    pub resume: bool,
-    /// Print every node update (the tool graphs' included) as a JSON line on stdout.
-    pub stream: bool,
-    /// Progress lines.
-    pub progress: Progress,
-    /// Ctrl-C: stop after the step in progress is checkpointed.
-    pub stop: StopSignal,
+    /// The thread, run directory, checkpoints, resume, progress and Ctrl-C; with
+    /// `stream`, the tool graphs' updates are printed too.
+    pub target: RunTarget,
 }
 
 impl std::fmt::Debug for BiographyOptions {
@@ -55,9 +43,7 @@ impl std::fmt::Debug for BiographyOptions {
         f.debug_struct("BiographyOptions")
             .field("model", &self.model.model_name())
             .field("limits", &self.limits)
-            .field("run_dir", &self.run_dir)
-            .field("thread", &self.thread)
-            .field("resume", &self.resume)
+            .field("target", &self.target)
             .finish_non_exhaustive()
     }
 }
@@ -138,7 +124,7 @@ pub async fn run_biography_events(
     options: &BiographyOptions,
 ) -> Result<(BiographyRunSummary, BiographyState), ExampleError> {
     let person = person.trim();
-    if person.is_empty() && !options.resume {
+    if person.is_empty() && !options.target.resume {
         return Err(ExampleError::Usage("the person to research is empty; give a name, e.g. graphkit-research biography-events \"Odile Marchetti\"".into()));
     }
     options.limits.validate().map_err(ExampleError::Usage)?;
@@ -151,25 +137,26 @@ pub async fn run_biography_events(
     };
     let graph = build_graph(
         &deps,
-        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+        CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
     let config = RunConfig::new()
-        .thread_id(&options.thread)
+        .thread_id(&options.target.thread)
         .recursion_limit(200)
         .subgraphs(true)
-        .cancellation(options.stop.immediate());
+        .cancellation(options.target.stop.immediate());
 
     let mut resumed = false;
     let input: Option<RunInput<BiographyState>> = match graph.get_state(&config).await {
-        Ok(_) if !options.resume => {
+        Ok(_) if !options.target.resume => {
             return Err(ExampleError::Usage(format!(
                 "thread {} already has a run; continue it with `--resume --thread {0}`, or start a new one with another --thread",
-                options.thread
+                options.target.thread
             )));
         }
         Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
             resumed = true;
             options
+                .target
                 .progress
                 .note("run", "already finished; writing the outputs again");
             None
@@ -177,6 +164,7 @@ pub async fn run_biography_events(
         Ok(_) => {
             resumed = true;
             options
+                .target
                 .progress
                 .note("run", "resuming from the last checkpoint");
             Some(RunInput::Continue)
@@ -185,7 +173,7 @@ pub async fn run_biography_events(
             if person.is_empty() {
                 return Err(ExampleError::Usage(format!(
                     "nothing to resume on thread {}; start a run with a person's name",
-                    options.thread
+                    options.target.thread
                 )));
             }
             let mut update = BiographyStateUpdate::new()
@@ -206,7 +194,7 @@ pub async fn run_biography_events(
     };
 
     let summary = summarize(&state, options, resumed, started_at, started);
-    write_outputs(&state, &summary, &options.run_dir)?;
+    write_outputs(&state, &summary, &options.target.run_dir)?;
     Ok((summary, state))
 }
 
@@ -218,7 +206,7 @@ async fn stream_run(
     config: RunConfig,
     options: &BiographyOptions,
 ) -> Result<BiographyState, ExampleError> {
-    let stop = &options.stop;
+    let stop = &options.target.stop;
     let mut stream = graph.stream_with(
         input,
         config,
@@ -234,14 +222,14 @@ async fn stream_run(
         };
         let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
         match event.payload {
-            StreamPayload::Custom { payload, .. } => report(&options.progress, &payload),
-            StreamPayload::Updates { node, update } if options.stream => {
+            StreamPayload::Custom { payload, .. } => report(&options.target.progress, &payload),
+            StreamPayload::Updates { node, update } if options.target.stream => {
                 let plain = plain_update::<BiographyState>(&update);
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": plain}),
                 );
             }
-            StreamPayload::SubgraphUpdates { node, update } if options.stream => {
+            StreamPayload::SubgraphUpdates { node, update } if options.target.stream => {
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": update}),
                 );
@@ -272,7 +260,7 @@ fn summarize(
     }
     BiographyRunSummary {
         workflow: "biography-events".into(),
-        thread: options.thread.clone(),
+        thread: options.target.thread.clone(),
         person: state.person_to_research.clone(),
         model: options.model.model_name().to_owned(),
         tool_calls: state.tool_calls,
@@ -295,7 +283,7 @@ fn summarize(
         resumed,
         started_at,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        run_directory: options.run_dir.path().display().to_string(),
+        run_directory: options.target.run_dir.path().display().to_string(),
     }
 }
 

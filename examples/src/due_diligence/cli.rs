@@ -11,11 +11,11 @@ use graphkit_llm::ChatModel;
 use super::evaluate;
 use super::input::{Investigation, corpus_dir, personas_path, read_personas};
 use super::nodes::Deps;
-use super::offline::OfflineDueDiligenceModel;
+use super::offline::offline_model;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
 use crate::shared::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
-    RunRequest, RunSession, RunStatus, StopSignal,
+    RunRequest, RunSession, RunStatus, RunTarget,
 };
 
 /// The options of `graphkit-research due-diligence` (besides the common ones).
@@ -89,7 +89,7 @@ pub async fn run(
         return Ok(RunStatus::Finished);
     }
     if common.print_graph {
-        let offline: Arc<dyn ChatModel> = Arc::new(OfflineDueDiligenceModel::new());
+        let offline: Arc<dyn ChatModel> = Arc::new(offline_model());
         let deps = Arc::new(Deps {
             strategy_model: Arc::clone(&offline),
             search_model: offline,
@@ -199,9 +199,8 @@ async fn run_session(
         session.option("max_tokens_per_call", args.max_tokens_per_call)?;
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(offline_delay_ms)),
-    );
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
     let strategy_choice: ModelChoice = strategy_spec.parse()?;
     let search_choice: ModelChoice = search_spec.parse()?;
     let strategy_model = bounded(
@@ -230,12 +229,13 @@ async fn run_session(
     let progress = Progress::new("searches", common.quiet);
     progress.note(
         "run",
-        &format!(
-            "due-diligence {:?}, thread {}, max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}, checkpoints {checkpoint}, outputs in {}",
-            investigation.subject,
-            session.thread(),
-            investigation.max_depth,
-            session.dir().path().display()
+        &session.start_line(
+            &format!("due-diligence {:?}", investigation.subject),
+            &format!(
+                "max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}",
+                investigation.max_depth
+            ),
+            &checkpoint,
         ),
     );
     let options = DueDiligenceOptions {
@@ -244,24 +244,16 @@ async fn run_session(
         search,
         results_per_search,
         max_concurrent_searches,
-        run_dir: session.dir().clone(),
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        resume: session.is_resume(),
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
+        target: RunTarget::of_session(session, Arc::clone(&checkpointer.saver), common, progress),
     };
     let result = run_due_diligence(&investigation, &options).await;
     drop(options);
     checkpointer.close().await;
     let outcome = result?;
-    let text = format!(
-        "{}summary: {}\n",
-        outcome.summary.render(),
-        session.dir().join("run_summary.json").display()
-    );
-    Ok((RunStatus::Finished, text))
+    Ok((
+        RunStatus::Finished,
+        session.summary_text(&outcome.summary.render()),
+    ))
 }
 
 /// A real model with at most `max_tokens` output tokens per call (the stand-in as is).
@@ -332,9 +324,8 @@ async fn evaluate_personas(
     common: &CommonArgs,
     args: &DueDiligenceArgs,
 ) -> Result<RunStatus, ExampleError> {
-    let offline: Arc<dyn ChatModel> = Arc::new(
-        OfflineDueDiligenceModel::new().with_delay(Duration::from_millis(common.offline_delay_ms)),
-    );
+    let offline: Arc<dyn ChatModel> =
+        Arc::new(offline_model().with_delay(Duration::from_millis(common.offline_delay_ms)));
     let personas = read_personas(&personas_path())?;
     let strategy: ModelChoice = args
         .strategy_model
@@ -378,13 +369,11 @@ async fn evaluate_personas(
             )?,
             results_per_search: args.results_per_search,
             max_concurrent_searches: args.max_concurrent_searches,
-            run_dir: RunDir::create(root.join(&persona.id))?,
-            checkpointer: CheckpointChoice::Memory.open().await?,
-            thread: persona.id.clone(),
-            resume: false,
-            stream: false,
-            progress: Progress::new("searches", true),
-            stop: StopSignal::new(),
+            target: RunTarget::new(
+                persona.id.clone(),
+                RunDir::create(root.join(&persona.id))?,
+                CheckpointChoice::Memory.open().await?,
+            ),
         };
         let outcome = run_due_diligence(&investigation, &options).await?;
         scores.push(evaluate::score(persona, &outcome.state));

@@ -33,7 +33,7 @@ pub use nodes::{
     SYNTHESIZE_REPORT, SearchTask, default_prices, fan_out_searches, reconcile_entities,
     route_after_reflection, select_queries, should_continue_research,
 };
-pub use offline::OfflineDueDiligenceModel;
+pub use offline::offline_model;
 pub use runner::{
     DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceSummary, run_due_diligence,
 };

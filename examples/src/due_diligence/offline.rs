@@ -1,7 +1,7 @@
-//! [`OfflineDueDiligenceModel`]: the offline stand-in (a test double, not a model) for both
-//! model roles of the due-diligence workflow, built on [`StandInModel`].
+//! [`offline_model`]: the offline stand-in (a test double, not a model) for both model
+//! roles of the due-diligence workflow, built on [`StandInModel`].
 
-use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest, LlmError, StandInModel};
+use graphkit_llm::{ChatRequest, StandInModel};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,7 +19,9 @@ use super::schemas::{
 /// that plays both model roles of the due-diligence graph (strategy and search) so the
 /// workflow runs with no key and no network (the default, `--model offline`).
 ///
-/// It is a [`StandInModel`] (see [`stand_in`](Self::stand_in)) with one handler per
+/// It is a [`StandInModel`] answering as `offline-due-diligence` (its
+/// [`requests`](StandInModel::requests) are the requests received so far;
+/// [`with_delay`](StandInModel::with_delay) makes it wait like a model) with one handler per
 /// structured output the graph asks for, each reading only what a real model would read:
 /// the prompt's data block (a prompt without one fails the call, and so does any request
 /// that is not one of these structured outputs).
@@ -38,49 +40,14 @@ use super::schemas::{
 ///
 /// Everything it writes comes from the corpus pages; nothing is invented. Use `--model`,
 /// `--strategy-model` and `--search-model` with real providers for real research.
-#[derive(Debug, Clone)]
-pub struct OfflineDueDiligenceModel(StandInModel);
-
-impl Default for OfflineDueDiligenceModel {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl OfflineDueDiligenceModel {
-    /// The stand-in, answering as `offline-due-diligence`.
-    pub fn new() -> Self {
-        let model = StandInModel::new("offline-due-diligence");
-        let model = answer(model, queries);
-        let model = answer(model, web_search);
-        let model = answer(model, reflection);
-        let model = answer(model, merge);
-        let model = answer(model, connections);
-        Self(answer(model, report))
-    }
-
-    /// Waits this long before every reply, like a model would (progress demos, kill tests).
-    #[must_use]
-    pub fn with_delay(self, delay: std::time::Duration) -> Self {
-        Self(self.0.with_delay(delay))
-    }
-
-    /// The underlying [`StandInModel`] (its [`requests`](StandInModel::requests) are the
-    /// requests received so far).
-    pub fn stand_in(&self) -> &StandInModel {
-        &self.0
-    }
-}
-
-#[async_trait::async_trait]
-impl ChatModel for OfflineDueDiligenceModel {
-    fn model_name(&self) -> &str {
-        self.0.model_name()
-    }
-
-    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        self.0.chat(request).await
-    }
+pub fn offline_model() -> StandInModel {
+    let model = StandInModel::new("offline-due-diligence");
+    let model = answer(model, queries);
+    let model = answer(model, web_search);
+    let model = answer(model, reflection);
+    let model = answer(model, merge);
+    let model = answer(model, connections);
+    answer(model, report)
 }
 
 /// Answers the structured output `T` with `rule` applied to the prompt's data block.
@@ -788,7 +755,7 @@ fn report(data: &Value) -> DueDiligenceReport {
 mod tests {
     use super::*;
     use crate::due_diligence::prompts::DATA_MARKER;
-    use graphkit_llm::Message;
+    use graphkit_llm::{ChatModel, LlmError, Message};
     use serde_json::json;
 
     fn prompt(data: &Value) -> Message {
@@ -797,7 +764,7 @@ mod tests {
 
     #[tokio::test]
     async fn answers_a_structured_request_from_its_data_block() {
-        let model = OfflineDueDiligenceModel::new();
+        let model = offline_model();
         let list = model
             .clone()
             .with_structured_output::<SearchQueriesList>()
@@ -816,13 +783,13 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(later.queries, ["Quill Holdings", "Port Ellery court"]);
-        assert_eq!(model.stand_in().requests().len(), 2);
+        assert_eq!(model.requests().len(), 2);
         assert_eq!(model.model_name(), "offline-due-diligence");
     }
 
     #[tokio::test]
     async fn a_request_it_cannot_read_fails_as_a_stand_in_error() {
-        let model = OfflineDueDiligenceModel::new();
+        let model = offline_model();
         let err = model
             .clone()
             .with_structured_output::<SearchQueriesList>()

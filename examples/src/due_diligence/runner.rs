@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
 };
@@ -21,7 +20,7 @@ use super::state::{DueDiligenceState, DueDiligenceStateUpdate, TerminationReason
 use super::trail::{AuditTrail, audit_path};
 use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
+use crate::shared::{ExampleError, Progress, RunTarget};
 
 /// Everything a run needs besides the investigation.
 #[derive(Clone)]
@@ -36,21 +35,9 @@ pub struct DueDiligenceOptions {
     pub results_per_search: usize,
     /// Searches run at once (the seed's `max_concurrent_searches`, default 5).
     pub max_concurrent_searches: usize,
-    /// Where `reports/`, `audit/` and `run_summary.json` go.
-    pub run_dir: RunDir,
-    /// Where checkpoints go.
-    pub checkpointer: Arc<dyn Checkpointer>,
-    /// The run's thread.
-    pub thread: String,
-    /// Continue the thread instead of refusing to touch it.
-    pub resume: bool,
-    /// Print every node update as a JSON line on stdout.
-    pub stream: bool,
-    /// Progress lines.
-    pub progress: Progress,
-    /// Stops the run cleanly (Ctrl-C): the run stops once its step in progress is
-    /// checkpointed, with [`ExampleError::Interrupted`].
-    pub stop: StopSignal,
+    /// The thread, checkpoints, resume, progress and Ctrl-C; `reports/`, `audit/` and
+    /// `run_summary.json` go into its run directory.
+    pub target: RunTarget,
 }
 
 impl std::fmt::Debug for DueDiligenceOptions {
@@ -58,8 +45,7 @@ impl std::fmt::Debug for DueDiligenceOptions {
         f.debug_struct("DueDiligenceOptions")
             .field("strategy_model", &self.strategy_model.model_name())
             .field("search_model", &self.search_model.model_name())
-            .field("run_dir", &self.run_dir)
-            .field("thread", &self.thread)
+            .field("target", &self.target)
             .finish_non_exhaustive()
     }
 }
@@ -132,7 +118,7 @@ pub struct DueDiligenceOutcome {
     pub summary: DueDiligenceSummary,
 }
 
-/// Runs (or, with `options.resume`, continues) the investigation on `options.thread`.
+/// Runs (or, with `options.target.resume`, continues) the investigation on `options.target.thread`.
 ///
 /// # Errors
 /// [`ExampleError`] when the graph cannot be built or run, the thread exists without
@@ -149,7 +135,7 @@ pub async fn run_due_diligence(
         })?;
     let started = Instant::now();
     let started_at = rfc3339(now_ms());
-    let audit_dir = options.run_dir.join("audit");
+    let audit_dir = options.target.run_dir.join("audit");
     let deps = Arc::new(Deps {
         strategy_model: Arc::clone(&options.strategy_model),
         search_model: Arc::clone(&options.search_model),
@@ -157,28 +143,29 @@ pub async fn run_due_diligence(
         results_per_search: options.results_per_search.max(1),
         audit: AuditTrail::new(&audit_dir),
         prices: default_prices(),
-        reports_dir: options.run_dir.join("reports"),
+        reports_dir: options.target.run_dir.join("reports"),
     });
     let graph = build_graph(
         deps,
-        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+        CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
     let config = RunConfig::new()
-        .thread_id(&options.thread)
+        .thread_id(&options.target.thread)
         .max_concurrency(options.max_concurrent_searches.max(1))
         .recursion_limit(20 + 6 * usize::try_from(investigation.max_depth).unwrap_or(20))
-        .cancellation(options.stop.immediate());
+        .cancellation(options.target.stop.immediate());
 
     let mut resumed = false;
     let input: RunInput<DueDiligenceState> = match graph.get_state(&config).await {
-        Ok(_) if !options.resume => {
+        Ok(_) if !options.target.resume => {
             return Err(ExampleError::Usage(format!(
                 "thread {} already has a run; continue it with `--resume --thread {}`, or start a new one with another --thread",
-                options.thread, options.thread
+                options.target.thread, options.target.thread
             )));
         }
         Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
             options
+                .target
                 .progress
                 .note("run", "already finished; nothing to redo");
             return finish(
@@ -193,6 +180,7 @@ pub async fn run_due_diligence(
         Ok(_) => {
             resumed = true;
             options
+                .target
                 .progress
                 .note("run", "resuming from the last checkpoint");
             RunInput::Continue
@@ -217,17 +205,17 @@ pub async fn run_due_diligence(
         ],
     );
     loop {
-        let Some(event) = options.stop.next_event(&mut stream).await? else {
+        let Some(event) = options.target.stop.next_event(&mut stream).await? else {
             break;
         };
         match event.payload {
             StreamPayload::Custom { node, payload } => {
-                report_progress(&options.progress, &payload);
-                if options.stream {
+                report_progress(&options.target.progress, &payload);
+                if options.target.stream {
                     emit_json_line(&json!({"type": "event", "node": &*node, "event": payload}));
                 }
             }
-            StreamPayload::Updates { node, update } if options.stream => {
+            StreamPayload::Updates { node, update } if options.target.stream => {
                 let plain = plain_update::<DueDiligenceState>(&update);
                 emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
             }
@@ -248,10 +236,10 @@ fn finish(
     started: Instant,
     started_at: String,
 ) -> Result<DueDiligenceOutcome, ExampleError> {
-    let reports = options.run_dir.join("reports");
+    let reports = options.target.run_dir.join("reports");
     let summary = DueDiligenceSummary {
         workflow: "due-diligence".into(),
-        thread: options.thread.clone(),
+        thread: options.target.thread.clone(),
         session_id: state.session_id.clone(),
         subject: state.subject.clone(),
         termination_reason: state.termination_reason,
@@ -270,7 +258,10 @@ fn finish(
         started_at,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
-    options.run_dir.write_json("run_summary.json", &summary)?;
+    options
+        .target
+        .run_dir
+        .write_json("run_summary.json", &summary)?;
     Ok(DueDiligenceOutcome { state, summary })
 }
 

@@ -29,7 +29,7 @@ pub use input::{
 pub use nodes::{
     AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
 };
-pub use offline::OfflineResearchModel;
+pub use offline::offline_model;
 pub use runner::{
     BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
     run_entity_intel,

@@ -1,9 +1,7 @@
-//! [`OfflineResearchModel`]: the offline stand-in (a test double, not a model) for the
+//! [`offline_model`]: the offline stand-in (a test double, not a model) for the
 //! entity-intel research model, built on [`StandInModel`].
 
-use graphkit_llm::{
-    AssistantMessage, ChatModel, ChatRequest, LlmError, Message, StandInModel, ToolCall,
-};
+use graphkit_llm::{AssistantMessage, ChatRequest, Message, StandInModel, ToolCall};
 use serde_json::{Value, json};
 
 use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
@@ -13,7 +11,10 @@ use super::todo::{GeneratedTodo, GeneratedTodoList};
 /// that plays the research model's part in the entity-intel graph so the workflow runs
 /// with no key and no network (the default, `--model offline`).
 ///
-/// It is a [`StandInModel`] (see [`stand_in`](Self::stand_in)) that answers the three
+/// It is a [`StandInModel`] answering as `offline-research-model` (its
+/// [`requests`](StandInModel::requests) are the requests received so far;
+/// [`with_delay`](StandInModel::with_delay) makes it wait like a model, for demos of
+/// progress and resume and for tests that kill a run midway) that answers the three
 /// kinds of call the graph makes by what each request asks for:
 ///
 /// - **todo generation** (structured output, a [`GeneratedTodoList`]): it reads the
@@ -33,56 +34,18 @@ use super::todo::{GeneratedTodo, GeneratedTodoList};
 /// Everything it writes comes from the corpus and the todo; nothing is invented. It exists
 /// so the graph, its tools, checkpoints and limits can be exercised end to end and tested
 /// deterministically; use `--model` with a real provider for real research.
-#[derive(Debug, Clone)]
-pub struct OfflineResearchModel(StandInModel);
-
-impl Default for OfflineResearchModel {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl OfflineResearchModel {
-    /// The stand-in, answering as `offline-research-model`.
-    pub fn new() -> Self {
-        Self(
-            StandInModel::new("offline-research-model")
-                .try_on_structured(|request: &ChatRequest| generate_todos(request.last_user_text()))
-                .on_tools(|request, _tools| agent_turn(&request.messages))
-                .on_text(|request| {
-                    let prompt = request.last_user_text();
-                    if prompt.starts_with(SUMMARY_MARKER) {
-                        summarize(prompt)
-                    } else {
-                        "The offline research model only drives the entity-intel graph.".into()
-                    }
-                }),
-        )
-    }
-
-    /// Waits this long before every reply, like a model would (for demos of progress and
-    /// resume, and for tests that kill a run midway).
-    #[must_use]
-    pub fn with_delay(self, delay: std::time::Duration) -> Self {
-        Self(self.0.with_delay(delay))
-    }
-
-    /// The underlying [`StandInModel`] (its [`requests`](StandInModel::requests) are the
-    /// requests received so far).
-    pub fn stand_in(&self) -> &StandInModel {
-        &self.0
-    }
-}
-
-#[async_trait::async_trait]
-impl ChatModel for OfflineResearchModel {
-    fn model_name(&self) -> &str {
-        self.0.model_name()
-    }
-
-    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        self.0.chat(request).await
-    }
+pub fn offline_model() -> StandInModel {
+    StandInModel::new("offline-research-model")
+        .try_on_structured(|request: &ChatRequest| generate_todos(request.last_user_text()))
+        .on_tools(|request, _tools| agent_turn(&request.messages))
+        .on_text(|request| {
+            let prompt = request.last_user_text();
+            if prompt.starts_with(SUMMARY_MARKER) {
+                summarize(prompt)
+            } else {
+                "The offline research model only drives the entity-intel graph.".into()
+            }
+        })
 }
 
 fn generate_todos(prompt: &str) -> Result<GeneratedTodoList, &'static str> {
@@ -504,6 +467,7 @@ fn value_in_prose(content: &str, label: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use graphkit_llm::{ChatModel, LlmError};
 
     #[test]
     fn labels_match_markdown_fact_lines() {
@@ -559,7 +523,7 @@ mod tests {
 
     #[tokio::test]
     async fn writes_todos_from_the_directions_block_or_fails_without_one() {
-        let model = OfflineResearchModel::new();
+        let model = offline_model();
         let directions = json!([{
             "todoId": "biz_acme_businessIdentityOverview", "entityName": "Acme",
             "entityType": "BUSINESS", "objective": "Confirm the identity.",
@@ -595,6 +559,6 @@ mod tests {
                 if problem.contains("no directions block in the todo-generation prompt")),
             "{err}"
         );
-        assert_eq!(model.stand_in().requests().len(), 2);
+        assert_eq!(model.requests().len(), 2);
     }
 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::checkpoint::Checkpointer;
 use graphkit::{
     CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
     StreamPayload,
@@ -22,7 +21,7 @@ use super::todo::TodoStatus;
 use super::tools::ToolDeps;
 use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
-use crate::shared::{ExampleError, Progress, RunDir, StopSignal};
+use crate::shared::{ExampleError, Progress, RunTarget};
 use graphkit_tools::prebuilt::search::SearchBackend;
 
 /// Everything a run needs besides its input.
@@ -40,21 +39,11 @@ pub struct EntityIntelOptions {
     pub limits: Limits,
     /// Bundles researched at once.
     pub max_concurrency: usize,
-    /// Where outputs go (one subdirectory per bundle).
-    pub run_dir: RunDir,
-    /// Where checkpoints go.
-    pub checkpointer: Arc<dyn Checkpointer>,
-    /// The run's thread id; bundle `b` runs on thread `{thread}--{b}`.
-    pub thread: String,
-    /// Continue the bundles' threads instead of refusing to touch them.
-    pub resume: bool,
-    /// Print every node update as a JSON line on stdout.
-    pub stream: bool,
-    /// Progress lines.
-    pub progress: Progress,
-    /// Stops the run cleanly (Ctrl-C): bundles stop once their step in progress is
-    /// checkpointed, and bundles not started yet do not start.
-    pub stop: StopSignal,
+    /// The thread, run directory, checkpoints, resume, progress and Ctrl-C. Bundle `b`
+    /// runs on thread `{thread}--{b}` and writes into the run directory's subdirectory
+    /// `b`; `resume` continues the bundles' threads; a stop also keeps bundles not started
+    /// yet from starting.
+    pub target: RunTarget,
 }
 
 impl std::fmt::Debug for EntityIntelOptions {
@@ -64,9 +53,7 @@ impl std::fmt::Debug for EntityIntelOptions {
             .field("summary_model", &self.summary_model.model_name())
             .field("limits", &self.limits)
             .field("max_concurrency", &self.max_concurrency)
-            .field("run_dir", &self.run_dir)
-            .field("thread", &self.thread)
-            .field("resume", &self.resume)
+            .field("target", &self.target)
             .finish_non_exhaustive()
     }
 }
@@ -204,29 +191,29 @@ pub async fn run_entity_intel(
             summarize_after_messages: options.limits.summarize_after_messages,
             web: options.web.clone(),
         },
-        CompileOptions::new().checkpointer(Arc::clone(&options.checkpointer)),
+        CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
 
     // Refuse to overwrite an existing run before anything starts; refuse to "resume" a
     // run whose checkpoints are not there (that would silently be a fresh run).
     let mut existing = 0;
     for bundle in &input.bundles {
-        let thread = bundle_thread(&options.thread, &bundle.bundle_id);
+        let thread = bundle_thread(&options.target.thread, &bundle.bundle_id);
         if thread_exists(&graph, &thread).await? {
-            if !options.resume {
+            if !options.target.resume {
                 return Err(ExampleError::Usage(format!(
                     "thread {} already has a run; continue it with `--resume --thread {}`, or start a new one with another --thread",
-                    thread, options.thread
+                    thread, options.target.thread
                 )));
             }
             existing += 1;
         }
     }
-    if options.resume && existing == 0 {
+    if options.target.resume && existing == 0 {
         return Err(ExampleError::Resume(format!(
             "the checkpoint backend holds no checkpoints of thread {} (none of its bundle threads {}): the database is empty or belongs to another run; pass the run's own --checkpoint, or start a new run without --resume",
-            options.thread,
-            bundle_thread(&options.thread, "BUNDLE")
+            options.target.thread,
+            bundle_thread(&options.target.thread, "BUNDLE")
         )));
     }
 
@@ -239,20 +226,23 @@ pub async fn run_entity_intel(
         }
     });
     let bundles = futures::future::join_all(runs).await;
-    options.progress.end();
+    options.target.progress.end();
 
     let summary = RunSummary {
         workflow: "entity-intel".into(),
-        thread: options.thread.clone(),
-        run_directory: options.run_dir.path().display().to_string(),
+        thread: options.target.thread.clone(),
+        run_directory: options.target.run_dir.path().display().to_string(),
         model: options.model.model_name().to_owned(),
         summary_model: options.summary_model.model_name().to_owned(),
         started_at,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         bundles,
     };
-    options.run_dir.write_json("run_summary.json", &summary)?;
-    if options.stream {
+    options
+        .target
+        .run_dir
+        .write_json("run_summary.json", &summary)?;
+    if options.target.stream {
         emit_json_line(&json!({"type": "summary", "summary": summary}));
     }
     Ok(summary)
@@ -295,8 +285,8 @@ async fn run_bundle(
     bundle: &EntityBundle,
     options: &EntityIntelOptions,
 ) -> BundleSummary {
-    let thread = bundle_thread(&options.thread, &bundle.bundle_id);
-    let output_directory = options.run_dir.join(&bundle.bundle_id);
+    let thread = bundle_thread(&options.target.thread, &bundle.bundle_id);
+    let output_directory = options.target.run_dir.join(&bundle.bundle_id);
     let output_directory = std::path::absolute(&output_directory).unwrap_or(output_directory);
     // A process killed while saving an output leaves its temporary file; the output itself
     // kept its previous content.
@@ -321,7 +311,7 @@ async fn run_bundle(
         output_tokens: 0,
         resumed: false,
     };
-    if options.stop.is_requested() {
+    if options.target.stop.is_requested() {
         summary.status = "interrupted".into();
         return summary;
     }
@@ -359,7 +349,7 @@ async fn run_bundle(
             summary.context_checkpoints = state.checkpoint_count;
             summary.input_tokens = state.input_tokens;
             summary.output_tokens = state.output_tokens;
-            options.progress.set(
+            options.target.progress.set(
                 &bundle.bundle_id,
                 summary.completed_todos,
                 summary.blocked_todos,
@@ -368,18 +358,20 @@ async fn run_bundle(
         }
         Err(ExampleError::Interrupted) => {
             options
+                .target
                 .progress
                 .note(&bundle.bundle_id, "stopped after its last checkpoint");
             summary.status = "interrupted".into();
         }
         Err(err) => {
             options
+                .target
                 .progress
                 .note(&bundle.bundle_id, &format!("failed: {err}"));
             summary.error = Some(err.to_string());
         }
     }
-    options.progress.finish(&bundle.bundle_id);
+    options.target.progress.finish(&bundle.bundle_id);
     summary
 }
 
@@ -397,18 +389,22 @@ async fn drive(
         .thread_id(thread)
         .recursion_limit(100 + directions * 60)
         .with_value(RUN_SESSION_KEY, new_session_id())
-        .cancellation(options.stop.immediate());
+        .cancellation(options.target.stop.immediate());
     let here = output_directory.display().to_string();
     let run_input: RunInput<EntityIntelResearchState> = match graph.get_state(&config).await {
         Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
             // Finished before: nothing to redo.
             summary.resumed = true;
-            options.progress.note(&bundle.bundle_id, "already finished");
+            options
+                .target
+                .progress
+                .note(&bundle.bundle_id, "already finished");
             return Ok(snapshot.values);
         }
         Ok(snapshot) => {
             summary.resumed = true;
             options
+                .target
                 .progress
                 .note(&bundle.bundle_id, "resuming from the last checkpoint");
             if snapshot.values.output_directory != here {
@@ -452,17 +448,17 @@ async fn drive(
     loop {
         // A stop request is honoured at the next checkpoint: the step in progress is saved.
         let event = tokio::select! {
-            event = options.stop.next_event(&mut stream) => event?,
+            event = options.target.stop.next_event(&mut stream) => event?,
             _ = heartbeat.tick() => {
-                options.progress.heartbeat(group);
+                options.target.progress.heartbeat(group);
                 continue;
             }
         };
         let Some(event) = event else { break };
         match event.payload {
             StreamPayload::Custom { node, payload } => {
-                report(&options.progress, group, &payload);
-                if options.stream {
+                report(&options.target.progress, group, &payload);
+                if options.target.stream {
                     emit_json_line(
                         &json!({"type": "event", "bundle": group, "node": &*node, "event": payload}),
                     );
@@ -471,18 +467,18 @@ async fn drive(
             StreamPayload::Updates { node, update } => {
                 let plain = plain_update::<EntityIntelResearchState>(&update);
                 let count = |k: &str| plain[k].as_u64().unwrap_or(0);
-                options.progress.usage(
+                options.target.progress.usage(
                     group,
                     count("model_calls"),
                     count("input_tokens") + count("output_tokens"),
                 );
                 if let Some(todo) = plain["current_todo_id"].as_str() {
-                    options.progress.current(group, todo);
+                    options.target.progress.current(group, todo);
                 }
                 if let Some(names) = last_tool_calls(&plain) {
                     called_tools = names;
                 }
-                if options.stream {
+                if options.target.stream {
                     emit_json_line(
                         &json!({"type": "update", "bundle": group, "node": &*node, "update": plain}),
                     );
@@ -498,7 +494,7 @@ async fn drive(
                         }
                         node => format!("{node} running"),
                     };
-                    options.progress.activity(group, &what);
+                    options.target.progress.activity(group, &what);
                 }
             }
             _ => {}

@@ -1,7 +1,8 @@
 //! Infrastructure every research workflow shares: the common options ([`CommonArgs`]),
 //! choosing models (`--model`), opening checkpointers (`--checkpoint`), the search backend
 //! (`--corpus`: the offline corpus, or Tavily), run directories and `run.json`
-//! ([`RunSession`]: new runs and `--resume`), the run listing ([`runs`]), progress
+//! ([`RunSession`]: new runs and `--resume`), the run fields every runner takes
+//! ([`RunTarget`]), the run listing ([`runs`]), progress
 //! ([`Progress`]), Ctrl-C ([`StopSignal`]), `--stream` JSON lines ([`stream`]) and the error
 //! type.
 
@@ -13,6 +14,7 @@ pub mod logging;
 pub mod models;
 pub mod progress;
 pub mod run_dir;
+pub mod run_target;
 pub mod runs;
 pub mod search;
 pub mod session;
@@ -26,6 +28,7 @@ pub use interrupt::StopSignal;
 pub use models::ModelChoice;
 pub use progress::{Progress, ProgressMode};
 pub use run_dir::{RunDir, RunManifest, RunStatus};
+pub use run_target::RunTarget;
 pub use session::{GivenOptions, RunRequest, RunSession};
 
 /// `text` cut at a character boundary to at most `max` bytes, with `…` when cut.

@@ -352,6 +352,25 @@ impl RunSession {
         Ok(status)
     }
 
+    /// The line that opens a run's progress: `{what}, thread T, {details}, checkpoints C,
+    /// outputs in DIR`.
+    pub fn start_line(&self, what: &str, details: &str, checkpoint: &CheckpointChoice) -> String {
+        format!(
+            "{what}, thread {}, {details}, checkpoints {checkpoint}, outputs in {}",
+            self.thread,
+            self.dir.path().display()
+        )
+    }
+
+    /// The text that ends a run writing `run_summary.json`: `rendered` (the summary for
+    /// the terminal), then the summary file's path.
+    pub fn summary_text(&self, rendered: &str) -> String {
+        format!(
+            "{rendered}summary: {}\n",
+            self.dir.join("run_summary.json").display()
+        )
+    }
+
     /// The exact command that continues this run.
     pub fn resume_command(&self) -> String {
         resume_command(self.workflow, &self.root, &self.thread, self.dir.path())

@@ -222,6 +222,31 @@ impl Prepared {
         let answers = query_tools(ctx, &self.tools, &self.mcp_args).await?;
         Ok(split_answers(answers, &mut self.notes))
     }
+
+    /// Sets the MCP argument `key`.
+    fn set(&mut self, key: &str, value: Value) {
+        if let Value::Object(map) = &mut self.mcp_args {
+            map.insert(key.into(), value);
+        }
+    }
+
+    /// Sets the MCP argument `key` unless the call gave it.
+    fn set_default(&mut self, key: &str, value: Value) {
+        if let Value::Object(map) = &mut self.mcp_args {
+            map.entry(key).or_insert(value);
+        }
+    }
+
+    /// The field to group by (`country` when the call names none), passed on to the tools.
+    fn group_by(&mut self) -> String {
+        let field = self
+            .args
+            .group_by
+            .clone()
+            .unwrap_or_else(|| "country".into());
+        self.set("group_by", Value::String(field.clone()));
+        field
+    }
 }
 
 /// The extractor's findings from `documents`, and a note when there are none because the
@@ -308,14 +333,7 @@ impl SubAgent for Aggregator {
             Ok(call) => call,
             Err(problem) => return Ok(failed(self.name(), problem)),
         };
-        let field = call
-            .args
-            .group_by
-            .clone()
-            .unwrap_or_else(|| "country".into());
-        if let Value::Object(map) = &mut call.mcp_args {
-            map.insert("group_by".into(), Value::String(field.clone()));
-        }
+        let field = call.group_by();
         let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
@@ -407,17 +425,10 @@ impl SubAgent for Sampler {
             Ok(call) => call,
             Err(problem) => return Ok(failed(self.name(), problem)),
         };
-        let field = call
-            .args
-            .group_by
-            .clone()
-            .unwrap_or_else(|| "country".into());
+        let field = call.group_by();
         let per_bucket = call.args.samples_per_bucket.unwrap_or(2).clamp(1, 10);
-        if let Value::Object(map) = &mut call.mcp_args {
-            map.insert("group_by".into(), Value::String(field.clone()));
-            map.insert("samples_per_bucket".into(), Value::from(per_bucket));
-            map.entry("top_n").or_insert(Value::from(5));
-        }
+        call.set("samples_per_bucket", Value::from(per_bucket));
+        call.set_default("top_n", Value::from(5));
         let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));
@@ -500,9 +511,7 @@ impl SubAgent for Scanner {
             Err(problem) => return Ok(failed(self.name(), problem)),
         };
         let top_n = call.args.top_n.unwrap_or(10).clamp(1, 50);
-        if let Value::Object(map) = &mut call.mcp_args {
-            map.insert("top_n".into(), Value::from(top_n));
-        }
+        call.set("top_n", Value::from(top_n));
         let answers = call.fetch(ctx).await?;
         if answers.is_empty() {
             return Ok(failed(self.name(), call.notes.join("; ")));

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{AgentContext, SubAgent, SubAgentFailure, failed};
+use super::{AgentContext, SubAgent, SubAgentFailure, failed, from_reply};
 use crate::mcp_research::prompts::{ANALYST, json_line};
 use crate::mcp_research::state::{
     Finding, Perspective, ResearchPhase, SubAgentOutput, SubQuestion, ValidationIssue,
@@ -199,20 +199,16 @@ impl SubAgent for PerspectiveAgent {
         ctx: &AgentContext,
     ) -> Result<SubAgentOutput, SubAgentFailure> {
         let query = query_arg(arguments, ctx);
-        match ask::<PerspectiveList>(
+        let reply = ask::<PerspectiveList>(
             &ctx.model,
             format!("Query: {query}\nPropose 2-5 research angles (name and angle)."),
         )
-        .await
-        {
-            Ok(reply) => Ok(SubAgentOutput {
-                agent: self.name().into(),
-                note: format!("{} perspectives", reply.perspectives.len()),
-                perspectives: reply.perspectives,
-                ..SubAgentOutput::default()
-            }),
-            Err(problem) => Ok(failed(self.name(), problem)),
-        }
+        .await;
+        Ok(from_reply(self.name(), reply, |reply| SubAgentOutput {
+            note: format!("{} perspectives", reply.perspectives.len()),
+            perspectives: reply.perspectives,
+            ..SubAgentOutput::default()
+        }))
     }
 }
 
@@ -266,19 +262,16 @@ impl SubAgent for Extractor {
                 "no sampled documents to read yet; call the sampler in an earlier iteration",
             ));
         }
-        match extract_findings(&ctx.model, &ctx.state.input, &documents).await {
-            Ok(findings) => Ok(SubAgentOutput {
-                agent: self.name().into(),
-                note: format!(
-                    "{} findings from {} documents",
-                    findings.len(),
-                    documents.len()
-                ),
-                findings,
-                ..SubAgentOutput::default()
-            }),
-            Err(problem) => Ok(failed(self.name(), problem)),
-        }
+        let reply = extract_findings(&ctx.model, &ctx.state.input, &documents).await;
+        Ok(from_reply(self.name(), reply, |findings| SubAgentOutput {
+            note: format!(
+                "{} findings from {} documents",
+                findings.len(),
+                documents.len()
+            ),
+            findings,
+            ..SubAgentOutput::default()
+        }))
     }
 }
 
@@ -314,7 +307,7 @@ impl SubAgent for Validator {
             .enumerate()
             .map(|(i, f)| serde_json::json!({"finding_idx": i, "claim": f.claim, "evidence": f.evidence.len()}))
             .collect();
-        match ask::<ValidationReport>(
+        let reply = ask::<ValidationReport>(
             &ctx.model,
             format!(
                 "Query: {}\nList contradictions between findings and claims without evidence (finding_idx, issue); none if all is consistent.\nFINDINGS: {}",
@@ -322,23 +315,19 @@ impl SubAgent for Validator {
                 json_line(&numbered)
             ),
         )
-        .await
-        {
-            Ok(report) => {
-                let issues: Vec<ValidationIssue> = report
-                    .issues
-                    .into_iter()
-                    .filter(|i| i.finding_idx < findings.len())
-                    .collect();
-                Ok(SubAgentOutput {
-                    agent: self.name().into(),
-                    note: format!("{} issues in {} findings", issues.len(), findings.len()),
-                    validation: issues,
-                    ..SubAgentOutput::default()
-                })
+        .await;
+        Ok(from_reply(self.name(), reply, |report| {
+            let issues: Vec<ValidationIssue> = report
+                .issues
+                .into_iter()
+                .filter(|i| i.finding_idx < findings.len())
+                .collect();
+            SubAgentOutput {
+                note: format!("{} issues in {} findings", issues.len(), findings.len()),
+                validation: issues,
+                ..SubAgentOutput::default()
             }
-            Err(problem) => Ok(failed(self.name(), problem)),
-        }
+        }))
     }
 }
 
@@ -371,7 +360,7 @@ impl SubAgent for GapAnalyzer {
             .iter()
             .map(|a| a.field.as_str())
             .collect();
-        match ask::<GapReport>(
+        let reply = ask::<GapReport>(
             &ctx.model,
             format!(
                 "Query: {}\nWhat does the research not cover yet?\nSUB-QUESTIONS: {}\nAGGREGATED FIELDS: {}\nFINDINGS: {}",
@@ -381,15 +370,11 @@ impl SubAgent for GapAnalyzer {
                 state.findings.len()
             ),
         )
-        .await
-        {
-            Ok(report) => Ok(SubAgentOutput {
-                agent: self.name().into(),
-                note: format!("{} gaps", report.gaps.len()),
-                gaps: Some(report.gaps),
-                ..SubAgentOutput::default()
-            }),
-            Err(problem) => Ok(failed(self.name(), problem)),
-        }
+        .await;
+        Ok(from_reply(self.name(), reply, |report| SubAgentOutput {
+            note: format!("{} gaps", report.gaps.len()),
+            gaps: Some(report.gaps),
+            ..SubAgentOutput::default()
+        }))
     }
 }

@@ -133,6 +133,23 @@ pub fn failed(agent: &str, note: impl Into<String>) -> SubAgentOutput {
     }
 }
 
+/// The output of `agent` from the model's `reply`: what `output` makes of it (the note
+/// and the content; the agent is set here), or, when the reply was unusable, an output
+/// that did nothing, saying why.
+pub fn from_reply<T>(
+    agent: &str,
+    reply: Result<T, String>,
+    output: impl FnOnce(T) -> SubAgentOutput,
+) -> SubAgentOutput {
+    match reply {
+        Ok(reply) => SubAgentOutput {
+            agent: agent.to_owned(),
+            ..output(reply)
+        },
+        Err(problem) => failed(agent, problem),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
