@@ -32,6 +32,9 @@ pub enum BenchError {
     /// A command-line argument is wrong.
     #[error("{0}")]
     Usage(String),
+    /// The `sqlite_direct` baseline's own SQLite calls failed.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
 }
 
 /// How a case invokes its graph (WORKLOADS.md §0 "Modes").

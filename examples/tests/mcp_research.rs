@@ -118,7 +118,7 @@ impl ChatModel for GatedModel {
         "gated-offline-stand-in"
     }
 
-    async fn chat(&self, request: ChatRequest) -> graphkit_llm::Result<AssistantMessage> {
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, graphkit_llm::LlmError> {
         if let Ok(permit) = self.gate.acquire().await {
             permit.forget();
         }

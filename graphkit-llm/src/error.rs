@@ -203,6 +203,9 @@ impl LlmError {
 }
 
 /// `Result` with [`LlmError`].
+///
+/// Only at this path (`graphkit_llm::error::Result`), not at the crate root: `use graphkit_llm::*` keeps the
+/// prelude's `Result`, and glob imports of several graphkit crates do not collide.
 pub type Result<T, E = LlmError> = std::result::Result<T, E>;
 
 /// Shortens a raw body for an error message.

@@ -28,7 +28,7 @@
 
 mod accounting;
 pub mod checks;
-mod error;
+pub mod error;
 mod fake;
 mod graph;
 mod message;
@@ -43,7 +43,7 @@ mod structured;
 mod transport;
 
 pub use accounting::{CallTotals, Metered, PriceTable, UsageMeter};
-pub use error::{LlmError, Result};
+pub use error::LlmError;
 pub use fake::{FunctionModel, ScriptedModel};
 pub use graph::MessageStreamEvent;
 pub use message::{

@@ -18,7 +18,8 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::backend::{Backend, SqliteBackend};
-use crate::{Result, Server, ServerError, WorkerSettings};
+use crate::error::Result;
+use crate::{Server, ServerError, WorkerSettings};
 
 /// Serve graphkit graphs over the LangGraph Platform API (langgraph-sdk 0.4.x,
 /// @langchain/langgraph-sdk 2.0.x, stream protocol v1).

@@ -102,4 +102,7 @@ impl IntoResponse for ServerError {
 }
 
 /// The crate's result type.
+///
+/// Only at this path (`graphkit_server::error::Result`), not at the crate root: `use graphkit_server::*` keeps the
+/// prelude's `Result`, and glob imports of several graphkit crates do not collide.
 pub type Result<T, E = ServerError> = std::result::Result<T, E>;

@@ -27,7 +27,7 @@ pub mod backend;
 pub mod cli;
 mod convert;
 pub mod demo;
-mod error;
+pub mod error;
 mod graph;
 pub mod ids;
 mod server;
@@ -36,7 +36,7 @@ mod worker;
 #[cfg(feature = "workflows")]
 pub mod workflows;
 
-pub use error::{Result, ServerError};
+pub use error::ServerError;
 pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};
 pub use worker::WorkerSettings;
 

@@ -41,7 +41,8 @@ use graphkit_examples::mcp_research::{
 };
 use graphkit_llm::ChatModel;
 
-use crate::{Result, Server, ServerError};
+use crate::error::Result;
+use crate::{Server, ServerError};
 
 /// The graph id of the arxiv-research workflow.
 pub const ARXIV_RESEARCH: &str = "arxiv_research";

@@ -155,4 +155,7 @@ impl From<graphkit_llm::LlmError> for ToolError {
 }
 
 /// Results of this crate.
+///
+/// Only at this path (`graphkit_tools::error::Result`), not at the crate root: `use graphkit_tools::*` keeps the
+/// prelude's `Result`, and glob imports of several graphkit crates do not collide.
 pub type Result<T, E = ToolError> = std::result::Result<T, E>;

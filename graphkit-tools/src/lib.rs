@@ -43,7 +43,7 @@
 mod agent;
 mod audit;
 
-mod error;
+pub mod error;
 mod function;
 mod graph_tool;
 
@@ -56,7 +56,7 @@ mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
 pub use audit::AuditLog;
-pub use error::{Result, ToolError};
+pub use error::ToolError;
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
 pub use graph_tool::{GraphTool, reply_with_last_message};
 pub use node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};

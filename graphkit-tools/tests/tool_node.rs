@@ -41,7 +41,10 @@ fn asking(calls: Vec<ToolCall>) -> AgentState {
     }
 }
 
-async fn run_tools(node: ToolNode<AgentState>, state: AgentState) -> graphkit::Result<AgentState> {
+async fn run_tools(
+    node: ToolNode<AgentState>,
+    state: AgentState,
+) -> Result<AgentState, graphkit::Error> {
     let mut g = StateGraph::<AgentState>::new();
     g.add_node(TOOLS_NODE, node)
         .add_edge(START, TOOLS_NODE)

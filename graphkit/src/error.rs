@@ -390,6 +390,9 @@ pub enum Error {
 }
 
 /// `Result` with [`Error`].
+///
+/// Only at this path (`graphkit::error::Result`), not at the crate root: `use graphkit::*` keeps the
+/// prelude's `Result`, and glob imports of several graphkit crates do not collide.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A `Command` for the parent graph, type-erased while it travels up.

@@ -41,7 +41,7 @@ extern crate self as graphkit;
 
 pub mod checkpoint;
 mod command;
-mod error;
+pub mod error;
 mod graph;
 mod interrupt;
 #[cfg(feature = "otel")]
@@ -51,7 +51,7 @@ mod state;
 pub mod store;
 
 pub use command::{Command, CommandGraph, Goto, RunInput, SendTo};
-pub use error::{BoxError, Error, ParentCommand, Result};
+pub use error::{BoxError, Error, ParentCommand};
 pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
 pub use graph::edge::{EdgeSources, IntoRoute};

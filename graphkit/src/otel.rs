@@ -10,7 +10,7 @@
 //! use tracing_subscriber::layer::SubscriberExt;
 //! use tracing_subscriber::util::SubscriberInitExt;
 //!
-//! # fn main() -> graphkit::Result<()> {
+//! # fn main() -> Result<(), graphkit::Error> {
 //! // Sends to http://localhost:4318/v1/traces unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
 //! let otel = graphkit::otel::OtelExporter::new("my-agent").install()?;
 //! tracing_subscriber::registry()

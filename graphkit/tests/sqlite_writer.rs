@@ -1,12 +1,15 @@
 //! A file-backed `SqliteSaver` writes through a connection of its own: what it writes is
 //! at once visible to other connections and processes, survives a reopen, and `close`
-//! leaves the database file alone holding it.
+//! leaves the database file alone holding it. A write that finds another connection
+//! holding the file's write lock waits for it (off the async thread) instead of failing.
 #![cfg(feature = "sqlite")]
 #![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
 
 use std::sync::Arc;
 
-use graphkit::checkpoint::{Checkpointer, ListOptions, SqliteSaver, SqliteSync};
+use graphkit::checkpoint::{
+    CheckpointRecord, CheckpointSource, Checkpointer, ListOptions, SqliteSaver, SqliteSync,
+};
 use graphkit::{CompileOptions, RunConfig, START, State, StateGraph, SyncNode};
 use serde::{Deserialize, Serialize};
 
@@ -106,4 +109,68 @@ async fn runs_on_two_threads_sharing_one_file_saver_each_save_all_their_steps() 
         assert_eq!(saved.len(), 9, "thread t-{i}");
     }
     saver.close().await;
+}
+
+fn record(thread_id: &str, checkpoint_id: &str) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread_id.to_owned(),
+        checkpoint_ns: String::new(),
+        checkpoint_id: checkpoint_id.to_owned(),
+        parent_id: None,
+        format_version: 1,
+        step: 0,
+        source: CheckpointSource::Input,
+        created_at_ms: 0,
+        metadata: serde_json::json!({"note": "written while the file was locked"}),
+        is_snapshot: true,
+        payload: b"{}".to_vec(),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_write_waits_for_another_connections_write_lock_and_then_lands() {
+    for sync in [SqliteSync::Normal, SqliteSync::Full] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let saver = SqliteSaver::open_with(&path, sync).await.unwrap();
+
+        // Another saver's pool holds the write lock in an open transaction.
+        let other = SqliteSaver::open(&path).await.unwrap();
+        let holder = other.pool().begin_with("BEGIN IMMEDIATE").await.unwrap();
+
+        let writer = saver.clone();
+        let put = tokio::spawn(async move { writer.put(record("locked", "0001")).await });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !put.is_finished(),
+            "{sync:?}: the put cannot commit while the lock is held, and must not give up"
+        );
+        holder.commit().await.unwrap();
+        put.await.unwrap().unwrap();
+
+        let saved = other.get("locked", "", None).await.unwrap().unwrap();
+        assert_eq!(saved.record.checkpoint_id, "0001");
+        assert_eq!(
+            saved.record.metadata["note"],
+            "written while the file was locked"
+        );
+        other.close().await;
+        saver.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_closed_saver_refuses_writes_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = SqliteSaver::open_with(dir.path().join("closed.db"), SqliteSync::Normal)
+        .await
+        .unwrap();
+    saver.close().await;
+    let err = saver.put(record("t", "0001")).await.unwrap_err();
+    assert!(
+        err.to_string().contains("closed"),
+        "the error says the saver was closed: {err}"
+    );
 }

@@ -61,6 +61,10 @@ const CASES: &[(&str, &str)] = &[
         "ckpt_sqlitenormal",
         "W1 chain + SqliteSaver synchronous=NORMAL, Durability::Sync: per step",
     ),
+    (
+        "sqlite_direct",
+        "baseline: the same row inserted and committed by hand (rusqlite, WAL, synchronous=NORMAL): per step",
+    ),
 ];
 
 /// One prepared case: runs the graph with size `n` once.
@@ -201,8 +205,63 @@ impl Runner {
                     .await
                 })?
             }),
+            "sqlite_direct" => Box::new(move || {
+                self.runs += 1;
+                let path = self.dir.path().join(format!("direct-{}.sqlite", self.runs));
+                let connection = direct::open(&path)?;
+                let before = allocations();
+                let start = Instant::now();
+                for step in 0..n {
+                    direct::insert(&connection, step)?;
+                }
+                Ok((allocations() - before, start.elapsed()))
+            }),
             other => return Err(BenchError::Usage(format!("unknown case `{other}`"))),
         })
+    }
+}
+
+/// The `sqlite_direct` baseline: a checkpoint-shaped row per step, written with SQLite's
+/// own API on this thread, prepared statement cached, autocommit.
+mod direct {
+    use std::path::Path;
+
+    use rusqlite::{Connection, params};
+
+    const INSERT: &str = "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, \
+         format_version, step, source, created_at_ms, metadata, is_snapshot, payload) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+    pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+        let connection = Connection::open(path)?;
+        connection.pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))?;
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
+        connection.execute_batch(
+            "CREATE TABLE checkpoints (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL, \
+             checkpoint_id TEXT NOT NULL, parent_id TEXT, format_version INTEGER NOT NULL, \
+             step INTEGER NOT NULL, source TEXT NOT NULL, created_at_ms INTEGER NOT NULL, \
+             metadata TEXT NOT NULL, is_snapshot INTEGER NOT NULL, payload BLOB NOT NULL, \
+             PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))",
+        )?;
+        Ok(connection)
+    }
+
+    pub fn insert(connection: &Connection, step: usize) -> rusqlite::Result<()> {
+        let step = step as i64;
+        connection.prepare_cached(INSERT)?.execute(params![
+            "step-cost",
+            "",
+            format!("{step:020}"),
+            format!("{:020}", step - 1),
+            1,
+            step,
+            "loop",
+            0,
+            r#"{"source":"loop","step":1}"#,
+            false,
+            [0u8; 48].as_slice(),
+        ])?;
+        Ok(())
     }
 }
 

@@ -62,7 +62,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
 }
 
 /// Feeds a payload to a stream parser and, for chunks, to the assembler.
-fn feed(assembler: &mut MessageAssembler, step: crate::Result<Step>) {
+fn feed(assembler: &mut MessageAssembler, step: crate::error::Result<Step>) {
     match step {
         Ok(Step::Chunk(chunk) | Step::Done(Some(chunk))) => assembler.push(&chunk),
         Ok(Step::Skip | Step::Done(None)) | Err(_) => {}

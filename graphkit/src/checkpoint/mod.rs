@@ -16,6 +16,8 @@ mod postgres;
 pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_writer;
 
 use std::fmt::Debug;
 

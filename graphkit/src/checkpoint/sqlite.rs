@@ -10,20 +10,21 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::TryStreamExt;
+use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteRow, SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
-use sqlx::{ConnectOptions, Connection, Row};
 
 use super::sql::{backend_error, decode_record};
+use super::sqlite_writer::{self, INSERT_CHECKPOINT, UPSERT_WRITE, Writer, metadata_text};
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
 use crate::error::Error;
 
 const BACKEND: &str = "sqlite checkpointer";
 
 /// How long a statement waits for another connection's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One step of a schema's history: (version, description, SQL). Versions count 1, 2, 3, ...;
 /// the statements run in one transaction. Once released, a migration is never edited: a
@@ -96,44 +97,11 @@ pub enum SqliteSync {
 #[derive(Debug, Clone)]
 pub struct SqliteSaver {
     pool: SqlitePool,
-    /// The connection checkpoints and pending writes are written on, for a file opened
-    /// by [`open`](Self::open) (reads and thread locks use the pool). One connection keeps
-    /// its page cache warm from one step to the next and costs one round trip to
-    /// SQLite's worker thread per statement; a pooled connection is also pinged when it
-    /// goes back to the pool, and the next statement gets another connection, whose cache
-    /// the last write made stale.
+    /// The connection checkpoints and pending writes are written on, for a file opened by
+    /// [`open`](Self::open); reads, thread locks and deletions use the pool, and so do
+    /// writes of a saver without a writer (in memory, or [`from_pool`](Self::from_pool)).
+    /// See [`sqlite_writer`](super::sqlite_writer) for why it bypasses the async driver.
     writer: Option<Arc<Writer>>,
-}
-
-/// The writer connection (`None` once [`SqliteSaver::close`] closed it).
-#[derive(Debug)]
-struct Writer(tokio::sync::Mutex<Option<SqliteConnection>>);
-
-/// A connection to write on: the saver's writer, or (for a saver without one, or after
-/// [`SqliteSaver::close`]) one from the pool.
-enum WriteConnection<'a> {
-    Writer(tokio::sync::MappedMutexGuard<'a, SqliteConnection>),
-    Pooled(sqlx::pool::PoolConnection<sqlx::Sqlite>),
-}
-
-impl std::ops::Deref for WriteConnection<'_> {
-    type Target = SqliteConnection;
-
-    fn deref(&self) -> &SqliteConnection {
-        match self {
-            Self::Writer(writer) => writer,
-            Self::Pooled(pooled) => pooled,
-        }
-    }
-}
-
-impl std::ops::DerefMut for WriteConnection<'_> {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        match self {
-            Self::Writer(writer) => &mut *writer,
-            Self::Pooled(pooled) => &mut *pooled,
-        }
-    }
 }
 
 impl SqliteSaver {
@@ -148,11 +116,7 @@ impl SqliteSaver {
         let path = path.as_ref();
         let pool = Self::open_pool_with(path, BACKEND, sync).await?;
         let mut saver = Self::from_pool(pool).await?;
-        let options = Self::connect_options(path, sync);
-        let writer = retry_while_locked(|| options.connect())
-            .await
-            .map_err(|e| backend_error(BACKEND, &format!("cannot open {}", path.display()), e))?;
-        saver.writer = Some(Arc::new(Writer(tokio::sync::Mutex::new(Some(writer)))));
+        saver.writer = Some(Arc::new(Writer::open(path, sync)?));
         Ok(saver)
     }
 
@@ -161,11 +125,8 @@ impl SqliteSaver {
     /// calls on this saver (or a clone) fail. Dropping every clone closes them too, but
     /// without waiting.
     pub async fn close(&self) {
-        if let Some(writer) = &self.writer
-            && let Some(connection) = writer.0.lock().await.take()
-            && let Err(err) = connection.close().await
-        {
-            tracing::warn!(%err, "closing the checkpoint writer connection failed");
+        if let Some(writer) = &self.writer {
+            writer.close();
         }
         self.pool.close().await;
     }
@@ -180,17 +141,6 @@ impl SqliteSaver {
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
         Self::migrate(&pool, BACKEND, "checkpoint", MIGRATIONS).await?;
         Ok(Self { pool, writer: None })
-    }
-
-    /// The connection to write on (waits while another task of this process writes).
-    async fn writer(&self) -> Result<WriteConnection<'_>, sqlx::Error> {
-        if let Some(writer) = &self.writer
-            && let Ok(connection) =
-                tokio::sync::MutexGuard::try_map(writer.0.lock().await, Option::as_mut)
-        {
-            return Ok(WriteConnection::Writer(connection));
-        }
-        Ok(WriteConnection::Pooled(self.pool.acquire().await?))
     }
 
     /// The connection pool, to share it with a store or to inspect the tables. A saver
@@ -390,19 +340,33 @@ fn decode_write(
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
-        let mut conn = self
-            .writer()
-            .await
-            .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
-        insert_checkpoint(&mut *conn, &record).await
+        let metadata = metadata_text(&record)?;
+        if let Some(writer) = &self.writer {
+            return writer
+                .run("saving a checkpoint", move |conn| {
+                    sqlite_writer::insert_checkpoint(conn, &record, &metadata)
+                })
+                .await;
+        }
+        insert_checkpoint(&self.pool, &record, metadata).await
     }
 
     async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
+        let records = records
+            .into_iter()
+            .map(|record| Ok((metadata_text(&record)?, record)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        if let Some(writer) = &self.writer {
+            return writer
+                .run("saving checkpoints", move |conn| {
+                    sqlite_writer::insert_checkpoints(conn, &records)
+                })
+                .await;
+        }
         let err = |e| backend_error(BACKEND, "saving checkpoints", e);
-        let mut conn = self.writer().await.map_err(err)?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for record in &records {
-            insert_checkpoint(&mut *tx, record).await?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        for (metadata, record) in records {
+            insert_checkpoint(&mut *tx, &record, metadata).await?;
         }
         tx.commit().await.map_err(err)
     }
@@ -414,26 +378,31 @@ impl Checkpointer for SqliteSaver {
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
     ) -> Result<(), Error> {
+        if let Some(writer) = &self.writer {
+            let at = (
+                thread_id.to_owned(),
+                checkpoint_ns.to_owned(),
+                checkpoint_id.to_owned(),
+            );
+            return writer
+                .run("saving pending writes", move |conn| {
+                    sqlite_writer::upsert_writes(conn, &at, &writes)
+                })
+                .await;
+        }
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        let mut conn = self.writer().await.map_err(err)?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for write in &writes {
-            // On a task id already saved, the row (and so its place in the order) stays.
-            sqlx::query(
-                "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
-                 node = excluded.node, payload = excluded.payload",
-            )
-            .bind(thread_id)
-            .bind(checkpoint_ns)
-            .bind(checkpoint_id)
-            .bind(&write.task_id)
-            .bind(&write.node)
-            .bind(&write.payload)
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
+            sqlx::query(UPSERT_WRITE)
+                .bind(thread_id)
+                .bind(checkpoint_ns)
+                .bind(checkpoint_id)
+                .bind(&write.task_id)
+                .bind(&write.node)
+                .bind(&write.payload)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
         }
         tx.commit().await.map_err(err)
     }
@@ -526,8 +495,7 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
-        let mut conn = self.writer().await.map_err(err)?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for sql in [
             "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1",
             "DELETE FROM graphkit_checkpoints WHERE thread_id = ?1",
@@ -570,7 +538,7 @@ impl Checkpointer for SqliteSaver {
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         let me = Holder::current();
-        let mut conn = self.writer().await.map_err(err)?;
+        let mut conn = self.pool.acquire().await.map_err(err)?;
         // Each pass either takes a free lock, or sees a holder and replaces it only if it is
         // unchanged and dead (compare-and-swap); a race lost to a live run means busy.
         for _ in 0..3 {
@@ -634,11 +602,10 @@ impl Checkpointer for SqliteSaver {
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "unlocking a thread", e);
-        let mut conn = self.writer().await.map_err(err)?;
         sqlx::query("DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2")
             .bind(thread_id)
             .bind(run_id)
-            .execute(&mut *conn)
+            .execute(&self.pool)
             .await
             .map_err(err)?;
         Ok(())
@@ -703,37 +670,29 @@ fn process_start(pid: i64) -> Option<i64> {
     ProcStat::read(pid)?.start
 }
 
-/// Inserts (or replaces) one checkpoint row.
-async fn insert_checkpoint<'e, E>(executor: E, record: &CheckpointRecord) -> Result<(), Error>
+/// Inserts (or replaces) one checkpoint row through the pool (a saver without a writer).
+async fn insert_checkpoint<'e, E>(
+    executor: E,
+    record: &CheckpointRecord,
+    metadata: String,
+) -> Result<(), Error>
 where
     E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
 {
-    let metadata = serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
-        what: "checkpoint metadata".to_owned(),
-        source,
-    })?;
-    sqlx::query(
-        "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
-         step, source, created_at_ms, metadata, is_snapshot, payload) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-         parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
-         source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
-         is_snapshot = excluded.is_snapshot, payload = excluded.payload",
-    )
-    .bind(&record.thread_id)
-    .bind(&record.checkpoint_ns)
-    .bind(&record.checkpoint_id)
-    .bind(&record.parent_id)
-    .bind(i64::from(record.format_version))
-    .bind(record.step)
-    .bind(record.source.as_str())
-    .bind(record.created_at_ms)
-    .bind(metadata)
-    .bind(record.is_snapshot)
-    .bind(&record.payload)
-    .execute(executor)
-    .await
-    .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
+    sqlx::query(INSERT_CHECKPOINT)
+        .bind(&record.thread_id)
+        .bind(&record.checkpoint_ns)
+        .bind(&record.checkpoint_id)
+        .bind(&record.parent_id)
+        .bind(i64::from(record.format_version))
+        .bind(record.step)
+        .bind(record.source.as_str())
+        .bind(record.created_at_ms)
+        .bind(metadata)
+        .bind(record.is_snapshot)
+        .bind(&record.payload)
+        .execute(executor)
+        .await
+        .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
     Ok(())
 }

@@ -1,0 +1,242 @@
+//! The connection a file-backed [`SqliteSaver`](super::SqliteSaver) writes checkpoints and
+//! pending writes on.
+//!
+//! SQLite is a library, not a server: a statement is a function call. The async driver the
+//! saver reads with runs each connection on a thread of its own, so every statement costs two
+//! thread hand-offs (there and back), which on a checkpoint per step was most of the cost.
+//! The writer calls SQLite directly instead:
+//!
+//! * with `synchronous=NORMAL`, a commit in WAL mode appends to the log and does not wait
+//!   for the disk, so the statement runs on the caller's thread, as a small file write
+//!   would; it does not wait for other connections either (busy timeout zero): if another
+//!   connection holds the write lock, the attempt is rolled back and the write moves to
+//!   tokio's blocking pool, where it waits for the lock;
+//! * with `synchronous=FULL`, every commit waits for an fsync, so it always runs on the
+//!   blocking pool and the async thread stays free.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+
+use super::sqlite::{BUSY_TIMEOUT, SqliteSync};
+use super::{CheckpointRecord, PendingWrite};
+use crate::error::Error;
+
+const BACKEND: &str = "sqlite checkpointer";
+
+/// Inserts (or replaces) one checkpoint row; parameters in the order of
+/// [`insert_checkpoint`]'s binds.
+pub(super) const INSERT_CHECKPOINT: &str = "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
+     step, source, created_at_ms, metadata, is_snapshot, payload) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
+     parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
+     source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
+     is_snapshot = excluded.is_snapshot, payload = excluded.payload";
+
+/// Saves one pending write; on a task id already saved, the row (and so its place in the
+/// order) stays and its content is replaced.
+pub(super) const UPSERT_WRITE: &str = "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
+     node = excluded.node, payload = excluded.payload";
+
+/// A checkpoint's metadata as stored (JSON text).
+pub(super) fn metadata_text(record: &CheckpointRecord) -> Result<String, Error> {
+    serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
+        what: "checkpoint metadata".to_owned(),
+        source,
+    })
+}
+
+/// The writer connection (`None` once the saver was closed).
+#[derive(Debug)]
+pub(super) struct Writer {
+    connection: Mutex<Option<Connection>>,
+    /// Commits wait for an fsync (`synchronous=FULL`): run them off the async thread.
+    waits_for_disk: bool,
+}
+
+impl Writer {
+    /// Opens a connection to the file the saver's pool has created and migrated (so it is in
+    /// WAL mode already: the journal mode is stored in the file).
+    pub(super) fn open(path: &Path, sync: SqliteSync) -> Result<Self, Error> {
+        let opened = || -> rusqlite::Result<Connection> {
+            let connection = Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_URI,
+            )?;
+            // Opening may read the schema; let it wait for another process's write.
+            connection.busy_timeout(BUSY_TIMEOUT)?;
+            let synchronous = match sync {
+                SqliteSync::Full => "FULL",
+                SqliteSync::Normal => "NORMAL",
+            };
+            connection.pragma_update(None, "synchronous", synchronous)?;
+            connection.pragma_update(None, "foreign_keys", true)?;
+            connection.busy_timeout(Duration::ZERO)?;
+            Ok(connection)
+        };
+        let connection = opened()
+            .map_err(|e| failed(&format!("cannot open {} for writing", path.display()), e))?;
+        Ok(Self {
+            connection: Mutex::new(Some(connection)),
+            waits_for_disk: sync == SqliteSync::Full,
+        })
+    }
+
+    /// Closes the connection; later writes fail with a clear error.
+    pub(super) fn close(&self) {
+        let taken = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(connection) = taken
+            && let Err((_, err)) = connection.close()
+        {
+            tracing::warn!(%err, "closing the checkpoint writer connection failed");
+        }
+    }
+
+    /// Runs `work` on the connection: on the caller's thread when that cannot wait (see the
+    /// module's documentation), else on tokio's blocking pool with the busy timeout.
+    /// `work` may run twice: an attempt that found the database busy was rolled back.
+    pub(super) async fn run<T, F>(
+        self: &Arc<Self>,
+        doing: &'static str,
+        work: F,
+    ) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        if !self.waits_for_disk
+            && let Ok(mut guard) = self.connection.try_lock()
+        {
+            let connection = guard.as_mut().ok_or_else(|| closed(doing))?;
+            match work(connection) {
+                Err(e) if is_busy(&e) => {} // another connection is writing: wait off this thread
+                outcome => return outcome.map_err(|e| failed(doing, e)),
+            }
+        }
+        let writer = Arc::clone(self);
+        let waiting = move || writer.run_waiting(doing, &work);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .spawn_blocking(waiting)
+                .await
+                .map_err(|e| Error::Backend {
+                    backend: BACKEND,
+                    message: format!("{doing}: the write's thread failed: {e}"),
+                })?,
+            Err(_) => waiting(),
+        }
+    }
+
+    /// Runs `work` waiting (up to the busy timeout) for other connections' write locks.
+    fn run_waiting<T>(
+        &self,
+        doing: &'static str,
+        work: &dyn Fn(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, Error> {
+        let mut guard = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let connection = guard.as_mut().ok_or_else(|| closed(doing))?;
+        let outcome = connection
+            .busy_timeout(BUSY_TIMEOUT)
+            .and_then(|()| work(connection));
+        let reset = connection.busy_timeout(Duration::ZERO);
+        let value = outcome.map_err(|e| failed(doing, e))?;
+        reset.map_err(|e| failed(doing, e))?;
+        Ok(value)
+    }
+}
+
+/// Inserts (or replaces) one checkpoint row, `metadata` being its metadata as text.
+pub(super) fn insert_checkpoint(
+    connection: &Connection,
+    record: &CheckpointRecord,
+    metadata: &str,
+) -> rusqlite::Result<()> {
+    connection
+        .prepare_cached(INSERT_CHECKPOINT)?
+        .execute(params![
+            record.thread_id,
+            record.checkpoint_ns,
+            record.checkpoint_id,
+            record.parent_id,
+            i64::from(record.format_version),
+            record.step,
+            record.source.as_str(),
+            record.created_at_ms,
+            metadata,
+            record.is_snapshot,
+            record.payload,
+        ])?;
+    Ok(())
+}
+
+/// Inserts several checkpoint rows (each with its metadata text) in one transaction.
+pub(super) fn insert_checkpoints(
+    connection: &mut Connection,
+    records: &[(String, CheckpointRecord)],
+) -> rusqlite::Result<()> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (metadata, record) in records {
+        insert_checkpoint(&tx, record, metadata)?;
+    }
+    tx.commit()
+}
+
+/// Saves pending writes against one checkpoint, in one transaction.
+pub(super) fn upsert_writes(
+    connection: &mut Connection,
+    at: &(String, String, String),
+    writes: &[PendingWrite],
+) -> rusqlite::Result<()> {
+    let (thread_id, checkpoint_ns, checkpoint_id) = at;
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut statement = tx.prepare_cached(UPSERT_WRITE)?;
+        for write in writes {
+            statement.execute(params![
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                write.task_id,
+                write.node,
+                write.payload,
+            ])?;
+        }
+    }
+    tx.commit()
+}
+
+/// `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection holds the lock.
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn failed(doing: &str, error: rusqlite::Error) -> Error {
+    Error::Backend {
+        backend: BACKEND,
+        message: format!("{doing}: {error}"),
+    }
+}
+
+fn closed(doing: &str) -> Error {
+    Error::Backend {
+        backend: BACKEND,
+        message: format!("{doing}: the saver was closed; open it again to write"),
+    }
+}
