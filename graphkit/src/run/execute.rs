@@ -26,13 +26,14 @@ use crate::run::stream::{
 use crate::state::{State, StepWrites};
 use crate::store::Store;
 
-/// What every task of one step shares.
-pub(crate) struct StepScope {
+/// What every task of one step shares, borrowed from the run (each task clones what it
+/// keeps).
+pub(crate) struct StepScope<'a> {
     pub(crate) step: usize,
-    pub(crate) config: Arc<RunConfig>,
-    pub(crate) target: Option<StreamTarget>,
-    pub(crate) namespace: Namespace,
-    pub(crate) store: Option<Arc<dyn Store>>,
+    pub(crate) config: &'a Arc<RunConfig>,
+    pub(crate) target: Option<&'a StreamTarget>,
+    pub(crate) namespace: &'a Namespace,
+    pub(crate) store: Option<&'a Arc<dyn Store>>,
 }
 
 /// What differs per task besides its node: restored output, persistence, interrupts.
@@ -122,7 +123,7 @@ pub(crate) async fn run_step<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
     snapshot: &Arc<S>,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
     results: &mut Vec<Option<TaskResult<S>>>,
 ) {
@@ -149,13 +150,64 @@ pub(crate) async fn run_step<S: State>(
     results[0] = Some(result);
 }
 
+/// `true` when `tasks` is one task of a sync node without a retry policy: a step
+/// [`run_inline_step`] runs with no future at all.
+pub(crate) fn runs_inline<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> bool {
+    matches!(tasks, [task] if {
+        let spec = &core.nodes[task.node];
+        spec.retry.is_none() && matches!(spec.runner, NodeRunner::Sync(_))
+    })
+}
+
+/// The one task of an inline step, run, with a result its saver wants saved.
+pub(crate) struct InlineSave<S: State> {
+    run: TaskRun<S>,
+    result: TaskResult<S>,
+}
+
+impl<S: State> InlineSave<S> {
+    /// Saves the result; the task's result once saved.
+    pub(crate) async fn finish(self) -> TaskResult<S> {
+        self.run.save(self.result).await
+    }
+}
+
+/// [`run_step`] for a step where [`runs_inline`] holds, with no future: the task's result
+/// goes to `results`, unless it still has to be saved (then it is returned, and its
+/// [`InlineSave::finish`] gives the result).
+pub(crate) fn run_inline_step<S: State>(
+    core: &GraphCore<S>,
+    task: &Task,
+    snapshot: &Arc<S>,
+    scope: &StepScope<'_>,
+    extra: TaskExtras<S>,
+    results: &mut Vec<Option<TaskResult<S>>>,
+) -> Result<(), InlineSave<S>> {
+    results.clear();
+    let result = match extra.prefilled {
+        Some(output) => Ok(output),
+        None => {
+            let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
+            match run.run_inline(snapshot) {
+                Some(result) if run.wants_save(&result) => {
+                    return Err(InlineSave { run, result });
+                }
+                Some(result) => result,
+                None => Err(missing_result(core, task)),
+            }
+        }
+    };
+    results.push(Some(result));
+    Ok(())
+}
+
 /// [`run_step`] for a step of several tasks: sync nodes inline one after another, in task
 /// order, then the async tasks polled together (each alone if it is the only one).
 async fn run_many<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
     snapshot: &Arc<S>,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
     results: &mut [Option<TaskResult<S>>],
 ) {
@@ -297,18 +349,17 @@ fn prepare<S: State>(
     core: &GraphCore<S>,
     task: &Task,
     index: usize,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     saver: Option<TaskSaver>,
     scratchpad: Option<Arc<Scratchpad>>,
 ) -> TaskRun<S> {
     let spec = &core.nodes[task.node];
-    let writer = match &scope.target {
+    let writer = match scope.target {
         Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
         None => StreamWriter::disabled(),
     };
     let events = scope
         .target
-        .as_ref()
         .filter(|t| t.modes.contains(StreamMode::Tasks))
         .cloned();
     TaskRun {
@@ -319,12 +370,12 @@ fn prepare<S: State>(
             node: Arc::clone(&spec.name),
             step: scope.step,
             attempt: 1,
-            config: Arc::clone(&scope.config),
+            config: Arc::clone(scope.config),
             writer,
             input: task.input.clone().map(PacketDebug),
-            namespace: Arc::clone(&scope.namespace),
+            namespace: Arc::clone(scope.namespace),
             scratchpad,
-            store: scope.store.clone(),
+            store: scope.store.cloned(),
             checkpoint: saver
                 .as_ref()
                 .filter(|_| spec.runner.subgraph().is_some())
@@ -400,7 +451,8 @@ impl<S: State> TaskRun<S> {
 
     /// One attempt of a sync node, inline.
     fn attempt_sync(&self, f: &SyncFn<S>, snapshot: &Arc<S>) -> Attempt<S> {
-        let _entered = node_span(&self.ctx).entered();
+        // Not even a disabled span without a subscriber: entering and leaving one costs.
+        let _entered = tracing_on().then(|| node_span(&self.ctx).entered());
         let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
         match self.ctx.writer.clone().sync_scope(call) {
             Ok(Ok(output)) => Attempt::Done(output),
@@ -437,12 +489,14 @@ impl<S: State> TaskRun<S> {
     /// Runs a sync node without a retry policy right here, with its task events; `None`
     /// (nothing run) for any other node. The output still has to be [saved](Self::save).
     fn run_inline(&mut self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
-        let f = match &self.runner {
-            NodeRunner::Sync(f) if self.retry.is_none() => Arc::clone(f),
-            _ => return None,
-        };
+        if self.retry.is_some() || !matches!(self.runner, NodeRunner::Sync(_)) {
+            return None;
+        }
         self.start();
-        let attempt = self.attempt_sync(&f, snapshot);
+        let NodeRunner::Sync(f) = &self.runner else {
+            return None;
+        };
+        let attempt = self.attempt_sync(f, snapshot);
         let result = match self.settle(attempt) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.
