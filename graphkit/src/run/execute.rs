@@ -167,8 +167,9 @@ pub(crate) struct InlineSave<S: State> {
 
 impl<S: State> InlineSave<S> {
     /// Saves the result; the task's result once saved.
-    pub(crate) async fn finish(self) -> TaskResult<S> {
-        self.run.save(self.result).await
+    pub(crate) async fn finish(self: Box<Self>) -> TaskResult<S> {
+        let Self { run, result } = *self;
+        run.save(result).await
     }
 }
 
@@ -182,7 +183,7 @@ pub(crate) fn run_inline_step<S: State>(
     scope: &StepScope<'_>,
     extra: TaskExtras<S>,
     results: &mut Vec<Option<TaskResult<S>>>,
-) -> Result<(), InlineSave<S>> {
+) -> Result<(), Box<InlineSave<S>>> {
     results.clear();
     let result = match extra.prefilled {
         Some(output) => Ok(output),
@@ -190,7 +191,8 @@ pub(crate) fn run_inline_step<S: State>(
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
                 Some(result) if run.wants_save(&result) => {
-                    return Err(InlineSave { run, result });
+                    // Boxed: large, and rare (an interrupt to save, or a saved output).
+                    return Err(Box::new(InlineSave { run, result }));
                 }
                 Some(result) => result,
                 None => Err(missing_result(core, task)),

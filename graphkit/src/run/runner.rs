@@ -321,8 +321,12 @@ impl<S: State> Runner<S> {
             // A step of one sync node runs right here, with no future to build and move.
             let inline = execute::runs_inline(core, &tasks).then(|| {
                 let _entered = step_span.as_ref().map(tracing::Span::enter);
-                self.execute_inline(core, &tasks, pending.take(), persist.as_deref(), &mut buffers)
+                self.execute_inline(core, &tasks, &mut pending, persist.as_deref(), &mut buffers)
             });
+            if pending.is_some() {
+                // What the start restored is for its first step only.
+                pending = None;
+            }
             let outcome = match inline {
                 Some(Ok(())) => step_outcome(core, &tasks, &mut buffers.results),
                 Some(Err(save)) => {
@@ -471,11 +475,11 @@ impl<S: State> Runner<S> {
         &mut self,
         core: &GraphCore<S>,
         tasks: &[Task],
-        mut pending: Option<PendingStep<S>>,
+        pending: &mut Option<PendingStep<S>>,
         persist: Option<&Persist>,
         buffers: &mut StepBuffers<S>,
-    ) -> Result<(), execute::InlineSave<S>> {
-        let extra = task_extras(0, false, &mut pending, persist, &self.inherited_scratchpad);
+    ) -> Result<(), Box<execute::InlineSave<S>>> {
+        let extra = task_extras(0, false, pending, persist, &self.inherited_scratchpad);
         let snapshot = buffers.share(&mut self.state);
         let scope = self.step_scope(core);
         let ran =
