@@ -323,10 +323,6 @@ impl<S: State> Runner<S> {
                 let _entered = step_span.as_ref().map(tracing::Span::enter);
                 self.execute_inline(core, &tasks, &mut pending, persist.as_deref(), &mut buffers)
             });
-            if pending.is_some() {
-                // What the start restored is for its first step only.
-                pending = None;
-            }
             let outcome = match inline {
                 Some(Ok(())) => step_outcome(core, &tasks, &mut buffers.results),
                 Some(Err(save)) => {
@@ -349,6 +345,10 @@ impl<S: State> Runner<S> {
                     }
                 }
             };
+            if pending.is_some() {
+                // What the start restored is for its first step only.
+                pending = None;
+            }
             match outcome {
                 StepOutcome::Finished => {}
                 StepOutcome::Stopped {
@@ -482,8 +482,14 @@ impl<S: State> Runner<S> {
         let extra = task_extras(0, false, pending, persist, &self.inherited_scratchpad);
         let snapshot = buffers.share(&mut self.state);
         let scope = self.step_scope(core);
-        let ran =
-            execute::run_inline_step(core, &tasks[0], &snapshot, &scope, extra, &mut buffers.results);
+        let ran = execute::run_inline_step(
+            core,
+            &tasks[0],
+            &snapshot,
+            &scope,
+            extra,
+            &mut buffers.results,
+        );
         buffers.restore(snapshot, &mut self.state);
         ran
     }
