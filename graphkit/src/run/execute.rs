@@ -13,7 +13,7 @@ use futures::{FutureExt, StreamExt};
 
 use crate::command::Goto;
 use crate::error::{BoxError, Error};
-use crate::graph::compiled::GraphCore;
+use crate::graph::compiled::{GraphCore, NodeSpec};
 use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner, SyncFn};
 use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
@@ -74,6 +74,13 @@ pub(crate) struct StepBuffers<S: State> {
     pub(crate) gotos: Vec<Vec<Goto>>,
     /// Where the planner writes the next step's tasks.
     pub(crate) next: Vec<Task>,
+}
+
+impl StepScope<'_> {
+    /// `true` when the run streams `mode`.
+    fn streams(&self, mode: StreamMode) -> bool {
+        self.target.is_some_and(|t| t.modes.contains(mode))
+    }
 }
 
 impl<S: State> Default for StepBuffers<S> {
@@ -185,9 +192,17 @@ pub(crate) fn run_inline_step<S: State>(
     results: &mut Vec<Option<TaskResult<S>>>,
 ) -> Result<(), Box<InlineSave<S>>> {
     results.clear();
-    let result = match extra.prefilled {
-        Some(output) => Ok(output),
-        None => {
+    let spec = &core.nodes[task.node];
+    let result = match (extra.prefilled, &spec.runner) {
+        (Some(output), _) => Ok(output),
+        // Nothing to save and no task events: just the node's context and its call.
+        (None, NodeRunner::Sync(f))
+            if extra.saver.is_none() && !scope.streams(StreamMode::Tasks) =>
+        {
+            let ctx = node_context(spec, task, scope, None, extra.scratchpad);
+            attempt_sync(f, snapshot, &ctx).into_result(&ctx.node, 1)
+        }
+        (None, _) => {
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
                 Some(result) if run.wants_save(&result) => {
@@ -311,7 +326,8 @@ fn tagged<S: State>(
 struct LeanTask<S: State> {
     future: BoxFuture<'static, Result<NodeOutput<S>, BoxError>>,
     writer: StreamWriter,
-    span: tracing::Span,
+    /// The node's span, when a subscriber is installed.
+    span: Option<tracing::Span>,
     node: Arc<str>,
 }
 
@@ -320,7 +336,7 @@ impl<S: State> Future for LeanTask<S> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
         let this = &mut *self;
-        let _entered = this.span.enter();
+        let _entered = this.span.as_ref().map(tracing::Span::enter);
         let future = &mut this.future;
         let polled = this
             .writer
@@ -356,37 +372,47 @@ fn prepare<S: State>(
     scratchpad: Option<Arc<Scratchpad>>,
 ) -> TaskRun<S> {
     let spec = &core.nodes[task.node];
-    let writer = match scope.target {
-        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
-        None => StreamWriter::disabled(),
-    };
     let events = scope
         .target
-        .filter(|t| t.modes.contains(StreamMode::Tasks))
+        .filter(|_| scope.streams(StreamMode::Tasks))
         .cloned();
     TaskRun {
         runner: spec.runner.clone(),
         retry: spec.retry.clone(),
         timeout: spec.timeout,
-        ctx: NodeContext {
-            node: Arc::clone(&spec.name),
-            step: scope.step,
-            attempt: 1,
-            config: Arc::clone(scope.config),
-            writer,
-            input: task.input.clone().map(PacketDebug),
-            namespace: Arc::clone(scope.namespace),
-            scratchpad,
-            store: scope.store.cloned(),
-            checkpoint: saver
-                .as_ref()
-                .filter(|_| spec.runner.subgraph().is_some())
-                .map(|s| s.link(&spec.name)),
-        },
+        ctx: node_context(spec, task, scope, saver.as_ref(), scratchpad),
         index,
         events,
         saver,
         started: None,
+    }
+}
+
+/// The context of a task of the node `spec` (its first attempt).
+fn node_context<S: State>(
+    spec: &NodeSpec<S>,
+    task: &Task,
+    scope: &StepScope<'_>,
+    saver: Option<&TaskSaver>,
+    scratchpad: Option<Arc<Scratchpad>>,
+) -> NodeContext {
+    let writer = match scope.target {
+        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
+        None => StreamWriter::disabled(),
+    };
+    NodeContext {
+        node: Arc::clone(&spec.name),
+        step: scope.step,
+        attempt: 1,
+        config: Arc::clone(scope.config),
+        writer,
+        input: task.input.clone().map(PacketDebug),
+        namespace: Arc::clone(scope.namespace),
+        scratchpad,
+        store: scope.store.cloned(),
+        checkpoint: saver
+            .filter(|_| spec.runner.subgraph().is_some())
+            .map(|s| s.link(&spec.name)),
     }
 }
 
@@ -396,6 +422,36 @@ enum Attempt<S: State> {
     Failed(BoxError),
     TimedOut(Duration),
     Panicked(String),
+}
+
+impl<S: State> Attempt<S> {
+    /// The task's result after this attempt, the last one (attempt number `attempts`).
+    fn into_result(self, node: &Arc<str>, attempts: u32) -> TaskResult<S> {
+        match self {
+            Self::Done(output) => Ok(output),
+            Self::Panicked(message) => Err(Error::NodePanicked {
+                node: node.to_string(),
+                message,
+            }),
+            Self::TimedOut(timeout) => Err(Error::NodeTimeout {
+                node: node.to_string(),
+                timeout,
+            }),
+            Self::Failed(error) => Err(into_task_error(node, attempts, error)),
+        }
+    }
+}
+
+/// One attempt of the sync node `f`, inline, with `ctx`'s stream writer as the current one.
+fn attempt_sync<S: State>(f: &SyncFn<S>, snapshot: &Arc<S>, ctx: &NodeContext) -> Attempt<S> {
+    // Not even a disabled span without a subscriber: entering and leaving one costs.
+    let _entered = tracing_on().then(|| node_span(ctx).entered());
+    let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, ctx)));
+    match ctx.writer.clone().sync_scope(call) {
+        Ok(Ok(output)) => Attempt::Done(output),
+        Ok(Err(err)) => Attempt::Failed(err),
+        Err(panic) => Attempt::Panicked(panic_message(&*panic)),
+    }
 }
 
 /// What to do after an attempt.
@@ -451,21 +507,9 @@ impl<S: State> TaskRun<S> {
         }
     }
 
-    /// One attempt of a sync node, inline.
-    fn attempt_sync(&self, f: &SyncFn<S>, snapshot: &Arc<S>) -> Attempt<S> {
-        // Not even a disabled span without a subscriber: entering and leaving one costs.
-        let _entered = tracing_on().then(|| node_span(&self.ctx).entered());
-        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
-        match self.ctx.writer.clone().sync_scope(call) {
-            Ok(Ok(output)) => Attempt::Done(output),
-            Ok(Err(err)) => Attempt::Failed(err),
-            Err(panic) => Attempt::Panicked(panic_message(&*panic)),
-        }
-    }
-
     async fn attempt(&self, snapshot: &Arc<S>) -> Attempt<S> {
         match &self.runner {
-            NodeRunner::Sync(f) => self.attempt_sync(f, snapshot),
+            NodeRunner::Sync(f) => attempt_sync(f, snapshot, &self.ctx),
             NodeRunner::Async(f) => {
                 let span = node_span(&self.ctx);
                 let future =
@@ -498,7 +542,7 @@ impl<S: State> TaskRun<S> {
         let NodeRunner::Sync(f) = &self.runner else {
             return None;
         };
-        let attempt = self.attempt_sync(f, snapshot);
+        let attempt = attempt_sync(f, snapshot, &self.ctx);
         let result = match self.settle(attempt) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.
@@ -526,7 +570,7 @@ impl<S: State> TaskRun<S> {
     /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
     fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
         let node = Arc::clone(&self.ctx.node);
-        let span = node_span(&self.ctx);
+        let span = tracing_on().then(|| node_span(&self.ctx));
         let writer = self.ctx.writer.clone();
         LeanTask {
             future: f.call(Arc::clone(snapshot), self.ctx),
@@ -592,10 +636,7 @@ impl<S: State> TaskRun<S> {
                     duration: elapsed(),
                     error: message.clone(),
                 });
-                return Settled::Done(Err(Error::NodePanicked {
-                    node: self.ctx.node.to_string(),
-                    message,
-                }));
+                return Settled::Done(Attempt::Panicked(message).into_result(&self.ctx.node, 1));
             }
             Attempt::TimedOut(timeout) => Box::new(Error::NodeTimeout {
                 node: self.ctx.node.to_string(),
