@@ -13,7 +13,7 @@ use futures::{FutureExt, StreamExt};
 
 use crate::command::Goto;
 use crate::error::{BoxError, Error};
-use crate::graph::compiled::GraphCore;
+use crate::graph::compiled::{GraphCore, NodeSpec};
 use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner, SyncFn};
 use crate::interrupt::Scratchpad;
 use crate::run::config::{RetryPolicy, RunConfig};
@@ -26,13 +26,14 @@ use crate::run::stream::{
 use crate::state::{State, StepWrites};
 use crate::store::Store;
 
-/// What every task of one step shares.
-pub(crate) struct StepScope {
+/// What every task of one step shares, borrowed from the run (each task clones what it
+/// keeps).
+pub(crate) struct StepScope<'a> {
     pub(crate) step: usize,
-    pub(crate) config: Arc<RunConfig>,
-    pub(crate) target: Option<StreamTarget>,
-    pub(crate) namespace: Namespace,
-    pub(crate) store: Option<Arc<dyn Store>>,
+    pub(crate) config: &'a Arc<RunConfig>,
+    pub(crate) target: Option<&'a StreamTarget>,
+    pub(crate) namespace: &'a Namespace,
+    pub(crate) store: Option<&'a Arc<dyn Store>>,
 }
 
 /// What differs per task besides its node: restored output, persistence, interrupts.
@@ -73,6 +74,13 @@ pub(crate) struct StepBuffers<S: State> {
     pub(crate) gotos: Vec<Vec<Goto>>,
     /// Where the planner writes the next step's tasks.
     pub(crate) next: Vec<Task>,
+}
+
+impl StepScope<'_> {
+    /// `true` when the run streams `mode`.
+    fn streams(&self, mode: StreamMode) -> bool {
+        self.target.is_some_and(|t| t.modes.contains(mode))
+    }
 }
 
 impl<S: State> Default for StepBuffers<S> {
@@ -122,7 +130,7 @@ pub(crate) async fn run_step<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
     snapshot: &Arc<S>,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
     results: &mut Vec<Option<TaskResult<S>>>,
 ) {
@@ -149,13 +157,74 @@ pub(crate) async fn run_step<S: State>(
     results[0] = Some(result);
 }
 
+/// `true` when `tasks` is one task of a sync node without a retry policy: a step
+/// [`run_inline_step`] runs with no future at all.
+pub(crate) fn runs_inline<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> bool {
+    matches!(tasks, [task] if {
+        let spec = &core.nodes[task.node];
+        spec.retry.is_none() && matches!(spec.runner, NodeRunner::Sync(_))
+    })
+}
+
+/// The one task of an inline step, run, with a result its saver wants saved.
+pub(crate) struct InlineSave<S: State> {
+    run: TaskRun<S>,
+    result: TaskResult<S>,
+}
+
+impl<S: State> InlineSave<S> {
+    /// Saves the result; the task's result once saved.
+    pub(crate) async fn finish(self: Box<Self>) -> TaskResult<S> {
+        let Self { run, result } = *self;
+        run.save(result).await
+    }
+}
+
+/// [`run_step`] for a step where [`runs_inline`] holds, with no future: the task's result
+/// goes to `results`, unless it still has to be saved (then it is returned, and its
+/// [`InlineSave::finish`] gives the result).
+pub(crate) fn run_inline_step<S: State>(
+    core: &GraphCore<S>,
+    task: &Task,
+    snapshot: &Arc<S>,
+    scope: &StepScope<'_>,
+    extra: TaskExtras<S>,
+    results: &mut Vec<Option<TaskResult<S>>>,
+) -> Result<(), Box<InlineSave<S>>> {
+    results.clear();
+    let spec = &core.nodes[task.node];
+    let result = match (extra.prefilled, &spec.runner) {
+        (Some(output), _) => Ok(output),
+        // Nothing to save and no task events: just the node's context and its call.
+        (None, NodeRunner::Sync(f))
+            if extra.saver.is_none() && !scope.streams(StreamMode::Tasks) =>
+        {
+            let ctx = node_context(spec, task, scope, None, extra.scratchpad);
+            attempt_sync(f, snapshot, &ctx).into_result(&ctx.node, 1)
+        }
+        (None, _) => {
+            let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
+            match run.run_inline(snapshot) {
+                Some(result) if run.wants_save(&result) => {
+                    // Boxed: large, and rare (an interrupt to save, or a saved output).
+                    return Err(Box::new(InlineSave { run, result }));
+                }
+                Some(result) => result,
+                None => Err(missing_result(core, task)),
+            }
+        }
+    };
+    results.push(Some(result));
+    Ok(())
+}
+
 /// [`run_step`] for a step of several tasks: sync nodes inline one after another, in task
 /// order, then the async tasks polled together (each alone if it is the only one).
 async fn run_many<S: State>(
     core: &GraphCore<S>,
     tasks: &[Task],
     snapshot: &Arc<S>,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
     results: &mut [Option<TaskResult<S>>],
 ) {
@@ -257,7 +326,8 @@ fn tagged<S: State>(
 struct LeanTask<S: State> {
     future: BoxFuture<'static, Result<NodeOutput<S>, BoxError>>,
     writer: StreamWriter,
-    span: tracing::Span,
+    /// The node's span, when a subscriber is installed.
+    span: Option<tracing::Span>,
     node: Arc<str>,
 }
 
@@ -266,7 +336,7 @@ impl<S: State> Future for LeanTask<S> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
         let this = &mut *self;
-        let _entered = this.span.enter();
+        let _entered = this.span.as_ref().map(tracing::Span::enter);
         let future = &mut this.future;
         let polled = this
             .writer
@@ -297,43 +367,52 @@ fn prepare<S: State>(
     core: &GraphCore<S>,
     task: &Task,
     index: usize,
-    scope: &StepScope,
+    scope: &StepScope<'_>,
     saver: Option<TaskSaver>,
     scratchpad: Option<Arc<Scratchpad>>,
 ) -> TaskRun<S> {
     let spec = &core.nodes[task.node];
-    let writer = match &scope.target {
-        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
-        None => StreamWriter::disabled(),
-    };
     let events = scope
         .target
-        .as_ref()
-        .filter(|t| t.modes.contains(StreamMode::Tasks))
+        .filter(|_| scope.streams(StreamMode::Tasks))
         .cloned();
     TaskRun {
         runner: spec.runner.clone(),
         retry: spec.retry.clone(),
         timeout: spec.timeout,
-        ctx: NodeContext {
-            node: Arc::clone(&spec.name),
-            step: scope.step,
-            attempt: 1,
-            config: Arc::clone(&scope.config),
-            writer,
-            input: task.input.clone().map(PacketDebug),
-            namespace: Arc::clone(&scope.namespace),
-            scratchpad,
-            store: scope.store.clone(),
-            checkpoint: saver
-                .as_ref()
-                .filter(|_| spec.runner.subgraph().is_some())
-                .map(|s| s.link(&spec.name)),
-        },
+        ctx: node_context(spec, task, scope, saver.as_ref(), scratchpad),
         index,
         events,
         saver,
         started: None,
+    }
+}
+
+/// The context of a task of the node `spec` (its first attempt).
+fn node_context<S: State>(
+    spec: &NodeSpec<S>,
+    task: &Task,
+    scope: &StepScope<'_>,
+    saver: Option<&TaskSaver>,
+    scratchpad: Option<Arc<Scratchpad>>,
+) -> NodeContext {
+    let writer = match scope.target {
+        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
+        None => StreamWriter::disabled(),
+    };
+    NodeContext {
+        node: Arc::clone(&spec.name),
+        step: scope.step,
+        attempt: 1,
+        config: Arc::clone(scope.config),
+        writer,
+        input: task.input.clone().map(PacketDebug),
+        namespace: Arc::clone(scope.namespace),
+        scratchpad,
+        store: scope.store.cloned(),
+        checkpoint: saver
+            .filter(|_| spec.runner.subgraph().is_some())
+            .map(|s| s.link(&spec.name)),
     }
 }
 
@@ -343,6 +422,36 @@ enum Attempt<S: State> {
     Failed(BoxError),
     TimedOut(Duration),
     Panicked(String),
+}
+
+impl<S: State> Attempt<S> {
+    /// The task's result after this attempt, the last one (attempt number `attempts`).
+    fn into_result(self, node: &Arc<str>, attempts: u32) -> TaskResult<S> {
+        match self {
+            Self::Done(output) => Ok(output),
+            Self::Panicked(message) => Err(Error::NodePanicked {
+                node: node.to_string(),
+                message,
+            }),
+            Self::TimedOut(timeout) => Err(Error::NodeTimeout {
+                node: node.to_string(),
+                timeout,
+            }),
+            Self::Failed(error) => Err(into_task_error(node, attempts, error)),
+        }
+    }
+}
+
+/// One attempt of the sync node `f`, inline, with `ctx`'s stream writer as the current one.
+fn attempt_sync<S: State>(f: &SyncFn<S>, snapshot: &Arc<S>, ctx: &NodeContext) -> Attempt<S> {
+    // Not even a disabled span without a subscriber: entering and leaving one costs.
+    let _entered = tracing_on().then(|| node_span(ctx).entered());
+    let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, ctx)));
+    match ctx.writer.clone().sync_scope(call) {
+        Ok(Ok(output)) => Attempt::Done(output),
+        Ok(Err(err)) => Attempt::Failed(err),
+        Err(panic) => Attempt::Panicked(panic_message(&*panic)),
+    }
 }
 
 /// What to do after an attempt.
@@ -398,20 +507,9 @@ impl<S: State> TaskRun<S> {
         }
     }
 
-    /// One attempt of a sync node, inline.
-    fn attempt_sync(&self, f: &SyncFn<S>, snapshot: &Arc<S>) -> Attempt<S> {
-        let _entered = node_span(&self.ctx).entered();
-        let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, &self.ctx)));
-        match self.ctx.writer.clone().sync_scope(call) {
-            Ok(Ok(output)) => Attempt::Done(output),
-            Ok(Err(err)) => Attempt::Failed(err),
-            Err(panic) => Attempt::Panicked(panic_message(&*panic)),
-        }
-    }
-
     async fn attempt(&self, snapshot: &Arc<S>) -> Attempt<S> {
         match &self.runner {
-            NodeRunner::Sync(f) => self.attempt_sync(f, snapshot),
+            NodeRunner::Sync(f) => attempt_sync(f, snapshot, &self.ctx),
             NodeRunner::Async(f) => {
                 let span = node_span(&self.ctx);
                 let future =
@@ -437,12 +535,14 @@ impl<S: State> TaskRun<S> {
     /// Runs a sync node without a retry policy right here, with its task events; `None`
     /// (nothing run) for any other node. The output still has to be [saved](Self::save).
     fn run_inline(&mut self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
-        let f = match &self.runner {
-            NodeRunner::Sync(f) if self.retry.is_none() => Arc::clone(f),
-            _ => return None,
-        };
+        if self.retry.is_some() || !matches!(self.runner, NodeRunner::Sync(_)) {
+            return None;
+        }
         self.start();
-        let attempt = self.attempt_sync(&f, snapshot);
+        let NodeRunner::Sync(f) = &self.runner else {
+            return None;
+        };
+        let attempt = attempt_sync(f, snapshot, &self.ctx);
         let result = match self.settle(attempt) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.
@@ -470,7 +570,7 @@ impl<S: State> TaskRun<S> {
     /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
     fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
         let node = Arc::clone(&self.ctx.node);
-        let span = node_span(&self.ctx);
+        let span = tracing_on().then(|| node_span(&self.ctx));
         let writer = self.ctx.writer.clone();
         LeanTask {
             future: f.call(Arc::clone(snapshot), self.ctx),
@@ -536,10 +636,7 @@ impl<S: State> TaskRun<S> {
                     duration: elapsed(),
                     error: message.clone(),
                 });
-                return Settled::Done(Err(Error::NodePanicked {
-                    node: self.ctx.node.to_string(),
-                    message,
-                }));
+                return Settled::Done(Attempt::Panicked(message).into_result(&self.ctx.node, 1));
             }
             Attempt::TimedOut(timeout) => Box::new(Error::NodeTimeout {
                 node: self.ctx.node.to_string(),

@@ -178,15 +178,19 @@ impl<'a, S: State> Planner<'a, S> {
             self.flags[id] = false;
         }
         let core = self.core;
-        self.triggered
-            .sort_unstable_by_key(|&id| core.nodes[id].rank);
+        if self.triggered.len() > 1 {
+            self.triggered
+                .sort_unstable_by_key(|&id| core.nodes[id].rank);
+        }
         tasks.reserve(self.triggered.len() + self.sends.len());
         tasks.extend(
             self.triggered
                 .drain(..)
                 .map(|node| Task { node, input: None }),
         );
-        tasks.append(&mut self.sends);
+        if !self.sends.is_empty() {
+            tasks.append(&mut self.sends);
+        }
     }
 }
 
@@ -269,8 +273,10 @@ pub(crate) fn next_tasks_into<S: State>(
                 planner.trigger(core.joins[join].target);
             }
         }
-        for goto in gotos {
-            planner.goto(&node.name, goto, node.destinations.as_deref())?;
+        if !gotos.is_empty() {
+            for goto in gotos {
+                planner.goto(&node.name, goto, node.destinations.as_deref())?;
+            }
         }
         for branch in &node.branches {
             planner.route(&node.name, branch, state)?;

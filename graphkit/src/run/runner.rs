@@ -45,6 +45,70 @@ pub(crate) struct Runner<S: State> {
     pub(crate) link: Option<Arc<TaskLink>>,
 }
 
+/// What task `i` of a step needs besides its node: its output restored from `pending`,
+/// its saver, and its interrupt bookkeeping (its own with a checkpointer, else the parent
+/// task's, if any).
+fn task_extras<S: State>(
+    i: usize,
+    parallel: bool,
+    pending: &mut Option<PendingStep<S>>,
+    persist: Option<&Persist>,
+    inherited: &Option<Arc<Scratchpad>>,
+) -> TaskExtras<S> {
+    TaskExtras {
+        prefilled: pending
+            .as_mut()
+            .and_then(|p| p.outputs.remove(&i))
+            .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
+        saver: persist.and_then(|p| p.task_saver(i, parallel)),
+        scratchpad: match persist {
+            Some(_) => Some(Scratchpad::new(
+                pending
+                    .as_mut()
+                    .and_then(|p| p.resume.remove(&i))
+                    .unwrap_or_default(),
+            )),
+            None => inherited.clone(),
+        },
+    }
+}
+
+/// How the step whose task results are in `results` (one per task) ended; when a task
+/// failed or paused, `results` is drained into the outcome.
+fn step_outcome<S: State>(
+    core: &GraphCore<S>,
+    tasks: &[Task],
+    results: &mut Vec<Option<execute::TaskResult<S>>>,
+) -> StepOutcome<S> {
+    if results.iter().all(|r| matches!(r, Some(Ok(_)))) {
+        return StepOutcome::Finished;
+    }
+    let mut outputs = Vec::with_capacity(results.len());
+    let mut interrupts = Vec::new();
+    let mut failures = Vec::new();
+    for (index, result) in results.drain(..).enumerate() {
+        match result {
+            Some(Ok(output)) => outputs.push((index, output)),
+            Some(Err(Error::Interrupt(signal))) => interrupts.push((index, signal)),
+            Some(Err(error)) => failures.push((index, error)),
+            None => failures.push((index, execute::missing_result(core, &tasks[index]))),
+        }
+    }
+    StepOutcome::Stopped {
+        outputs,
+        interrupts,
+        failures,
+    }
+}
+
+/// Awaits `future` (a small one: it is moved into this one) inside `span`, if any.
+async fn in_span<F: Future>(span: Option<&tracing::Span>, future: F) -> F::Output {
+    match span {
+        Some(span) => tracing::Instrument::instrument(future, span.clone()).await,
+        None => future.await,
+    }
+}
+
 /// How one super-step ended.
 enum StepOutcome<S: State> {
     /// Every task finished: their outputs are in the step's buffers, in task order.
@@ -244,30 +308,47 @@ impl<S: State> Runner<S> {
                 });
             }
             self.step += 1;
-            let step_span = if execute::tracing_on() {
+            // No span at all without a subscriber: even a disabled one costs.
+            let step_span = execute::tracing_on().then(|| {
                 tracing::info_span!(
                     "step",
                     step = self.step,
                     tasks = tasks.len(),
                     thread_id = self.config.thread_id.as_deref(),
                 )
-            } else {
-                tracing::Span::none()
-            };
+            });
 
-            let execute = self.execute_step(
-                core,
-                &tasks,
-                pending.take(),
-                persist.as_deref(),
-                &mut buffers,
-            );
-            // Instrumented only when someone listens: wrapping moves the step's future.
-            let outcome = if step_span.is_disabled() {
-                execute.await
-            } else {
-                tracing::Instrument::instrument(execute, step_span.clone()).await
+            // A step of one sync node runs right here, with no future to build and move.
+            let inline = execute::runs_inline(core, &tasks).then(|| {
+                let _entered = step_span.as_ref().map(tracing::Span::enter);
+                self.execute_inline(core, &tasks, &mut pending, persist.as_deref(), &mut buffers)
+            });
+            let outcome = match inline {
+                Some(Ok(())) => step_outcome(core, &tasks, &mut buffers.results),
+                Some(Err(save)) => {
+                    let result = in_span(step_span.as_ref(), save.finish()).await;
+                    buffers.results.push(Some(result));
+                    step_outcome(core, &tasks, &mut buffers.results)
+                }
+                None => {
+                    let execute = self.execute_step(
+                        core,
+                        &tasks,
+                        pending.take(),
+                        persist.as_deref(),
+                        &mut buffers,
+                    );
+                    // Wrapped only when there is a span: wrapping moves the step's future.
+                    match &step_span {
+                        Some(span) => tracing::Instrument::instrument(execute, span.clone()).await,
+                        None => execute.await,
+                    }
+                }
             };
+            if pending.is_some() {
+                // What the start restored is for its first step only.
+                pending = None;
+            }
             match outcome {
                 StepOutcome::Finished => {}
                 StepOutcome::Stopped {
@@ -324,7 +405,7 @@ impl<S: State> Runner<S> {
             )?;
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                 let save = self.save_step(core, p, &tasks, &recorded, &next, &joins);
-                tracing::Instrument::instrument(save, step_span).await?;
+                in_span(step_span.as_ref(), save).await?;
             }
             if !next.is_empty() && self.may_pause(core, InterruptKind::After, &tasks) {
                 let after = StaticCheck {
@@ -378,53 +459,49 @@ impl<S: State> Runner<S> {
     ) -> StepOutcome<S> {
         let parallel = tasks.len() > 1;
         let inherited = &self.inherited_scratchpad;
-        let extras = |i: usize| TaskExtras {
-            prefilled: pending
-                .as_mut()
-                .and_then(|p| p.outputs.remove(&i))
-                .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
-            saver: persist.and_then(|p| p.task_saver(i, parallel)),
-            scratchpad: match persist {
-                Some(_) => Some(Scratchpad::new(
-                    pending
-                        .as_mut()
-                        .and_then(|p| p.resume.remove(&i))
-                        .unwrap_or_default(),
-                )),
-                None => inherited.clone(),
-            },
-        };
-        let scope = StepScope {
-            step: self.step,
-            config: Arc::clone(&self.config),
-            target: self.emitter.target.clone(),
-            namespace: Arc::clone(&self.namespace),
-            store: core.store.clone(),
-        };
+        let extras = |i: usize| task_extras(i, parallel, &mut pending, persist, inherited);
         // The snapshot takes the state by move; it is cloned back only if a task kept
         // a reference past the step.
         let snapshot = buffers.share(&mut self.state);
+        let scope = self.step_scope(core);
         execute::run_step(core, tasks, &snapshot, &scope, extras, &mut buffers.results).await;
         buffers.restore(snapshot, &mut self.state);
+        step_outcome(core, tasks, &mut buffers.results)
+    }
 
-        if buffers.results.iter().all(|r| matches!(r, Some(Ok(_)))) {
-            return StepOutcome::Finished;
-        }
-        let mut outputs = Vec::with_capacity(buffers.results.len());
-        let mut interrupts = Vec::new();
-        let mut failures = Vec::new();
-        for (index, result) in buffers.results.drain(..).enumerate() {
-            match result {
-                Some(Ok(output)) => outputs.push((index, output)),
-                Some(Err(Error::Interrupt(signal))) => interrupts.push((index, signal)),
-                Some(Err(error)) => failures.push((index, error)),
-                None => failures.push((index, execute::missing_result(core, &tasks[index]))),
-            }
-        }
-        StepOutcome::Stopped {
-            outputs,
-            interrupts,
-            failures,
+    /// [`Self::execute_step`] for a step where [`execute::runs_inline`] holds: the same,
+    /// without a future, unless the task's result must be saved (then it is returned).
+    fn execute_inline(
+        &mut self,
+        core: &GraphCore<S>,
+        tasks: &[Task],
+        pending: &mut Option<PendingStep<S>>,
+        persist: Option<&Persist>,
+        buffers: &mut StepBuffers<S>,
+    ) -> Result<(), Box<execute::InlineSave<S>>> {
+        let extra = task_extras(0, false, pending, persist, &self.inherited_scratchpad);
+        let snapshot = buffers.share(&mut self.state);
+        let scope = self.step_scope(core);
+        let ran = execute::run_inline_step(
+            core,
+            &tasks[0],
+            &snapshot,
+            &scope,
+            extra,
+            &mut buffers.results,
+        );
+        buffers.restore(snapshot, &mut self.state);
+        ran
+    }
+
+    /// What every task of the current step shares.
+    fn step_scope<'a>(&'a self, core: &'a GraphCore<S>) -> StepScope<'a> {
+        StepScope {
+            step: self.step,
+            config: &self.config,
+            target: self.emitter.target.as_ref(),
+            namespace: &self.namespace,
+            store: core.store.as_ref(),
         }
     }
 
