@@ -85,7 +85,7 @@ impl PostgresOptions {
 /// ```no_run
 /// use graphkit_server::backend::postgres::{PostgresBackend, PostgresOptions};
 ///
-/// # async fn open() -> graphkit_server::Result<()> {
+/// # async fn open() -> Result<(), graphkit_server::ServerError> {
 /// let backend = PostgresBackend::connect_with(
 ///     "postgres://app@db.internal/app",
 ///     PostgresOptions::default().schema("agents"),
