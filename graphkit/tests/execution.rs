@@ -440,6 +440,40 @@ async fn cancelling_the_token_stops_the_run() {
     assert!(matches!(err, Error::Cancelled));
 }
 
+/// A cancelled run releases its thread before it returns: the next run on the thread
+/// (here a direct lock attempt, with no await in between for a background unlock to run)
+/// never finds it busy.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_run_has_released_its_thread_when_it_returns() {
+    use graphkit::checkpoint::{Checkpointer, InMemorySaver};
+    let token = tokio_util::sync::CancellationToken::new();
+    let inner = token.clone();
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("stuck", move |_: Arc<Log>| {
+        let inner = inner.clone();
+        async move {
+            inner.cancel();
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            LogUpdate::new()
+        }
+    })
+    .add_edge(START, "stuck");
+    let saver = Arc::new(InMemorySaver::new());
+    let graph = g
+        .compile_with(graphkit::CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    let config = RunConfig::new().thread_id("t").cancellation(token);
+    let err = graph
+        .invoke_with(LogUpdate::new(), config)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Cancelled), "{err}");
+    assert!(
+        saver.try_lock_thread("t", "the next run").await.unwrap(),
+        "the cancelled run still held the thread"
+    );
+}
+
 #[tokio::test]
 async fn an_empty_update_still_fires_static_edges() {
     let mut g = StateGraph::<Log>::new();

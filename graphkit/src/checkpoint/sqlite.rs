@@ -21,7 +21,8 @@ use super::sqlite_writer::{self, INSERT_CHECKPOINT, UPSERT_WRITE, Writer, metada
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
 use crate::error::Error;
 
-const BACKEND: &str = "sqlite checkpointer";
+/// How errors of the SQLite checkpointer name it.
+pub(super) const BACKEND: &str = "sqlite checkpointer";
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -116,7 +117,7 @@ impl SqliteSaver {
         let path = path.as_ref();
         let pool = Self::open_pool_with(path, BACKEND, sync).await?;
         let mut saver = Self::from_pool(pool).await?;
-        saver.writer = Some(Arc::new(Writer::open(path, sync)?));
+        saver.writer = Some(Arc::new(Writer::open(path, sync).await?));
         Ok(saver)
     }
 
@@ -185,7 +186,7 @@ impl SqliteSaver {
                 .test_before_acquire(false)
                 .connect_with(options.clone())
         };
-        retry_while_locked(connect)
+        retry_while_locked(is_locked, connect)
             .await
             .map_err(|e| backend_error(backend, &format!("cannot open {}", path.display()), e))
     }
@@ -212,9 +213,10 @@ impl SqliteSaver {
         component: &str,
         migrations: &[Migration],
     ) -> Result<(), Error> {
-        let applied = retry_while_locked(|| apply_migrations(pool, component, migrations))
-            .await
-            .map_err(|e| backend_error(backend, "schema migration failed", e))?;
+        let applied =
+            retry_while_locked(is_locked, || apply_migrations(pool, component, migrations))
+                .await
+                .map_err(|e| backend_error(backend, "schema migration failed", e))?;
         let known = migrations.last().map_or(0, |m| m.0);
         if applied > known {
             return Err(Error::Backend {
@@ -280,10 +282,13 @@ async fn apply_migrations(
 /// process is creating, converting to WAL or recovering: there SQLite returns "database is
 /// locked" at once (it declines to wait where waiting could deadlock). Opening then starts
 /// over, with a short, growing pause.
-async fn retry_while_locked<T, F, Fut>(mut attempt: F) -> Result<T, sqlx::Error>
+pub(super) async fn retry_while_locked<T, E, F, Fut>(
+    is_locked: fn(&E) -> bool,
+    mut attempt: F,
+) -> Result<T, E>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, sqlx::Error>>,
+    Fut: Future<Output = Result<T, E>>,
 {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     let mut pause = Duration::from_millis(5);
@@ -536,64 +541,63 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
-        let err = |e| backend_error(BACKEND, "locking a thread", e);
         let me = Holder::current();
+        if let Some(writer) = &self.writer {
+            let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
+            return writer
+                .run("locking a thread", move |conn| {
+                    sqlite_writer::try_lock_thread(conn, &thread, &run, me)
+                })
+                .await;
+        }
+        let err = |e| backend_error(BACKEND, "locking a thread", e);
         let mut conn = self.pool.acquire().await.map_err(err)?;
         // Each pass either takes a free lock, or sees a holder and replaces it only if it is
         // unchanged and dead (compare-and-swap); a race lost to a live run means busy.
         for _ in 0..3 {
-            let taken = sqlx::query(
-                "INSERT INTO graphkit_thread_locks (thread_id, run_id, pid, pid_start, acquired_at_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (thread_id) DO NOTHING",
-            )
-            .bind(thread_id)
-            .bind(run_id)
-            .bind(me.pid)
-            .bind(me.start)
-            .bind(now_ms())
-            .execute(&mut *conn)
-            .await
-            .map_err(err)?;
+            let taken = sqlx::query(LOCK_INSERT)
+                .bind(thread_id)
+                .bind(run_id)
+                .bind(me.pid)
+                .bind(me.start)
+                .bind(now_ms())
+                .execute(&mut *conn)
+                .await
+                .map_err(err)?;
             if taken.rows_affected() == 1 {
                 return Ok(true);
             }
-            let Some(row) = sqlx::query(
-                "SELECT run_id, pid, pid_start FROM graphkit_thread_locks WHERE thread_id = ?1",
-            )
-            .bind(thread_id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(err)?
+            let Some(row) = sqlx::query(LOCK_HOLDER)
+                .bind(thread_id)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(err)?
             else {
                 continue; // released in between: try again
             };
             let holder_run: String = row.try_get("run_id").map_err(err)?;
-            if holder_run == run_id {
-                return Ok(true);
-            }
             let holder = Holder {
                 pid: row.try_get("pid").map_err(err)?,
                 start: row.try_get("pid_start").map_err(err)?,
             };
-            if holder.is_alive() {
-                return Ok(false);
+            match LockHolder::judge(&holder_run, holder, run_id) {
+                LockHolder::Us => return Ok(true),
+                LockHolder::Alive => return Ok(false),
+                LockHolder::Gone => {}
             }
-            let replaced = sqlx::query(
-                "UPDATE graphkit_thread_locks SET run_id = ?1, pid = ?2, pid_start = ?3, acquired_at_ms = ?4 \
-                 WHERE thread_id = ?5 AND run_id = ?6 AND pid = ?7",
-            )
-            .bind(run_id)
-            .bind(me.pid)
-            .bind(me.start)
-            .bind(now_ms())
-            .bind(thread_id)
-            .bind(&holder_run)
-            .bind(holder.pid)
-            .execute(&mut *conn)
-            .await
-            .map_err(err)?;
+            let replaced = sqlx::query(LOCK_TAKE_OVER)
+                .bind(run_id)
+                .bind(me.pid)
+                .bind(me.start)
+                .bind(now_ms())
+                .bind(thread_id)
+                .bind(&holder_run)
+                .bind(holder.pid)
+                .execute(&mut *conn)
+                .await
+                .map_err(err)?;
             if replaced.rows_affected() == 1 {
-                tracing::warn!(thread_id, dead_run = %holder_run, pid = holder.pid, "took over the lock of a run whose process is gone");
+                took_over(thread_id, &holder_run, holder);
                 return Ok(true);
             }
         }
@@ -601,23 +605,77 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
-        let err = |e| backend_error(BACKEND, "unlocking a thread", e);
-        sqlx::query("DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2")
+        if let Some(writer) = &self.writer {
+            let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
+            return writer
+                .run("unlocking a thread", move |conn| {
+                    conn.prepare_cached(UNLOCK)?
+                        .execute(rusqlite::params![thread, run])
+                        .map(drop)
+                })
+                .await;
+        }
+        sqlx::query(UNLOCK)
             .bind(thread_id)
             .bind(run_id)
             .execute(&self.pool)
             .await
-            .map_err(err)?;
+            .map_err(|e| backend_error(BACKEND, "unlocking a thread", e))?;
         Ok(())
     }
+}
+
+/// Takes a free thread lock: (thread_id, run_id, pid, pid_start, acquired_at_ms).
+pub(super) const LOCK_INSERT: &str = "INSERT INTO graphkit_thread_locks (thread_id, run_id, pid, pid_start, acquired_at_ms) \
+     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (thread_id) DO NOTHING";
+/// The holder of a thread's lock: (thread_id) → run_id, pid, pid_start.
+pub(super) const LOCK_HOLDER: &str =
+    "SELECT run_id, pid, pid_start FROM graphkit_thread_locks WHERE thread_id = ?1";
+/// Takes over a dead holder's lock if it is unchanged: (run_id, pid, pid_start,
+/// acquired_at_ms, thread_id, holder's run_id, holder's pid).
+pub(super) const LOCK_TAKE_OVER: &str = "UPDATE graphkit_thread_locks SET run_id = ?1, pid = ?2, pid_start = ?3, acquired_at_ms = ?4 \
+     WHERE thread_id = ?5 AND run_id = ?6 AND pid = ?7";
+/// Releases a lock the run holds: (thread_id, run_id).
+const UNLOCK: &str = "DELETE FROM graphkit_thread_locks WHERE thread_id = ?1 AND run_id = ?2";
+
+/// Who holds a lock another run asked for.
+pub(super) enum LockHolder {
+    /// The asking run itself (it locked the thread before).
+    Us,
+    /// A live process's run: the thread is busy.
+    Alive,
+    /// A run whose process is gone: the lock may be taken over.
+    Gone,
+}
+
+impl LockHolder {
+    pub(super) fn judge(holder_run: &str, holder: Holder, run_id: &str) -> Self {
+        if holder_run == run_id {
+            Self::Us
+        } else if holder.is_alive() {
+            Self::Alive
+        } else {
+            Self::Gone
+        }
+    }
+}
+
+/// Logs that `thread_id`'s lock was taken over from a dead process's run.
+pub(super) fn took_over(thread_id: &str, dead_run: &str, holder: Holder) {
+    tracing::warn!(
+        thread_id,
+        dead_run,
+        pid = holder.pid,
+        "took over the lock of a run whose process is gone"
+    );
 }
 
 /// The process holding a thread lock: its pid, and its start time (in clock ticks since
 /// boot, from `/proc/<pid>/stat`) so a recycled pid is not mistaken for the holder.
 #[derive(Debug, Clone, Copy)]
-struct Holder {
-    pid: i64,
-    start: Option<i64>,
+pub(super) struct Holder {
+    pub(super) pid: i64,
+    pub(super) start: Option<i64>,
 }
 
 impl Holder {

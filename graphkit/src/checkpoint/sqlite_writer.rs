@@ -20,11 +20,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
-use super::sqlite::{BUSY_TIMEOUT, SqliteSync};
-use super::{CheckpointRecord, PendingWrite};
+use super::sqlite::{
+    BACKEND, BUSY_TIMEOUT, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder,
+    SqliteSync, retry_while_locked, took_over,
+};
+use super::{CheckpointRecord, PendingWrite, now_ms};
 use crate::error::Error;
-
-const BACKEND: &str = "sqlite checkpointer";
 
 /// Inserts (or replaces) one checkpoint row; parameters in the order of
 /// [`insert_checkpoint`]'s binds.
@@ -61,27 +62,12 @@ pub(super) struct Writer {
 
 impl Writer {
     /// Opens a connection to the file the saver's pool has created and migrated (so it is in
-    /// WAL mode already: the journal mode is stored in the file).
-    pub(super) fn open(path: &Path, sync: SqliteSync) -> Result<Self, Error> {
-        let opened = || -> rusqlite::Result<Connection> {
-            let connection = Connection::open_with_flags(
-                path,
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_URI,
-            )?;
-            // Opening may read the schema; let it wait for another process's write.
-            connection.busy_timeout(BUSY_TIMEOUT)?;
-            let synchronous = match sync {
-                SqliteSync::Full => "FULL",
-                SqliteSync::Normal => "NORMAL",
-            };
-            connection.pragma_update(None, "synchronous", synchronous)?;
-            connection.pragma_update(None, "foreign_keys", true)?;
-            connection.busy_timeout(Duration::ZERO)?;
-            Ok(connection)
-        };
-        let connection = opened()
+    /// WAL mode already: the journal mode is stored in the file). While another process
+    /// holds the file in a state SQLite will not wait on, opening starts over until the busy
+    /// timeout has passed, as the pool's opening does.
+    pub(super) async fn open(path: &Path, sync: SqliteSync) -> Result<Self, Error> {
+        let connection = retry_while_locked(is_busy, || std::future::ready(connect(path, sync)))
+            .await
             .map_err(|e| failed(&format!("cannot open {} for writing", path.display()), e))?;
         Ok(Self {
             connection: Mutex::new(Some(connection)),
@@ -159,6 +145,26 @@ impl Writer {
     }
 }
 
+/// A connection to `path` with the `sync` policy and a busy timeout of zero.
+fn connect(path: &Path, sync: SqliteSync) -> rusqlite::Result<Connection> {
+    let connection = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    // Opening may read the schema; let it wait for another process's write.
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    let synchronous = match sync {
+        SqliteSync::Full => "FULL",
+        SqliteSync::Normal => "NORMAL",
+    };
+    connection.pragma_update(None, "synchronous", synchronous)?;
+    connection.pragma_update(None, "foreign_keys", true)?;
+    connection.busy_timeout(Duration::ZERO)?;
+    Ok(connection)
+}
+
 /// Inserts (or replaces) one checkpoint row, `metadata` being its metadata as text.
 pub(super) fn insert_checkpoint(
     connection: &Connection,
@@ -219,8 +225,59 @@ pub(super) fn upsert_writes(
     tx.commit()
 }
 
+/// Takes `thread_id`'s lock for `run_id`, or takes it over from a run whose process is
+/// gone; `false` when a live run holds it. One `IMMEDIATE` transaction: the row seen is
+/// the row replaced.
+pub(super) fn try_lock_thread(
+    connection: &mut Connection,
+    thread_id: &str,
+    run_id: &str,
+    me: Holder,
+) -> rusqlite::Result<bool> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let inserted = tx.prepare_cached(LOCK_INSERT)?.execute(params![
+        thread_id,
+        run_id,
+        me.pid,
+        me.start,
+        now_ms()
+    ])?;
+    let locked = inserted == 1 || {
+        let (holder_run, holder) =
+            tx.prepare_cached(LOCK_HOLDER)?
+                .query_row(params![thread_id], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        Holder {
+                            pid: row.get(1)?,
+                            start: row.get(2)?,
+                        },
+                    ))
+                })?;
+        match LockHolder::judge(&holder_run, holder, run_id) {
+            LockHolder::Us => true,
+            LockHolder::Alive => false,
+            LockHolder::Gone => {
+                tx.prepare_cached(LOCK_TAKE_OVER)?.execute(params![
+                    run_id,
+                    me.pid,
+                    me.start,
+                    now_ms(),
+                    thread_id,
+                    holder_run,
+                    holder.pid
+                ])?;
+                took_over(thread_id, &holder_run, holder);
+                true
+            }
+        }
+    };
+    tx.commit()?;
+    Ok(locked)
+}
+
 /// `SQLITE_BUSY` or `SQLITE_LOCKED`: another connection holds the lock.
-fn is_busy(error: &rusqlite::Error) -> bool {
+pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
     matches!(
         error.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)

@@ -6,6 +6,7 @@
 //! [`stop`]: crate::run::stop
 
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::CheckpointSource;
 use crate::command::RunInput;
@@ -200,17 +201,17 @@ impl<S: State> Runner<S> {
             subgraph = self.is_subgraph,
             namespace = ?self.namespace,
         );
-        let run = tracing::Instrument::instrument(self.run_with_thread(input), span);
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Error::Cancelled),
-            done = run => done,
-        }
+        tracing::Instrument::instrument(self.run_with_thread(input, &cancel), span).await
     }
 
-    /// Checks the run's config, takes the thread (with a checkpointer), runs, and
-    /// releases the thread whatever happened.
-    async fn run_with_thread(mut self, input: RunInput<S>) -> Result<Done<S>, Error> {
+    /// Checks the run's config, takes the thread (with a checkpointer), runs until done or
+    /// cancelled, and releases the thread whatever happened: a cancelled run has released
+    /// it when it returns, so the next run on the thread never finds it busy.
+    async fn run_with_thread(
+        mut self,
+        input: RunInput<S>,
+        cancel: &CancellationToken,
+    ) -> Result<Done<S>, Error> {
         self.config.validate()?;
         let core = Arc::clone(&self.graph.core);
         // A subgraph run shares the parent's config: its per-run interrupt lists name
@@ -248,7 +249,11 @@ impl<S: State> Runner<S> {
             }
             _ => None,
         };
-        let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        let mut outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(Error::Cancelled),
+            done = self.run_steps(&core, input, persist.as_mut()) => done,
+        };
         if let Err(Error::ParentCommand { node, .. }) = &outcome
             && !self.is_subgraph
         {
