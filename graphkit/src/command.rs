@@ -26,13 +26,76 @@ use crate::state::State;
 /// ```
 #[derive(Clone)]
 pub struct SendTo {
-    pub(crate) node: Arc<str>,
+    pub(crate) node: NodeName,
     pub(crate) input: Packet,
 }
 
+/// The name of the node a [`SendTo`] runs: a `&'static str` (a literal or a `const`), kept
+/// as it is, or an owned or shared string. A fan-out of a thousand sends to a literal
+/// name allocates no name at all.
+///
+/// ```
+/// use graphkit::{NodeName, SendTo};
+///
+/// let by_literal = SendTo::new("work", 1);
+/// let by_string = SendTo::new(format!("wo{}", "rk"), 2);
+/// assert_eq!(by_literal.node(), by_string.node());
+/// assert_eq!(&*NodeName::from("work"), "work");
+/// ```
+#[derive(Clone)]
+pub struct NodeName(NameRepr);
+
+#[derive(Clone)]
+enum NameRepr {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl std::ops::Deref for NodeName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            NameRepr::Static(name) => name,
+            NameRepr::Shared(name) => name,
+        }
+    }
+}
+
+impl fmt::Debug for NodeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<&'static str> for NodeName {
+    fn from(name: &'static str) -> Self {
+        Self(NameRepr::Static(name))
+    }
+}
+
+impl From<String> for NodeName {
+    fn from(name: String) -> Self {
+        Self(NameRepr::Shared(name.into()))
+    }
+}
+
+impl From<Arc<str>> for NodeName {
+    fn from(name: Arc<str>) -> Self {
+        Self(NameRepr::Shared(name))
+    }
+}
+
+impl From<&Arc<str>> for NodeName {
+    fn from(name: &Arc<str>) -> Self {
+        Self(NameRepr::Shared(Arc::clone(name)))
+    }
+}
+
 impl SendTo {
-    /// Runs `node` with `input`.
-    pub fn new<T>(node: impl Into<Arc<str>>, input: T) -> Self
+    /// Runs `node` with `input`. A name borrowed for less than `'static` is passed owned
+    /// (`name.to_owned()`).
+    pub fn new<T>(node: impl Into<NodeName>, input: T) -> Self
     where
         T: Serialize + Clone + std::marker::Send + Sync + 'static,
     {

@@ -50,7 +50,7 @@ mod run;
 mod state;
 pub mod store;
 
-pub use command::{Command, CommandGraph, Goto, RunInput, SendTo};
+pub use command::{Command, CommandGraph, Goto, NodeName, RunInput, SendTo};
 pub use error::{BoxError, Error, ParentCommand};
 pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;

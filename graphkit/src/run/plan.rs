@@ -45,9 +45,9 @@ struct Planner<'a, S: State> {
     /// The nodes triggered so far (the scratch's list, reused from step to step).
     triggered: &'a mut Vec<NodeId>,
     sends: Vec<Task>,
-    /// The last name looked up and its node: a router's sends mostly go to one node, and
+    /// The last node looked up by name: a router's sends mostly go to one node, and
     /// comparing the name is cheaper than hashing it again.
-    lookup: Option<(Arc<str>, NodeId)>,
+    lookup: Option<NodeId>,
 }
 
 /// The per-run scratch space of the planner: the node flags, and the list of triggered
@@ -109,22 +109,22 @@ impl<'a, S: State> Planner<'a, S> {
         Ok(())
     }
 
-    fn lookup(&mut self, from: &str, name: &Arc<str>) -> Result<NodeId, Error> {
-        if let Some((last, id)) = &self.lookup
-            && (Arc::ptr_eq(last, name) || **last == **name)
+    fn lookup(&mut self, from: &str, name: &str) -> Result<NodeId, Error> {
+        if let Some(id) = self.lookup
+            && *self.core.nodes[id].name == *name
         {
-            return Ok(*id);
+            return Ok(id);
         }
         let id = self
             .core
             .by_name
-            .get(&**name)
+            .get(name)
             .copied()
             .ok_or_else(|| Error::UnknownTarget {
                 from: from.to_owned(),
-                target: name.to_string(),
+                target: name.to_owned(),
             })?;
-        self.lookup = Some((Arc::clone(name), id));
+        self.lookup = Some(id);
         Ok(id)
     }
 
@@ -145,6 +145,7 @@ impl<'a, S: State> Planner<'a, S> {
                 });
             }
         };
+        self.sends.reserve(gotos.len());
         for goto in gotos {
             let goto = match (&branch.path_map, goto) {
                 (Some(path_map), Goto::Node(label)) => {
@@ -181,6 +182,11 @@ impl<'a, S: State> Planner<'a, S> {
         if self.triggered.len() > 1 {
             self.triggered
                 .sort_unstable_by_key(|&id| core.nodes[id].rank);
+        }
+        if tasks.is_empty() && self.triggered.is_empty() {
+            // Only sends: their buffer becomes the step's.
+            std::mem::swap(tasks, &mut self.sends);
+            return;
         }
         tasks.reserve(self.triggered.len() + self.sends.len());
         tasks.extend(

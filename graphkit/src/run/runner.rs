@@ -56,9 +56,11 @@ fn task_extras<S: State>(
     persist: Option<&Persist>,
     inherited: &Option<Arc<Scratchpad>>,
 ) -> TaskExtras<S> {
+    // (An empty map is not asked: hashing the index would cost more than the rest.)
     TaskExtras {
         prefilled: pending
             .as_mut()
+            .filter(|p| !p.outputs.is_empty())
             .and_then(|p| p.outputs.remove(&i))
             .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
         saver: persist.and_then(|p| p.task_saver(i, parallel)),
@@ -66,6 +68,7 @@ fn task_extras<S: State>(
             Some(_) => Some(Scratchpad::new(
                 pending
                     .as_mut()
+                    .filter(|p| !p.resume.is_empty())
                     .and_then(|p| p.resume.remove(&i))
                     .unwrap_or_default(),
             )),
