@@ -240,8 +240,18 @@ async fn run_many<S: State>(
     let mut in_flight = FuturesUnordered::new();
     let mut lean = Vec::new();
     let mut waiting = Vec::new();
+    // Lean async tasks need nothing but their node's context: no `TaskRun` is built.
+    let lean_step = async_count > 1 && unlimited && !scope.streams(StreamMode::Tasks);
     for (index, task) in tasks.iter().enumerate() {
         let extra = extras(index);
+        if extra.prefilled.is_none() && extra.saver.is_none() && lean_step {
+            let spec = &core.nodes[task.node];
+            if let (NodeRunner::Async(f), None, None) = (&spec.runner, &spec.retry, spec.timeout) {
+                let ctx = node_context(spec, task, scope, None, extra.scratchpad);
+                lean.push((index, LeanTask::new(&**f, snapshot, ctx)));
+                continue;
+            }
+        }
         let mut run = match extra.prefilled {
             Some(output) => {
                 results[index] = Some(Ok(output));
@@ -329,6 +339,21 @@ struct LeanTask<S: State> {
     /// The node's span, when a subscriber is installed.
     span: Option<tracing::Span>,
     node: Arc<str>,
+}
+
+impl<S: State> LeanTask<S> {
+    /// Calls `f` on `snapshot` with `ctx`, its first attempt.
+    fn new(f: &dyn ErasedAsyncNode<S>, snapshot: &Arc<S>, ctx: NodeContext) -> Self {
+        let node = Arc::clone(&ctx.node);
+        let span = tracing_on().then(|| node_span(&ctx));
+        let writer = ctx.writer.clone();
+        Self {
+            future: f.call(Arc::clone(snapshot), ctx),
+            writer,
+            span,
+            node,
+        }
+    }
 }
 
 impl<S: State> Future for LeanTask<S> {
@@ -569,15 +594,7 @@ impl<S: State> TaskRun<S> {
 
     /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
     fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
-        let node = Arc::clone(&self.ctx.node);
-        let span = tracing_on().then(|| node_span(&self.ctx));
-        let writer = self.ctx.writer.clone();
-        LeanTask {
-            future: f.call(Arc::clone(snapshot), self.ctx),
-            writer,
-            span,
-            node,
-        }
+        LeanTask::new(&**f, snapshot, self.ctx)
     }
 
     /// Runs the task, then saves its output or interrupt if it has a saver.

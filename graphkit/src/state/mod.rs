@@ -131,7 +131,8 @@ pub enum ReducerKind {
 #[derive(Debug, Default)]
 pub struct StepWrites {
     task: usize,
-    /// Names of the tasks seen so far, by task number (for error messages).
+    /// Names of the tasks seen so far (for error messages): (first task, name) of each run
+    /// of tasks of one node, so a fan-out of one node keeps one entry.
     names: Vec<(usize, Arc<str>)>,
     /// (field, task) of each last-value field written in this step.
     claims: Vec<(usize, usize)>,
@@ -148,17 +149,24 @@ impl StepWrites {
         self.overwrites.clear();
     }
 
-    /// Starts recording the writes of task number `task` (named `name`).
+    /// Starts recording the writes of task number `task` (named `name`); tasks are begun
+    /// in increasing order.
     pub fn begin_task(&mut self, task: usize, name: &Arc<str>) {
         self.task = task;
-        self.names.push((task, Arc::clone(name)));
+        if self
+            .names
+            .last()
+            .is_none_or(|(_, last)| !Arc::ptr_eq(last, name))
+        {
+            self.names.push((task, Arc::clone(name)));
+        }
     }
 
     fn name_of(&self, task: usize) -> String {
         self.names
             .iter()
             .rev()
-            .find(|(t, _)| *t == task)
+            .find(|(first, _)| *first <= task)
             .map_or_else(|| "input".to_owned(), |(_, name)| name.to_string())
     }
 
