@@ -343,6 +343,7 @@ struct LeanTask<S: State> {
 
 impl<S: State> LeanTask<S> {
     /// Calls `f` on `snapshot` with `ctx`, its first attempt.
+    #[inline]
     fn new(f: &dyn ErasedAsyncNode<S>, snapshot: &Arc<S>, ctx: NodeContext) -> Self {
         let node = Arc::clone(&ctx.node);
         let span = tracing_on().then(|| node_span(&ctx));

@@ -312,6 +312,9 @@ pub(crate) struct Persist {
     pub(crate) ns: String,
     run_id: String,
     locked: bool,
+    /// Where a run dropped while it held the thread (cancelled) leaves its unlock, for
+    /// the run's caller to finish before it returns (see [`ThreadRelease`]).
+    release: Option<ThreadRelease>,
     /// A subgraph run's persistence: the parent run holds the thread, and every
     /// checkpoint keeps the step's writes (even a snapshot), so that a resumed same-state
     /// subgraph can hand all its writes to the parent.
@@ -379,6 +382,7 @@ impl Persist {
             ns,
             run_id: format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id()),
             locked: false,
+            release: None,
             nested: false,
             current: None,
             tasks_of: None,
@@ -389,6 +393,12 @@ impl Persist {
             snapshot_bytes: 0,
             extra_metadata: serde_json::Map::new(),
         }
+    }
+
+    /// If this persistence is dropped while it holds the thread, its unlock goes to
+    /// `release` instead of a background task.
+    pub(crate) fn release_into(&mut self, release: &ThreadRelease) {
+        self.release = Some(release.clone());
     }
 
     /// Adds these keys to the metadata of every checkpoint saved from now on.
@@ -653,14 +663,63 @@ impl Drop for Persist {
         if !self.locked {
             return;
         }
-        // The run was dropped (cancelled) before it released the thread: release it on
-        // the runtime, if there still is one.
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let saver = Arc::clone(&self.saver);
-            let (thread, run) = (self.thread_id.clone(), self.run_id.clone());
-            handle.spawn(async move {
-                let _ = saver.unlock_thread(&thread, &run).await;
-            });
+        // The run was dropped (cancelled) before it released the thread: leave the unlock
+        // to the run's caller, or else release it on the runtime, if there still is one.
+        let unlock = Unlock {
+            saver: Arc::clone(&self.saver),
+            thread_id: std::mem::take(&mut self.thread_id),
+            run_id: std::mem::take(&mut self.run_id),
+        };
+        if let Some(release) = &self.release {
+            release.leave(unlock);
+        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(unlock.run());
+        }
+    }
+}
+
+/// Releasing a thread lock that a dropped run still held.
+struct Unlock {
+    saver: Arc<dyn Checkpointer>,
+    thread_id: String,
+    run_id: String,
+}
+
+impl Unlock {
+    async fn run(self) {
+        if let Err(err) = self
+            .saver
+            .unlock_thread(&self.thread_id, &self.run_id)
+            .await
+        {
+            tracing::warn!(thread = %self.thread_id, %err, "could not release the thread lock");
+        }
+    }
+}
+
+/// Where a cancelled run's persistence leaves the unlock of its thread, so that the run
+/// returns only once the thread is free: the next run on the thread (the server's next
+/// queued run, say) never finds it busy.
+#[derive(Clone, Default)]
+pub(crate) struct ThreadRelease(Arc<std::sync::Mutex<Option<Unlock>>>);
+
+impl ThreadRelease {
+    fn leave(&self, unlock: Unlock) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(unlock);
+    }
+
+    /// Releases the thread if a dropped run left it locked.
+    pub(crate) async fn finish(&self) {
+        let unlock = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(unlock) = unlock {
+            unlock.run().await;
         }
     }
 }

@@ -6,7 +6,6 @@
 //! [`stop`]: crate::run::stop
 
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
 use crate::checkpoint::CheckpointSource;
 use crate::command::RunInput;
@@ -20,7 +19,9 @@ use crate::run::config::RunConfig;
 use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
-use crate::run::persist::{PendingStep, Persist, TaskLink, TaskWriteRef, task_records};
+use crate::run::persist::{
+    PendingStep, Persist, TaskLink, TaskWriteRef, ThreadRelease, task_records,
+};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::start::Start;
 use crate::run::stop::StaticCheck;
@@ -204,16 +205,25 @@ impl<S: State> Runner<S> {
             subgraph = self.is_subgraph,
             namespace = ?self.namespace,
         );
-        tracing::Instrument::instrument(self.run_with_thread(input, &cancel), span).await
+        let release = ThreadRelease::default();
+        let run = tracing::Instrument::instrument(self.run_with_thread(input, &release), span);
+        let outcome = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(Error::Cancelled),
+            done = run => done,
+        };
+        // A cancelled run was dropped holding the thread: free it before returning.
+        release.finish().await;
+        outcome
     }
 
-    /// Checks the run's config, takes the thread (with a checkpointer), runs until done or
-    /// cancelled, and releases the thread whatever happened: a cancelled run has released
-    /// it when it returns, so the next run on the thread never finds it busy.
+    /// Checks the run's config, takes the thread (with a checkpointer), runs, and
+    /// releases the thread whatever happened (if this future is dropped, through
+    /// `release`).
     async fn run_with_thread(
         mut self,
         input: RunInput<S>,
-        cancel: &CancellationToken,
+        release: &ThreadRelease,
     ) -> Result<Done<S>, Error> {
         self.config.validate()?;
         let core = Arc::clone(&self.graph.core);
@@ -245,6 +255,7 @@ impl<S: State> Runner<S> {
                     .ok_or(Error::MissingThreadId)?;
                 let mut persist =
                     Persist::open(Arc::clone(saver), thread, self.config.durability).await?;
+                persist.release_into(release);
                 if !self.config.checkpoint_metadata.is_empty() {
                     persist.extra_metadata(&self.config.checkpoint_metadata);
                 }
@@ -252,11 +263,7 @@ impl<S: State> Runner<S> {
             }
             _ => None,
         };
-        let mut outcome = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(Error::Cancelled),
-            done = self.run_steps(&core, input, persist.as_mut()) => done,
-        };
+        let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
         if let Err(Error::ParentCommand { node, .. }) = &outcome
             && !self.is_subgraph
         {

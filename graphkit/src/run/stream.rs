@@ -350,6 +350,7 @@ impl StreamWriter {
     }
 
     /// Runs `f` with `self` as the [`current`](Self::current) writer.
+    #[inline]
     pub(crate) fn sync_scope<R>(self, f: impl FnOnce() -> R) -> R {
         CURRENT_WRITER.sync_scope(self, f)
     }
