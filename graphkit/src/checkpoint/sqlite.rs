@@ -98,8 +98,8 @@ pub enum SqliteSync {
 #[derive(Debug, Clone)]
 pub struct SqliteSaver {
     pool: SqlitePool,
-    /// The connection checkpoints and pending writes are written on, for a file opened by
-    /// [`open`](Self::open); reads, thread locks and deletions use the pool, and so do
+    /// The connection checkpoints, pending writes and thread locks are written on, for a
+    /// file opened by [`open`](Self::open); reads and deletions use the pool, and so do
     /// writes of a saver without a writer (in memory, or [`from_pool`](Self::from_pool)).
     /// See [`sqlite_writer`](super::sqlite_writer) for why it bypasses the async driver.
     writer: Option<Arc<Writer>>,

@@ -142,6 +142,10 @@ pub(crate) async fn run_step<S: State>(
     let extra = extras(0);
     let result = match extra.prefilled {
         Some(output) => Ok(output),
+        None if let Some(f) = lean_async(core, task, scope, extra.saver.as_ref()) => {
+            let ctx = node_context(&core.nodes[task.node], task, scope, None, extra.scratchpad);
+            LeanTask::new(f, snapshot, ctx).await
+        }
         None => {
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
@@ -240,17 +244,17 @@ async fn run_many<S: State>(
     let mut in_flight = FuturesUnordered::new();
     let mut lean = Vec::new();
     let mut waiting = Vec::new();
-    // Lean async tasks need nothing but their node's context: no `TaskRun` is built.
-    let lean_step = async_count > 1 && unlimited && !scope.streams(StreamMode::Tasks);
     for (index, task) in tasks.iter().enumerate() {
         let extra = extras(index);
-        if extra.prefilled.is_none() && extra.saver.is_none() && lean_step {
-            let spec = &core.nodes[task.node];
-            if let (NodeRunner::Async(f), None, None) = (&spec.runner, &spec.retry, spec.timeout) {
-                let ctx = node_context(spec, task, scope, None, extra.scratchpad);
-                lean.push((index, LeanTask::new(&**f, snapshot, ctx)));
-                continue;
-            }
+        // A lean async task needs nothing but its node's context: no `TaskRun` is built.
+        if extra.prefilled.is_none()
+            && async_count > 1
+            && unlimited
+            && let Some(f) = lean_async(core, task, scope, extra.saver.as_ref())
+        {
+            let ctx = node_context(&core.nodes[task.node], task, scope, None, extra.scratchpad);
+            lean.push((index, LeanTask::new(f, snapshot, ctx)));
+            continue;
         }
         let mut run = match extra.prefilled {
             Some(output) => {
@@ -263,10 +267,7 @@ async fn run_many<S: State>(
             Some(result) if run.wants_save(&result) => run.save(result).await,
             Some(result) => result,
             None if async_count > 1 && unlimited => {
-                match run.lean_node() {
-                    Some(f) => lean.push((index, run.into_lean(&f, snapshot))),
-                    None => in_flight.push(tagged(index, Either::Right(boxed(run, snapshot)))),
-                }
+                in_flight.push(tagged(index, Either::Right(boxed(run, snapshot))));
                 continue;
             }
             None if async_count > 1 => {
@@ -377,6 +378,28 @@ impl<S: State> Future for LeanTask<S> {
                 message: panic_message(&*panic),
             })),
         }
+    }
+}
+
+/// The async node of `task` when the task can run as a [`LeanTask`]: no retry policy,
+/// timeout, saver or task events.
+fn lean_async<'c, S: State>(
+    core: &'c GraphCore<S>,
+    task: &Task,
+    scope: &StepScope<'_>,
+    saver: Option<&TaskSaver>,
+) -> Option<&'c dyn ErasedAsyncNode<S>> {
+    let spec = &core.nodes[task.node];
+    match &spec.runner {
+        NodeRunner::Async(f)
+            if spec.retry.is_none()
+                && spec.timeout.is_none()
+                && saver.is_none()
+                && !scope.streams(StreamMode::Tasks) =>
+        {
+            Some(&**f)
+        }
+        _ => None,
     }
 }
 

@@ -183,7 +183,7 @@ impl<'a, S: State> Planner<'a, S> {
             self.triggered
                 .sort_unstable_by_key(|&id| core.nodes[id].rank);
         }
-        if tasks.is_empty() && self.triggered.is_empty() {
+        if !self.sends.is_empty() && self.triggered.is_empty() && tasks.is_empty() {
             // Only sends: their buffer becomes the step's.
             std::mem::swap(tasks, &mut self.sends);
             return;
