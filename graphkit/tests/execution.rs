@@ -417,9 +417,8 @@ async fn max_concurrency_bounds_tasks_in_flight() {
     assert_eq!(peak.load(Ordering::SeqCst), 3);
 }
 
-#[tokio::test(start_paused = true)]
-async fn cancelling_the_token_stops_the_run() {
-    let token = tokio_util::sync::CancellationToken::new();
+/// A graph whose one node cancels `token` and then sleeps for an hour.
+fn cancels_then_sleeps(token: &tokio_util::sync::CancellationToken) -> StateGraph<Log> {
     let inner = token.clone();
     let mut g = StateGraph::<Log>::new();
     g.add_node("stuck", move |_: Arc<Log>| {
@@ -431,7 +430,13 @@ async fn cancelling_the_token_stops_the_run() {
         }
     })
     .add_edge(START, "stuck");
-    let err = g
+    g
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_token_stops_the_run() {
+    let token = tokio_util::sync::CancellationToken::new();
+    let err = cancels_then_sleeps(&token)
         .compile()
         .unwrap()
         .invoke_with(LogUpdate::new(), RunConfig::new().cancellation(token))
@@ -447,19 +452,8 @@ async fn cancelling_the_token_stops_the_run() {
 async fn a_cancelled_run_has_released_its_thread_when_it_returns() {
     use graphkit::checkpoint::{Checkpointer, InMemorySaver};
     let token = tokio_util::sync::CancellationToken::new();
-    let inner = token.clone();
-    let mut g = StateGraph::<Log>::new();
-    g.add_node("stuck", move |_: Arc<Log>| {
-        let inner = inner.clone();
-        async move {
-            inner.cancel();
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            LogUpdate::new()
-        }
-    })
-    .add_edge(START, "stuck");
     let saver = Arc::new(InMemorySaver::new());
-    let graph = g
+    let graph = cancels_then_sleeps(&token)
         .compile_with(graphkit::CompileOptions::new().checkpointer(saver.clone()))
         .unwrap();
     let config = RunConfig::new().thread_id("t").cancellation(token);
