@@ -468,6 +468,45 @@ async fn a_cancelled_run_has_released_its_thread_when_it_returns() {
     );
 }
 
+/// A run dropped mid-step (its process "killed" from inside, as a caller dropping the
+/// future does) still frees its thread: from a task on the runtime, so the next run on the
+/// thread gets it once that task has run.
+#[tokio::test]
+async fn a_dropped_run_frees_its_thread_from_the_runtime() {
+    use graphkit::checkpoint::{Checkpointer, InMemorySaver};
+    let started = Arc::new(tokio::sync::Notify::new());
+    let signal = Arc::clone(&started);
+    let mut g = StateGraph::<Log>::new();
+    g.add_node("stuck", move |_: Arc<Log>| {
+        let signal = Arc::clone(&signal);
+        async move {
+            signal.notify_one();
+            std::future::pending::<()>().await;
+            LogUpdate::new()
+        }
+    })
+    .add_edge(START, "stuck");
+    let saver = Arc::new(InMemorySaver::new());
+    let graph = g
+        .compile_with(graphkit::CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    tokio::select! {
+        result = graph.invoke_with(LogUpdate::new(), RunConfig::new().thread_id("t")) => {
+            panic!("the run should not finish: {result:?}")
+        }
+        () = started.notified() => {} // dropping the run here
+    }
+    let mut freed = false;
+    for _ in 0..10_000 {
+        if saver.try_lock_thread("t", "the next run").await.unwrap() {
+            freed = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(freed, "the dropped run never freed its thread");
+}
+
 #[tokio::test]
 async fn an_empty_update_still_fires_static_edges() {
     let mut g = StateGraph::<Log>::new();

@@ -699,13 +699,37 @@ impl Unlock {
 
 /// Where a cancelled run's persistence leaves the unlock of its thread, so that the run
 /// returns only once the thread is free: the next run on the thread (the server's next
-/// queued run, say) never finds it busy.
+/// queued run, say) never finds it busy. If the whole run is dropped instead (nobody
+/// [finishes](Self::finish) it), the unlock runs on the runtime when the last handle goes.
 #[derive(Clone, Default)]
-pub(crate) struct ThreadRelease(Arc<std::sync::Mutex<Option<Unlock>>>);
+pub(crate) struct ThreadRelease(Arc<UnlockSlot>);
+
+#[derive(Default)]
+struct UnlockSlot(std::sync::Mutex<Option<Unlock>>);
+
+impl UnlockSlot {
+    fn take(&self) -> Option<Unlock> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl Drop for UnlockSlot {
+    fn drop(&mut self) {
+        if let Some(unlock) = self.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(unlock.run());
+        }
+    }
+}
 
 impl ThreadRelease {
     fn leave(&self, unlock: Unlock) {
         *self
+            .0
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(unlock);
@@ -713,12 +737,7 @@ impl ThreadRelease {
 
     /// Releases the thread if a dropped run left it locked.
     pub(crate) async fn finish(&self) {
-        let unlock = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(unlock) = unlock {
+        if let Some(unlock) = self.0.take() {
             unlock.run().await;
         }
     }
