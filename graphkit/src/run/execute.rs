@@ -151,10 +151,8 @@ pub(crate) async fn run_step<S: State>(
             match run.run_inline(snapshot) {
                 Some(result) if run.wants_save(&result) => run.save(result).await,
                 Some(result) => result,
-                None => match run.lean_node() {
-                    Some(f) => run.into_lean(&f, snapshot).await,
-                    None => Box::pin(run.execute(Arc::clone(snapshot))).await,
-                },
+                // (A lean task was caught above: this one needs the full task.)
+                None => Box::pin(run.execute(Arc::clone(snapshot))).await,
             }
         }
     };
@@ -303,8 +301,8 @@ async fn run_many<S: State>(
         while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
             let index = run.index;
-            let future = match run.lean_node() {
-                Some(f) => Either::Left(run.into_lean(&f, snapshot)),
+            let future = match lean_async(core, &tasks[index], scope, run.saver.as_ref()) {
+                Some(f) => Either::Left(LeanTask::new(f, snapshot, run.ctx)),
                 None => Either::Right(boxed(run, snapshot)),
             };
             in_flight.push(tagged(index, future));
@@ -601,24 +599,6 @@ impl<S: State> TaskRun<S> {
             }),
         };
         Some(result)
-    }
-
-    /// The async node of a task that can run as a [`LeanTask`] (an async one that needs
-    /// no retries, timeout, task events or saver); `None` for any other.
-    fn lean_node(&self) -> Option<Arc<dyn ErasedAsyncNode<S>>> {
-        let lean = self.retry.is_none()
-            && self.timeout.is_none()
-            && self.events.is_none()
-            && self.saver.is_none();
-        match &self.runner {
-            NodeRunner::Async(f) if lean => Some(Arc::clone(f)),
-            _ => None,
-        }
-    }
-
-    /// This task as a [`LeanTask`] running `f` (from [`lean_node`](Self::lean_node)).
-    fn into_lean(self, f: &Arc<dyn ErasedAsyncNode<S>>, snapshot: &Arc<S>) -> LeanTask<S> {
-        LeanTask::new(&**f, snapshot, self.ctx)
     }
 
     /// Runs the task, then saves its output or interrupt if it has a saver.

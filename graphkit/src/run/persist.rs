@@ -425,15 +425,18 @@ impl Persist {
         if !self.locked {
             return flushed;
         }
-        self.locked = false;
-        if let Err(err) = self
-            .saver
-            .unlock_thread(&self.thread_id, &self.run_id)
-            .await
-        {
-            tracing::warn!(thread = %self.thread_id, %err, "could not release the thread lock");
-        }
+        self.take_unlock().run().await;
         flushed
+    }
+
+    /// The unlock of the thread this run holds; the run no longer counts as holding it.
+    fn take_unlock(&mut self) -> Unlock {
+        self.locked = false;
+        Unlock {
+            saver: Arc::clone(&self.saver),
+            thread_id: std::mem::take(&mut self.thread_id),
+            run_id: std::mem::take(&mut self.run_id),
+        }
     }
 
     /// Loads the checkpoint to start from: `checkpoint_id`, or the thread's newest.
@@ -665,11 +668,7 @@ impl Drop for Persist {
         }
         // The run was dropped (cancelled) before it released the thread: leave the unlock
         // to the run's caller, or else release it on the runtime, if there still is one.
-        let unlock = Unlock {
-            saver: Arc::clone(&self.saver),
-            thread_id: std::mem::take(&mut self.thread_id),
-            run_id: std::mem::take(&mut self.run_id),
-        };
+        let unlock = self.take_unlock();
         if let Some(release) = &self.release {
             release.leave(unlock);
         } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
