@@ -1,7 +1,7 @@
 //! The official LangGraph clients against graphkit-server: `langgraph-sdk` (Python 0.4.x) runs
 //! `clients/python/check.py` and `@langchain/langgraph-sdk` (JS 2.0.x) runs
 //! `clients/js/check.mjs`, each against a server process serving the demo graph `agent`, on
-//! SQLite and (with `GRAPHKIT_TEST_POSTGRES_URL`) on PostgreSQL.
+//! SQLite and (with the feature `postgres` and `GRAPHKIT_TEST_POSTGRES_URL`) on PostgreSQL.
 //!
 //! The clients come from the package registries, so `.ci/run` installs them into `target/`
 //! and exports `GRAPHKIT_SDK_PYTHON` (the venv's python) and `GRAPHKIT_SDK_JS` (the
@@ -10,7 +10,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use graphkit_tests::{ServerProcess, drop_schema, fresh_schema, postgres_args, postgres_url};
+use graphkit_tests::ServerProcess;
+#[cfg(feature = "postgres")]
+use graphkit_tests::{drop_schema, fresh_schema, postgres_args, postgres_url};
 
 /// The server binary with the demo graph `agent`.
 const SERVER: &str = env!("CARGO_BIN_EXE_graphkit-test-server");
@@ -95,6 +97,7 @@ impl Client {
         self.run_against(&sdk, &server.base);
     }
 
+    #[cfg(feature = "postgres")]
     fn check_on_postgres(&self, test: &str) {
         let Some(sdk) = self.configured(test) else {
             return;
@@ -124,11 +127,13 @@ fn js_sdk_client_checks_pass_on_sqlite() {
     JS.check_on_sqlite("js_sdk_client_checks_pass_on_sqlite");
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn python_sdk_client_checks_pass_on_postgres() {
     PYTHON.check_on_postgres("python_sdk_client_checks_pass_on_postgres");
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn js_sdk_client_checks_pass_on_postgres() {
     JS.check_on_postgres("js_sdk_client_checks_pass_on_postgres");

@@ -462,7 +462,9 @@ async fn the_http_api_answers_400_for_invalid_requests_404_for_unknown_sessions_
         Arc::new(InMemorySaver::new()),
     ))
     .await;
-    let client = reqwest::Client::new();
+    let client = graphkit_llm::http::client_builder()
+        .build()
+        .expect("an HTTP client");
     for body in [
         json!({}),
         json!({"query": "  "}),
@@ -774,7 +776,9 @@ async fn a_killed_service_keeps_its_sessions_and_resumes_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Every model reply takes ten minutes: the session parks in its first planning call.
     let (mut first, base) = start_service(dir.path(), 600_000);
-    let client = reqwest::Client::new();
+    let client = graphkit_llm::http::client_builder()
+        .build()
+        .expect("an HTTP client");
     let mut response = client
         .post(format!("{base}/research"))
         .json(&json!({"query": "Which countries have the most events?", "session_id": "research-killed"}))

@@ -31,6 +31,7 @@ pub mod checks;
 pub mod error;
 mod fake;
 mod graph;
+pub mod http;
 mod message;
 mod model;
 pub mod providers;

@@ -144,7 +144,7 @@ pub(crate) struct Admitted {
 
 impl Transport {
     pub(crate) fn new(provider: &'static str, options: ClientOptions) -> Self {
-        let client = reqwest::Client::builder()
+        let client = crate::http::client_builder()
             .connect_timeout(options.connect_timeout)
             .read_timeout(options.timeout)
             .build()

@@ -319,7 +319,7 @@ async fn throughput(
 ) -> BenchResult<Value> {
     let servers = database.start(processes)?;
     let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let http = reqwest::Client::builder()
+    let http = graphkit_llm::http::client_builder()
         .timeout(Duration::from_secs(300))
         .pool_max_idle_per_host(options.clients)
         .build()
@@ -378,7 +378,7 @@ async fn throughput(
 async fn stream_cost(database: &Database, options: &Options) -> BenchResult<Value> {
     let servers = database.start(1)?;
     let base = servers[0].base.clone();
-    let http = reqwest::Client::builder()
+    let http = graphkit_llm::http::client_builder()
         .timeout(Duration::from_secs(300))
         .build()
         .map_err(|e| format!("http client: {e}"))?;

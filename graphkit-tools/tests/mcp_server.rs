@@ -300,7 +300,9 @@ async fn requests_for_a_foreign_host_name_are_refused() {
                    "clientInfo": {"name": "probe", "version": "1"}}
     });
     let post = |host: &'static str| {
-        reqwest::Client::new()
+        graphkit_llm::http::client_builder()
+            .build()
+            .expect("an HTTP client")
             .post(&running.url)
             .header("host", host)
             .header("accept", "application/json, text/event-stream")

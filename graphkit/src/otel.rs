@@ -100,6 +100,11 @@ impl OtelExporter {
     ///
     /// Fails with [`Error::Telemetry`] when the endpoint or a header is invalid.
     pub fn install(self) -> Result<OtelGuard> {
+        // The exporter's reqwest client needs a rustls crypto provider: ring, unless the
+        // application installed one (graphkit-llm's `http::install_tls_provider` does the same).
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let mut builder = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(Protocol::HttpBinary);

@@ -49,6 +49,7 @@ pub fn fresh_schema(test: &str) -> String {
 }
 
 /// Drops a test schema and everything in it.
+#[cfg(feature = "postgres")]
 pub async fn drop_schema(url: &str, schema: &str) {
     use sqlx::Connection;
     if let Ok(mut connection) = sqlx::PgConnection::connect(url).await {
@@ -137,7 +138,7 @@ pub struct Http {
 impl Default for Http {
     fn default() -> Self {
         Self {
-            client: reqwest::Client::builder()
+            client: graphkit_llm::http::client_builder()
                 .timeout(Duration::from_secs(60))
                 .build()
                 .expect("reqwest client"),

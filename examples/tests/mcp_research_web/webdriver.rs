@@ -94,7 +94,9 @@ pub struct Session {
 impl Session {
     /// Opens headless Chromium (`chromium` is the browser binary) through `driver`.
     pub async fn chromium(driver: &Chromedriver, chromium: &str) -> Result<Self, String> {
-        let http = reqwest::Client::new();
+        let http = graphkit_llm::http::client_builder()
+            .build()
+            .expect("an HTTP client");
         let capabilities = json!({
             "capabilities": {
                 "alwaysMatch": {

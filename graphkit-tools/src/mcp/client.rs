@@ -209,6 +209,8 @@ impl McpClient {
                 })
             }
             McpTransport::Http { url } => {
+                // rmcp builds its own reqwest client: it needs the TLS provider too.
+                graphkit_llm::http::install_tls_provider();
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());
                 let service = ()
                     .serve(transport)

@@ -171,7 +171,7 @@ impl UrlFetcher {
         })?;
         for _ in 0..=5 {
             let pinned = self.checked_address(&current).await?;
-            let mut builder = reqwest::Client::builder()
+            let mut builder = graphkit_llm::http::client_builder()
                 .timeout(self.timeout)
                 .redirect(reqwest::redirect::Policy::none())
                 .default_headers(identity_encoding())

@@ -7,7 +7,7 @@ use crate::error::ToolError;
 
 /// A client with a timeout and graphkit's user agent.
 pub(crate) fn client(timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
+    graphkit_llm::http::client_builder()
         .timeout(timeout)
         .no_proxy()
         .user_agent(concat!("graphkit-tools/", env!("CARGO_PKG_VERSION")))

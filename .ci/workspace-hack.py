@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Keeps the README's two commands (and each crate built alone) on one build.
+
+Cargo turns on a dependency's features per invocation: `cargo run -p graphkit-examples`
+compiles tokio, hyper, libc, ... with the features graphkit-examples asks for, while
+`cargo test --workspace` compiles them with what every member and its dev-dependencies ask
+for; each difference recompiles that crate and everything above it. Every member depends on
+`graphkit-workspace-hack`, whose manifest turns on, for each such crate, the features it has
+in `cargo test --workspace`.
+
+    .ci/workspace-hack.py           # rewrites workspace-hack/Cargo.toml
+    .ci/workspace-hack.py --check   # exits 1 (listing the crates) if it is out of date
+
+Only default features count: a build with `--features postgres` still compiles sqlx again.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFEST = ROOT / "workspace-hack" / "Cargo.toml"
+HACK = "graphkit-workspace-hack"
+
+HEADER = """[package]
+name = "graphkit-workspace-hack"
+description = "No code: every member depends on it so that a dependency gets the same features whichever member is built (written by .ci/workspace-hack.py)."
+version.workspace = true
+edition.workspace = true
+rust-version.workspace = true
+license.workspace = true
+repository.workspace = true
+publish = false
+
+# Written by `.ci/workspace-hack.py`; do not edit by hand. Each line: a crate that some
+# member's own build (`cargo test -p <member>`, `cargo run -p graphkit-examples`) would
+# otherwise compile with fewer features than `cargo test --workspace` does.
+[dependencies]
+"""
+
+
+def cargo(*args):
+    return subprocess.run(["cargo", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout
+
+
+def features(*selection):
+    """{(name, version): frozenset(features)} for every non-member crate in the build."""
+    seen = {}
+    out = cargo("tree", *selection, "--prefix", "none", "--format", "{p}|{f}")
+    for line in out.splitlines():
+        package, _, feats = line.removesuffix(" (*)").partition("|")
+        parts = package.split(" ")
+        if len(parts) < 2 or "(/" in package:  # a blank line, or a member: "name vX (/path)"
+            continue
+        name, version = parts[0], parts[1].lstrip("v")
+        seen.setdefault((name, version), set()).add(frozenset(f for f in feats.split(",") if f))
+    return seen
+
+
+def wanted():
+    meta = json.loads(cargo("metadata", "--format-version", "1", "--no-deps"))
+    members = [p["name"] for p in meta["packages"] if p["name"] != HACK]
+    workspace = features("--workspace")
+    needed = {}
+    selections = [("-p", m) for m in members] + [("-p", m, "--edges", "normal,build") for m in members]
+    for selection in selections:
+        for key, sets in features(*selection).items():
+            full = workspace.get(key)
+            if full is None:
+                continue
+            union = frozenset().union(*full)
+            if any(s != union for s in sets):
+                needed[key] = union
+    return needed
+
+
+def render(needed):
+    meta = json.loads(cargo("metadata", "--format-version", "1"))
+    declared = {(p["name"], p["version"]): set(p["features"]) for p in meta["packages"]}
+    names = {}
+    for name, version in needed:
+        names.setdefault(name, []).append(version)
+    lines = []
+    for (name, version), feats in sorted(needed.items()):
+        valid = sorted(f for f in feats if f in declared.get((name, version), set()) and f != "default")
+        key = name if len(names[name]) == 1 else f"{name}-{version.replace('.', '_')}"
+        spec = [f'version = "={version}"']
+        if key != name:
+            spec.insert(0, f'package = "{name}"')
+        if "default" not in feats and "default" in declared.get((name, version), set()):
+            spec.append("default-features = false")
+        if valid:
+            spec.append("features = [" + ", ".join(f'"{f}"' for f in valid) + "]")
+        lines.append(f"{key} = {{ {', '.join(spec)} }}")
+    return HEADER + "\n".join(lines) + "\n\n[lints]\nworkspace = true\n"
+
+
+def main():
+    # The features to pin are those the members ask for by themselves: measure without the pins.
+    current = MANIFEST.read_text()
+    MANIFEST.write_text(HEADER + "\n[lints]\nworkspace = true\n")
+    try:
+        text = render(wanted())
+    finally:
+        MANIFEST.write_text(current)
+    if "--check" in sys.argv:
+        if MANIFEST.read_text() != text:
+            print("workspace-hack/Cargo.toml is out of date: run .ci/workspace-hack.py", file=sys.stderr)
+            sys.exit(1)
+        print("workspace-hack: up to date")
+        return
+    MANIFEST.write_text(text)
+    print(f"workspace-hack: {MANIFEST.relative_to(ROOT)} written")
+
+
+if __name__ == "__main__":
+    main()
