@@ -5,14 +5,13 @@ use std::time::Duration;
 
 use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
+use crate::context::config::RetryPolicy;
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::CompiledGraph;
 use crate::graph::draw::Shape;
 use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
 use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
-use crate::graph::subgraph::{MappedSubgraph, SameStateSubgraph};
 use crate::graph::{END, START};
-use crate::run::config::RetryPolicy;
 use crate::state::State;
 use crate::store::Store;
 
@@ -416,30 +415,6 @@ impl<S: State> StateGraph<S> {
     /// Same as `add_edge(node, END)`.
     pub fn set_finish_point(&mut self, node: &str) -> &mut Self {
         self.add_edge(node, END)
-    }
-
-    /// Adds a compiled graph with the same state type as a node. It starts from the
-    /// parent's state, and its updates become the node's writes in the parent.
-    pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
-        let shape = graph.shape();
-        let runner = NodeRunner::Async(Arc::new(SameStateSubgraph::new(graph)));
-        self.push_node(name, runner, NodeOptions::default(), true, Some(shape))
-    }
-
-    /// Adds a compiled graph with another state type `C` as a node: `into_child` builds
-    /// its input from the parent's state, and `from_child` turns its final state into the
-    /// parent's update.
-    pub fn add_subgraph_mapped<C: State>(
-        &mut self,
-        name: &str,
-        graph: CompiledGraph<C>,
-        into_child: impl Fn(&S) -> C::Update + std::marker::Send + Sync + 'static,
-        from_child: impl Fn(&C) -> S::Update + std::marker::Send + Sync + 'static,
-    ) -> &mut Self {
-        let shape = graph.shape();
-        let runner =
-            NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
-        self.push_node(name, runner, NodeOptions::default(), false, Some(shape))
     }
 
     /// Validates the graph and returns a runnable [`CompiledGraph`].

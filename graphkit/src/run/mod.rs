@@ -10,18 +10,15 @@
 //! [`emitter`].
 
 pub(crate) mod apply;
-pub(crate) mod config;
-pub(crate) mod context;
 pub(crate) mod emitter;
 pub(crate) mod execute;
 pub(crate) mod invoke;
 pub(crate) mod persist;
 pub(crate) mod plan;
-pub(crate) mod run_context;
 pub(crate) mod runner;
 pub(crate) mod start;
 pub(crate) mod stop;
-pub(crate) mod stream;
+pub(crate) mod subgraph;
 pub(crate) mod thread;
 
 use crate::error::Error;

@@ -9,23 +9,23 @@ use std::sync::Arc;
 
 use crate::checkpoint::CheckpointSource;
 use crate::command::RunInput;
+use crate::context::config::RunConfig;
+use crate::context::node_context::NodeContext;
+use crate::context::scratchpad::Scratchpad;
+use crate::context::stream::Namespace;
+use crate::context::task_link::TaskLink;
 use crate::error::Error;
 use crate::graph::compiled::{CompiledGraph, GraphCore};
 use crate::graph::node::NodeOutput;
-use crate::interrupt::{InterruptKind, InterruptSignal, Scratchpad};
+use crate::interrupt::{InterruptKind, InterruptSignal};
 use crate::run::Done;
 use crate::run::apply::{self, RecordedWrite};
-use crate::run::config::RunConfig;
-use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
-use crate::run::persist::{
-    PendingStep, Persist, TaskLink, TaskWriteRef, ThreadRelease, task_records,
-};
+use crate::run::persist::{PendingStep, Persist, TaskWriteRef, ThreadRelease, task_records};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::run::start::Start;
 use crate::run::stop::StaticCheck;
-use crate::run::stream::Namespace;
 use crate::state::State;
 
 /// One run of a compiled graph: its state and the loop over super-steps.

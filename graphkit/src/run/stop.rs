@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use crate::checkpoint::CheckpointSource;
+use crate::context::task_link::interrupt_id;
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
 use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal};
 use crate::run::apply::apply_finished;
-use crate::run::persist::{PendingRef, Persist, interrupt_id, output_ref, task_records};
+use crate::run::persist::{PendingRef, Persist, output_ref, task_records};
 use crate::run::plan::{JoinProgress, Task};
 use crate::run::runner::Runner;
 use crate::state::State;
