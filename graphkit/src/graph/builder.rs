@@ -7,7 +7,6 @@ use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
 use crate::context::config::RetryPolicy;
 use crate::error::{BoxError, Error};
-use crate::graph::compiled::CompiledGraph;
 use crate::graph::draw::Shape;
 use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
 use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
@@ -415,38 +414,5 @@ impl<S: State> StateGraph<S> {
     /// Same as `add_edge(node, END)`.
     pub fn set_finish_point(&mut self, node: &str) -> &mut Self {
         self.add_edge(node, END)
-    }
-
-    /// Validates the graph and returns a runnable [`CompiledGraph`].
-    ///
-    /// # Errors
-    /// The first problem found: a duplicate or reserved name, an edge or router target
-    /// that names no node, no entry point, a node unreachable from START, a loop of static
-    /// edges that can never end, or a node with no path to END.
-    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
-        crate::graph::compile::compile(self, CompileOptions::default())
-    }
-
-    /// [`compile`](Self::compile) with a checkpointer, a store, or static interrupts.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use graphkit::checkpoint::InMemorySaver;
-    /// use graphkit::{CompileOptions, END, START, State, StateGraph, SyncNode};
-    /// # use serde::{Deserialize, Serialize};
-    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-    /// # struct S { n: u32 }
-    ///
-    /// let mut graph = StateGraph::<S>::new();
-    /// graph.add_node("draft", SyncNode::new(|_: &S| SUpdate::new().n(1)))
-    ///     .add_node("publish", SyncNode::new(|_: &S| SUpdate::new().n(2)))
-    ///     .add_edge(START, "draft").add_edge("draft", "publish").add_edge("publish", END);
-    /// let graph = graph.compile_with(
-    ///     CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_before(["publish"]),
-    /// )?;
-    /// # Ok::<(), graphkit::Error>(())
-    /// ```
-    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
-        crate::graph::compile::compile(self, options)
     }
 }
