@@ -2,8 +2,12 @@
 //! then loops over super-steps — plan, execute, apply, persist — until no task is
 //! triggered or a step stops ([`stop`]).
 //!
-//! [`start`]: crate::run::start
-//! [`stop`]: crate::run::stop
+//! Both are parts of the runner (they add methods to [`Runner`]), so they are its child
+//! modules; the phases of a step (`plan`, `execute`, `apply`) and `persist` are siblings
+//! that know nothing of the runner.
+
+mod start;
+mod stop;
 
 use std::sync::Arc;
 
@@ -24,9 +28,9 @@ use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
 use crate::run::persist::{PendingStep, Persist, TaskWriteRef, ThreadRelease, task_records};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
-use crate::run::start::Start;
-use crate::run::stop::StaticCheck;
 use crate::state::State;
+use start::Start;
+use stop::StaticCheck;
 
 /// One run of a compiled graph: its state and the loop over super-steps.
 pub(crate) struct Runner<S: State> {
@@ -371,7 +375,7 @@ impl<S: State> Runner<S> {
                     interrupts,
                     failures,
                 } => {
-                    let stopped = crate::run::stop::StoppedStep {
+                    let stopped = stop::StoppedStep {
                         tasks: &tasks,
                         outputs: &outputs,
                         interrupts: &interrupts,
