@@ -72,17 +72,28 @@ pub struct SnapshotTask {
     /// [`CompiledGraph::get_subgraph_state_history`](crate::CompiledGraph::get_subgraph_state_history).
     pub checkpoint_ns: Option<String>,
     /// For a subgraph node whose child run has saved checkpoints: the child's newest
-    /// state. Filled by [`CompiledGraph::get_state_with_subgraphs`](crate::CompiledGraph::get_state_with_subgraphs) only.
+    /// state. Filled by
+    /// [`CompiledGraph::get_state_with_subgraphs`](crate::CompiledGraph::get_state_with_subgraphs)
+    /// only.
     pub state: Option<Box<SubgraphSnapshot>>,
 }
 
 /// A subgraph's state at one checkpoint of its namespace, with its values as JSON (the
 /// child's state type may differ from the parent's): what
-/// [`CompiledGraph::get_state_with_subgraphs`](crate::CompiledGraph::get_state_with_subgraphs) puts in [`SnapshotTask::state`] and
-/// [`CompiledGraph::get_subgraph_state_history`](crate::CompiledGraph::get_subgraph_state_history) returns.
+/// [`CompiledGraph::get_state_with_subgraphs`](crate::CompiledGraph::get_state_with_subgraphs)
+/// puts in [`SnapshotTask::state`] and
+/// [`CompiledGraph::get_subgraph_state_history`](crate::CompiledGraph::get_subgraph_state_history)
+/// returns.
 pub type SubgraphSnapshot = StateSnapshot<Value>;
 
 impl<S: State> StateSnapshot<S> {
+    /// A run config pointing at this checkpoint: running with it forks from here.
+    pub fn config(&self) -> RunConfig {
+        RunConfig::new()
+            .thread_id(self.thread_id.clone())
+            .checkpoint_id(self.checkpoint_id.clone())
+    }
+
     /// The same snapshot with its values as JSON.
     pub(crate) fn into_json(self) -> Result<SubgraphSnapshot, Error> {
         let values = serde_json::to_value(&self.values).map_err(|source| Error::Serde {
@@ -128,13 +139,4 @@ pub(crate) trait SubgraphView: std::marker::Send + Sync {
 
     /// The child graph of this graph's subgraph node `node`.
     fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView>;
-}
-
-impl<S: State> StateSnapshot<S> {
-    /// A run config pointing at this checkpoint: running with it forks from here.
-    pub fn config(&self) -> RunConfig {
-        RunConfig::new()
-            .thread_id(self.thread_id.clone())
-            .checkpoint_id(self.checkpoint_id.clone())
-    }
 }
