@@ -8,13 +8,9 @@
 //! node are matched by order.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-use crate::error::Error;
 
 /// A pending interrupt, as shown by `get_state` and returned with [`Error::Interrupted`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,30 +76,5 @@ impl InterruptSignal {
     /// What the node asked with (the `interrupt` payload).
     pub fn payload(&self) -> &Value {
         &self.payload
-    }
-}
-
-/// Per-task interrupt bookkeeping: resume values so far and the call counter.
-#[derive(Debug, Default)]
-pub(crate) struct Scratchpad {
-    pub(crate) resume: Vec<Value>,
-    calls: AtomicUsize,
-}
-
-impl Scratchpad {
-    pub(crate) fn new(resume: Vec<Value>) -> Arc<Self> {
-        Arc::new(Self {
-            resume,
-            calls: AtomicUsize::new(0),
-        })
-    }
-
-    /// The `interrupt` call: the resume value for this call, or the pause signal.
-    pub(crate) fn interrupt(&self, payload: Value) -> Result<Value, Error> {
-        let index = self.calls.fetch_add(1, Ordering::SeqCst);
-        match self.resume.get(index) {
-            Some(value) => Ok(value.clone()),
-            None => Err(Error::Interrupt(InterruptSignal { index, payload })),
-        }
     }
 }

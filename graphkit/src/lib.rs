@@ -41,16 +41,27 @@ extern crate self as graphkit;
 
 pub mod checkpoint;
 mod command;
+mod context;
 pub mod error;
 mod graph;
 mod interrupt;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod run;
+mod snapshot;
 mod state;
 pub mod store;
 
 pub use command::{Command, CommandGraph, Goto, NodeName, RunInput, SendTo};
+pub use context::config::{
+    DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
+};
+pub use context::node_context::NodeContext;
+pub use context::run_context::RunContext;
+pub use context::stream::{
+    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
+    TaskEvent, TaskEventKind,
+};
 pub use error::{BoxError, Error, ParentCommand};
 pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
@@ -62,16 +73,7 @@ pub use graph::node::{
 pub use graph::{END, INPUT, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
 pub use run::RunStream;
-pub use run::config::{
-    DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
-};
-pub use run::context::NodeContext;
-pub use run::run_context::RunContext;
-pub use run::stream::{
-    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
-    TaskEvent, TaskEventKind,
-};
-pub use run::thread::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
+pub use snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
 pub use state::{
     Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
     LastValue, ListOp, MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable,

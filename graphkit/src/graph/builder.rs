@@ -5,14 +5,12 @@ use std::time::Duration;
 
 use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
+use crate::context::config::RetryPolicy;
 use crate::error::{BoxError, Error};
-use crate::graph::compiled::CompiledGraph;
 use crate::graph::draw::Shape;
 use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
 use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
-use crate::graph::subgraph::{MappedSubgraph, SameStateSubgraph};
 use crate::graph::{END, START};
-use crate::run::config::RetryPolicy;
 use crate::state::State;
 use crate::store::Store;
 
@@ -416,62 +414,5 @@ impl<S: State> StateGraph<S> {
     /// Same as `add_edge(node, END)`.
     pub fn set_finish_point(&mut self, node: &str) -> &mut Self {
         self.add_edge(node, END)
-    }
-
-    /// Adds a compiled graph with the same state type as a node. It starts from the
-    /// parent's state, and its updates become the node's writes in the parent.
-    pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
-        let shape = graph.shape();
-        let runner = NodeRunner::Async(Arc::new(SameStateSubgraph::new(graph)));
-        self.push_node(name, runner, NodeOptions::default(), true, Some(shape))
-    }
-
-    /// Adds a compiled graph with another state type `C` as a node: `into_child` builds
-    /// its input from the parent's state, and `from_child` turns its final state into the
-    /// parent's update.
-    pub fn add_subgraph_mapped<C: State>(
-        &mut self,
-        name: &str,
-        graph: CompiledGraph<C>,
-        into_child: impl Fn(&S) -> C::Update + std::marker::Send + Sync + 'static,
-        from_child: impl Fn(&C) -> S::Update + std::marker::Send + Sync + 'static,
-    ) -> &mut Self {
-        let shape = graph.shape();
-        let runner =
-            NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
-        self.push_node(name, runner, NodeOptions::default(), false, Some(shape))
-    }
-
-    /// Validates the graph and returns a runnable [`CompiledGraph`].
-    ///
-    /// # Errors
-    /// The first problem found: a duplicate or reserved name, an edge or router target
-    /// that names no node, no entry point, a node unreachable from START, a loop of static
-    /// edges that can never end, or a node with no path to END.
-    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
-        crate::graph::compile::compile(self, CompileOptions::default())
-    }
-
-    /// [`compile`](Self::compile) with a checkpointer, a store, or static interrupts.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use graphkit::checkpoint::InMemorySaver;
-    /// use graphkit::{CompileOptions, END, START, State, StateGraph, SyncNode};
-    /// # use serde::{Deserialize, Serialize};
-    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-    /// # struct S { n: u32 }
-    ///
-    /// let mut graph = StateGraph::<S>::new();
-    /// graph.add_node("draft", SyncNode::new(|_: &S| SUpdate::new().n(1)))
-    ///     .add_node("publish", SyncNode::new(|_: &S| SUpdate::new().n(2)))
-    ///     .add_edge(START, "draft").add_edge("draft", "publish").add_edge("publish", END);
-    /// let graph = graph.compile_with(
-    ///     CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_before(["publish"]),
-    /// )?;
-    /// # Ok::<(), graphkit::Error>(())
-    /// ```
-    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
-        crate::graph::compile::compile(self, options)
     }
 }

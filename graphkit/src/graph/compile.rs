@@ -1,4 +1,7 @@
 //! `compile()`: resolve names, validate the structure with petgraph, build the runtime graph.
+//!
+//! [`StateGraph::compile`] is defined here rather than in the builder: the builder only
+//! collects declarations, and compiling reads them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +17,42 @@ use crate::graph::draw::{EdgeKind, Shape, ShapeEdge, ShapeNode};
 use crate::graph::{END, START};
 use crate::state::State;
 
-pub(crate) fn compile<S: State>(
+impl<S: State> StateGraph<S> {
+    /// Validates the graph and returns a runnable [`CompiledGraph`].
+    ///
+    /// # Errors
+    /// The first problem found: a duplicate or reserved name, an edge or router target
+    /// that names no node, no entry point, a node unreachable from START, a loop of static
+    /// edges that can never end, or a node with no path to END.
+    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
+        compile(self, CompileOptions::default())
+    }
+
+    /// [`compile`](Self::compile) with a checkpointer, a store, or static interrupts.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::checkpoint::InMemorySaver;
+    /// use graphkit::{CompileOptions, END, START, State, StateGraph, SyncNode};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct S { n: u32 }
+    ///
+    /// let mut graph = StateGraph::<S>::new();
+    /// graph.add_node("draft", SyncNode::new(|_: &S| SUpdate::new().n(1)))
+    ///     .add_node("publish", SyncNode::new(|_: &S| SUpdate::new().n(2)))
+    ///     .add_edge(START, "draft").add_edge("draft", "publish").add_edge("publish", END);
+    /// let graph = graph.compile_with(
+    ///     CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_before(["publish"]),
+    /// )?;
+    /// # Ok::<(), graphkit::Error>(())
+    /// ```
+    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+        compile(self, options)
+    }
+}
+
+fn compile<S: State>(
     mut graph: StateGraph<S>,
     options: CompileOptions,
 ) -> Result<CompiledGraph<S>, Error> {

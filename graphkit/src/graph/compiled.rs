@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::checkpoint::Checkpointer;
+use crate::context::config::RetryPolicy;
 use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
 use crate::graph::node::{InputDecoder, NodeRunner};
-use crate::run::config::RetryPolicy;
 use crate::state::State;
 use crate::store::Store;
 

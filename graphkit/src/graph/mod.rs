@@ -6,6 +6,5 @@ pub(crate) mod compiled;
 pub(crate) mod draw;
 pub(crate) mod edge;
 pub(crate) mod node;
-pub(crate) mod subgraph;
 
 pub use edge::{END, INPUT, START};

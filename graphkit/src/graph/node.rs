@@ -6,10 +6,11 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use crate::command::{Command, Packet};
+use crate::context::config::RunConfig;
+use crate::context::node_context::NodeContext;
+use crate::context::run_context::RunContext;
+use crate::context::stream::StreamWriter;
 use crate::error::BoxError;
-use crate::run::config::RunConfig;
-use crate::run::context::NodeContext;
-use crate::run::stream::StreamWriter;
 use crate::state::State;
 
 /// What a node produced: an update, several (from a subgraph), or a [`Command`].
@@ -88,7 +89,7 @@ where
 /// A value a node can take as an argument, taken from the task (like an axum extractor).
 ///
 /// Implemented for `Arc<S>` (the state snapshot), [`NodeContext`], [`StreamWriter`],
-/// [`RunConfig`] and [`Input<T>`].
+/// [`RunConfig`], [`RunContext<C>`](RunContext) and [`Input<T>`].
 pub trait FromContext<S: State>: Sized + Send + 'static {
     /// Takes the value from the snapshot and the context.
     fn from_context(state: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError>;
@@ -134,6 +135,12 @@ impl<S: State> FromContext<S> for StreamWriter {
 impl<S: State> FromContext<S> for RunConfig {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok((*ctx.config).clone())
+    }
+}
+
+impl<S: State, C: std::marker::Send + Sync + 'static> FromContext<S> for RunContext<C> {
+    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
+        Ok(RunContext(ctx.require_context::<C>()?))
     }
 }
 
@@ -198,14 +205,14 @@ pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
 
     /// The child graph, when this node runs one as a subgraph (its checkpoints are kept
     /// in the task's namespace).
-    fn subgraph(&self) -> Option<&dyn crate::graph::subgraph::SubgraphView> {
+    fn subgraph(&self) -> Option<&dyn crate::snapshot::SubgraphView> {
         None
     }
 }
 
 impl<S: State> NodeRunner<S> {
     /// The child graph of a subgraph node.
-    pub(crate) fn subgraph(&self) -> Option<&dyn crate::graph::subgraph::SubgraphView> {
+    pub(crate) fn subgraph(&self) -> Option<&dyn crate::snapshot::SubgraphView> {
         match self {
             Self::Async(f) => f.subgraph(),
             Self::Sync(_) => None,

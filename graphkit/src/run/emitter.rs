@@ -6,13 +6,13 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::checkpoint::CheckpointRecord;
-use crate::graph::compiled::GraphCore;
-use crate::run::context::NodeContext;
-use crate::run::plan::Task;
-use crate::run::stream::{
+use crate::context::node_context::NodeContext;
+use crate::context::stream::{
     CheckpointEvent, Namespace, RawEvent, RawPayload, StreamEvent, StreamMode, StreamModes,
     StreamPayload, StreamTarget,
 };
+use crate::graph::compiled::GraphCore;
+use crate::run::plan::Task;
 use crate::state::State;
 
 /// Sends a run's events: typed to the root stream, or as raw events up to a parent run.

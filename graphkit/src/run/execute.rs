@@ -12,17 +12,17 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 
 use crate::command::Goto;
+use crate::context::config::{RetryPolicy, RunConfig};
+use crate::context::node_context::{NodeContext, PacketDebug};
+use crate::context::scratchpad::Scratchpad;
+use crate::context::stream::{
+    Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind,
+};
 use crate::error::{BoxError, Error};
 use crate::graph::compiled::{GraphCore, NodeSpec};
 use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner, SyncFn};
-use crate::interrupt::Scratchpad;
-use crate::run::config::{RetryPolicy, RunConfig};
-use crate::run::context::{NodeContext, PacketDebug};
 use crate::run::persist::TaskSaver;
 use crate::run::plan::{Task, panic_message};
-use crate::run::stream::{
-    Namespace, RawPayload, StreamMode, StreamTarget, StreamWriter, TaskEvent, TaskEventKind,
-};
 use crate::state::{State, StepWrites};
 use crate::store::Store;
 

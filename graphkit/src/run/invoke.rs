@@ -10,14 +10,14 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
 use crate::command::RunInput;
+use crate::context::config::RunConfig;
+use crate::context::node_context::NodeContext;
+use crate::context::stream::{StreamEvent, StreamModes};
 use crate::error::Error;
 use crate::graph::compiled::CompiledGraph;
 use crate::run::Done;
-use crate::run::config::RunConfig;
-use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
 use crate::run::runner::Runner;
-use crate::run::stream::{StreamEvent, StreamModes};
 use crate::state::State;
 
 impl<S: State> CompiledGraph<S> {

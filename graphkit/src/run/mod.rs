@@ -1,27 +1,22 @@
 //! Running a compiled graph: the super-step loop and its phases.
 //!
-//! A run [starts](start) from a new input or from the thread's pending step, then loops
+//! A run [starts](runner::start) from a new input or from the thread's pending step, then loops
 //! over super-steps in the [`runner`]: each one [plans](plan) the tasks triggered by the
 //! previous one, [executes](execute) them concurrently on one snapshot of the state, and
 //! [applies](apply) their writes in a deterministic order; routers then look at the
 //! post-step state to plan the next step. With a checkpointer each step is
-//! [persisted](persist); a step that fails or pauses [stops](stop) the run, saving what
+//! [persisted](persist); a step that fails or pauses [stops](runner::stop) the run, saving what
 //! the thread needs to resume. Runs are started by [`invoke`]; events go out through the
 //! [`emitter`].
 
 pub(crate) mod apply;
-pub(crate) mod config;
-pub(crate) mod context;
 pub(crate) mod emitter;
 pub(crate) mod execute;
 pub(crate) mod invoke;
 pub(crate) mod persist;
 pub(crate) mod plan;
-pub(crate) mod run_context;
 pub(crate) mod runner;
-pub(crate) mod start;
-pub(crate) mod stop;
-pub(crate) mod stream;
+pub(crate) mod subgraph;
 pub(crate) mod thread;
 
 use crate::error::Error;

@@ -9,131 +9,18 @@ use crate::checkpoint::format::{self, Loaded};
 use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions,
 };
+use crate::context::config::RunConfig;
+use crate::context::task_link::{interrupt_id, task_namespace};
 use crate::error::Error;
 use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
-use crate::interrupt::Interrupt;
 use crate::run::apply::apply_finished;
-use crate::run::config::RunConfig;
 use crate::run::persist::{
-    Persist, TaskWriteRef, goto_records, interrupt_id, pending_step, restore_tasks, task_namespace,
-    task_records, tasks_of,
+    Persist, TaskWriteRef, goto_records, pending_step, restore_tasks, task_records, tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
+use crate::snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot, SubgraphView};
 use crate::state::State;
-
-/// A thread's state at one checkpoint, as `get_state` and `get_state_history` return it.
-///
-/// `S` is the type of the state: the graph's own for its checkpoints, JSON ([`Value`], the
-/// default) for a subgraph's checkpoints, whose state type may differ from the parent's
-/// (see [`SubgraphSnapshot`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StateSnapshot<S = Value> {
-    /// The state.
-    pub values: S,
-    /// The nodes the next super-step runs (empty when the run finished).
-    pub next: Vec<String>,
-    /// The thread (for a subgraph, the parent's).
-    pub thread_id: String,
-    /// The checkpoint namespace: `""` for the graph's own checkpoints, the child's
-    /// namespace for a subgraph's.
-    pub checkpoint_ns: String,
-    /// This checkpoint.
-    pub checkpoint_id: String,
-    /// The checkpoint before it (in the same namespace).
-    pub parent_checkpoint_id: Option<String>,
-    /// The super-step (0 for a thread's first input, or a subgraph's input).
-    pub step: i64,
-    /// What created it.
-    pub source: CheckpointSource,
-    /// When, in milliseconds since the Unix epoch.
-    pub created_at_ms: i64,
-    /// Its metadata (source, step, the nodes whose writes it holds, the run id).
-    pub metadata: Value,
-    /// Interrupts waiting for an answer at this checkpoint.
-    pub interrupts: Vec<Interrupt>,
-    /// The tasks of the step this checkpoint plans, in task order, with what each did so
-    /// far: LangGraph's `StateSnapshot.tasks`. A UI shows from it which task failed and why.
-    /// Nested subgraphs are filled in the same way.
-    pub tasks: Vec<SnapshotTask>,
-}
-
-/// One task of the step a checkpoint plans, as [`StateSnapshot::tasks`] shows it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SnapshotTask {
-    /// The task's id (stable for this checkpoint and task).
-    pub id: String,
-    /// Its node.
-    pub name: String,
-    /// The error it failed with, if the step stopped on it.
-    pub error: Option<String>,
-    /// The interrupt it is paused on, if any.
-    pub interrupts: Vec<Interrupt>,
-    /// Its writes (the list of its updates, as JSON), if it finished before the step
-    /// stopped; such a task does not run again.
-    pub result: Option<Value>,
-    /// For a subgraph node: the checkpoint namespace where the child run inside this
-    /// task keeps its checkpoints (`"node:task_id"`, nested with `|`). Read them with
-    /// [`CompiledGraph::get_subgraph_state_history`].
-    pub checkpoint_ns: Option<String>,
-    /// For a subgraph node whose child run has saved checkpoints: the child's newest
-    /// state. Filled by [`CompiledGraph::get_state_with_subgraphs`] only.
-    pub state: Option<Box<SubgraphSnapshot>>,
-}
-
-/// A subgraph's state at one checkpoint of its namespace, with its values as JSON (the
-/// child's state type may differ from the parent's): what
-/// [`CompiledGraph::get_state_with_subgraphs`] puts in [`SnapshotTask::state`] and
-/// [`CompiledGraph::get_subgraph_state_history`] returns.
-pub type SubgraphSnapshot = StateSnapshot<Value>;
-
-impl<S: State> StateSnapshot<S> {
-    /// The same snapshot with its values as JSON.
-    fn into_json(self) -> Result<SubgraphSnapshot, Error> {
-        let values = serde_json::to_value(&self.values).map_err(|source| Error::Serde {
-            what: format!("the state of checkpoint namespace `{}`", self.checkpoint_ns),
-            source,
-        })?;
-        Ok(StateSnapshot {
-            values,
-            next: self.next,
-            thread_id: self.thread_id,
-            checkpoint_ns: self.checkpoint_ns,
-            checkpoint_id: self.checkpoint_id,
-            parent_checkpoint_id: self.parent_checkpoint_id,
-            step: self.step,
-            source: self.source,
-            created_at_ms: self.created_at_ms,
-            metadata: self.metadata,
-            interrupts: self.interrupts,
-            tasks: self.tasks,
-        })
-    }
-}
-
-/// Reads the checkpoints a subgraph node's child runs keep in the parent's thread,
-/// whatever the child's state type.
-pub(crate) trait SubgraphView: std::marker::Send + Sync {
-    /// The newest checkpoint of namespace `ns`, nested subgraphs filled in.
-    fn newest<'a>(
-        &'a self,
-        saver: &'a Arc<dyn Checkpointer>,
-        thread: &'a str,
-        ns: &'a str,
-    ) -> BoxFuture<'a, Result<Option<SubgraphSnapshot>, Error>>;
-
-    /// The checkpoints of namespace `ns`, newest first.
-    fn history<'a>(
-        &'a self,
-        saver: &'a Arc<dyn Checkpointer>,
-        thread: &'a str,
-        ns: &'a str,
-        options: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Vec<SubgraphSnapshot>, Error>>;
-
-    /// The child graph of this graph's subgraph node `node`.
-    fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView>;
-}
 
 impl<C: State> SubgraphView for CompiledGraph<C> {
     fn newest<'a>(
@@ -171,15 +58,6 @@ impl<C: State> SubgraphView for CompiledGraph<C> {
     fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView> {
         let id = self.core.by_name.get(node)?;
         self.core.nodes[*id].runner.subgraph()
-    }
-}
-
-impl<S: State> StateSnapshot<S> {
-    /// A run config pointing at this checkpoint: running with it forks from here.
-    pub fn config(&self) -> RunConfig {
-        RunConfig::new()
-            .thread_id(self.thread_id.clone())
-            .checkpoint_id(self.checkpoint_id.clone())
     }
 }
 

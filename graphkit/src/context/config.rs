@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::context::run_context::ContextValues;
 use crate::error::BoxError;
-use crate::run::run_context::ContextValues;
 
 /// When a run with a checkpointer writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -6,11 +6,6 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::error::{BoxError, Error};
-use crate::graph::node::FromContext;
-use crate::run::context::NodeContext;
-use crate::state::State;
-
 /// The context values of one run, one per type.
 #[derive(Clone, Default)]
 pub(crate) struct ContextValues(Vec<(TypeId, &'static str, Arc<dyn Any + Send + Sync>)>);
@@ -46,7 +41,7 @@ impl fmt::Debug for ContextValues {
 ///
 /// The value is shared (an `Arc`), so a model or an HTTP client is built once per run, not
 /// cloned into every node closure. A node that asks for a type the run was not given fails
-/// with [`Error::MissingContext`].
+/// with [`Error::MissingContext`](crate::Error::MissingContext).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -88,27 +83,5 @@ impl<C> Deref for RunContext<C> {
 
     fn deref(&self) -> &C {
         &self.0
-    }
-}
-
-impl<S: State, C: Send + Sync + 'static> FromContext<S> for RunContext<C> {
-    fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
-        Ok(Self(ctx.require_context::<C>()?))
-    }
-}
-
-impl NodeContext {
-    /// The run's context value of type `C`, if the run was given one (see
-    /// [`RunConfig::with_context`](crate::RunConfig::with_context)).
-    pub fn context<C: Send + Sync + 'static>(&self) -> Option<Arc<C>> {
-        self.config.context::<C>()
-    }
-
-    /// The run's context value of type `C`, or an error naming the node and the type.
-    pub fn require_context<C: Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {
-        self.context::<C>().ok_or_else(|| Error::MissingContext {
-            node: self.node.to_string(),
-            type_name: std::any::type_name::<C>(),
-        })
     }
 }

@@ -1,4 +1,6 @@
-//! Compiled graphs as nodes of another graph.
+//! Compiled graphs as nodes of another graph: [`StateGraph::add_subgraph`] and
+//! [`StateGraph::add_subgraph_mapped`], and the nodes they add, which run the child graph
+//! with a child [`Runner`] (which is why they live in `run/`, not in `graph/`).
 //!
 //! With a checkpointer saving per step, a child run keeps its own checkpoints in the
 //! parent's thread, under the namespace of the task it runs in (`node:task_id`): when the
@@ -10,22 +12,49 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use crate::command::{Command, CommandGraph, RunInput};
+use crate::context::node_context::NodeContext;
 use crate::error::{BoxError, Error};
+use crate::graph::builder::{NodeOptions, StateGraph};
 use crate::graph::compiled::CompiledGraph;
-use crate::graph::node::{ErasedAsyncNode, NodeOutput};
-use crate::run::context::NodeContext;
+use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner};
 use crate::run::runner::Runner;
-pub(crate) use crate::run::thread::SubgraphView;
+use crate::snapshot::SubgraphView;
 use crate::state::State;
+
+impl<S: State> StateGraph<S> {
+    /// Adds a compiled graph with the same state type as a node. It starts from the
+    /// parent's state, and its updates become the node's writes in the parent.
+    pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
+        let shape = graph.shape();
+        let runner = NodeRunner::Async(Arc::new(SameStateSubgraph::new(graph)));
+        self.push_node(name, runner, NodeOptions::default(), true, Some(shape))
+    }
+
+    /// Adds a compiled graph with another state type `C` as a node: `into_child` builds
+    /// its input from the parent's state, and `from_child` turns its final state into the
+    /// parent's update.
+    pub fn add_subgraph_mapped<C: State>(
+        &mut self,
+        name: &str,
+        graph: CompiledGraph<C>,
+        into_child: impl Fn(&S) -> C::Update + std::marker::Send + Sync + 'static,
+        from_child: impl Fn(&C) -> S::Update + std::marker::Send + Sync + 'static,
+    ) -> &mut Self {
+        let shape = graph.shape();
+        let runner =
+            NodeRunner::Async(Arc::new(MappedSubgraph::new(graph, into_child, from_child)));
+        self.push_node(name, runner, NodeOptions::default(), false, Some(shape))
+    }
+}
 
 /// A subgraph over the parent's state type: it starts from the parent's snapshot and its
 /// applied updates become the node's writes.
-pub(crate) struct SameStateSubgraph<S: State> {
+struct SameStateSubgraph<S: State> {
     graph: CompiledGraph<S>,
 }
 
 impl<S: State> SameStateSubgraph<S> {
-    pub(crate) fn new(graph: CompiledGraph<S>) -> Self {
+    fn new(graph: CompiledGraph<S>) -> Self {
         Self { graph }
     }
 }
@@ -73,14 +102,14 @@ type IntoChild<S, C> = Arc<dyn Fn(&S) -> <C as State>::Update + Send + Sync>;
 type FromChild<S, C> = Arc<dyn Fn(&C) -> <S as State>::Update + Send + Sync>;
 
 /// A subgraph with its own state type, connected by two mapping functions.
-pub(crate) struct MappedSubgraph<S: State, C: State> {
+struct MappedSubgraph<S: State, C: State> {
     graph: CompiledGraph<C>,
     into_child: IntoChild<S, C>,
     from_child: FromChild<S, C>,
 }
 
 impl<S: State, C: State> MappedSubgraph<S, C> {
-    pub(crate) fn new(
+    fn new(
         graph: CompiledGraph<C>,
         into_child: impl Fn(&S) -> C::Update + Send + Sync + 'static,
         from_child: impl Fn(&C) -> S::Update + Send + Sync + 'static,

@@ -3,15 +3,16 @@
 
 use std::sync::Arc;
 
+use super::Runner;
 use crate::checkpoint::CheckpointSource;
+use crate::context::task_link::interrupt_id;
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
 use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal};
 use crate::run::apply::apply_finished;
-use crate::run::persist::{PendingRef, Persist, interrupt_id, output_ref, task_records};
+use crate::run::persist::{PendingRef, Persist, output_ref, task_records};
 use crate::run::plan::{JoinProgress, Task};
-use crate::run::runner::Runner;
 use crate::state::State;
 
 /// A step that stopped: its tasks, and what each finished, raised or failed with.

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::Runner;
 use crate::checkpoint::{CheckpointSource, PendingWrite};
 use crate::command::{Command, CommandGraph, RunInput};
 use crate::error::Error;
@@ -14,7 +15,6 @@ use crate::run::persist::{
     task_records,
 };
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
-use crate::run::runner::Runner;
 use crate::state::{State, StateUpdate, StepWrites};
 
 use crate::graph::INPUT as INPUT_NODE;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::command::Packet;
+use crate::context::config::RunConfig;
+use crate::context::scratchpad::Scratchpad;
+use crate::context::stream::StreamWriter;
+use crate::context::task_link::TaskLink;
 use crate::error::Error;
-use crate::interrupt::Scratchpad;
-use crate::run::config::RunConfig;
-use crate::run::persist::TaskLink;
-use crate::run::stream::StreamWriter;
 use crate::store::Store;
 
 /// The context of one task: its node, step and attempt, the run's config, the stream
@@ -25,7 +25,7 @@ pub struct NodeContext {
     pub(crate) config: Arc<RunConfig>,
     pub(crate) writer: StreamWriter,
     pub(crate) input: Option<PacketDebug>,
-    pub(crate) namespace: crate::run::stream::Namespace,
+    pub(crate) namespace: crate::context::stream::Namespace,
     pub(crate) scratchpad: Option<Arc<Scratchpad>>,
     pub(crate) store: Option<Arc<dyn Store>>,
     /// Where the task stands in the thread's checkpoints (with a checkpointer saving per
@@ -160,6 +160,20 @@ impl NodeContext {
                 || "no Send input (the node was triggered by an edge)".to_owned(),
                 |p| format!("`{}`", p.0.type_name),
             ),
+        })
+    }
+
+    /// The run's context value of type `C`, if the run was given one (see
+    /// [`RunConfig::with_context`](crate::RunConfig::with_context)).
+    pub fn context<C: Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+        self.config.context::<C>()
+    }
+
+    /// The run's context value of type `C`, or an error naming the node and the type.
+    pub fn require_context<C: Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {
+        self.context::<C>().ok_or_else(|| Error::MissingContext {
+            node: self.node.to_string(),
+            type_name: std::any::type_name::<C>(),
         })
     }
 }

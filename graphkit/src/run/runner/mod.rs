@@ -2,31 +2,35 @@
 //! then loops over super-steps — plan, execute, apply, persist — until no task is
 //! triggered or a step stops ([`stop`]).
 //!
-//! [`start`]: crate::run::start
-//! [`stop`]: crate::run::stop
+//! Both are parts of the runner (they add methods to [`Runner`]), so they are its child
+//! modules; the phases of a step (`plan`, `execute`, `apply`) and `persist` are siblings
+//! that know nothing of the runner.
+
+mod start;
+mod stop;
 
 use std::sync::Arc;
 
 use crate::checkpoint::CheckpointSource;
 use crate::command::RunInput;
+use crate::context::config::RunConfig;
+use crate::context::node_context::NodeContext;
+use crate::context::scratchpad::Scratchpad;
+use crate::context::stream::Namespace;
+use crate::context::task_link::TaskLink;
 use crate::error::Error;
 use crate::graph::compiled::{CompiledGraph, GraphCore};
 use crate::graph::node::NodeOutput;
-use crate::interrupt::{InterruptKind, InterruptSignal, Scratchpad};
+use crate::interrupt::{InterruptKind, InterruptSignal};
 use crate::run::Done;
 use crate::run::apply::{self, RecordedWrite};
-use crate::run::config::RunConfig;
-use crate::run::context::NodeContext;
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
-use crate::run::persist::{
-    PendingStep, Persist, TaskLink, TaskWriteRef, ThreadRelease, task_records,
-};
+use crate::run::persist::{PendingStep, Persist, TaskWriteRef, ThreadRelease, task_records};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
-use crate::run::start::Start;
-use crate::run::stop::StaticCheck;
-use crate::run::stream::Namespace;
 use crate::state::State;
+use start::Start;
+use stop::StaticCheck;
 
 /// One run of a compiled graph: its state and the loop over super-steps.
 pub(crate) struct Runner<S: State> {
@@ -371,7 +375,7 @@ impl<S: State> Runner<S> {
                     interrupts,
                     failures,
                 } => {
-                    let stopped = crate::run::stop::StoppedStep {
+                    let stopped = stop::StoppedStep {
                         tasks: &tasks,
                         outputs: &outputs,
                         interrupts: &interrupts,
