@@ -47,6 +47,8 @@ mod interrupt;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod run;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub mod sql;
 mod state;
 pub mod store;
 
