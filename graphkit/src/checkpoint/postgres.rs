@@ -15,7 +15,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 use tokio::sync::Mutex;
 
 use super::sql::{
-    Statements, bind_checkpoint, decode_record, decode_write, list_limit, metadata_text, read_list,
+    POSTGRES, bind_checkpoint, decode_record, decode_write, list_limit, metadata_text, read_list,
 };
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite};
 use crate::error::Error;
@@ -135,17 +135,12 @@ fn thread_lock_key(thread_id: &str) -> i64 {
     advisory_key(&format!("graphkit thread {thread_id}"))
 }
 
-/// The statements of the saver.
-fn statements() -> &'static Statements {
-    Statements::postgres()
-}
-
 #[async_trait]
 impl Checkpointer for PostgresSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
         let metadata = metadata_text(&record)?;
         bind_checkpoint!(
-            sqlx::query(statements().insert_checkpoint.as_str()),
+            sqlx::query(POSTGRES.insert_checkpoint.as_str()),
             record,
             metadata
         )
@@ -165,7 +160,7 @@ impl Checkpointer for PostgresSaver {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
         for write in &writes {
-            sqlx::query(statements().upsert_write.as_str())
+            sqlx::query(POSTGRES.upsert_write.as_str())
                 .bind(thread_id)
                 .bind(checkpoint_ns)
                 .bind(checkpoint_id)
@@ -187,8 +182,8 @@ impl Checkpointer for PostgresSaver {
     ) -> Result<Option<CheckpointTuple>, Error> {
         let err = |e| backend_error(BACKEND, "reading a checkpoint", e);
         let statement = match checkpoint_id {
-            Some(_) => &statements().select_checkpoint,
-            None => &statements().select_latest,
+            Some(_) => &POSTGRES.select_checkpoint,
+            None => &POSTGRES.select_latest,
         };
         let query = sqlx::query(statement.as_str())
             .bind(thread_id)
@@ -200,7 +195,7 @@ impl Checkpointer for PostgresSaver {
         let row = query.fetch_optional(&self.pool).await.map_err(err)?;
         let Some(row) = row else { return Ok(None) };
         let record = decode_record(&row, thread_id, checkpoint_ns)?;
-        let pending_writes = sqlx::query(statements().select_writes.as_str())
+        let pending_writes = sqlx::query(POSTGRES.select_writes.as_str())
             .bind(thread_id)
             .bind(checkpoint_ns)
             .bind(&record.checkpoint_id)
@@ -222,7 +217,7 @@ impl Checkpointer for PostgresSaver {
         checkpoint_ns: &str,
         options: &ListOptions,
     ) -> Result<Vec<CheckpointRecord>, Error> {
-        let rows = sqlx::query(statements().select_list.as_str())
+        let rows = sqlx::query(POSTGRES.select_list.as_str())
             .bind(thread_id)
             .bind(checkpoint_ns)
             .bind(options.before.as_deref())
@@ -234,7 +229,7 @@ impl Checkpointer for PostgresSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
-        for statement in &statements().delete_thread {
+        for statement in &POSTGRES.delete_thread {
             sqlx::query(statement.as_str())
                 .bind(thread_id)
                 .execute(&mut *tx)
@@ -248,7 +243,7 @@ impl Checkpointer for PostgresSaver {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
         let mut deleted = 0;
-        for statement in &statements().delete_run {
+        for statement in &POSTGRES.delete_run {
             deleted = sqlx::query(statement.as_str())
                 .bind(thread_id)
                 .bind(run_id)

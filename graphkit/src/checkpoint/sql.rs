@@ -37,23 +37,15 @@ pub(crate) struct Statements {
     pub(crate) delete_run: [String; 2],
 }
 
+/// The savers' statements in SQLite's dialect.
+#[cfg(feature = "sqlite")]
+pub(crate) static SQLITE: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Sqlite));
+/// The savers' statements in PostgreSQL's dialect.
+#[cfg(feature = "postgres")]
+pub(crate) static POSTGRES: LazyLock<Statements> =
+    LazyLock::new(|| Statements::new(Dialect::Postgres));
+
 impl Statements {
-    /// The statements in SQLite's dialect.
-    #[cfg(feature = "sqlite")]
-    pub(crate) fn sqlite() -> &'static Self {
-        static STATEMENTS: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Dialect::Sqlite));
-        &STATEMENTS
-    }
-
-    /// The statements in PostgreSQL's dialect.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn postgres() -> &'static Self {
-        static STATEMENTS: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Dialect::Postgres));
-        &STATEMENTS
-    }
-
     fn new(dialect: Dialect) -> Self {
         /// The columns [`decode_record`] reads.
         const SELECT: &str = "SELECT checkpoint_id, parent_id, format_version, step, source, created_at_ms, \

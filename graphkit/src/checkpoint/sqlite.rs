@@ -13,7 +13,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 
 use super::sql::{
-    Statements, bind_checkpoint, decode_record, decode_write, list_limit, metadata_text, read_list,
+    SQLITE, bind_checkpoint, decode_record, decode_write, list_limit, metadata_text, read_list,
 };
 use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, UNLOCK, took_over,
@@ -139,11 +139,6 @@ impl SqliteSaver {
     }
 }
 
-/// The statements of the saver's pool.
-fn statements() -> &'static Statements {
-    Statements::sqlite()
-}
-
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
@@ -200,7 +195,7 @@ impl Checkpointer for SqliteSaver {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for write in &writes {
-            sqlx::query(statements().upsert_write.as_str())
+            sqlx::query(SQLITE.upsert_write.as_str())
                 .bind(thread_id)
                 .bind(checkpoint_ns)
                 .bind(checkpoint_id)
@@ -222,8 +217,8 @@ impl Checkpointer for SqliteSaver {
     ) -> Result<Option<CheckpointTuple>, Error> {
         let err = |e| backend_error(BACKEND, "reading a checkpoint", e);
         let statement = match checkpoint_id {
-            Some(_) => &statements().select_checkpoint,
-            None => &statements().select_latest,
+            Some(_) => &SQLITE.select_checkpoint,
+            None => &SQLITE.select_latest,
         };
         let query = sqlx::query(statement.as_str())
             .bind(thread_id)
@@ -235,7 +230,7 @@ impl Checkpointer for SqliteSaver {
         let row = query.fetch_optional(&self.pool).await.map_err(err)?;
         let Some(row) = row else { return Ok(None) };
         let record = decode_record(&row, thread_id, checkpoint_ns)?;
-        let pending_writes = sqlx::query(statements().select_writes.as_str())
+        let pending_writes = sqlx::query(SQLITE.select_writes.as_str())
             .bind(thread_id)
             .bind(checkpoint_ns)
             .bind(&record.checkpoint_id)
@@ -257,7 +252,7 @@ impl Checkpointer for SqliteSaver {
         checkpoint_ns: &str,
         options: &ListOptions,
     ) -> Result<Vec<CheckpointRecord>, Error> {
-        let rows = sqlx::query(statements().select_list.as_str())
+        let rows = sqlx::query(SQLITE.select_list.as_str())
             .bind(thread_id)
             .bind(checkpoint_ns)
             .bind(options.before.as_deref())
@@ -269,7 +264,7 @@ impl Checkpointer for SqliteSaver {
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for statement in &statements().delete_thread {
+        for statement in &SQLITE.delete_thread {
             sqlx::query(statement.as_str())
                 .bind(thread_id)
                 .execute(&mut *tx)
@@ -283,7 +278,7 @@ impl Checkpointer for SqliteSaver {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         let mut deleted = 0;
-        for statement in &statements().delete_run {
+        for statement in &SQLITE.delete_run {
             deleted = sqlx::query(statement.as_str())
                 .bind(thread_id)
                 .bind(run_id)
@@ -391,7 +386,7 @@ where
     E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
 {
     bind_checkpoint!(
-        sqlx::query(statements().insert_checkpoint.as_str()),
+        sqlx::query(SQLITE.insert_checkpoint.as_str()),
         record,
         metadata
     )

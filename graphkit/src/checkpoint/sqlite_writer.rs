@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
-use super::sql::Statements;
+use super::sql::SQLITE;
 use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, took_over,
 };
@@ -144,7 +144,7 @@ pub(super) fn insert_checkpoint(
     metadata: &str,
 ) -> rusqlite::Result<()> {
     connection
-        .prepare_cached(&Statements::sqlite().insert_checkpoint)?
+        .prepare_cached(&SQLITE.insert_checkpoint)?
         .execute(params![
             record.thread_id,
             record.checkpoint_ns,
@@ -182,7 +182,7 @@ pub(super) fn upsert_writes(
     let (thread_id, checkpoint_ns, checkpoint_id) = at;
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     {
-        let mut statement = tx.prepare_cached(&Statements::sqlite().upsert_write)?;
+        let mut statement = tx.prepare_cached(&SQLITE.upsert_write)?;
         for write in writes {
             statement.execute(params![
                 thread_id,

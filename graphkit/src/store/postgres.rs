@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::postgres::PgPool;
 
 use super::sql::{
-    Statements, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
+    POSTGRES, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
     value_text,
 };
 use super::{Item, SearchQuery, Store, validate_key};
@@ -76,16 +76,11 @@ impl PostgresStore {
     }
 }
 
-/// The statements of the store.
-fn statements() -> &'static Statements {
-    Statements::postgres()
-}
-
 #[async_trait]
 impl Store for PostgresStore {
     async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().put.as_str())
+        sqlx::query(POSTGRES.put.as_str())
             .bind(join(namespace))
             .bind(key)
             .bind(value_text(&value)?)
@@ -98,7 +93,7 @@ impl Store for PostgresStore {
 
     async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().get.as_str())
+        sqlx::query(POSTGRES.get.as_str())
             .bind(join(namespace))
             .bind(key)
             .fetch_optional(&self.pool)
@@ -111,7 +106,7 @@ impl Store for PostgresStore {
 
     async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().delete.as_str())
+        sqlx::query(POSTGRES.delete.as_str())
             .bind(join(namespace))
             .bind(key)
             .execute(&self.pool)
@@ -124,7 +119,7 @@ impl Store for PostgresStore {
         validate_key(prefix, None)?;
         let (exact, low, high) = prefix_bounds(prefix);
         let (limit, offset) = search_paging(query);
-        let rows = sqlx::query(statements().search.as_str())
+        let rows = sqlx::query(POSTGRES.search.as_str())
             .bind(exact)
             .bind(low)
             .bind(high)
@@ -141,7 +136,7 @@ impl Store for PostgresStore {
     ) -> Result<Vec<Vec<String>>, Error> {
         validate_key(prefix, None)?;
         let (exact, low, high) = prefix_bounds(prefix);
-        let rows: Vec<String> = sqlx::query_scalar(statements().namespaces.as_str())
+        let rows: Vec<String> = sqlx::query_scalar(POSTGRES.namespaces.as_str())
             .bind(exact)
             .bind(low)
             .bind(high)

@@ -54,23 +54,15 @@ pub(crate) struct Statements {
     pub(crate) namespaces: String,
 }
 
+/// The stores' statements in SQLite's dialect.
+#[cfg(feature = "sqlite")]
+pub(crate) static SQLITE: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Sqlite));
+/// The stores' statements in PostgreSQL's dialect.
+#[cfg(feature = "postgres")]
+pub(crate) static POSTGRES: LazyLock<Statements> =
+    LazyLock::new(|| Statements::new(Dialect::Postgres));
+
 impl Statements {
-    /// The statements in SQLite's dialect.
-    #[cfg(feature = "sqlite")]
-    pub(crate) fn sqlite() -> &'static Self {
-        static STATEMENTS: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Dialect::Sqlite));
-        &STATEMENTS
-    }
-
-    /// The statements in PostgreSQL's dialect.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn postgres() -> &'static Self {
-        static STATEMENTS: LazyLock<Statements> =
-            LazyLock::new(|| Statements::new(Dialect::Postgres));
-        &STATEMENTS
-    }
-
     fn new(dialect: Dialect) -> Self {
         const SELECT: &str =
             "SELECT namespace, key, value, created_at_ms, updated_at_ms FROM graphkit_store";

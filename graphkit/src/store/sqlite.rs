@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::sqlite::SqlitePool;
 
 use super::sql::{
-    Statements, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
+    SQLITE, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
     value_text,
 };
 use super::{Item, SearchQuery, Store, validate_key};
@@ -84,16 +84,11 @@ impl SqliteStore {
     }
 }
 
-/// The statements of the store.
-fn statements() -> &'static Statements {
-    Statements::sqlite()
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().put.as_str())
+        sqlx::query(SQLITE.put.as_str())
             .bind(join(namespace))
             .bind(key)
             .bind(value_text(&value)?)
@@ -106,7 +101,7 @@ impl Store for SqliteStore {
 
     async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().get.as_str())
+        sqlx::query(SQLITE.get.as_str())
             .bind(join(namespace))
             .bind(key)
             .fetch_optional(&self.pool)
@@ -119,7 +114,7 @@ impl Store for SqliteStore {
 
     async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(statements().delete.as_str())
+        sqlx::query(SQLITE.delete.as_str())
             .bind(join(namespace))
             .bind(key)
             .execute(&self.pool)
@@ -132,7 +127,7 @@ impl Store for SqliteStore {
         validate_key(prefix, None)?;
         let (exact, low, high) = prefix_bounds(prefix);
         let (limit, offset) = search_paging(query);
-        let rows = sqlx::query(statements().search.as_str())
+        let rows = sqlx::query(SQLITE.search.as_str())
             .bind(exact)
             .bind(low)
             .bind(high)
@@ -149,7 +144,7 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Vec<String>>, Error> {
         validate_key(prefix, None)?;
         let (exact, low, high) = prefix_bounds(prefix);
-        let rows: Vec<String> = sqlx::query_scalar(statements().namespaces.as_str())
+        let rows: Vec<String> = sqlx::query_scalar(SQLITE.namespaces.as_str())
             .bind(exact)
             .bind(low)
             .bind(high)
