@@ -146,6 +146,26 @@ async fn enqueue(backend: &dyn Backend, thread_id: Uuid) -> RunRecord {
         .run
 }
 
+/// Claims the run `worker` should get next, with a lease of `lease`; fails without one.
+async fn claim(backend: &dyn Backend, worker: &str, lease: Duration) -> RunRecord {
+    let claimed = backend.claim_run(worker, lease).await.expect("claim");
+    claimed.expect("a run to claim")
+}
+
+/// Ends a run the way `worker` would; `false` if it no longer held it.
+async fn finish(backend: &dyn Backend, run_id: Uuid, worker: &str, end: RunEnd) -> bool {
+    backend
+        .finish_run(run_id, worker, end, None)
+        .await
+        .expect("finish")
+}
+
+/// A run that must exist.
+async fn stored_run(backend: &dyn Backend, thread_id: Option<Uuid>, run_id: Uuid) -> RunRecord {
+    let found = backend.get_run(thread_id, run_id).await.expect("get");
+    found.expect("the run")
+}
+
 /// Waits for a wake-up, failing the test (rather than hanging) if none comes in a minute.
 async fn woken(wakeup: &mut Wakeup, what: &str) {
     tokio::time::timeout(Duration::from_secs(60), wakeup.changed())
@@ -176,21 +196,13 @@ async fn one_running_run_per_thread_in_creation_order(f: &Fixture) {
     let c1 = enqueue(&*f.a, c).await;
     assert_eq!(b1.status, RunStatus::Pending);
 
-    let first =
-        f.a.claim_run("w1", LEASE)
-            .await
-            .expect("claim")
-            .expect("a run");
+    let first = claim(&*f.a, "w1", LEASE).await;
     assert_eq!(
         (first.run_id, first.attempt, first.status),
         (b1.run_id, 1, RunStatus::Running)
     );
     assert_eq!(first.worker_id.as_deref(), Some("w1"));
-    let second =
-        f.b.claim_run("w2", LEASE)
-            .await
-            .expect("claim")
-            .expect("a run");
+    let second = claim(&*f.b, "w2", LEASE).await;
     assert_eq!(
         second.run_id, c1.run_id,
         "b2 waits: its thread has a running run"
@@ -198,27 +210,11 @@ async fn one_running_run_per_thread_in_creation_order(f: &Fixture) {
     assert!(f.b.claim_run("w2", LEASE).await.expect("claim").is_none());
 
     // Only the holder may end it.
-    assert!(
-        !f.b.finish_run(b1.run_id, "w2", RunEnd::Success, None)
-            .await
-            .expect("finish")
-    );
-    assert!(
-        f.b.finish_run(b1.run_id, "w1", RunEnd::Success, None)
-            .await
-            .expect("finish")
-    );
-    let third =
-        f.a.claim_run("w1", LEASE)
-            .await
-            .expect("claim")
-            .expect("a run");
+    assert!(!finish(&*f.b, b1.run_id, "w2", RunEnd::Success).await);
+    assert!(finish(&*f.b, b1.run_id, "w1", RunEnd::Success).await);
+    let third = claim(&*f.a, "w1", LEASE).await;
     assert_eq!(third.run_id, b2.run_id);
-    let ended =
-        f.a.get_run(Some(b), b1.run_id)
-            .await
-            .expect("get")
-            .expect("present");
+    let ended = stored_run(&*f.a, Some(b), b1.run_id).await;
     assert_eq!(ended.status, RunStatus::Success);
     assert!(
         f.a.get_run(Some(c), b1.run_id)
@@ -279,11 +275,7 @@ async fn racing_claimers_run_one_run_per_thread_in_creation_order(f: &Fixture) {
         }
         for run in claimed {
             let worker = run.worker_id.clone().expect("held");
-            assert!(
-                f.b.finish_run(run.run_id, &worker, RunEnd::Success, None)
-                    .await
-                    .expect("finish")
-            );
+            assert!(finish(&*f.b, run.run_id, &worker, RunEnd::Success).await);
         }
     }
     assert!(f.a.claim_run("w", LEASE).await.expect("claim").is_none());
@@ -315,11 +307,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
         ThreadStatus::Busy
     );
 
-    let running =
-        f.a.claim_run("w1", LEASE)
-            .await
-            .expect("claim")
-            .expect("a run");
+    let running = claim(&*f.a, "w1", LEASE).await;
     assert_eq!(running.run_id, first.run_id);
     let mut wakeup = f.a.watch_run(first.run_id);
     let created =
@@ -339,11 +327,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
             cancel: Some(CancelAction::Interrupt)
         }
     );
-    let queued =
-        f.a.get_run(Some(t), queued.run_id)
-            .await
-            .expect("get")
-            .expect("kept");
+    let queued = stored_run(&*f.a, Some(t), queued.run_id).await;
     assert_eq!(
         queued.status,
         RunStatus::Interrupted,
@@ -352,16 +336,8 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
     // The new run waits until the cancelled one ends.
     assert!(f.a.claim_run("w2", LEASE).await.expect("claim").is_none());
     let interrupted = RunEnd::Interrupted("cancelled".into());
-    assert!(
-        f.a.finish_run(first.run_id, "w1", interrupted, None)
-            .await
-            .expect("finish")
-    );
-    let next =
-        f.a.claim_run("w2", LEASE)
-            .await
-            .expect("claim")
-            .expect("a run");
+    assert!(finish(&*f.a, first.run_id, "w1", interrupted).await);
+    let next = claim(&*f.a, "w2", LEASE).await;
     assert_eq!(next.run_id, created.run.run_id);
     // Cancelling a finished run changes nothing; an unknown run is None.
     assert_eq!(
@@ -381,10 +357,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
 async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
     let t = thread(&*f.a).await;
     let running = enqueue(&*f.a, t).await;
-    f.a.claim_run("w", LEASE)
-        .await
-        .expect("claim")
-        .expect("claimed");
+    claim(&*f.a, "w", LEASE).await;
     let pending = enqueue(&*f.a, t).await;
 
     let rollback =
@@ -424,12 +397,7 @@ async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
             .expect("cancel"),
         Some(CancelOutcome::CancelledPending)
     );
-    let status =
-        f.a.get_run(None, queued.run_id)
-            .await
-            .expect("get")
-            .expect("kept")
-            .status;
+    let status = stored_run(&*f.a, None, queued.run_id).await.status;
     assert_eq!(status, RunStatus::Interrupted);
     assert_eq!(
         f.b.request_cancel(Some(t), queued.run_id, CancelAction::Interrupt)
@@ -443,20 +411,11 @@ async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
     // A lease of zero is over as soon as it is granted.
-    let claimed =
-        f.a.claim_run("dead-worker", Duration::ZERO)
-            .await
-            .expect("claim")
-            .expect("a run");
+    let claimed = claim(&*f.a, "dead-worker", Duration::ZERO).await;
     assert_eq!(claimed.attempt, 1);
     // The sweeper (in the other process) returns the run.
     assert_eq!(sweep_until_swept(&*f.b, 2).await, vec![run.run_id]);
-    let status =
-        f.a.get_run(None, run.run_id)
-            .await
-            .expect("get")
-            .expect("run")
-            .status;
+    let status = stored_run(&*f.a, None, run.run_id).await.status;
     assert_eq!(status, RunStatus::Pending);
     assert_eq!(
         f.a.heartbeat(run.run_id, "dead-worker", LEASE)
@@ -465,25 +424,15 @@ async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run
         Lease::Lost
     );
     assert!(
-        !f.a.finish_run(run.run_id, "dead-worker", RunEnd::Success, None)
-            .await
-            .expect("finish"),
+        !finish(&*f.a, run.run_id, "dead-worker", RunEnd::Success).await,
         "a lost run cannot be finished by its old worker"
     );
-    let again =
-        f.b.claim_run("second-worker", Duration::ZERO)
-            .await
-            .expect("claim")
-            .expect("a run");
+    let again = claim(&*f.b, "second-worker", Duration::ZERO).await;
     assert_eq!((again.run_id, again.attempt), (run.run_id, 2));
     assert_eq!(again.worker_id.as_deref(), Some("second-worker"));
     // Attempt 2 of 2 also dies: the run ends in error, and so does its thread.
     assert_eq!(sweep_until_swept(&*f.a, 2).await, vec![run.run_id]);
-    let failed =
-        f.a.get_run(None, run.run_id)
-            .await
-            .expect("get")
-            .expect("run");
+    let failed = stored_run(&*f.a, None, run.run_id).await;
     assert_eq!(failed.status, RunStatus::Error);
     assert!(
         failed
@@ -544,10 +493,7 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &F
 async fn deleting_a_thread_takes_its_running_run_from_the_worker(f: &Fixture) {
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
-    f.a.claim_run("w", LEASE)
-        .await
-        .expect("claim")
-        .expect("a run");
+    claim(&*f.a, "w", LEASE).await;
     let appended =
         f.a.append_events(run.run_id, &[("metadata".into(), "{}".into())])
             .await;
