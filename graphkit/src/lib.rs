@@ -49,6 +49,8 @@ mod interrupt;
 pub mod otel;
 mod run;
 mod snapshot;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub mod sql;
 mod state;
 pub mod store;
 

@@ -1445,6 +1445,16 @@ mod postgres_backend {
     }
 
     #[tokio::test]
+    async fn metadata_that_is_not_json_is_a_corrupt_checkpoint() {
+        let Some(saver) = saver().await else { return };
+        corrupt_with(
+            &saver,
+            "UPDATE graphkit_checkpoints SET metadata = '{\"truncat' WHERE thread_id = $1 AND checkpoint_id = $2",
+        )
+        .await;
+    }
+
+    #[tokio::test]
     async fn an_unknown_source_is_a_corrupt_checkpoint() {
         let Some(saver) = saver().await else { return };
         corrupt_with(&saver, "UPDATE graphkit_checkpoints SET source = 'garbage' WHERE thread_id = $1 AND checkpoint_id = $2")

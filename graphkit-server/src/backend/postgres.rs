@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, PostgresSaver};
+use graphkit::sql::migrate_postgres;
 use graphkit::store::{PostgresStore, Store};
 use serde_json::{Map, Value};
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -198,9 +199,9 @@ impl PostgresBackend {
             .connect_with(base.options([("search_path", options.schema.as_str())]))
             .await
             .map_err(|e| startup("cannot open the pool", e))?;
-        schema::migrate(&pool)
+        migrate_postgres(&pool, "postgres server backend", &schema::SCHEMA)
             .await
-            .map_err(|e| startup("schema migration failed", e))?;
+            .map_err(|e| ServerError::Startup(format!("PostgreSQL at {}: {e}", redact(url))))?;
         let checkpointer = Arc::new(PostgresSaver::from_pool(pool.clone()).await?);
         let store = Arc::new(PostgresStore::from_pool(pool.clone()).await?);
         let channels = Channels::new(&options.schema);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use graphkit::checkpoint::{Checkpointer, SqliteSaver};
+use graphkit::sql::{Migration, Schema, migrate_sqlite};
 use graphkit::store::{SqliteStore, Store};
 use serde_json::{Map, Value};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -23,10 +24,15 @@ use super::{
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
 
-/// The schema history: (version, SQL). A released migration is never edited.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "
+/// The server's schema history, run by graphkit's migration runner (component `server` in
+/// `graphkit_migrations`). A released migration is never edited.
+const SCHEMA: Schema = Schema {
+    component: "server",
+    upgrade: "graphkit-server",
+    migrations: &[Migration {
+        version: 1,
+        description: "assistants, threads, runs (the queue), run events",
+        sql: "
     CREATE TABLE graphkit_server_assistants (
         assistant_id TEXT PRIMARY KEY,
         graph_id     TEXT NOT NULL,
@@ -80,7 +86,8 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         PRIMARY KEY (run_id, seq)
     );
     ",
-)];
+    }],
+};
 
 const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
      multitask_strategy, attempt, worker_id, lease_until, cancel_requested, cancel_reason";
@@ -217,38 +224,38 @@ fn page<T>(items: Vec<T>, offset: usize, limit: Option<usize>) -> Vec<T> {
         .collect()
 }
 
+/// Migrates the server's tables. The checkpointer has migrated its own first, so
+/// `graphkit_migrations` exists.
 async fn migrate(pool: &SqlitePool) -> Result<()> {
-    let mut tx = pool
-        .begin_with("BEGIN IMMEDIATE")
+    adopt_old_schema_table(pool).await?;
+    migrate_sqlite(pool, "sqlite server backend", &SCHEMA)
         .await
-        .map_err(db("begin the migration"))?;
-    sqlx::query("CREATE TABLE IF NOT EXISTS graphkit_server_schema (version INTEGER NOT NULL)")
-        .execute(&mut *tx)
+        .map_err(|e| ServerError::Startup(e.to_string()))
+}
+
+/// Databases made before the server's schema joined `graphkit_migrations` recorded its
+/// versions in a table of their own, `graphkit_server_schema`: they are copied over (once:
+/// a copied version is ignored), so the runner does not apply them again. The old table
+/// stays, unused.
+async fn adopt_old_schema_table(pool: &SqlitePool) -> Result<()> {
+    let old: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'graphkit_server_schema')",
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(db("read the schema version"))?;
+    if old {
+        sqlx::query(
+            "INSERT OR IGNORE INTO graphkit_migrations (component, version, description, applied_at_ms) \
+             SELECT ?1, version, 'recorded in graphkit_server_schema', ?2 FROM graphkit_server_schema",
+        )
+        .bind(SCHEMA.component)
+        .bind(graphkit::checkpoint::now_ms())
+        .execute(pool)
         .await
-        .map_err(db("create the schema table"))?;
-    let current: i64 =
-        sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM graphkit_server_schema")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db("read the schema version"))?;
-    let newest = MIGRATIONS.last().map_or(0, |m| m.0);
-    if current > newest {
-        return Err(ServerError::Startup(format!(
-            "the database's server schema is version {current}, newer than this build knows ({newest}); use a newer graphkit-server"
-        )));
+        .map_err(db("record the schema version"))?;
     }
-    for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
-        sqlx::raw_sql(*sql)
-            .execute(&mut *tx)
-            .await
-            .map_err(db("migrate the server schema"))?;
-        sqlx::query("INSERT INTO graphkit_server_schema (version) VALUES (?1)")
-            .bind(version)
-            .execute(&mut *tx)
-            .await
-            .map_err(db("record the schema version"))?;
-    }
-    tx.commit().await.map_err(db("commit the migration"))
+    Ok(())
 }
 
 fn json_text(value: &impl serde::Serialize) -> String {

@@ -17,6 +17,8 @@ pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
+mod sqlite_lock;
+#[cfg(feature = "sqlite")]
 mod sqlite_writer;
 
 use std::fmt::Debug;

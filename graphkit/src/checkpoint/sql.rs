@@ -1,22 +1,132 @@
-//! What the SQL savers share: decoding a checkpoint row and wrapping driver errors.
+//! What the SQL savers share: their statements (written once, see [`Statements`]), encoding
+//! a checkpoint's metadata, and decoding checkpoint and pending-write rows.
 
+use std::sync::LazyLock;
+
+use futures::{Stream, TryStreamExt};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{CheckpointRecord, CheckpointSource, FORMAT_VERSION};
+use super::{CheckpointRecord, CheckpointSource, FORMAT_VERSION, ListOptions, PendingWrite};
 use crate::error::Error;
+use crate::sql::{Dialect, backend_error};
 
-/// An [`Error::Backend`] saying what was being done. A database's own error gives its
-/// message and SQLSTATE code, without the server's C source position that PostgreSQL's
-/// display adds (`at line 1234` of some server file, which only confuses).
-pub(crate) fn backend_error(backend: &'static str, doing: &str, error: sqlx::Error) -> Error {
-    let message = match &error {
-        sqlx::Error::Database(db) => match db.code() {
-            Some(code) => format!("{doing}: {} (SQLSTATE {code})", db.message()),
-            None => format!("{doing}: {}", db.message()),
-        },
-        other => format!("{doing}: {other}"),
+/// The savers' statements in one dialect, each built from the one definition in
+/// [`Statements::new`]. Parameters are listed as `(first, second, ...)`.
+pub(crate) struct Statements {
+    /// Inserts or replaces a checkpoint row: (thread_id, checkpoint_ns, checkpoint_id,
+    /// parent_id, format_version, step, source, created_at_ms, metadata, is_snapshot,
+    /// payload), the order of [`bind_checkpoint!`].
+    pub(crate) insert_checkpoint: String,
+    /// Saves one pending write: (thread_id, checkpoint_ns, checkpoint_id, task_id, node,
+    /// payload). On a task id already saved, the row (and so its place in the order) stays
+    /// and its content is replaced.
+    pub(crate) upsert_write: String,
+    /// One checkpoint: (thread_id, checkpoint_ns, checkpoint_id).
+    pub(crate) select_checkpoint: String,
+    /// The newest checkpoint of a thread: (thread_id, checkpoint_ns).
+    pub(crate) select_latest: String,
+    /// A thread's checkpoints, newest first: (thread_id, checkpoint_ns, before or NULL,
+    /// limit; see [`crate::sql::sql_limit`]).
+    pub(crate) select_list: String,
+    /// A checkpoint's pending writes, in save order: (thread_id, checkpoint_ns, checkpoint_id).
+    pub(crate) select_writes: String,
+    /// Deletes a thread, pending writes first: (thread_id).
+    pub(crate) delete_thread: [String; 2],
+    /// Deletes the checkpoints whose metadata names a run, pending writes first:
+    /// (thread_id, run_id).
+    pub(crate) delete_run: [String; 2],
+}
+
+/// The savers' statements in SQLite's dialect.
+#[cfg(feature = "sqlite")]
+pub(crate) static SQLITE: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Sqlite));
+/// The savers' statements in PostgreSQL's dialect.
+#[cfg(feature = "postgres")]
+pub(crate) static POSTGRES: LazyLock<Statements> =
+    LazyLock::new(|| Statements::new(Dialect::Postgres));
+
+impl Statements {
+    fn new(dialect: Dialect) -> Self {
+        /// The columns [`decode_record`] reads.
+        const SELECT: &str = "SELECT checkpoint_id, parent_id, format_version, step, source, created_at_ms, \
+             metadata, is_snapshot, payload FROM graphkit_checkpoints";
+        let statement = |text: &str| dialect.statement(text);
+        let of_run = format!(
+            "thread_id = ?1 AND {} = ?2",
+            dialect.json_field("metadata", "run_id")
+        );
+        Self {
+            insert_checkpoint: statement(
+                "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, \
+                 format_version, step, source, created_at_ms, metadata, is_snapshot, payload) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+                 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
+                 parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
+                 source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
+                 is_snapshot = excluded.is_snapshot, payload = excluded.payload",
+            ),
+            upsert_write: statement(
+                "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
+                 node = excluded.node, payload = excluded.payload",
+            ),
+            select_checkpoint: statement(&format!(
+                "{SELECT} WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3"
+            )),
+            select_latest: statement(&format!(
+                "{SELECT} WHERE thread_id = ?1 AND checkpoint_ns = ?2 ORDER BY checkpoint_id DESC LIMIT 1"
+            )),
+            select_list: statement(&format!(
+                "{SELECT} WHERE thread_id = ?1 AND checkpoint_ns = ?2 \
+                 AND (CAST(?3 AS TEXT) IS NULL OR checkpoint_id < ?3) \
+                 ORDER BY checkpoint_id DESC LIMIT ?4"
+            )),
+            select_writes: statement(
+                "SELECT task_id, node, payload FROM graphkit_checkpoint_writes \
+                 WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3 ORDER BY seq",
+            ),
+            delete_thread: [
+                statement("DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1"),
+                statement("DELETE FROM graphkit_checkpoints WHERE thread_id = ?1"),
+            ],
+            delete_run: [
+                statement(&format!(
+                    "DELETE FROM graphkit_checkpoint_writes WHERE thread_id = ?1 AND checkpoint_id IN \
+                     (SELECT checkpoint_id FROM graphkit_checkpoints WHERE {of_run})"
+                )),
+                statement(&format!("DELETE FROM graphkit_checkpoints WHERE {of_run}")),
+            ],
+        }
+    }
+}
+
+/// Binds a checkpoint's columns to an sqlx query, in the order of
+/// [`Statements::insert_checkpoint`]; `$metadata` is the metadata as text ([`metadata_text`]).
+macro_rules! bind_checkpoint {
+    ($query:expr, $record:expr, $metadata:expr) => {
+        $query
+            .bind(&$record.thread_id)
+            .bind(&$record.checkpoint_ns)
+            .bind(&$record.checkpoint_id)
+            .bind(&$record.parent_id)
+            .bind(i64::from($record.format_version))
+            .bind($record.step)
+            .bind($record.source.as_str())
+            .bind($record.created_at_ms)
+            .bind($metadata)
+            .bind($record.is_snapshot)
+            .bind(&$record.payload)
     };
-    Error::Backend { backend, message }
+}
+pub(crate) use bind_checkpoint;
+
+/// A checkpoint's metadata as stored (JSON text).
+pub(crate) fn metadata_text(record: &CheckpointRecord) -> Result<String, Error> {
+    serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
+        what: "checkpoint metadata".to_owned(),
+        source,
+    })
 }
 
 /// Reads one checkpoint row; anything that does not decode is a [`Error::CorruptCheckpoint`]
@@ -87,4 +197,72 @@ where
         payload: row.try_get("payload").map_err(|e| column("payload", e))?,
         checkpoint_id,
     })
+}
+
+/// Reads one pending-write row of a checkpoint.
+pub(crate) fn decode_write<'r, R>(
+    row: &'r R,
+    thread_id: &str,
+    checkpoint_id: &str,
+) -> Result<PendingWrite, Error>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    String: Decode<'r, R::Database> + Type<R::Database>,
+    Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let column = |name: &str, e: sqlx::Error| Error::CorruptCheckpoint {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: checkpoint_id.to_owned(),
+        message: format!("pending write column {name}: {e}"),
+    };
+    Ok(PendingWrite {
+        task_id: row.try_get("task_id").map_err(|e| column("task_id", e))?,
+        node: row.try_get("node").map_err(|e| column("node", e))?,
+        payload: row.try_get("payload").map_err(|e| column("payload", e))?,
+    })
+}
+
+/// The `LIMIT` of [`Statements::select_list`]: with a metadata filter the limit applies after
+/// filtering, which [`read_list`] does.
+pub(crate) fn list_limit(options: &ListOptions) -> i64 {
+    crate::sql::sql_limit(options.limit.filter(|_| options.metadata.is_none()))
+}
+
+/// What `list` returns of the rows of [`Statements::select_list`]: decoded, filtered on
+/// metadata, up to the limit. Reading stops there.
+pub(crate) async fn read_list<R>(
+    mut rows: impl Stream<Item = Result<R, sqlx::Error>> + Unpin,
+    backend: &'static str,
+    thread_id: &str,
+    checkpoint_ns: &str,
+    options: &ListOptions,
+) -> Result<Vec<CheckpointRecord>, Error>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let limit = options.limit.unwrap_or(usize::MAX);
+    let mut records = Vec::new();
+    while records.len() < limit {
+        let row = rows
+            .try_next()
+            .await
+            .map_err(|e| backend_error(backend, "listing checkpoints", e))?;
+        let Some(row) = row else { break };
+        let record = decode_record(&row, thread_id, checkpoint_ns)?;
+        if options
+            .metadata
+            .as_ref()
+            .is_none_or(|filter| crate::store::matches_filter(&record.metadata, filter))
+        {
+            records.push(record);
+        }
+    }
+    Ok(records)
 }

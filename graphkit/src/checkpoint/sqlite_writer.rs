@@ -20,37 +20,13 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
-use super::sqlite::{
-    BACKEND, BUSY_TIMEOUT, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder,
-    SqliteSync, retry_while_locked, took_over,
+use super::sql::SQLITE;
+use super::sqlite_lock::{
+    BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, took_over,
 };
 use super::{CheckpointRecord, PendingWrite, now_ms};
 use crate::error::Error;
-
-/// Inserts (or replaces) one checkpoint row; parameters in the order of
-/// [`insert_checkpoint`]'s binds.
-pub(super) const INSERT_CHECKPOINT: &str = "INSERT INTO graphkit_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_id, format_version, \
-     step, source, created_at_ms, metadata, is_snapshot, payload) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
-     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET \
-     parent_id = excluded.parent_id, format_version = excluded.format_version, step = excluded.step, \
-     source = excluded.source, created_at_ms = excluded.created_at_ms, metadata = excluded.metadata, \
-     is_snapshot = excluded.is_snapshot, payload = excluded.payload";
-
-/// Saves one pending write; on a task id already saved, the row (and so its place in the
-/// order) stays and its content is replaced.
-pub(super) const UPSERT_WRITE: &str = "INSERT INTO graphkit_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, node, payload) \
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id) DO UPDATE SET \
-     node = excluded.node, payload = excluded.payload";
-
-/// A checkpoint's metadata as stored (JSON text).
-pub(super) fn metadata_text(record: &CheckpointRecord) -> Result<String, Error> {
-    serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
-        what: "checkpoint metadata".to_owned(),
-        source,
-    })
-}
+use crate::sql::sqlite::{BUSY_TIMEOUT, SqliteSync, retry_while_locked};
 
 /// The writer connection (`None` once the saver was closed).
 #[derive(Debug)]
@@ -155,11 +131,7 @@ fn connect(path: &Path, sync: SqliteSync) -> rusqlite::Result<Connection> {
     )?;
     // Opening may read the schema; let it wait for another process's write.
     connection.busy_timeout(BUSY_TIMEOUT)?;
-    let synchronous = match sync {
-        SqliteSync::Full => "FULL",
-        SqliteSync::Normal => "NORMAL",
-    };
-    connection.pragma_update(None, "synchronous", synchronous)?;
+    connection.pragma_update(None, "synchronous", sync.pragma())?;
     connection.pragma_update(None, "foreign_keys", true)?;
     connection.busy_timeout(Duration::ZERO)?;
     Ok(connection)
@@ -172,7 +144,7 @@ pub(super) fn insert_checkpoint(
     metadata: &str,
 ) -> rusqlite::Result<()> {
     connection
-        .prepare_cached(INSERT_CHECKPOINT)?
+        .prepare_cached(&SQLITE.insert_checkpoint)?
         .execute(params![
             record.thread_id,
             record.checkpoint_ns,
@@ -210,7 +182,7 @@ pub(super) fn upsert_writes(
     let (thread_id, checkpoint_ns, checkpoint_id) = at;
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     {
-        let mut statement = tx.prepare_cached(UPSERT_WRITE)?;
+        let mut statement = tx.prepare_cached(&SQLITE.upsert_write)?;
         for write in writes {
             statement.execute(params![
                 thread_id,

@@ -1,10 +1,15 @@
-//! What the SQL stores share: how namespaces are stored, and decoding an item row.
+//! What the SQL stores share: how namespaces are stored, the statements (written once, see
+//! [`Statements`]), and reading item rows.
 
+use std::sync::LazyLock;
+
+use futures::{Stream, TryStreamExt};
+use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::Item;
-use crate::checkpoint::sql::backend_error;
+use super::{Item, SearchQuery, matches_filter};
 use crate::error::Error;
+use crate::sql::{Dialect, backend_error, sql_limit};
 
 /// The separator of namespace parts in the `namespace` column.
 pub(crate) const SEPARATOR: char = '\u{1f}';
@@ -31,6 +36,131 @@ pub(crate) fn prefix_bounds(prefix: &[&str]) -> (String, String, String) {
     let low = format!("{exact}{SEPARATOR}");
     let high = format!("{exact}{AFTER_SEPARATOR}");
     (exact, low, high)
+}
+
+/// The stores' statements in one dialect, each built from the one definition in
+/// [`Statements::new`]. Parameters are listed as `(first, second, ...)`.
+pub(crate) struct Statements {
+    /// Inserts or replaces an item, keeping its creation time: (namespace, key, value, now).
+    pub(crate) put: String,
+    /// One item: (namespace, key).
+    pub(crate) get: String,
+    /// Deletes one item: (namespace, key).
+    pub(crate) delete: String,
+    /// The items below a prefix, ordered: (exact, low, high of [`prefix_bounds`], limit,
+    /// offset; see [`search_paging`]).
+    pub(crate) search: String,
+    /// The distinct namespaces below a prefix: (exact, low, high of [`prefix_bounds`]).
+    pub(crate) namespaces: String,
+}
+
+/// The stores' statements in SQLite's dialect.
+#[cfg(feature = "sqlite")]
+pub(crate) static SQLITE: LazyLock<Statements> = LazyLock::new(|| Statements::new(Dialect::Sqlite));
+/// The stores' statements in PostgreSQL's dialect.
+#[cfg(feature = "postgres")]
+pub(crate) static POSTGRES: LazyLock<Statements> =
+    LazyLock::new(|| Statements::new(Dialect::Postgres));
+
+impl Statements {
+    fn new(dialect: Dialect) -> Self {
+        const SELECT: &str =
+            "SELECT namespace, key, value, created_at_ms, updated_at_ms FROM graphkit_store";
+        const BELOW_PREFIX: &str =
+            "(?1 = '' OR namespace = ?1 OR (namespace >= ?2 AND namespace < ?3))";
+        let statement = |text: &str| dialect.statement(text);
+        Self {
+            put: statement(
+                "INSERT INTO graphkit_store (namespace, key, value, created_at_ms, updated_at_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?4) ON CONFLICT (namespace, key) DO UPDATE SET \
+                 value = excluded.value, updated_at_ms = excluded.updated_at_ms",
+            ),
+            get: statement(&format!("{SELECT} WHERE namespace = ?1 AND key = ?2")),
+            delete: statement("DELETE FROM graphkit_store WHERE namespace = ?1 AND key = ?2"),
+            search: statement(&format!(
+                "{SELECT} WHERE {BELOW_PREFIX} ORDER BY namespace, key LIMIT ?4 OFFSET ?5"
+            )),
+            namespaces: statement(&format!(
+                "SELECT DISTINCT namespace FROM graphkit_store WHERE {BELOW_PREFIX}"
+            )),
+        }
+    }
+}
+
+/// A store value as stored (JSON text).
+pub(crate) fn value_text(value: &Value) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|source| Error::Serde {
+        what: "a store value".to_owned(),
+        source,
+    })
+}
+
+/// The `LIMIT` and `OFFSET` of [`Statements::search`]: without a filter, the database pages;
+/// with one, paging follows filtering, in [`read_search`].
+pub(crate) fn search_paging(query: &SearchQuery) -> (i64, i64) {
+    if query.filter.is_empty() {
+        (
+            sql_limit(Some(query.limit.unwrap_or(10))),
+            i64::try_from(query.offset).unwrap_or(i64::MAX),
+        )
+    } else {
+        (i64::MAX, 0)
+    }
+}
+
+/// What `search` returns of the rows of [`Statements::search`]: decoded, filtered, paged.
+/// Reading stops at the limit.
+pub(crate) async fn read_search<R>(
+    mut rows: impl Stream<Item = Result<R, sqlx::Error>> + Unpin,
+    backend: &'static str,
+    query: &SearchQuery,
+) -> Result<Vec<Item>, Error>
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let limit = query.limit.unwrap_or(10);
+    let mut skip = if query.filter.is_empty() {
+        0
+    } else {
+        query.offset
+    };
+    let mut items = Vec::new();
+    while items.len() < limit {
+        let row = rows
+            .try_next()
+            .await
+            .map_err(|e| backend_error(backend, "searching", e))?;
+        let Some(row) = row else { break };
+        let item = decode_item(backend, &row)?;
+        if !matches_filter(&item.value, &query.filter) {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+        } else {
+            items.push(item);
+        }
+    }
+    Ok(items)
+}
+
+/// `list_namespaces`' answer from the namespaces [`Statements::namespaces`] found: each cut
+/// to `max_depth` parts, sorted, without duplicates.
+pub(crate) fn cut_namespaces(rows: &[String], max_depth: Option<usize>) -> Vec<Vec<String>> {
+    let mut namespaces: Vec<Vec<String>> = rows
+        .iter()
+        .map(|namespace| {
+            let mut parts = split(namespace);
+            parts.truncate(max_depth.unwrap_or(usize::MAX));
+            parts
+        })
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces
 }
 
 /// Reads one item row; a row that does not decode is an [`Error::Backend`] naming the item.

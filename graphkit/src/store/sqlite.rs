@@ -8,23 +8,29 @@
 use std::path::Path;
 
 use async_trait::async_trait;
-use futures::TryStreamExt;
 use serde_json::Value;
 use sqlx::sqlite::SqlitePool;
 
-use super::sql::{decode_item, join, prefix_bounds, split};
-use super::{Item, SearchQuery, Store, matches_filter, validate_key};
-use crate::checkpoint::sql::backend_error;
-use crate::checkpoint::{SqliteSaver, now_ms};
+use super::sql::{
+    SQLITE, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
+    value_text,
+};
+use super::{Item, SearchQuery, Store, validate_key};
+use crate::checkpoint::{SqliteSync, now_ms};
 use crate::error::Error;
+use crate::sql::sqlite::{in_memory_pool, open_pool};
+use crate::sql::{Migration, Schema, backend_error, migrate_sqlite};
 
 const BACKEND: &str = "sqlite store";
 
-/// The store's schema history: (version, description, SQL); never edit a released step.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "store items",
-    "
+/// The store's schema history.
+const SCHEMA: Schema = Schema {
+    component: "store",
+    upgrade: "graphkit",
+    migrations: &[Migration {
+        version: 1,
+        description: "store items",
+        sql: "
         CREATE TABLE graphkit_store (
             namespace     TEXT    NOT NULL,
             key           TEXT    NOT NULL,
@@ -34,10 +40,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[(
             PRIMARY KEY (namespace, key)
         );
     ",
-)];
+    }],
+};
 
 /// A [`Store`] in an SQLite database; it may share the file (and pool) of a
-/// [`SqliteSaver`].
+/// [`SqliteSaver`](crate::checkpoint::SqliteSaver).
 ///
 /// ```no_run
 /// use graphkit::checkpoint::SqliteSaver;
@@ -57,17 +64,17 @@ impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`, in WAL mode with a busy
     /// timeout, and migrates its schema.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
-        Self::from_pool(SqliteSaver::open_pool(path.as_ref(), BACKEND).await?).await
+        Self::from_pool(open_pool(path.as_ref(), BACKEND, SqliteSync::Full).await?).await
     }
 
     /// A private database in memory, lost when the store is dropped (for tests).
     pub async fn in_memory() -> Result<Self, Error> {
-        Self::from_pool(SqliteSaver::in_memory_pool(BACKEND).await?).await
+        Self::from_pool(in_memory_pool(BACKEND).await?).await
     }
 
     /// Uses an existing pool, migrating its schema first.
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
-        SqliteSaver::migrate(&pool, BACKEND, "store", MIGRATIONS).await?;
+        migrate_sqlite(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self { pool })
     }
 
@@ -77,105 +84,57 @@ impl SqliteStore {
     }
 }
 
-fn error(doing: &str, e: sqlx::Error) -> Error {
-    backend_error(BACKEND, doing, e)
-}
-
 #[async_trait]
 impl Store for SqliteStore {
     async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        let value = serde_json::to_string(&value).map_err(|source| Error::Serde {
-            what: "a store value".to_owned(),
-            source,
-        })?;
-        let now = now_ms();
-        sqlx::query(
-            "INSERT INTO graphkit_store (namespace, key, value, created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?4) \
-             ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms",
-        )
-        .bind(join(namespace))
-        .bind(key)
-        .bind(value)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| error("saving an item", e))?;
+        sqlx::query(SQLITE.put.as_str())
+            .bind(join(namespace))
+            .bind(key)
+            .bind(value_text(&value)?)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| backend_error(BACKEND, "saving an item", e))?;
         Ok(())
     }
 
     async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query(
-            "SELECT namespace, key, value, created_at_ms, updated_at_ms FROM graphkit_store \
-             WHERE namespace = ?1 AND key = ?2",
-        )
-        .bind(join(namespace))
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| error("reading an item", e))?
-        .as_ref()
-        .map(|row| decode_item(BACKEND, row))
-        .transpose()
+        sqlx::query(SQLITE.get.as_str())
+            .bind(join(namespace))
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| backend_error(BACKEND, "reading an item", e))?
+            .as_ref()
+            .map(|row| decode_item(BACKEND, row))
+            .transpose()
     }
 
     async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
         validate_key(namespace, Some(key))?;
-        sqlx::query("DELETE FROM graphkit_store WHERE namespace = ?1 AND key = ?2")
+        sqlx::query(SQLITE.delete.as_str())
             .bind(join(namespace))
             .bind(key)
             .execute(&self.pool)
             .await
-            .map_err(|e| error("deleting an item", e))?;
+            .map_err(|e| backend_error(BACKEND, "deleting an item", e))?;
         Ok(())
     }
 
     async fn search(&self, prefix: &[&str], query: &SearchQuery) -> Result<Vec<Item>, Error> {
         validate_key(prefix, None)?;
-        let limit = query.limit.unwrap_or(10);
-        // Without a filter, the database pages; with one, paging follows filtering, here.
-        let (sql_limit, sql_offset) = if query.filter.is_empty() {
-            (
-                i64::try_from(limit).unwrap_or(i64::MAX),
-                i64::try_from(query.offset).unwrap_or(i64::MAX),
-            )
-        } else {
-            (-1, 0)
-        };
         let (exact, low, high) = prefix_bounds(prefix);
-        let mut rows = sqlx::query(
-            "SELECT namespace, key, value, created_at_ms, updated_at_ms FROM graphkit_store \
-             WHERE ?1 = '' OR namespace = ?1 OR (namespace >= ?2 AND namespace < ?3) \
-             ORDER BY namespace, key LIMIT ?4 OFFSET ?5",
-        )
-        .bind(exact)
-        .bind(low)
-        .bind(high)
-        .bind(sql_limit)
-        .bind(sql_offset)
-        .fetch(&self.pool);
-        let mut skip = if query.filter.is_empty() {
-            0
-        } else {
-            query.offset
-        };
-        let mut items = Vec::new();
-        while items.len() < limit {
-            let Some(row) = rows.try_next().await.map_err(|e| error("searching", e))? else {
-                break;
-            };
-            let item = decode_item(BACKEND, &row)?;
-            if !matches_filter(&item.value, &query.filter) {
-                continue;
-            }
-            if skip > 0 {
-                skip -= 1;
-            } else {
-                items.push(item);
-            }
-        }
-        Ok(items)
+        let (limit, offset) = search_paging(query);
+        let rows = sqlx::query(SQLITE.search.as_str())
+            .bind(exact)
+            .bind(low)
+            .bind(high)
+            .bind(limit)
+            .bind(offset)
+            .fetch(&self.pool);
+        read_search(rows, BACKEND, query).await
     }
 
     async fn list_namespaces(
@@ -185,26 +144,13 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Vec<String>>, Error> {
         validate_key(prefix, None)?;
         let (exact, low, high) = prefix_bounds(prefix);
-        let rows: Vec<String> = sqlx::query_scalar(
-            "SELECT DISTINCT namespace FROM graphkit_store \
-             WHERE ?1 = '' OR namespace = ?1 OR (namespace >= ?2 AND namespace < ?3)",
-        )
-        .bind(exact)
-        .bind(low)
-        .bind(high)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(|e| error("listing namespaces", e))?;
-        let mut namespaces: Vec<Vec<String>> = rows
-            .iter()
-            .map(|namespace| {
-                let mut parts = split(namespace);
-                parts.truncate(max_depth.unwrap_or(usize::MAX));
-                parts
-            })
-            .collect();
-        namespaces.sort();
-        namespaces.dedup();
-        Ok(namespaces)
+        let rows: Vec<String> = sqlx::query_scalar(SQLITE.namespaces.as_str())
+            .bind(exact)
+            .bind(low)
+            .bind(high)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| backend_error(BACKEND, "listing namespaces", e))?;
+        Ok(cut_namespaces(&rows, max_depth))
     }
 }

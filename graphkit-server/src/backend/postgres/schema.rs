@@ -5,14 +5,19 @@
 //! graphkit's checkpoint and store tables, which reach it through the pool's `search_path`.
 //! A fresh schema is therefore a fresh server, which is how the tests isolate themselves.
 
-use sqlx::postgres::PgPool;
+use graphkit::sql::{Migration, Schema};
 
-/// The server's schema history: (version, description, SQL). Each step runs once, in one
-/// transaction; a released step is never edited (a change is a new step).
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "assistants, threads, runs (the queue), run events",
-    r#"
+/// The server's schema history, run by graphkit's migration runner (component `server` in
+/// `graphkit_migrations`, under the same advisory lock as graphkit's own components). Each
+/// step runs once, in one transaction; a released step is never edited (a change is a new
+/// step).
+pub(crate) const SCHEMA: Schema = Schema {
+    component: "server",
+    upgrade: "graphkit-server",
+    migrations: &[Migration {
+        version: 1,
+        description: "assistants, threads, runs (the queue), run events",
+        sql: r#"
         CREATE TABLE server_assistants (
             assistant_id UUID PRIMARY KEY,
             graph_id     TEXT NOT NULL,
@@ -78,48 +83,5 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
             PRIMARY KEY (run_id, seq)
         );
     "#,
-)];
-
-/// Creates `schema` if needed and applies the server's migrations it has not seen, under a
-/// transaction-level advisory lock so processes starting together apply each step once.
-/// `pool` must already have its `search_path` set to `schema`.
-pub(crate) async fn migrate(pool: &PgPool) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('graphkit-server migrations', 0))")
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query(
-        "CREATE TABLE IF NOT EXISTS graphkit_migrations (
-            component     TEXT   NOT NULL,
-            version       BIGINT NOT NULL,
-            description   TEXT   NOT NULL,
-            applied_at_ms BIGINT NOT NULL,
-            PRIMARY KEY (component, version)
-        )",
-    )
-    .execute(&mut *tx)
-    .await?;
-    let applied: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(version), 0) FROM graphkit_migrations WHERE component = 'server'",
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let known = MIGRATIONS.last().map_or(0, |m| m.0);
-    if applied > known {
-        return Err(sqlx::Error::Protocol(format!(
-            "the database's graphkit-server schema is at version {applied}, newer than this build knows ({known}); upgrade graphkit-server"
-        )));
-    }
-    for &(version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > applied) {
-        sqlx::raw_sql(sql).execute(&mut *tx).await?;
-        sqlx::query(
-            "INSERT INTO graphkit_migrations (component, version, description, applied_at_ms) \
-             VALUES ('server', $1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
-        )
-        .bind(version)
-        .bind(description)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await
-}
+    }],
+};

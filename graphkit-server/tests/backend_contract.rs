@@ -1,0 +1,668 @@
+//! The `Backend` contract, one suite run against each backend: SQLite always, PostgreSQL
+//! when `GRAPHKIT_TEST_POSTGRES_URL` names a server (otherwise those tests print why they
+//! skip). The queue's rules (one running run per thread, serial order, claims racing),
+//! leases and the sweeper, multitask strategies and cancels, events and wake-ups, threads
+//! and searches.
+//!
+//! Each behaviour is one async function of a [`Fixture`]: two handles on one database, as two
+//! server processes would hold them. PostgreSQL's are two backends on one fresh schema
+//! (dropped afterwards); SQLite's backend serves one process, so both handles are the same
+//! backend on a temporary file.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use graphkit_server::ServerError;
+use graphkit_server::backend::{
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, IfExists, Lease,
+    MultitaskStrategy, NewRun, NewThread, RunEnd, RunRecord, RunStatus, SqliteBackend, ThreadQuery,
+    ThreadStatus, Wakeup,
+};
+use graphkit_server::time::Timestamp;
+use serde_json::{Map, json};
+use uuid::Uuid;
+
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Which database a fixture runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Database {
+    Sqlite,
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Postgres,
+}
+
+/// Two handles on one database, and what to clean up after the test.
+struct Fixture {
+    database: Database,
+    a: Arc<dyn Backend>,
+    b: Arc<dyn Backend>,
+    _dir: Option<tempfile::TempDir>,
+    /// PostgreSQL: the server's URL and the test's schema, dropped at the end.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    schema: Option<(String, String)>,
+}
+
+impl Fixture {
+    async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let backend: Arc<dyn Backend> = Arc::new(
+            SqliteBackend::open(dir.path().join("backend.db"))
+                .await
+                .expect("open"),
+        );
+        Self {
+            database: Database::Sqlite,
+            a: backend.clone(),
+            b: backend,
+            _dir: Some(dir),
+            schema: None,
+        }
+    }
+
+    /// Two backends on a fresh schema, or `None` (the test skipped) without
+    /// `GRAPHKIT_TEST_POSTGRES_URL`.
+    #[cfg(feature = "postgres")]
+    async fn postgres(test: &str) -> Option<Self> {
+        use graphkit_server::backend::{PostgresBackend, PostgresOptions};
+        let url = match std::env::var("GRAPHKIT_TEST_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => {
+                eprintln!("SKIPPED {test}: set GRAPHKIT_TEST_POSTGRES_URL to run it");
+                return None;
+            }
+        };
+        // Schema names stay short: the notify channels are `<schema>.<name>`, at most 63 bytes.
+        let id = Uuid::now_v7().simple().to_string();
+        let schema = format!("gk_pgb_{}", &id[id.len() - 16..]);
+        let options = PostgresOptions::default().schema(schema.clone());
+        let connect = || async {
+            let backend = PostgresBackend::connect_with(&url, options.clone())
+                .await
+                .expect("connect");
+            Arc::new(backend) as Arc<dyn Backend>
+        };
+        let (a, b) = (connect().await, connect().await);
+        Some(Self {
+            database: Database::Postgres,
+            a,
+            b,
+            _dir: None,
+            schema: Some((url, schema)),
+        })
+    }
+
+    /// Drops the PostgreSQL schema; nothing to do for SQLite (its directory goes with it).
+    async fn finish(self) {
+        #[cfg(feature = "postgres")]
+        if let Some((url, schema)) = self.schema {
+            use sqlx::Connection;
+            drop((self.a, self.b));
+            let mut connection = sqlx::PgConnection::connect(&url).await.expect("connect");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA \"{schema}\" CASCADE"
+            )))
+            .execute(&mut connection)
+            .await
+            .expect("drop schema");
+        }
+    }
+}
+
+async fn thread(backend: &dyn Backend) -> Uuid {
+    let id = Uuid::now_v7();
+    backend
+        .create_thread(NewThread {
+            thread_id: id,
+            metadata: Map::new(),
+            if_exists: IfExists::Raise,
+        })
+        .await
+        .expect("create thread");
+    id
+}
+
+fn new_run(thread_id: Uuid, strategy: MultitaskStrategy) -> NewRun {
+    NewRun {
+        run_id: Uuid::now_v7(),
+        thread_id,
+        assistant_id: Uuid::now_v7(),
+        metadata: Map::new(),
+        kwargs: json!({"input": {"n": 1}}),
+        multitask_strategy: strategy,
+        create_thread: Some(Map::new()),
+        thread_metadata: Map::new(),
+        not_before: None,
+    }
+}
+
+/// Creates an `enqueue` run on thread `thread_id`.
+async fn enqueue(backend: &dyn Backend, thread_id: Uuid) -> RunRecord {
+    backend
+        .create_run(new_run(thread_id, MultitaskStrategy::Enqueue))
+        .await
+        .expect("create run")
+        .run
+}
+
+/// Claims the run `worker` should get next, with a lease of `lease`; fails without one.
+async fn claim(backend: &dyn Backend, worker: &str, lease: Duration) -> RunRecord {
+    let claimed = backend.claim_run(worker, lease).await.expect("claim");
+    claimed.expect("a run to claim")
+}
+
+/// Ends a run the way `worker` would; `false` if it no longer held it.
+async fn finish(backend: &dyn Backend, run_id: Uuid, worker: &str, end: RunEnd) -> bool {
+    backend
+        .finish_run(run_id, worker, end, None)
+        .await
+        .expect("finish")
+}
+
+/// A run that must exist.
+async fn stored_run(backend: &dyn Backend, thread_id: Option<Uuid>, run_id: Uuid) -> RunRecord {
+    let found = backend.get_run(thread_id, run_id).await.expect("get");
+    found.expect("the run")
+}
+
+/// Waits for a wake-up, failing the test (rather than hanging) if none comes in a minute.
+async fn woken(wakeup: &mut Wakeup, what: &str) {
+    tokio::time::timeout(Duration::from_secs(60), wakeup.changed())
+        .await
+        .unwrap_or_else(|_| panic!("no wake-up for {what}"));
+}
+
+/// Sweeps until something is swept (a zero lease is over by the time the sweep looks, but
+/// the database's clock decides).
+async fn sweep_until_swept(backend: &dyn Backend, max_attempts: u32) -> Vec<Uuid> {
+    for _ in 0..10_000 {
+        let swept = backend.sweep_expired(max_attempts).await.expect("sweep");
+        if !swept.is_empty() {
+            return swept;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("nothing was swept");
+}
+
+// ---------------------------------------------------------------------------------------
+// Behaviours
+
+async fn one_running_run_per_thread_in_creation_order(f: &Fixture) {
+    let (b, c) = (thread(&*f.a).await, thread(&*f.a).await);
+    let b1 = enqueue(&*f.a, b).await;
+    let b2 = enqueue(&*f.a, b).await;
+    let c1 = enqueue(&*f.a, c).await;
+    assert_eq!(b1.status, RunStatus::Pending);
+
+    let first = claim(&*f.a, "w1", LEASE).await;
+    assert_eq!(
+        (first.run_id, first.attempt, first.status),
+        (b1.run_id, 1, RunStatus::Running)
+    );
+    assert_eq!(first.worker_id.as_deref(), Some("w1"));
+    let second = claim(&*f.b, "w2", LEASE).await;
+    assert_eq!(
+        second.run_id, c1.run_id,
+        "b2 waits: its thread has a running run"
+    );
+    assert!(f.b.claim_run("w2", LEASE).await.expect("claim").is_none());
+
+    // Only the holder may end it.
+    assert!(!finish(&*f.b, b1.run_id, "w2", RunEnd::Success).await);
+    assert!(finish(&*f.b, b1.run_id, "w1", RunEnd::Success).await);
+    let third = claim(&*f.a, "w1", LEASE).await;
+    assert_eq!(third.run_id, b2.run_id);
+    let ended = stored_run(&*f.a, Some(b), b1.run_id).await;
+    assert_eq!(ended.status, RunStatus::Success);
+    assert!(
+        f.a.get_run(Some(c), b1.run_id)
+            .await
+            .expect("get")
+            .is_none(),
+        "wrong thread"
+    );
+}
+
+async fn racing_claimers_run_one_run_per_thread_in_creation_order(f: &Fixture) {
+    let mut expected = Vec::new();
+    for _ in 0..4 {
+        let t = thread(&*f.a).await;
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            runs.push(enqueue(&*f.a, t).await.run_id);
+        }
+        expected.push(runs);
+    }
+    // Rounds: 8 claimers on the two handles race; each round exactly the head run of every
+    // thread is claimed, then all are finished.
+    for round in 0..3 {
+        let mut claims = Vec::new();
+        for i in 0..8 {
+            let backend = if i % 2 == 0 { f.a.clone() } else { f.b.clone() };
+            claims.push(tokio::spawn(async move {
+                backend
+                    .claim_run(&format!("w{i}"), LEASE)
+                    .await
+                    .expect("claim")
+            }));
+        }
+        let mut claimed = Vec::new();
+        for claim in claims {
+            if let Some(run) = claim.await.expect("claimer") {
+                claimed.push(run);
+            }
+        }
+        // A claimer that lost every race may have found nothing; claim until empty.
+        while let Some(run) = f.a.claim_run("late", LEASE).await.expect("claim") {
+            claimed.push(run);
+        }
+        let threads: HashSet<Uuid> = claimed.iter().map(|r| r.thread_id).collect();
+        assert_eq!(claimed.len(), 4, "round {round}: one run per thread");
+        assert_eq!(
+            threads.len(),
+            4,
+            "round {round}: never two runs of one thread"
+        );
+        for run in &claimed {
+            assert_eq!(run.status, RunStatus::Running);
+            assert_eq!(run.attempt, 1);
+            assert!(
+                expected.iter().any(|runs| runs[round] == run.run_id),
+                "round {round}: runs start in creation order"
+            );
+        }
+        for run in claimed {
+            let worker = run.worker_id.clone().expect("held");
+            assert!(finish(&*f.b, run.run_id, &worker, RunEnd::Success).await);
+        }
+    }
+    assert!(f.a.claim_run("w", LEASE).await.expect("claim").is_none());
+}
+
+async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let first = enqueue(&*f.a, t).await;
+    let queued = enqueue(&*f.a, t).await;
+    let refused = f.b.create_run(new_run(t, MultitaskStrategy::Reject)).await;
+    assert!(
+        matches!(refused, Err(ServerError::Conflict(_))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        f.a.list_runs(t, &Default::default())
+            .await
+            .expect("list")
+            .len(),
+        2,
+        "nothing inserted"
+    );
+    assert_eq!(
+        f.a.get_thread(t)
+            .await
+            .expect("get")
+            .expect("thread")
+            .status,
+        ThreadStatus::Busy
+    );
+
+    let running = claim(&*f.a, "w1", LEASE).await;
+    assert_eq!(running.run_id, first.run_id);
+    let mut wakeup = f.a.watch_run(first.run_id);
+    let created =
+        f.b.create_run(new_run(t, MultitaskStrategy::Interrupt))
+            .await
+            .expect("run");
+    let mut cancelled = created.cancelled.clone();
+    cancelled.sort();
+    assert_eq!(cancelled, vec![first.run_id, queued.run_id]);
+    // The worker holding the first run hears it (notified through the other handle).
+    woken(&mut wakeup, "the cancel").await;
+    assert_eq!(
+        f.a.heartbeat(first.run_id, "w1", LEASE)
+            .await
+            .expect("beat"),
+        Lease::Held {
+            cancel: Some(CancelAction::Interrupt)
+        }
+    );
+    let queued = stored_run(&*f.a, Some(t), queued.run_id).await;
+    assert_eq!(
+        queued.status,
+        RunStatus::Interrupted,
+        "a pending run is cancelled at once"
+    );
+    // The new run waits until the cancelled one ends.
+    assert!(f.a.claim_run("w2", LEASE).await.expect("claim").is_none());
+    let interrupted = RunEnd::Interrupted("cancelled".into());
+    assert!(finish(&*f.a, first.run_id, "w1", interrupted).await);
+    let next = claim(&*f.a, "w2", LEASE).await;
+    assert_eq!(next.run_id, created.run.run_id);
+    // Cancelling a finished run changes nothing; an unknown run is None.
+    assert_eq!(
+        f.a.request_cancel(Some(t), first.run_id, CancelAction::Interrupt)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::AlreadyDone)
+    );
+    assert_eq!(
+        f.a.request_cancel(None, Uuid::now_v7(), CancelAction::Interrupt)
+            .await
+            .expect("cancel"),
+        None
+    );
+}
+
+async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let running = enqueue(&*f.a, t).await;
+    claim(&*f.a, "w", LEASE).await;
+    let pending = enqueue(&*f.a, t).await;
+
+    let rollback =
+        f.b.create_run(new_run(t, MultitaskStrategy::Rollback))
+            .await
+            .expect("run");
+    let mut cancelled = rollback.cancelled.clone();
+    cancelled.sort();
+    assert_eq!(cancelled, vec![running.run_id, pending.run_id]);
+    // The pending run went at once; the running one is flagged for its worker.
+    assert!(
+        f.a.get_run(None, pending.run_id)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert_eq!(
+        f.a.heartbeat(running.run_id, "w", LEASE)
+            .await
+            .expect("beat"),
+        Lease::Held {
+            cancel: Some(CancelAction::Rollback)
+        }
+    );
+    assert_eq!(
+        f.a.heartbeat(running.run_id, "other", LEASE)
+            .await
+            .expect("beat"),
+        Lease::Lost
+    );
+
+    // Interrupt on a pending run: it ends interrupted at once, and only once.
+    let queued = rollback.run;
+    assert_eq!(
+        f.b.request_cancel(Some(t), queued.run_id, CancelAction::Interrupt)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::CancelledPending)
+    );
+    let status = stored_run(&*f.a, None, queued.run_id).await.status;
+    assert_eq!(status, RunStatus::Interrupted);
+    assert_eq!(
+        f.b.request_cancel(Some(t), queued.run_id, CancelAction::Interrupt)
+            .await
+            .expect("cancel"),
+        Some(CancelOutcome::AlreadyDone)
+    );
+}
+
+async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run_out(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    // A lease of zero is over as soon as it is granted.
+    let claimed = claim(&*f.a, "dead-worker", Duration::ZERO).await;
+    assert_eq!(claimed.attempt, 1);
+    // The sweeper (in the other process) returns the run.
+    assert_eq!(sweep_until_swept(&*f.b, 2).await, vec![run.run_id]);
+    let status = stored_run(&*f.a, None, run.run_id).await.status;
+    assert_eq!(status, RunStatus::Pending);
+    assert_eq!(
+        f.a.heartbeat(run.run_id, "dead-worker", LEASE)
+            .await
+            .expect("beat"),
+        Lease::Lost
+    );
+    assert!(
+        !finish(&*f.a, run.run_id, "dead-worker", RunEnd::Success).await,
+        "a lost run cannot be finished by its old worker"
+    );
+    let again = claim(&*f.b, "second-worker", Duration::ZERO).await;
+    assert_eq!((again.run_id, again.attempt), (run.run_id, 2));
+    assert_eq!(again.worker_id.as_deref(), Some("second-worker"));
+    // Attempt 2 of 2 also dies: the run ends in error, and so does its thread.
+    assert_eq!(sweep_until_swept(&*f.a, 2).await, vec![run.run_id]);
+    let failed = stored_run(&*f.a, None, run.run_id).await;
+    assert_eq!(failed.status, RunStatus::Error);
+    assert!(
+        failed
+            .cancel_reason
+            .expect("reason")
+            .contains("exceeded max attempts")
+    );
+    if f.database == Database::Postgres {
+        // PostgreSQL's sweeper also tells the run's stream why; SQLite's does not (yet).
+        let events = f.a.read_events(run.run_id, 0).await.expect("read");
+        assert_eq!(events.last().map(|e| e.event.as_str()), Some("error"));
+    }
+    assert_eq!(
+        f.a.get_thread(t)
+            .await
+            .expect("get")
+            .expect("thread")
+            .status,
+        ThreadStatus::Error
+    );
+    assert!(f.a.sweep_expired(2).await.expect("sweep").is_empty());
+}
+
+async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    let other = enqueue(&*f.a, thread(&*f.a).await).await;
+    let mut wakeup = f.b.watch_run(run.run_id);
+    let events = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| ((*n).to_owned(), json!({"e": n}).to_string()))
+            .collect::<Vec<_>>()
+    };
+    let appended =
+        f.a.append_events(run.run_id, &events(&["metadata", "values"]))
+            .await;
+    assert_eq!(appended.expect("append"), 2);
+    let appended =
+        f.a.append_events(other.run_id, &events(&["metadata"]))
+            .await;
+    assert_eq!(appended.expect("append"), 1);
+    let appended = f.a.append_events(run.run_id, &events(&["updates"])).await;
+    assert_eq!(appended.expect("append"), 3);
+    woken(&mut wakeup, "the events").await;
+    let replay = f.b.read_events(run.run_id, 1).await.expect("read");
+    let seen: Vec<(i64, &str)> = replay.iter().map(|e| (e.seq, e.event.as_str())).collect();
+    assert_eq!(seen, [(2, "values"), (3, "updates")]);
+    assert_eq!(replay[1].data, r#"{"e":"updates"}"#);
+    assert_eq!(f.b.last_event_seq(run.run_id).await.expect("last"), 3);
+    assert_eq!(f.b.read_events(Uuid::now_v7(), 0).await.expect("read"), []);
+    // A worker in the other process is woken for a new run.
+    let mut queue = f.b.watch_queue();
+    enqueue(&*f.a, thread(&*f.a).await).await;
+    woken(&mut queue, "the new run").await;
+}
+
+async fn deleting_a_thread_takes_its_running_run_from_the_worker(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    claim(&*f.a, "w", LEASE).await;
+    let appended =
+        f.a.append_events(run.run_id, &[("metadata".into(), "{}".into())])
+            .await;
+    appended.expect("append");
+    assert!(f.b.delete_thread(t).await.expect("delete"));
+    assert!(!f.b.delete_thread(t).await.expect("delete"));
+    assert_eq!(
+        f.a.heartbeat(run.run_id, "w", LEASE).await.expect("beat"),
+        Lease::Lost
+    );
+    assert!(f.a.get_run(None, run.run_id).await.expect("get").is_none());
+    assert!(
+        f.a.read_events(run.run_id, 0)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+    // A thread id that exists conflicts unless told to return it.
+    let t = thread(&*f.a).await;
+    let again = NewThread {
+        thread_id: t,
+        metadata: Map::new(),
+        if_exists: IfExists::Raise,
+    };
+    let refused = f.b.create_thread(again.clone()).await;
+    assert!(
+        matches!(refused, Err(ServerError::Conflict(_))),
+        "{refused:?}"
+    );
+    let same = NewThread {
+        if_exists: IfExists::DoNothing,
+        ..again
+    };
+    assert_eq!(f.b.create_thread(same).await.expect("create").thread_id, t);
+}
+
+async fn search_and_count_apply_the_same_filters(f: &Fixture) {
+    let mut tagged = Map::new();
+    tagged.insert("team".into(), json!("red"));
+    let mut ids = Vec::new();
+    for metadata in [tagged.clone(), tagged.clone(), Map::new()] {
+        let id = Uuid::now_v7();
+        let thread = NewThread {
+            thread_id: id,
+            metadata,
+            if_exists: IfExists::Raise,
+        };
+        f.a.create_thread(thread).await.expect("create");
+        ids.push(id);
+    }
+    let red = ThreadQuery {
+        metadata: Some(tagged.clone()),
+        limit: Some(1),
+        ..ThreadQuery::default()
+    };
+    let page = f.b.search_threads(&red).await.expect("search");
+    assert_eq!(page.len(), 1, "the limit applies to the search");
+    assert_eq!(page[0].thread_id, ids[1], "newest first");
+    assert_eq!(
+        f.b.count_threads(&red).await.expect("count"),
+        2,
+        "not to the count"
+    );
+    let idle = ThreadQuery {
+        status: Some(ThreadStatus::Idle),
+        ..ThreadQuery::default()
+    };
+    assert_eq!(f.b.search_threads(&idle).await.expect("search").len(), 3);
+    assert_eq!(f.b.count_threads(&idle).await.expect("count"), 3);
+
+    for (name, graph_id) in [("one", "g1"), ("two", "g1"), ("three", "g2")] {
+        let assistant = AssistantRecord {
+            assistant_id: Uuid::now_v7(),
+            graph_id: graph_id.into(),
+            config: json!({}),
+            context: json!({}),
+            metadata: tagged.clone(),
+            name: name.into(),
+            description: None,
+            created_at: Timestamp::now(),
+            updated_at: Timestamp::now(),
+            version: 1,
+        };
+        f.a.put_assistant(&assistant).await.expect("put");
+    }
+    let g1 = AssistantQuery {
+        graph_id: Some("g1".into()),
+        metadata: Some(tagged),
+        offset: 1,
+        ..AssistantQuery::default()
+    };
+    assert_eq!(f.b.search_assistants(&g1).await.expect("search").len(), 1);
+    assert_eq!(f.b.count_assistants(&g1).await.expect("count"), 2);
+    let named = AssistantQuery {
+        name: Some("three".into()),
+        ..AssistantQuery::default()
+    };
+    assert_eq!(f.b.count_assistants(&named).await.expect("count"), 1);
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs
+
+macro_rules! for_each_backend {
+    ($($behaviour:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    let fixture = super::Fixture::sqlite().await;
+                    super::$behaviour(&fixture).await;
+                    fixture.finish().await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    let Some(fixture) = super::Fixture::postgres(stringify!($behaviour)).await
+                    else {
+                        return;
+                    };
+                    super::$behaviour(&fixture).await;
+                    fixture.finish().await;
+                }
+            )*
+        }
+    };
+}
+
+for_each_backend!(
+    one_running_run_per_thread_in_creation_order,
+    racing_claimers_run_one_run_per_thread_in_creation_order,
+    reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight,
+    rollback_deletes_pending_runs_and_flags_running_ones,
+    an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run_out,
+    events_count_from_one_per_run_and_wake_readers_in_another_process,
+    deleting_a_thread_takes_its_running_run_from_the_worker,
+    search_and_count_apply_the_same_filters,
+);
+
+/// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
+/// table of its own, `graphkit_server_schema`) opens with its rows, and is not migrated
+/// again.
+#[tokio::test]
+async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    let backend = SqliteBackend::open(&path).await.expect("open");
+    let t = thread(&backend).await;
+    sqlx::raw_sql(
+        "DELETE FROM graphkit_migrations WHERE component = 'server';
+         CREATE TABLE graphkit_server_schema (version INTEGER NOT NULL);
+         INSERT INTO graphkit_server_schema (version) VALUES (1);",
+    )
+    .execute(backend.pool())
+    .await
+    .expect("make the file look old");
+    drop(backend);
+
+    let reopened = SqliteBackend::open(&path).await.expect("an old file opens");
+    assert!(reopened.get_thread(t).await.expect("get").is_some());
+    let versions: Vec<i64> =
+        sqlx::query_scalar("SELECT version FROM graphkit_migrations WHERE component = 'server'")
+            .fetch_all(reopened.pool())
+            .await
+            .expect("read");
+    assert_eq!(versions, [1]);
+}
