@@ -43,6 +43,7 @@ pub mod checkpoint;
 mod command;
 mod context;
 pub mod error;
+mod filter;
 mod graph;
 mod interrupt;
 #[cfg(feature = "otel")]

@@ -144,7 +144,7 @@ impl Checkpointer for InMemorySaver {
                 options
                     .metadata
                     .as_ref()
-                    .is_none_or(|filter| crate::store::matches_filter(&r.metadata, filter))
+                    .is_none_or(|filter| crate::filter::matches_filter(&r.metadata, filter))
             })
             .take(options.limit.unwrap_or(usize::MAX))
             .cloned()

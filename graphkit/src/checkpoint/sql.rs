@@ -259,7 +259,7 @@ where
         if options
             .metadata
             .as_ref()
-            .is_none_or(|filter| crate::store::matches_filter(&record.metadata, filter))
+            .is_none_or(|filter| crate::filter::matches_filter(&record.metadata, filter))
         {
             records.push(record);
         }

@@ -87,10 +87,4 @@ pub(crate) fn validate_key(namespace: &[&str], key: Option<&str>) -> Result<(), 
     Ok(())
 }
 
-/// `true` if `value` is an object containing every entry of `filter`.
-pub(crate) fn matches_filter(value: &Value, filter: &Map<String, Value>) -> bool {
-    filter.is_empty()
-        || value
-            .as_object()
-            .is_some_and(|object| filter.iter().all(|(k, v)| object.get(k) == Some(v)))
-}
+pub(crate) use crate::filter::matches_filter;
