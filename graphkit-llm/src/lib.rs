@@ -41,6 +41,7 @@ mod spec;
 mod standin;
 mod stream;
 mod structured;
+mod trace;
 mod transport;
 
 pub use accounting::{CallTotals, Metered, PriceTable, UsageMeter};

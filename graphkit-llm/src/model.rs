@@ -8,13 +8,13 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use crate::accounting::{call_span, record_call};
 use crate::error::Result;
 use crate::graph::GraphForwarder;
 use crate::message::{AssistantMessage, Message};
 use crate::request::{CallOptions, ChatRequest, ToolSpec};
 use crate::stream::ChatStream;
 use crate::structured::StructuredModel;
+use crate::trace::{call_span, record_call};
 
 /// A chat model: a conversation in, an assistant message out.
 ///
