@@ -1,60 +1,17 @@
-//! Accounting: tokens and latency per call as tracing spans and events, totals per run,
-//! and cost estimates from a price table.
+//! Accounting: totals per run (calls, tokens, latency) and cost estimates from a price
+//! table. The per-call tracing spans and events are in `trace`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tracing::Span;
 
 use crate::error::{LlmError, Result};
 use crate::message::{AssistantMessage, Usage};
 use crate::model::ChatModel;
 use crate::request::ChatRequest;
 use crate::stream::ChatStream;
-
-/// The span every call runs in: `llm.call` with the model, and the tokens and latency
-/// recorded when it ends.
-pub(crate) fn call_span(model: &str, streamed: bool) -> Span {
-    tracing::info_span!(
-        "llm.call",
-        model = model,
-        streamed = streamed,
-        input_tokens = tracing::field::Empty,
-        output_tokens = tracing::field::Empty,
-        latency_ms = tracing::field::Empty,
-    )
-}
-
-/// Records a finished call on its span and as an event.
-pub(crate) fn record_call(
-    span: &Span,
-    model: &str,
-    outcome: std::result::Result<Option<Usage>, &LlmError>,
-    started: Instant,
-) {
-    let latency_ms = started.elapsed().as_millis() as u64;
-    span.record("latency_ms", latency_ms);
-    match outcome {
-        Ok(usage) => {
-            let usage = usage.unwrap_or_default();
-            span.record("input_tokens", usage.input_tokens);
-            span.record("output_tokens", usage.output_tokens);
-            tracing::info!(
-                parent: span,
-                model,
-                input_tokens = usage.input_tokens,
-                output_tokens = usage.output_tokens,
-                latency_ms,
-                "llm call finished"
-            );
-        }
-        Err(error) => {
-            tracing::warn!(parent: span, model, latency_ms, %error, "llm call failed");
-        }
-    }
-}
 
 /// Prices per million tokens, by model name, for cost estimates.
 ///

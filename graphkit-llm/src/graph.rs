@@ -4,8 +4,8 @@ use graphkit::{StreamMode, StreamWriter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::chunk::ChatChunk;
 use crate::message::AssistantMessage;
-use crate::stream::ChatChunk;
 
 /// What a model emits on a graph run's [`StreamMode::Messages`] stream: the `payload` of
 /// `StreamPayload::Messages { node, payload }`, serialized as JSON with a `type` tag.

@@ -28,6 +28,7 @@
 
 mod accounting;
 pub mod checks;
+mod chunk;
 pub mod error;
 mod fake;
 mod graph;
@@ -41,9 +42,11 @@ mod spec;
 mod standin;
 mod stream;
 mod structured;
+mod trace;
 mod transport;
 
 pub use accounting::{CallTotals, Metered, PriceTable, UsageMeter};
+pub use chunk::{ChatChunk, MessageAssembler, ToolCallChunk};
 pub use error::LlmError;
 pub use fake::{FunctionModel, ScriptedModel};
 pub use graph::MessageStreamEvent;
@@ -58,7 +61,7 @@ pub use providers::openai::OpenAiModel;
 pub use request::{CallOptions, ChatRequest, ResponseFormat, ToolChoice, ToolSpec, schema_for};
 pub use spec::{ModelSpec, init_chat_model, init_chat_model_with};
 pub use standin::StandInModel;
-pub use stream::{ChatChunk, ChatStream, MessageAssembler, ToolCallChunk};
+pub use stream::ChatStream;
 pub use structured::{DEFAULT_RETRIES, StructuredModel};
 pub use transport::ClientOptions;
 

@@ -1,4 +1,5 @@
-//! The [`ChatModel`] trait and the wrapper that binds tools and options to a model.
+//! The [`ChatModel`] trait, the wrapper that binds tools and options to a model, and the
+//! model calls of a [`StructuredModel`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,13 +9,13 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
-use crate::accounting::{call_span, record_call};
 use crate::error::Result;
 use crate::graph::GraphForwarder;
 use crate::message::{AssistantMessage, Message};
 use crate::request::{CallOptions, ChatRequest, ToolSpec};
 use crate::stream::ChatStream;
 use crate::structured::StructuredModel;
+use crate::trace::{call_span, record_call};
 
 /// A chat model: a conversation in, an assistant message out.
 ///
@@ -210,6 +211,25 @@ impl<M: ChatModel> ChatModel for BoundModel<M> {
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream> {
         self.model.chat_stream(self.complete(request)).await
+    }
+}
+
+/// The model calls of a structured model; the checks and retries are in `structured.rs`,
+/// which does not know [`ChatModel`] (it is below this module).
+impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
+    /// Asks the model and returns its reply as a `T`, retrying as described on the type.
+    pub async fn invoke(&self, messages: &[Message]) -> Result<T> {
+        self.invoke_with_raw(messages).await.map(|(value, _)| value)
+    }
+
+    /// Like [`invoke`](Self::invoke), also returning the accepted raw reply (for usage and
+    /// tracing).
+    pub async fn invoke_with_raw(&self, messages: &[Message]) -> Result<(T, AssistantMessage)> {
+        let model = self.model();
+        self.ask_until_accepted(messages, model.model_name(), |request| {
+            model.invoke_request(request)
+        })
+        .await
     }
 }
 

@@ -1,5 +1,9 @@
 //! Structured output: a model that answers with a typed value, checked before it is
 //! accepted and retried with the problem shown to the model.
+//!
+//! This module does not know the [`ChatModel`](crate::ChatModel) trait (whose
+//! `with_structured_output` builds a [`StructuredModel`]): the model calls it makes are
+//! passed in by `model.rs`.
 
 use std::sync::Arc;
 
@@ -9,7 +13,6 @@ use serde_json::Value;
 
 use crate::error::{LlmError, Result};
 use crate::message::{AssistantMessage, Message};
-use crate::model::ChatModel;
 use crate::request::{ChatRequest, ResponseFormat};
 use crate::schema::{drop_optional_nulls, validate};
 
@@ -20,7 +23,8 @@ pub const DEFAULT_RETRIES: usize = 1;
 
 type Validator<T> = dyn Fn(&T) -> std::result::Result<(), String> + Send + Sync;
 
-/// A model that answers with a `T` (see [`ChatModel::with_structured_output`]).
+/// A model that answers with a `T` (see
+/// [`ChatModel::with_structured_output`](crate::ChatModel::with_structured_output)).
 ///
 /// The schema of `T` goes out through the provider's native mechanism (OpenAI
 /// `response_format` with `json_schema` — in strict mode on the OpenAI API, see
@@ -99,7 +103,7 @@ impl<M: Clone, T> Clone for StructuredModel<M, T> {
     }
 }
 
-impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
+impl<M, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
     pub(crate) fn new(model: M) -> Self {
         Self {
             model,
@@ -172,18 +176,29 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         self.retries
     }
 
-    /// Asks the model and returns its reply as a `T`, retrying as described on the type.
-    pub async fn invoke(&self, messages: &[Message]) -> Result<T> {
-        self.invoke_with_raw(messages).await.map(|(value, _)| value)
+    /// The wrapped model.
+    pub(crate) fn model(&self) -> &M {
+        &self.model
     }
 
-    /// Like [`invoke`](Self::invoke), also returning the accepted raw reply (for usage and
-    /// tracing).
-    pub async fn invoke_with_raw(&self, messages: &[Message]) -> Result<(T, AssistantMessage)> {
+    /// Asks `model_name` through `ask` until a reply is accepted or the retries are used
+    /// up: the loop behind [`invoke_with_raw`](Self::invoke_with_raw).
+    pub(crate) async fn ask_until_accepted<F, Fut>(
+        &self,
+        messages: &[Message],
+        model_name: &str,
+        ask: F,
+    ) -> Result<(T, AssistantMessage)>
+    where
+        F: Fn(ChatRequest) -> Fut,
+        Fut: Future<Output = Result<AssistantMessage>>,
+    {
         let mut conversation = messages.to_vec();
         let mut attempts = 0;
         loop {
-            let reply = self.ask(&conversation).await?;
+            let mut request = ChatRequest::new(conversation.as_slice());
+            request.response_format = Some(self.format.clone());
+            let reply = ask(request).await?;
             attempts += 1;
             let problems = match self.accept(&reply.content) {
                 Ok(value) => return Ok((value, reply)),
@@ -198,7 +213,7 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
                 });
             }
             tracing::info!(
-                model = self.model.model_name(),
+                model = model_name,
                 format = %self.format.name,
                 attempt = attempts,
                 problems = %problems.join("; "),
@@ -207,12 +222,6 @@ impl<M: ChatModel, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
             conversation.push(reply.into());
             conversation.push(Message::user(correction(&self.format.name, &problems)));
         }
-    }
-
-    async fn ask(&self, conversation: &[Message]) -> Result<AssistantMessage> {
-        let mut request = ChatRequest::new(conversation);
-        request.response_format = Some(self.format.clone());
-        self.model.invoke_request(request).await
     }
 
     /// The reply as a `T`, or every problem found (each written for the model).

@@ -41,6 +41,7 @@
 //! `docs/agent-as-tool.md` cover the supervisor and graphs as tools.
 
 mod agent;
+mod agent_state;
 mod audit;
 
 pub mod error;
@@ -55,6 +56,7 @@ mod supervisor;
 mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
+pub use agent_state::{AgentState, AgentStateUpdate};
 pub use audit::AuditLog;
 pub use error::ToolError;
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
@@ -64,7 +66,7 @@ pub use prebuilt::fs::SandboxedFs;
 pub use prebuilt::think::ThinkTool;
 pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, todo_tools};
 pub use prebuilt::{remove_stale_temp_files, write_atomic};
-pub use state::{AgentState, AgentStateUpdate, MessagesState};
+pub use state::MessagesState;
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
 

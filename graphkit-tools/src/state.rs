@@ -1,11 +1,10 @@
-//! How tools and the ReAct agent reach a graph's messages: [`MessagesState`], the
-//! [`messages_state!`](crate::messages_state) macro, and the ready-made [`AgentState`].
+//! How tools and the ReAct agent reach a graph's messages: [`MessagesState`] and the
+//! [`messages_state!`](crate::messages_state) macro. The ready-made
+//! [`AgentState`](crate::AgentState) is in `agent_state.rs`, above this module and the todo
+//! tool whose list it carries.
 
 use graphkit::{KeyedUpdate, State};
 use graphkit_llm::Message;
-use serde::{Deserialize, Serialize};
-
-use crate::prebuilt::todo::{TodoItem, TodoList, TodoState};
 
 /// A graph state with a conversation: the contract between your state type and the
 /// [`ToolNode`](crate::ToolNode), [`tools_condition`](crate::tools_condition) and the
@@ -78,37 +77,4 @@ macro_rules! messages_state {
             }
         }
     };
-}
-
-/// The ready-made state for agents: a conversation and a todo list.
-///
-/// Use it when you have nothing else to keep; otherwise put the same fields in your own
-/// state and implement [`MessagesState`] (and [`TodoState`] for the todo tools).
-#[derive(graphkit::State, Clone, Debug, Default, Serialize, Deserialize)]
-pub struct AgentState {
-    /// The conversation; merges by message id.
-    #[reducer(merge_by_key)]
-    pub messages: Vec<Message>,
-    /// The agent's todo list; merges by item id.
-    #[reducer(with = TodoList::merge, update = KeyedUpdate<TodoItem>)]
-    pub todos: TodoList,
-}
-
-messages_state!(AgentState, messages);
-
-impl TodoState for AgentState {
-    fn todos(&self) -> &TodoList {
-        &self.todos
-    }
-
-    fn todos_update(update: KeyedUpdate<TodoItem>) -> AgentStateUpdate {
-        AgentStateUpdate::new().todos(update)
-    }
-}
-
-impl AgentState {
-    /// An input update that starts (or continues) a conversation with a user message.
-    pub fn user(text: impl Into<String>) -> AgentStateUpdate {
-        AgentStateUpdate::new().messages(vec![Message::user(text)])
-    }
 }

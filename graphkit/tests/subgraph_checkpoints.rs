@@ -2,8 +2,9 @@
 //! the task they run in: an interrupted or failed child resumes inside, without running
 //! its finished nodes again; interrupts compiled into the child pause the parent; the
 //! child's state and history are readable through the parent's thread; a later run of
-//! the same subgraph node starts fresh. Every scenario runs on the in-memory, SQLite and
-//! (with `GRAPHKIT_TEST_POSTGRES_URL`) PostgreSQL savers.
+//! the same subgraph node starts fresh. Every scenario runs on the in-memory saver, the
+//! SQLite saver with the `sqlite` feature, and the PostgreSQL saver with the `postgres`
+//! feature when `GRAPHKIT_TEST_POSTGRES_URL` names a server.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
 
@@ -87,16 +88,21 @@ async fn savers() -> Vec<(
     Arc<dyn Checkpointer>,
     Option<tempfile::TempDir>,
 )> {
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(unused_mut))]
     let mut savers: Vec<(
         &'static str,
         Arc<dyn Checkpointer>,
         Option<tempfile::TempDir>,
     )> = vec![("memory", Arc::new(InMemorySaver::new()), None)];
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite = graphkit::checkpoint::SqliteSaver::open(dir.path().join("checkpoints.db"))
-        .await
-        .unwrap();
-    savers.push(("sqlite", Arc::new(sqlite), Some(dir)));
+    #[cfg(feature = "sqlite")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite = graphkit::checkpoint::SqliteSaver::open(dir.path().join("checkpoints.db"))
+            .await
+            .unwrap();
+        savers.push(("sqlite", Arc::new(sqlite), Some(dir)));
+    }
+    #[cfg(feature = "postgres")]
     if let Some(url) = backend_support::postgres_url() {
         let pg = graphkit::checkpoint::PostgresSaver::connect(&url)
             .await

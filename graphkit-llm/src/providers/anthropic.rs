@@ -7,11 +7,12 @@ use serde_json::{Map, Value, json};
 use super::{
     Framing, Step, chunk_stream, env_var, parse_payload, stream_error, string_of, trim_url,
 };
+use crate::chunk::{ChatChunk, ToolCallChunk};
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
 use crate::request::{ChatRequest, ToolChoice};
-use crate::stream::{ChatChunk, ChatStream, ToolCallChunk};
+use crate::stream::ChatStream;
 use crate::transport::{ClientOptions, Transport};
 
 /// The default base URL of the Anthropic API (a host, without `/v1`).

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{Step, anthropic, ollama, openai};
-use crate::stream::MessageAssembler;
+use crate::chunk::MessageAssembler;
 
 /// Arbitrary JSON, biased towards the keys and shapes the providers read.
 fn arb_json() -> impl Strategy<Value = Value> {

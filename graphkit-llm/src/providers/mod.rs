@@ -10,8 +10,8 @@ pub mod openai;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{BoxStream, StreamExt};
 
+use crate::chunk::ChatChunk;
 use crate::error::{LlmError, Result, shorten};
-use crate::stream::ChatChunk;
 use crate::transport::{Admitted, StreamLimits};
 
 /// How a streamed body is cut into payloads.

@@ -6,11 +6,12 @@ use serde_json::{Map, Value, json};
 
 use super::openai::function_tools;
 use super::{Framing, Step, chunk_stream, env_var, parse_payload, string_of, trim_url};
+use crate::chunk::{ChatChunk, ToolCallChunk, parse_arguments};
 use crate::error::{LlmError, Result, shorten};
 use crate::message::{AssistantMessage, Message, ToolCall, Usage, new_message_id};
 use crate::model::ChatModel;
 use crate::request::ChatRequest;
-use crate::stream::{ChatChunk, ChatStream, ToolCallChunk};
+use crate::stream::ChatStream;
 use crate::transport::{ClientOptions, Transport};
 
 /// The default Ollama host.
@@ -154,7 +155,7 @@ fn tool_calls_of(message: &Value) -> Result<Vec<ToolCall>> {
             });
         };
         let arguments = match function.get("arguments") {
-            Some(Value::String(raw)) => crate::stream::parse_arguments(&name, raw)?,
+            Some(Value::String(raw)) => parse_arguments(&name, raw)?,
             Some(other) => other.clone(),
             None => json!({}),
         };
