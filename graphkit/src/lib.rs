@@ -40,6 +40,7 @@
 extern crate self as graphkit;
 
 pub mod checkpoint;
+mod clock;
 mod command;
 mod context;
 pub mod error;

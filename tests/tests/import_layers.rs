@@ -411,13 +411,11 @@ fn graphkit_has_no_import_circles() {
 }
 
 #[test]
-#[ignore = "circles being broken on other branches; un-ignore after merge"]
 fn graphkit_llm_has_no_import_circles() {
     assert_no_circles("graphkit-llm/src", &[]);
 }
 
 #[test]
-#[ignore = "circles being broken on other branches; un-ignore after merge"]
 fn graphkit_tools_has_no_import_circles() {
     assert_no_circles("graphkit-tools/src", &[]);
 }

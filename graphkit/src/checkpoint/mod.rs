@@ -213,9 +213,4 @@ pub fn new_checkpoint_id(after: Option<&str>) -> String {
     format!("{:016x}{:016x}", now.max(floor), rand::random::<u64>())
 }
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use crate::clock::now_ms;

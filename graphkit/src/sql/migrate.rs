@@ -10,7 +10,7 @@
 //! does not know) is refused rather than written to with an old idea of its schema.
 
 use super::{Dialect, backend_error};
-use crate::checkpoint::now_ms;
+use crate::clock::now_ms;
 use crate::error::Error;
 
 /// One step of a schema's history. Versions count 1, 2, 3, ...; once released, a step is

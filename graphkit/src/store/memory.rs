@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Item, SearchQuery, Store, matches_filter, validate_key};
-use crate::checkpoint::now_ms;
+use crate::clock::now_ms;
 use crate::error::Error;
 
 /// A [`Store`] in memory; everything is lost when the process exits.
