@@ -227,6 +227,7 @@ async fn entity_intel_main(
                 summary_model: offline,
                 summarize_after_messages: Limits::default().summarize_after_messages,
                 web: Some(entity_intel::WebTools::default()),
+                outputs: entity_intel::OutputFolder::FromState,
             },
             graphkit::CompileOptions::new(),
         )?;

@@ -22,7 +22,7 @@ use super::state::{
     DueDiligenceState as S, DueDiligenceStateUpdate as Update, RiskIndicators, SearchIterationData,
     SearchMemoryEntry, TerminationReason,
 };
-use super::trail::AuditTrail;
+use super::trail::{AuditTrail, file_safe};
 use crate::shared::time::{now_ms, rfc3339};
 
 /// Node names.
@@ -687,13 +687,10 @@ pub async fn synthesize_report(state: Arc<S>, deps: Arc<Deps>) -> Result<Update,
             usage_totals(&state, usage),
         ),
     };
-    let json_path = deps
-        .reports_dir
-        .join(format!("{}_report.json", state.session_id));
+    let session = file_safe(&state.session_id)?;
+    let json_path = deps.reports_dir.join(format!("{session}_report.json"));
     crate::shared::run_dir::write_json_atomic(&json_path, &file)?;
-    let html_path = deps
-        .reports_dir
-        .join(format!("{}_report.html", state.session_id));
+    let html_path = deps.reports_dir.join(format!("{session}_report.html"));
     crate::shared::run_dir::write_text_atomic(
         &html_path,
         &report::render_html(&file, &state.entity_graph),

@@ -14,6 +14,7 @@ mod graph;
 pub mod input;
 mod nodes;
 mod offline;
+mod output_folder;
 pub mod prompts;
 mod runner;
 mod state;
@@ -30,6 +31,7 @@ pub use nodes::{
     AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
 };
 pub use offline::offline_model;
+pub use output_folder::OutputFolder;
 pub use runner::{
     BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
     run_entity_intel,

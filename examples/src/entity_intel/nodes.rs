@@ -10,6 +10,7 @@ use graphkit_tools::TOOLS_NODE;
 use serde_json::{Value, json};
 
 use super::input::todo_id;
+use super::output_folder::OutputFolder;
 use super::prompts;
 use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate, TodoBudget};
 use super::todo::{GeneratedTodoList, TodoItem, TodoList, TodoStatus, reconcile};
@@ -479,7 +480,11 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
 
 /// `finalize_output`: writes the bundle's `research_complete.json` (the seed's master
 /// output, plus the blocked todos).
-pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, BoxError> {
+pub async fn finalize_output(
+    state: Arc<S>,
+    ctx: NodeContext,
+    outputs: OutputFolder,
+) -> Result<Update, BoxError> {
     let list = &state.todo_list;
     let blocked: Vec<Value> = list
         .todos
@@ -503,7 +508,9 @@ pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, 
         "toolCalls": state.tool_calls,
         "modelCalls": state.model_calls,
     });
-    let path = std::path::Path::new(&state.output_directory).join("research_complete.json");
+    let path = outputs
+        .resolve(&state, ctx.config())?
+        .join("research_complete.json");
     write_json_atomic(&path, &master)?;
     ctx.writer().custom(json!({
         "event": "progress", "done": list.count(TodoStatus::Completed),

@@ -190,6 +190,7 @@ pub async fn run_entity_intel(
             summary_model: Arc::clone(&options.summary_model),
             summarize_after_messages: options.limits.summarize_after_messages,
             web: options.web.clone(),
+            outputs: super::OutputFolder::FromState,
         },
         CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
