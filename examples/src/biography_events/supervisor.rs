@@ -16,7 +16,7 @@ use super::merge::{EventMatches, check_matches, merge_events};
 use super::offline::obvious_matches;
 use super::prompts::{self, DetailAssessment, GapCheck};
 use super::state::{BiographyState, BiographyStateUpdate as Update};
-use super::tools::call_message;
+use super::tools::{FURTHER_EVENT_RESEARCH, URL_CRAWLER, call_message};
 use super::url_finder::find_urls;
 use graphkit_tools::prebuilt::reflect::ReflectTool;
 
@@ -24,10 +24,6 @@ use graphkit_tools::prebuilt::reflect::ReflectTool;
 pub const CHECK_INITIAL_GAPS: &str = "check_initial_gaps";
 /// Node and tool names.
 pub const URL_FINDER: &str = "url_finder";
-/// Node and tool names.
-pub const URL_CRAWLER: &str = "url_crawler";
-/// Node and tool names.
-pub const FURTHER_EVENT_RESEARCH: &str = "further_event_research";
 /// Node and tool names: the node that runs the supervisor's tool calls.
 pub const TOOLS: &str = "tools";
 /// Node and tool names.

@@ -19,7 +19,12 @@ use super::state::{
     BiographyState, BiographyStateUpdate, CrawlState, CrawlStateUpdate, ResearchState,
     ResearchStateUpdate,
 };
-use super::supervisor::{FURTHER_EVENT_RESEARCH, URL_CRAWLER};
+
+/// The tool that crawls one page (a [`GraphTool`] over the `url_crawler` graph).
+pub const URL_CRAWLER: &str = "url_crawler";
+/// The tool that deepens known events (a [`GraphTool`] over the `further_event_research`
+/// graph).
+pub const FURTHER_EVENT_RESEARCH: &str = "further_event_research";
 
 /// The arguments of `url_crawler`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -20,9 +20,11 @@ mod nodes;
 mod offline;
 pub mod prompts;
 pub mod report;
+pub mod report_file;
 mod runner;
 pub mod schemas;
 mod state;
+mod termination;
 mod trail;
 
 pub use cli::{DueDiligenceArgs, run};
@@ -39,6 +41,7 @@ pub use runner::{
 };
 pub use state::{
     DueDiligenceState, DueDiligenceStateUpdate, RiskIndicators, SearchIterationData,
-    SearchMemoryEntry, TerminationReason,
+    SearchMemoryEntry,
 };
+pub use termination::TerminationReason;
 pub use trail::AuditTrail;

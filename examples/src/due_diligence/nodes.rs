@@ -13,15 +13,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::prompts;
-use super::report::{self, DueDiligenceReportFile};
+use super::report;
+use super::report_file::{DueDiligenceReportFile, UsageTotals};
 use super::schemas::{
     ConnectionMappingOutput, DueDiligenceReport, Entity, EntityMergeOutput, GraphNode,
     ReflectionOutput, SearchQueriesList, Source, WebSearchOutput, normalize,
 };
 use super::state::{
     DueDiligenceState as S, DueDiligenceStateUpdate as Update, RiskIndicators, SearchIterationData,
-    SearchMemoryEntry, TerminationReason,
+    SearchMemoryEntry,
 };
+use super::termination::TerminationReason;
 use super::trail::{AuditTrail, file_safe};
 use crate::shared::time::{now_ms, rfc3339};
 
@@ -709,8 +711,8 @@ pub async fn synthesize_report(state: Arc<S>, deps: Arc<Deps>) -> Result<Update,
 }
 
 /// The run's totals including this node's usage (the update is not applied yet).
-fn usage_totals(state: &S, usage: Usage) -> report::UsageTotals {
-    report::UsageTotals {
+fn usage_totals(state: &S, usage: Usage) -> UsageTotals {
+    UsageTotals {
         model_calls: state.model_calls + usage.calls,
         input_tokens: state.input_tokens + usage.input,
         output_tokens: state.output_tokens + usage.output,

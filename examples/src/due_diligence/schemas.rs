@@ -348,7 +348,7 @@ pub struct EvidenceRating {
 }
 
 /// `synthesize_report`'s output (search model): the 18 sections of the due-diligence
-/// report, in order. (The file adds [`ReportMetadata`](super::report::ReportMetadata).)
+/// report, in order. (The file adds [`ReportMetadata`](super::report_file::ReportMetadata).)
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DueDiligenceReport {
     /// 1. The conclusion in a paragraph.

@@ -28,14 +28,12 @@ pub use input::{
     ResearchDirection, TypedEntityDirections,
 };
 pub use nodes::{
-    AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
+    AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, RUN_SESSION_KEY,
+    new_session_id, should_continue_or_finalize,
 };
 pub use offline::offline_model;
 pub use output_folder::OutputFolder;
-pub use runner::{
-    BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
-    run_entity_intel,
-};
+pub use runner::{BundleSummary, EntityIntelOptions, RunSummary, bundle_thread, run_entity_intel};
 pub use state::{
     CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
     ResearchOutput, TodoBudget,

@@ -379,12 +379,24 @@ pub fn completed_without_file(state: &S) -> Vec<String> {
         .collect()
 }
 
-/// The session working on the thread: the runner's [`RUN_SESSION_KEY`](super::runner::RUN_SESSION_KEY)
-/// value, else one per process.
+/// The [`RunConfig`](graphkit::RunConfig) value naming one process's continuous stretch of
+/// work on a thread (one graph invocation). The per-todo timeout counts time only within a
+/// session, so time spent down between a kill and a resume is not time spent working.
+pub const RUN_SESSION_KEY: &str = "entity_intel_session";
+
+/// A session id unique to this invocation.
+pub fn new_session_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{}-{n}", std::process::id(), now_ms())
+}
+
+/// The session working on the thread: the [`RUN_SESSION_KEY`] value the runner sets,
+/// else one per process.
 fn session_of(ctx: &NodeContext) -> String {
     static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ctx.config()
-        .value(super::runner::RUN_SESSION_KEY)
+        .value(RUN_SESSION_KEY)
         .and_then(Value::as_str)
         .map_or_else(
             || {

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use super::graph::build_graph;
 use super::input::{EntitiesResearchDirections, EntityBundle};
-use super::nodes::{AgentDeps, Limits};
+use super::nodes::{AgentDeps, Limits, RUN_SESSION_KEY, new_session_id};
 use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate};
 use super::todo::TodoStatus;
 use super::tools::ToolDeps;
@@ -251,18 +251,6 @@ pub async fn run_entity_intel(
 
 /// How often plain progress says what is still running (a slow model call).
 const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
-
-/// The [`RunConfig`] value naming one process's continuous stretch of work on a thread
-/// (one graph invocation). The per-todo timeout counts time only within a session, so
-/// time spent down between a kill and a resume is not time spent working.
-pub const RUN_SESSION_KEY: &str = "entity_intel_session";
-
-/// A session id unique to this invocation.
-pub fn new_session_id() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{}-{}-{n}", std::process::id(), now_ms())
-}
 
 /// The thread id of a bundle.
 pub fn bundle_thread(thread: &str, bundle_id: &str) -> String {

@@ -184,7 +184,7 @@ pub async fn planning(
             )
         }),
     );
-    let request = planner_request(&state, &deps.registry);
+    let request = planner_request(&state, &deps.registry.describe());
     let decision = Arc::clone(&deps.model)
         .with_options(
             graphkit_llm::CallOptions::new()

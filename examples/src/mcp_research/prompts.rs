@@ -5,7 +5,6 @@
 use serde::Serialize;
 
 use super::state::{AggregationResult, Finding, ResearchAgentState, Source};
-use super::subagents::SubAgentRegistry;
 
 /// The planner's system prompt.
 pub const PLANNER: &str = "You are the planner of a research agent over an events database reached through MCP tools. \
@@ -23,9 +22,9 @@ pub fn json_line(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
-/// The planner's request: the query, the iteration, the tools, the sub-agents and a digest
-/// of the state.
-pub fn planner_request(state: &ResearchAgentState, registry: &SubAgentRegistry) -> String {
+/// The planner's request: the query, the iteration, the tools, the sub-agents (`agents`,
+/// one `- name: description` line each) and a digest of the state.
+pub fn planner_request(state: &ResearchAgentState, agents: &str) -> String {
     let tools: Vec<serde_json::Value> = state
         .available_tools
         .iter()
@@ -40,7 +39,6 @@ pub fn planner_request(state: &ResearchAgentState, registry: &SubAgentRegistry) 
         iteration = state.iteration_count + 1,
         max = state.max_iterations,
         enabled = state.enabled_tools.join(", "),
-        agents = registry.describe(),
         tools = json_line(&tools),
         questions = state.sub_questions.len(),
         aggregations = state.aggregation_results.len(),
