@@ -10,6 +10,7 @@
 //! The guide page `docs/workflows/entity-intel.md` explains the graph, the state, the
 //! tools and the limits, and how to run it offline or with a real model.
 
+mod cli;
 mod graph;
 pub mod input;
 mod nodes;
@@ -22,6 +23,7 @@ pub mod todo;
 mod tools;
 mod web_tools;
 
+pub use cli::{EntityIntelArgs, entity_intel_main};
 pub use graph::build_graph;
 pub use input::{
     EntitiesResearchDirections, EntityBundle, EntityDirections, EntityType, Priority,

@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod checkpoint;
+pub(crate) mod command;
 mod error;
 pub mod interrupt;
 pub mod logging;
