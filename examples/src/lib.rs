@@ -35,4 +35,4 @@ pub mod shared;
 /// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.
 #[doc = include_str!("../../docs/workflows/arxiv-research.md")]
 #[cfg(doctest)]
-pub struct ArxivResearchGuide;
+pub(crate) struct ArxivResearchGuide;

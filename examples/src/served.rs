@@ -59,14 +59,6 @@ pub const DUE_DILIGENCE: &str = "due_diligence";
 pub const BIOGRAPHY_EVENTS: &str = "biography_events";
 /// The graph id of the entity-intel workflow.
 pub const ENTITY_INTEL: &str = "entity_intel";
-/// Every graph id [`register`] adds.
-pub const GRAPH_IDS: [&str; 5] = [
-    ARXIV_RESEARCH,
-    MCP_RESEARCH,
-    DUE_DILIGENCE,
-    BIOGRAPHY_EVENTS,
-    ENTITY_INTEL,
-];
 
 /// The plan steps the arxiv-research planner keeps (the CLI's default).
 const ARXIV_MAX_STEPS: usize = 6;
@@ -98,7 +90,7 @@ impl BundledWorkflows {
     }
 }
 
-/// Registers the workflows ([`GRAPH_IDS`]) on `server`, starting the local services they
+/// Registers the five workflows on `server`, starting the local services they
 /// read from on 127.0.0.1 (free ports). Workflows that write files write them under
 /// `files_dir` (created by the first run that writes). The graphs are compiled without a
 /// checkpointer: the server runs them on its backend's.

@@ -18,7 +18,7 @@ use crate::shared::command::{self, Ending, Launch, Plan, Workflow};
 use crate::shared::{CommonArgs, ExampleError, ModelChoice, RunSession, RunStatus};
 
 /// The topic researched when none is given.
-pub const DEFAULT_TOPIC: &str = "retrieval-augmented generation for question answering";
+pub(crate) const DEFAULT_TOPIC: &str = "retrieval-augmented generation for question answering";
 
 /// The options of `arxiv-research` besides the common ones.
 #[derive(Debug, Clone, Args)]
@@ -41,23 +41,23 @@ pub struct ArxivResearchArgs {
 
     /// The planner's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub planner_model: Option<String>,
+    pub(crate) planner_model: Option<String>,
 
     /// The supervisor's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub supervisor_model: Option<String>,
+    pub(crate) supervisor_model: Option<String>,
 
     /// The arxiv_agent worker's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub worker_model: Option<String>,
+    pub(crate) worker_model: Option<String>,
 
     /// The expander's model (default: --summary-model, else --model).
     #[arg(long, value_name = "SPEC")]
-    pub expander_model: Option<String>,
+    pub(crate) expander_model: Option<String>,
 
     /// The synthesizer's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub synthesizer_model: Option<String>,
+    pub(crate) synthesizer_model: Option<String>,
 
     /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, served
     /// from 127.0.0.1) or `live` (export.arxiv.org) [default: offline with the offline

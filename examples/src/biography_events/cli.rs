@@ -19,7 +19,7 @@ use crate::shared::command::{self, Ending, Launch, Plan, Workflow};
 use crate::shared::{CommonArgs, ExampleError, ModelChoice, RunSession, RunStatus};
 
 /// The workflow's name: the subcommand and the folder of its runs.
-pub const WORKFLOW: &str = "biography-events";
+pub(crate) const WORKFLOW: &str = "biography-events";
 
 /// The options of `biography-events` besides the common ones.
 #[derive(Debug, Clone, Args)]
@@ -30,7 +30,7 @@ pub struct BiographyEventsArgs {
     /// Known events (JSON array) for an incremental run: checked for gaps first; no gaps,
     /// no tool calls.
     #[arg(long, value_name = "FILE")]
-    pub initial_events: Option<PathBuf>,
+    pub(crate) initial_events: Option<PathBuf>,
 
     /// Tool calls before the run stops (think_tool not counted).
     #[arg(long, value_name = "N", default_value_t = 5)]
@@ -38,11 +38,11 @@ pub struct BiographyEventsArgs {
 
     /// From this many events on, deepen (further_event_research) instead of crawling.
     #[arg(long, value_name = "N", default_value_t = 5)]
-    pub deepening_threshold: usize,
+    pub(crate) deepening_threshold: usize,
 
     /// Stop when more than this share of events has full details.
     #[arg(long, value_name = "RATIO", default_value_t = 0.8)]
-    pub full_detail_ratio: f64,
+    pub(crate) full_detail_ratio: f64,
 
     /// Stop when the events did not change in this many consecutive tool calls.
     #[arg(long, value_name = "N", default_value_t = 2)]

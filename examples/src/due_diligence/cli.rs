@@ -65,7 +65,7 @@ pub struct DueDiligenceArgs {
     /// Output tokens allowed per model call (real models; bounds a weak model that would
     /// otherwise write until its context is full).
     #[arg(long, value_name = "N", default_value_t = 4096)]
-    pub max_tokens_per_call: u32,
+    pub(crate) max_tokens_per_call: u32,
 
     /// Run every fictional persona of the offline corpus and print entity and red-flag
     /// recall per persona.

@@ -61,7 +61,7 @@ pub fn metadata(
 
 /// The report written when the synthesis model fails: the gathered indicators and gaps,
 /// without prose. Its executive summary says so.
-pub fn fallback_report(state: &DueDiligenceState, error: &str) -> DueDiligenceReport {
+pub(crate) fn fallback_report(state: &DueDiligenceState, error: &str) -> DueDiligenceReport {
     let finding = |i: &super::schemas::Indicator| Finding {
         statement: i.text.clone(),
         sources: if i.source.is_empty() {
@@ -187,7 +187,10 @@ fn graph_svg(graph: &ConnectionMappingOutput) -> String {
 
 /// The report as one self-contained HTML page (inline CSS and SVG, no script, no network):
 /// the risk level and the entity graph at the top, then the 18 sections and the metadata.
-pub fn render_html(file: &DueDiligenceReportFile, graph: &ConnectionMappingOutput) -> String {
+pub(crate) fn render_html(
+    file: &DueDiligenceReportFile,
+    graph: &ConnectionMappingOutput,
+) -> String {
     let report = &file.report;
     let meta = &file.metadata;
     let level = report.risk_assessment.overall_risk;

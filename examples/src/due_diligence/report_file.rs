@@ -34,7 +34,7 @@ pub struct Statistics {
     /// Searches run.
     pub searches: u64,
     /// Searches that failed.
-    pub failed_searches: usize,
+    pub(crate) failed_searches: usize,
     /// Entities discovered.
     pub entities: usize,
     /// Distinct pages found.
@@ -49,13 +49,13 @@ pub struct Statistics {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageTotals {
     /// Model calls.
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
     /// Input tokens reported by the providers (0 when they report none).
-    pub input_tokens: u64,
+    pub(crate) input_tokens: u64,
     /// Output tokens.
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     /// Estimated cost in US dollars, for models with a known price.
-    pub estimated_cost_usd: f64,
+    pub(crate) estimated_cost_usd: f64,
 }
 
 /// The report's metadata.
@@ -66,11 +66,11 @@ pub struct ReportMetadata {
     /// The subject.
     pub subject: String,
     /// The context given.
-    pub subject_context: String,
+    pub(crate) subject_context: String,
     /// The models per role.
     pub models: ModelsUsed,
     /// Iterations done.
-    pub depth_reached: u32,
+    pub(crate) depth_reached: u32,
     /// Iterations allowed.
     pub max_depth: u32,
     /// Why the loop stopped.

@@ -34,7 +34,7 @@ impl AuditTrail {
     /// in this trail (the file's earlier events included): a resumed run that repeats a
     /// search killed before its result was saved logs it as `search_repeated`, not as a
     /// second `search`.
-    pub fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
+    pub(crate) fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
         if file_safe(session_id).is_err() {
             // Not a file name: there is no earlier file to read (`record` refuses it).
             return true;
@@ -103,7 +103,7 @@ impl AuditTrail {
 ///
 /// # Errors
 /// [`ToolError::PathRefused`](graphkit_tools::ToolError::PathRefused) for any other id.
-pub fn file_safe(session_id: &str) -> Result<&str, graphkit_tools::ToolError> {
+pub(crate) fn file_safe(session_id: &str) -> Result<&str, graphkit_tools::ToolError> {
     if !session_id.is_empty()
         && session_id
             .chars()
@@ -119,6 +119,6 @@ pub fn file_safe(session_id: &str) -> Result<&str, graphkit_tools::ToolError> {
 }
 
 /// `dir/{session_id}.jsonl`.
-pub fn audit_path(dir: &Path, session_id: &str) -> PathBuf {
+pub(crate) fn audit_path(dir: &Path, session_id: &str) -> PathBuf {
     dir.join(format!("{session_id}.jsonl"))
 }

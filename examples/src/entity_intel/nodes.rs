@@ -21,11 +21,11 @@ type S = EntityIntelResearchState;
 type Update = EntityIntelResearchStateUpdate;
 
 /// Node names.
-pub const GENERATE_TODOS: &str = "generate_todos";
+pub(crate) const GENERATE_TODOS: &str = "generate_todos";
 /// The agent node (one model turn per visit).
-pub const RESEARCH_AGENT: &str = "research_agent";
+pub(crate) const RESEARCH_AGENT: &str = "research_agent";
 /// Writes `research_complete.json`.
-pub const FINALIZE_OUTPUT: &str = "finalize_output";
+pub(crate) const FINALIZE_OUTPUT: &str = "finalize_output";
 
 /// The seed's risk mitigations for a stuck agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct AgentDeps {
 
 /// `generate_todos`: one LLM call with structured output (a [`GeneratedTodoList`]),
 /// checked against the directions so there is exactly one todo per direction.
-pub async fn generate_todos(
+pub(crate) async fn generate_todos(
     state: Arc<S>,
     ctx: NodeContext,
     deps: Arc<AgentDeps>,
@@ -363,7 +363,7 @@ fn was_cut_short(reply: &graphkit_llm::AssistantMessage) -> bool {
 }
 
 /// Todos marked completed for which no file was recorded.
-pub fn completed_without_file(state: &S) -> Vec<String> {
+pub(crate) fn completed_without_file(state: &S) -> Vec<String> {
     state
         .todo_list
         .todos
@@ -385,7 +385,7 @@ pub fn completed_without_file(state: &S) -> Vec<String> {
 pub const RUN_SESSION_KEY: &str = "entity_intel_session";
 
 /// A session id unique to this invocation.
-pub fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("{}-{}-{n}", std::process::id(), now_ms())
@@ -473,7 +473,7 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 /// `finalize_output` when no todo is open and every completed one has its file (a todo
 /// whose output could not be saved is blocked first by `research_agent`); back to
 /// `research_agent` otherwise.
-pub fn should_continue_or_finalize(state: &S) -> &'static str {
+pub(crate) fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
         .messages
         .last()
@@ -492,7 +492,7 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
 
 /// `finalize_output`: writes the bundle's `research_complete.json` (the seed's master
 /// output, plus the blocked todos).
-pub async fn finalize_output(
+pub(crate) async fn finalize_output(
     state: Arc<S>,
     ctx: NodeContext,
     outputs: OutputFolder,

@@ -27,7 +27,7 @@ impl OutputFolder {
     /// # Errors
     /// A message when the folder is `PerThread` and the run has no thread id, or one that
     /// is not a single plain path component (`..`, `/`, an absolute path).
-    pub fn resolve(
+    pub(crate) fn resolve(
         &self,
         state: &EntityIntelResearchState,
         config: &RunConfig,

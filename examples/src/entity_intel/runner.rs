@@ -83,13 +83,13 @@ pub struct BundleSummary {
     /// Tool calls made by the model.
     pub tool_calls: u64,
     /// Model calls.
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
     /// Context resets by `agent_write_file` (the state's `checkpoint_count`).
     pub context_checkpoints: u64,
     /// Input tokens reported by the provider (0 when it reports none).
-    pub input_tokens: u64,
+    pub(crate) input_tokens: u64,
     /// Output tokens reported by the provider.
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     /// `true` when this process continued a thread that existed before.
     pub resumed: bool,
 }
@@ -103,15 +103,15 @@ pub struct RunSummary {
     /// The run's thread id.
     pub thread: String,
     /// The run directory.
-    pub run_directory: String,
+    pub(crate) run_directory: String,
     /// The research model.
     pub model: String,
     /// The summary model.
     pub summary_model: String,
     /// When this process started the run (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// Wall time of this process's part of the run, in milliseconds.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Per bundle.
     pub bundles: Vec<BundleSummary>,
 }
@@ -133,7 +133,7 @@ impl RunSummary {
     }
 
     /// The summary as text lines for the terminal.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "entity-intel run {} ({} s, model {}):\n",
             self.thread,
@@ -253,7 +253,7 @@ pub async fn run_entity_intel(
 const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// The thread id of a bundle.
-pub fn bundle_thread(thread: &str, bundle_id: &str) -> String {
+pub(crate) fn bundle_thread(thread: &str, bundle_id: &str) -> String {
     format!("{thread}--{bundle_id}")
 }
 

@@ -58,15 +58,15 @@ impl std::fmt::Debug for ToolDeps {
 
 /// Arguments of `todo_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TodoReadArgs {
+pub(crate) struct TodoReadArgs {
     /// Only todos with this status (pending, in_progress, completed, blocked); all when omitted.
     #[serde(default)]
-    pub status_filter: Option<TodoStatus>,
+    pub(crate) status_filter: Option<TodoStatus>,
 }
 
 /// Arguments of `todo_update`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TodoUpdateArgs {
+pub(crate) struct TodoUpdateArgs {
     /// The todo to change.
     pub todo_id: String,
     /// New status: pending, in_progress, completed, blocked, or skipped (optional todos only).
@@ -79,11 +79,11 @@ pub struct TodoUpdateArgs {
 
 /// Arguments of `todo_get_next` (none).
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 /// Arguments of `agent_write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// File name inside the bundle's output directory, e.g. `biz_halvard_biosciences_identity.json`.
     pub filename: String,
     /// The full research output (JSON text for `.json` files).
@@ -95,7 +95,7 @@ pub struct WriteArgs {
 
 /// Arguments of `agent_read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// File name inside the bundle's output directory.
     pub filename: String,
 }

@@ -25,7 +25,7 @@ use crate::shared::{
 };
 
 /// The question researched when none is given.
-pub const DEFAULT_QUERY: &str = "Which countries have the most events?";
+pub(crate) const DEFAULT_QUERY: &str = "Which countries have the most events?";
 
 /// The options of `mcp-research` (and of `mcp-research serve`) besides the common ones.
 #[derive(Debug, Clone, Args)]
@@ -33,7 +33,7 @@ pub struct McpResearchOptions {
     /// An MCP server: stdio:COMMAND [ARGS] or http:URL (repeat for several) [default: the
     /// bundled graphkit-events-mcp next to this executable].
     #[arg(long = "mcp-server", value_name = "SPEC")]
-    pub mcp_servers: Vec<String>,
+    pub(crate) mcp_servers: Vec<String>,
 
     /// The MCP tools to use, comma-separated [default: every tool found].
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
@@ -45,11 +45,11 @@ pub struct McpResearchOptions {
 
     /// Sub-agent calls of one batch run at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
-    pub max_parallel_sub_agents: usize,
+    pub(crate) max_parallel_sub_agents: usize,
 
     /// The confidence at which the research goes to synthesis (0-1).
     #[arg(long, value_name = "X", default_value_t = 0.8)]
-    pub confidence_threshold: f32,
+    pub(crate) confidence_threshold: f32,
 }
 
 /// `mcp-research [QUERY]` or `mcp-research serve`.
@@ -102,7 +102,7 @@ pub struct ServeArgs {
 
     /// The offline model waits this many milliseconds per reply (demos and tests).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
-    pub offline_delay_ms: u64,
+    pub(crate) offline_delay_ms: u64,
 
     /// The research options.
     #[command(flatten)]
@@ -382,7 +382,7 @@ fn graph_drawing() -> Result<String, ExampleError> {
 ///
 /// # Errors
 /// [`ExampleError::Io`] when a file cannot be written.
-pub fn write_outputs(
+pub(crate) fn write_outputs(
     dir: &std::path::Path,
     state: &ResearchAgentState,
     graph: &graphkit::CompiledGraph<ResearchAgentState>,
