@@ -20,15 +20,19 @@
 //! - [`due_diligence`]: the Enhanced Due Diligence research agent (seed 001).
 //! - [`mcp_research`]: the MCP research agent with sub-agents and an SSE service (seed 004),
 //!   and its events MCP server.
+//! - `served` (feature `server`): the workflows registered on a `graphkit_server::Server`,
+//!   served by the `graphkit-research-server` binary.
 
 pub mod arxiv_research;
 pub mod biography_events;
 pub mod due_diligence;
 pub mod entity_intel;
 pub mod mcp_research;
+#[cfg(feature = "server")]
+pub mod served;
 pub mod shared;
 
 /// The guide page `docs/workflows/arxiv-research.md`, compiled so its examples stay true.
 #[doc = include_str!("../../docs/workflows/arxiv-research.md")]
 #[cfg(doctest)]
-pub struct ArxivResearchGuide;
+pub(crate) struct ArxivResearchGuide;

@@ -149,6 +149,7 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
             summary_model: model,
             summarize_after_messages: Limits::default().summarize_after_messages,
             web: None,
+            outputs: graphkit_examples::entity_intel::OutputFolder::FromState,
         },
         CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
     )
@@ -745,6 +746,7 @@ fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
         summary_model: Arc::clone(&model),
         summarize_after_messages: 0,
         web,
+        outputs: graphkit_examples::entity_intel::OutputFolder::FromState,
     };
     let names = |deps: &ToolDeps| -> Vec<String> {
         research_tools(deps)

@@ -517,6 +517,7 @@ async fn a_todo_interrupted_and_resumed_after_longer_than_its_timeout_still_comp
             summary_model: model,
             summarize_after_messages: limits.summarize_after_messages,
             web: None,
+            outputs: graphkit_examples::entity_intel::OutputFolder::FromState,
         },
         CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())),
     )

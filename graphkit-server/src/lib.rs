@@ -33,8 +33,6 @@ pub mod ids;
 mod server;
 pub mod time;
 mod worker;
-#[cfg(feature = "workflows")]
-pub mod workflows;
 
 pub use error::ServerError;
 pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};

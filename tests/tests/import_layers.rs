@@ -426,7 +426,6 @@ fn graphkit_server_has_no_import_circles() {
 }
 
 #[test]
-#[ignore = "circles being broken on other branches; un-ignore after merge"]
 fn graphkit_examples_has_no_import_circles() {
     assert_no_circles("examples/src", &[]);
 }

@@ -56,7 +56,7 @@ struct CorpusFile {
 }
 
 /// The corpus file shipped with the crate.
-pub fn default_corpus_path() -> PathBuf {
+pub(crate) fn default_corpus_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join("arxiv")

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{ArgMatches, Args};
 use graphkit_llm::ChatModel;
 
-use super::backend::OfflineArxiv;
+use super::backend::{OfflineArxiv, OfflineArxivServer};
 use super::graph::GraphDeps;
 use super::nodes::{DEFAULT_MAX_CITATIONS, NodeDeps};
 use super::runner::{
@@ -14,13 +14,11 @@ use super::runner::{
 };
 use super::standin::offline_model;
 use super::tools::DEFAULT_TOP_K;
-use crate::shared::{
-    CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunRequest, RunSession,
-    RunStatus, StopSignal,
-};
+use crate::shared::command::{self, Ending, Launch, Plan, Workflow};
+use crate::shared::{CommonArgs, ExampleError, ModelChoice, RunSession, RunStatus};
 
 /// The topic researched when none is given.
-pub const DEFAULT_TOPIC: &str = "retrieval-augmented generation for question answering";
+pub(crate) const DEFAULT_TOPIC: &str = "retrieval-augmented generation for question answering";
 
 /// The options of `arxiv-research` besides the common ones.
 #[derive(Debug, Clone, Args)]
@@ -43,23 +41,23 @@ pub struct ArxivResearchArgs {
 
     /// The planner's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub planner_model: Option<String>,
+    pub(crate) planner_model: Option<String>,
 
     /// The supervisor's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub supervisor_model: Option<String>,
+    pub(crate) supervisor_model: Option<String>,
 
     /// The arxiv_agent worker's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub worker_model: Option<String>,
+    pub(crate) worker_model: Option<String>,
 
     /// The expander's model (default: --summary-model, else --model).
     #[arg(long, value_name = "SPEC")]
-    pub expander_model: Option<String>,
+    pub(crate) expander_model: Option<String>,
 
     /// The synthesizer's model (default: --model).
     #[arg(long, value_name = "SPEC")]
-    pub synthesizer_model: Option<String>,
+    pub(crate) synthesizer_model: Option<String>,
 
     /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, served
     /// from 127.0.0.1) or `live` (export.arxiv.org) [default: offline with the offline
@@ -127,148 +125,186 @@ pub async fn arxiv_research_main(
     common: CommonArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
-    if let Some(flag) = CommonArgs::first_given(&[
-        (common.input.is_some(), "--input"),
-        (common.corpus.is_some(), "--corpus"),
-        (common.print_input_schema, "--print-input-schema"),
-    ]) {
-        return Err(ExampleError::Usage(format!(
-            "arxiv-research does not take {flag}; give the topic as an argument"
-        )));
+    command::run::<ArxivResearch>(args, common, matches).await
+}
+
+struct ArxivResearch;
+
+struct ArxivResearchPlan {
+    topic: String,
+    model_spec: String,
+    backend: &'static str,
+    top_k: usize,
+    k: u32,
+    max_concurrency: usize,
+    deps: GraphDeps,
+    /// The offline corpus served from 127.0.0.1, for as long as the run.
+    server: Option<OfflineArxivServer>,
+}
+
+fn offline(common: &CommonArgs) -> Arc<dyn ChatModel> {
+    Arc::new(offline_model(3).with_delay(Duration::from_millis(common.offline_delay_ms)))
+}
+
+impl Workflow for ArxivResearch {
+    const NAME: &'static str = "arxiv-research";
+    const UNIT: &'static str = "steps";
+    type Args = ArxivResearchArgs;
+    type Given = Option<String>;
+    type Plan = ArxivResearchPlan;
+
+    fn refuse(common: &CommonArgs) -> Result<(), ExampleError> {
+        match CommonArgs::first_given(&[
+            (common.input.is_some(), "--input"),
+            (common.corpus.is_some(), "--corpus"),
+            (common.print_input_schema, "--print-input-schema"),
+        ]) {
+            Some(flag) => Err(ExampleError::Usage(format!(
+                "arxiv-research does not take {flag}; give the topic as an argument"
+            ))),
+            None => Ok(()),
+        }
     }
-    let offline: Arc<dyn ChatModel> =
-        Arc::new(offline_model(3).with_delay(Duration::from_millis(common.offline_delay_ms)));
-    if common.print_graph {
-        let models = role_models(&Default::default(), "offline", &offline)?;
+
+    fn input_schema() -> String {
+        String::new()
+    }
+
+    fn graph_drawing(
+        args: &ArxivResearchArgs,
+        common: &CommonArgs,
+    ) -> Result<String, ExampleError> {
+        let models = role_models(&Default::default(), "offline", &offline(common))?;
         let deps = graph_deps(
             models,
             graphkit_tools::prebuilt::arxiv::Arxiv::new(),
             args.max_steps,
         );
         let graph = super::graph::build_graph(&deps, graphkit::CompileOptions::new())?;
-        println!("{}", graph.draw_mermaid());
-        return Ok(RunStatus::Finished);
+        Ok(graph.draw_mermaid())
     }
-    let given_topic = args.topic.clone();
-    if let Some(topic) = &given_topic {
-        check_options(
-            topic,
-            args.top_k,
-            args.max_citations_per_step,
-            args.max_steps,
-        )?;
-    }
-    check_options("-", args.top_k, args.max_citations_per_step, args.max_steps)?;
-    let mut session = RunSession::begin(RunRequest {
-        thread: common.thread.clone(),
-        out: common.out.clone(),
-        resume: common.resume,
-        given: GivenOptions::from_matches(matches),
-        ..RunRequest::new("arxiv-research")
-    })?;
-    let topic: String = match (given_topic, session.saved_input()) {
-        (Some(topic), _) => topic,
-        (None, Some(saved)) => saved["topic"].as_str().unwrap_or(DEFAULT_TOPIC).to_owned(),
-        (None, None) => DEFAULT_TOPIC.to_owned(),
-    };
-    let model_spec: String = session.option("model", common.model.clone())?;
-    let summary_spec: Option<String> =
-        session.option("summary_model", common.summary_model.clone())?;
-    let specs: [Option<String>; 5] = [
-        session.option("planner_model", args.planner_model.clone())?,
-        session.option("supervisor_model", args.supervisor_model.clone())?,
-        session.option("worker_model", args.worker_model.clone())?,
-        session
-            .option("expander_model", args.expander_model.clone())?
-            .or(summary_spec),
-        session.option("synthesizer_model", args.synthesizer_model.clone())?,
-    ];
-    let top_k: usize = session.option("top_k", args.top_k)?;
-    let k: u32 = session.option("max_citations_per_step", args.max_citations_per_step)?;
-    let max_steps: usize = session.option("max_steps", args.max_steps)?;
-    let max_concurrency: usize = session.option("max_concurrency", common.max_concurrency)?;
-    let arxiv_backend: Option<String> = session.option("arxiv", args.arxiv.clone())?;
-    check_options(&topic, top_k, k, max_steps)?;
-    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
 
-    let choice = model_spec.parse::<ModelChoice>()?;
-    let models = role_models(&specs, &model_spec, &offline)?;
-    // The offline corpus is served to the real arXiv client from 127.0.0.1.
-    let offline_arxiv = arxiv_backend
-        .as_deref()
-        .map_or(choice.is_offline(), |b| b == "offline");
-    let (server, arxiv, backend) = if offline_arxiv {
-        let server = OfflineArxiv::shipped()?.serve().await?;
-        let arxiv = server.client();
-        (
-            Some(server),
-            arxiv,
-            "the offline corpus (examples/fixtures/arxiv)",
-        )
-    } else {
-        (
-            None,
-            graphkit_tools::prebuilt::arxiv::Arxiv::new(),
-            "arXiv (export.arxiv.org)",
-        )
-    };
-    let deps = graph_deps(models, arxiv, max_steps);
-    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
-    session.record_start(&checkpoint, serde_json::json!({ "topic": topic }))?;
-    let progress = Progress::new("steps", common.quiet);
-    progress.note(
-        "run",
-        &session.start_line(
-            "arxiv-research",
-            &format!(
-                "topic \"{topic}\", model {model_spec}, search {backend}, top-k {top_k}, K {k}"
-            ),
-            &checkpoint,
-        ),
-    );
-    let options = ArxivResearchOptions {
-        topic,
-        top_k,
-        max_citations_per_step: k,
-        deps,
-        checkpointer: Arc::clone(&checkpointer.saver),
-        thread: session.thread().to_owned(),
-        max_concurrency,
-        stream: common.stream,
-        progress,
-        stop: StopSignal::on_ctrl_c(common.quiet),
-    };
-    let result = run_arxiv_research(&options).await;
-    options.progress.end();
-    let written = match &result {
-        Ok(state) => compiled(&options.deps, Arc::clone(&options.checkpointer))
-            .and_then(|graph| write_artifacts(session.dir().path(), state, &graph)),
-        Err(_) => Ok(Vec::new()),
-    };
-    drop(options);
-    drop(server);
-    checkpointer.close().await;
-    let state = match result.and_then(|state| written.map(|lines| (state, lines))) {
-        Ok(done) => done,
-        Err(ExampleError::Interrupted) => {
-            return session.finish(RunStatus::Interrupted, "", common.stream);
+    fn check(args: &ArxivResearchArgs, _: &CommonArgs) -> Result<Option<String>, ExampleError> {
+        if let Some(topic) = &args.topic {
+            check_options(
+                topic,
+                args.top_k,
+                args.max_citations_per_step,
+                args.max_steps,
+            )?;
         }
-        Err(err) => {
-            session.record_failure(&err);
-            return Err(err);
-        }
-    };
-    let (state, lines) = state;
-    let references = state.facts.iter().filter(|f| f.is_reference()).count();
-    let summarised = state
-        .facts
-        .iter()
-        .filter(|f| f.is_reference() && f.extended_summary.is_some())
-        .count();
-    let text = format!(
-        "{} plan steps, {references} references, {summarised} summarised\n{}\n",
-        state.plan.as_ref().map_or(0, |p| p.steps.len()),
-        lines.join("\n")
-    );
-    session.finish(RunStatus::Finished, &text, common.stream)
+        check_options("-", args.top_k, args.max_citations_per_step, args.max_steps)?;
+        Ok(args.topic.clone())
+    }
+
+    async fn plan(
+        args: ArxivResearchArgs,
+        common: &CommonArgs,
+        given_topic: Option<String>,
+        session: &mut RunSession,
+    ) -> Result<ArxivResearchPlan, ExampleError> {
+        let topic: String = match (given_topic, session.saved_input()) {
+            (Some(topic), _) => topic,
+            (None, Some(saved)) => saved["topic"].as_str().unwrap_or(DEFAULT_TOPIC).to_owned(),
+            (None, None) => DEFAULT_TOPIC.to_owned(),
+        };
+        let model_spec: String = session.option("model", common.model.clone())?;
+        let summary_spec: Option<String> =
+            session.option("summary_model", common.summary_model.clone())?;
+        let specs: [Option<String>; 5] = [
+            session.option("planner_model", args.planner_model)?,
+            session.option("supervisor_model", args.supervisor_model)?,
+            session.option("worker_model", args.worker_model)?,
+            session
+                .option("expander_model", args.expander_model)?
+                .or(summary_spec),
+            session.option("synthesizer_model", args.synthesizer_model)?,
+        ];
+        let top_k: usize = session.option("top_k", args.top_k)?;
+        let k: u32 = session.option("max_citations_per_step", args.max_citations_per_step)?;
+        let max_steps: usize = session.option("max_steps", args.max_steps)?;
+        let max_concurrency: usize = session.option("max_concurrency", common.max_concurrency)?;
+        let arxiv_backend: Option<String> = session.option("arxiv", args.arxiv)?;
+        check_options(&topic, top_k, k, max_steps)?;
+
+        let choice = model_spec.parse::<ModelChoice>()?;
+        let models = role_models(&specs, &model_spec, &offline(common))?;
+        // The offline corpus is served to the real arXiv client from 127.0.0.1.
+        let offline_arxiv = arxiv_backend
+            .as_deref()
+            .map_or(choice.is_offline(), |b| b == "offline");
+        let (server, arxiv, backend) = if offline_arxiv {
+            let server = OfflineArxiv::shipped()?.serve().await?;
+            let arxiv = server.client();
+            (
+                Some(server),
+                arxiv,
+                "the offline corpus (examples/fixtures/arxiv)",
+            )
+        } else {
+            (
+                None,
+                graphkit_tools::prebuilt::arxiv::Arxiv::new(),
+                "arXiv (export.arxiv.org)",
+            )
+        };
+        Ok(ArxivResearchPlan {
+            topic,
+            model_spec,
+            backend,
+            top_k,
+            k,
+            max_concurrency,
+            deps: graph_deps(models, arxiv, max_steps),
+            server,
+        })
+    }
+}
+
+impl Plan for ArxivResearchPlan {
+    fn input(&self) -> serde_json::Value {
+        serde_json::json!({ "topic": self.topic })
+    }
+
+    fn start_line(&self) -> (String, String) {
+        let details = format!(
+            "topic \"{}\", model {}, search {}, top-k {}, K {}",
+            self.topic, self.model_spec, self.backend, self.top_k, self.k
+        );
+        (ArxivResearch::NAME.to_owned(), details)
+    }
+
+    async fn run(self, launch: Launch<'_>) -> Result<Ending, ExampleError> {
+        let target = launch.target();
+        let options = ArxivResearchOptions {
+            topic: self.topic,
+            top_k: self.top_k,
+            max_citations_per_step: self.k,
+            deps: self.deps,
+            checkpointer: target.checkpointer,
+            thread: target.thread,
+            max_concurrency: self.max_concurrency,
+            stream: target.stream,
+            progress: target.progress,
+            stop: target.stop,
+        };
+        let result = run_arxiv_research(&options).await;
+        options.progress.end();
+        let state = result?;
+        let graph = compiled(&options.deps, Arc::clone(&options.checkpointer))?;
+        let lines = write_artifacts(launch.session.dir().path(), &state, &graph)?;
+        drop(self.server);
+        let references = state.facts.iter().filter(|f| f.is_reference()).count();
+        let summarised = state
+            .facts
+            .iter()
+            .filter(|f| f.is_reference() && f.extended_summary.is_some())
+            .count();
+        let text = format!(
+            "{} plan steps, {references} references, {summarised} summarised\n{}\n",
+            state.plan.as_ref().map_or(0, |p| p.steps.len()),
+            lines.join("\n")
+        );
+        Ok(Ending::Finish(RunStatus::Finished, text))
+    }
 }

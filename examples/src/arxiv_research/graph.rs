@@ -37,7 +37,9 @@ pub struct GraphDeps {
 ///
 /// # Errors
 /// [`graphkit::Error`] when the graph does not validate (a bug).
-pub fn build_supervisor(deps: &GraphDeps) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
+pub(crate) fn build_supervisor(
+    deps: &GraphDeps,
+) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
     // Every reply is bounded, so a weak model cannot talk forever.
     let bounded = |model: &Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
         Arc::new(

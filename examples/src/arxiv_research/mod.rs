@@ -22,24 +22,21 @@ mod standin;
 mod state;
 mod tools;
 
-pub use backend::{CorpusPaper, OfflineArxiv, OfflineArxivServer, default_corpus_path, text_pdf};
-pub use cli::{ArxivResearchArgs, DEFAULT_TOPIC, arxiv_research_main};
-pub use graph::{GraphDeps, build_graph, build_supervisor};
+pub use backend::{CorpusPaper, OfflineArxiv, OfflineArxivServer, text_pdf};
+
+pub use cli::{ArxivResearchArgs, arxiv_research_main};
+
+pub use graph::{GraphDeps, build_graph};
+
 pub use nodes::{
-    ADVANCE, ARXIV_AGENT, DEFAULT_MAX_CITATIONS, EXPANDER, ExtendedSummary, FACT_GATE, FINISH,
-    MAX_CITATIONS_KEY, NodeDeps, PLANNER, ReportBody, STEP_ITERATOR, SUPERVISOR, SYNTHESIZER,
-    after_advance, citations_in_range, cited_numbers, expander, fact_gate, finish, gate,
-    paper_text, planner, source_line, step_iterator, synthesizer,
+    NodeDeps, cited_numbers, expander, fact_gate, finish, gate, paper_text, planner, step_iterator,
+    synthesizer,
 };
-pub use runner::{
-    ArxivResearchOptions, check_options, compiled, run_arxiv_research, write_artifacts,
-};
+
+pub use runner::{ArxivResearchOptions, check_options, compiled, run_arxiv_research};
 pub use standin::offline_model;
 pub use state::{
-    Fact, FactKind, Plan, PlanStep, ResearchState, ResearchStateUpdate, arxiv_id_from_url,
-    normalize_arxiv_id, normalize_doi, normalize_title, normalize_url, reference_key,
+    Fact, FactKind, Plan, PlanStep, ResearchState, ResearchStateUpdate, reference_key,
 };
-pub use tools::{
-    ADD_REFERENCE, ARXIV_SEARCH, AddReferenceArgs, DEFAULT_TOP_K, SearchArgs, SearchHit, TOP_K_KEY,
-    worker_tools,
-};
+
+pub use tools::{ADD_REFERENCE, ARXIV_SEARCH, SearchHit};

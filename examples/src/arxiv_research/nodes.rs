@@ -15,30 +15,30 @@ use super::prompts::{self, DELIVERABLE, PLAN_STEP, SECTIONS};
 use super::state::{Fact, FactKind, Plan, ResearchState, ResearchStateUpdate, reference_key};
 
 /// Node name: the planner.
-pub const PLANNER: &str = "planner";
+pub(crate) const PLANNER: &str = "planner";
 /// Node name: emits one PLAN STEP.
-pub const STEP_ITERATOR: &str = "step_iterator";
+pub(crate) const STEP_ITERATOR: &str = "step_iterator";
 /// Node name: the compiled supervisor (a subgraph).
-pub const SUPERVISOR: &str = "supervisor";
+pub(crate) const SUPERVISOR: &str = "supervisor";
 /// The worker's name (a node inside the supervisor).
-pub const ARXIV_AGENT: &str = "arxiv_agent";
+pub(crate) const ARXIV_AGENT: &str = "arxiv_agent";
 /// Node name: admits at most K references per step.
-pub const FACT_GATE: &str = "fact_gate";
+pub(crate) const FACT_GATE: &str = "fact_gate";
 /// Node name: next step or on to the expander.
-pub const ADVANCE: &str = "advance";
+pub(crate) const ADVANCE: &str = "advance";
 /// Node name: one extended summary per admitted paper (one `Send` each).
-pub const EXPANDER: &str = "expander";
+pub(crate) const EXPANDER: &str = "expander";
 /// Node name: the report.
-pub const SYNTHESIZER: &str = "synthesizer";
+pub(crate) const SYNTHESIZER: &str = "synthesizer";
 /// Node name: sets `done`.
-pub const FINISH: &str = "finish";
+pub(crate) const FINISH: &str = "finish";
 
 /// The run-config key of K (`--max-citations-per-step`).
-pub const MAX_CITATIONS_KEY: &str = "max_citations_per_step";
+pub(crate) const MAX_CITATIONS_KEY: &str = "max_citations_per_step";
 /// The default K.
-pub const DEFAULT_MAX_CITATIONS: u32 = 3;
+pub(crate) const DEFAULT_MAX_CITATIONS: u32 = 3;
 /// The most characters of paper text given to the expander.
-pub const MAX_PAPER_CHARS: usize = 12_000;
+pub(crate) const MAX_PAPER_CHARS: usize = 12_000;
 
 type NodeResult =
     Result<ResearchStateUpdate, Box<dyn std::error::Error + std::marker::Send + Sync>>;
@@ -221,7 +221,7 @@ pub async fn advance(state: Arc<ResearchState>) -> ResearchStateUpdate {
 
 /// The router after `advance`: the next plan step, else one `Send` to the expander per
 /// admitted reference without a summary, else the synthesizer.
-pub fn after_advance(state: &ResearchState) -> Vec<Goto> {
+pub(crate) fn after_advance(state: &ResearchState) -> Vec<Goto> {
     let steps = state.plan.as_ref().map_or(0, |p| p.steps.len());
     if state.step_idx < steps {
         return vec![Goto::from(STEP_ITERATOR)];
@@ -241,7 +241,7 @@ pub fn after_advance(state: &ResearchState) -> Vec<Goto> {
 
 /// The expander's structured output.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct ExtendedSummary {
+pub(crate) struct ExtendedSummary {
     /// The focused summary, 150 to 300 words.
     #[schemars(length(max = 2400))]
     pub summary: String,
@@ -309,7 +309,7 @@ pub async fn paper_text(arxiv: &Arxiv, reference: &Fact) -> (&'static str, Strin
 
 /// The synthesizer's structured output.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct ReportBody {
+pub(crate) struct ReportBody {
     /// The report in Markdown, with the five sections and inline `[n]` citations.
     pub markdown: String,
 }
@@ -385,7 +385,7 @@ fn uncovered_steps(state: &ResearchState) -> Vec<String> {
 }
 
 /// One entry of the sources list.
-pub fn source_line(fact: &Fact) -> String {
+pub(crate) fn source_line(fact: &Fact) -> String {
     let who = match fact.authors.as_slice() {
         [] => String::new(),
         [one] => format!("{one}. "),
@@ -409,7 +409,7 @@ pub fn source_line(fact: &Fact) -> String {
 ///
 /// # Errors
 /// A message for the model naming the bad citations.
-pub fn citations_in_range(markdown: &str, n: usize) -> Result<(), String> {
+pub(crate) fn citations_in_range(markdown: &str, n: usize) -> Result<(), String> {
     let cited = cited_numbers(markdown);
     let bad: Vec<String> = cited
         .iter()

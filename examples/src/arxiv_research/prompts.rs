@@ -7,7 +7,7 @@ use super::state::{Fact, Plan, PlanStep};
 /// The marker that opens a worker's deliverable.
 pub const DELIVERABLE: &str = "==DELIVERABLE==";
 /// The first words of a plan step message.
-pub const PLAN_STEP: &str = "PLAN STEP";
+pub(crate) const PLAN_STEP: &str = "PLAN STEP";
 /// The report's sections, in order (the seed's).
 pub const SECTIONS: [&str; 5] = [
     "Context",
@@ -43,13 +43,13 @@ pub fn plan_step(topic: &str, plan: &Plan, idx: usize, step: &PlanStep) -> Strin
 }
 
 /// The supervisor's system prompt.
-pub const SUPERVISOR: &str = "You supervise a research team. For each PLAN STEP, hand the step \
+pub(crate) const SUPERVISOR: &str = "You supervise a research team. For each PLAN STEP, hand the step \
 to exactly one worker (today: arxiv_agent) with its transfer tool, once. When the worker has \
 answered, reply with one short sentence saying the step is done. Be terse and stay within the \
 current step.";
 
 /// The worker's system prompt.
-pub const WORKER: &str = "You are arxiv_agent. For the current PLAN STEP: search arXiv with \
+pub(crate) const WORKER: &str = "You are arxiv_agent. For the current PLAN STEP: search arXiv with \
 arxiv_search (one or two queries), record at most 3 high-signal papers with \
 add_scholar_reference_tool (give arxiv_id, title, authors, year and abstract from the search \
 results), then answer with a block that starts with the line ==DELIVERABLE== and gives the \

@@ -233,7 +233,7 @@ fn report_update(
 ///
 /// # Errors
 /// [`ExampleError::Io`] when a file cannot be written.
-pub fn write_artifacts(
+pub(crate) fn write_artifacts(
     dir: &Path,
     state: &ResearchState,
     graph: &CompiledGraph<ResearchState>,

@@ -187,7 +187,7 @@ pub fn reference_key(fact: &Fact) -> Option<String> {
 /// An arXiv id without its `arXiv:` prefix and version suffix, lower-cased
 /// (`arXiv:2401.00101v2` → `2401.00101`); an `arxiv.org/abs|pdf/…` URL gives its id.
 /// `None` when nothing is left.
-pub fn normalize_arxiv_id(raw: &str) -> Option<String> {
+pub(crate) fn normalize_arxiv_id(raw: &str) -> Option<String> {
     let raw = raw.trim();
     if let Some(id) = arxiv_id_from_url(raw) {
         return Some(id);
@@ -215,7 +215,7 @@ pub(crate) fn strip_version(id: &str) -> &str {
 }
 
 /// The arXiv id in an `arxiv.org/abs/…` or `arxiv.org/pdf/…` URL, normalised.
-pub fn arxiv_id_from_url(url: &str) -> Option<String> {
+pub(crate) fn arxiv_id_from_url(url: &str) -> Option<String> {
     let lower = url.trim().to_lowercase();
     let (_, rest) = lower.split_once("arxiv.org/")?;
     let rest = rest
@@ -229,7 +229,7 @@ pub fn arxiv_id_from_url(url: &str) -> Option<String> {
 }
 
 /// A DOI lower-cased without `doi:` or a `doi.org` resolver prefix.
-pub fn normalize_doi(raw: &str) -> Option<String> {
+pub(crate) fn normalize_doi(raw: &str) -> Option<String> {
     let lower = raw.trim().to_lowercase();
     let mut doi = lower.as_str();
     for prefix in [
@@ -249,7 +249,7 @@ pub fn normalize_doi(raw: &str) -> Option<String> {
 
 /// A URL with `http`≡`https` (the scheme dropped), the host lower-cased, the fragment,
 /// `utm_*` parameters and a trailing `/` removed.
-pub fn normalize_url(raw: &str) -> Option<String> {
+pub(crate) fn normalize_url(raw: &str) -> Option<String> {
     let raw = raw.trim();
     let without_fragment = raw.split('#').next().unwrap_or_default();
     let rest = match without_fragment.split_once("://") {
@@ -290,7 +290,7 @@ pub fn normalize_url(raw: &str) -> Option<String> {
 }
 
 /// A title case-folded, punctuation turned into spaces, whitespace collapsed.
-pub fn normalize_title(raw: &str) -> Option<String> {
+pub(crate) fn normalize_title(raw: &str) -> Option<String> {
     let folded: String = raw
         .chars()
         .map(|c| if c.is_alphanumeric() { c } else { ' ' })

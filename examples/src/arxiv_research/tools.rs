@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::state::{Fact, FactKind, ResearchState, ResearchStateUpdate, reference_key};
 
 /// The run-config key of the number of search results (`--top-k`).
-pub const TOP_K_KEY: &str = "top_k";
+pub(crate) const TOP_K_KEY: &str = "top_k";
 /// The default of [`TOP_K_KEY`].
-pub const DEFAULT_TOP_K: usize = 5;
+pub(crate) const DEFAULT_TOP_K: usize = 5;
 /// The name of the search tool.
 pub const ARXIV_SEARCH: &str = "arxiv_search";
 /// The name of the tool that records a reference (the seed's name).
@@ -23,7 +23,7 @@ pub const ADD_REFERENCE: &str = "add_scholar_reference_tool";
 
 /// Arguments of `arxiv_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// Search terms, e.g. `retrieval augmented generation benchmark`.
     pub query: String,
 }
@@ -56,7 +56,7 @@ pub struct SearchHit {
 
 /// Arguments of `add_scholar_reference_tool`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct AddReferenceArgs {
+pub(crate) struct AddReferenceArgs {
     /// The paper's title.
     pub title: String,
     /// The arXiv id (e.g. `2401.10001v2`), when it has one.
@@ -83,7 +83,7 @@ pub struct AddReferenceArgs {
 }
 
 /// The worker's two tools over the real arXiv client `arxiv`.
-pub fn worker_tools(arxiv: &Arxiv) -> Vec<DynTool<ResearchState>> {
+pub(crate) fn worker_tools(arxiv: &Arxiv) -> Vec<DynTool<ResearchState>> {
     let arxiv = Arc::new(arxiv.clone());
     vec![
         Arc::new(tool_fn_with_runtime(

@@ -14,13 +14,13 @@ use super::prompts::{self, CATEGORIES, ChunkCategories, ExtractedEvents};
 use super::state::{CategorizedChunk, CrawlState, CrawlStateUpdate};
 
 /// Node names.
-pub const CRAWL_AND_CHUNK: &str = "crawl_and_chunk";
+pub(crate) const CRAWL_AND_CHUNK: &str = "crawl_and_chunk";
 /// Node names.
-pub const CATEGORIZE_CHUNKS: &str = "categorize_chunks";
+pub(crate) const CATEGORIZE_CHUNKS: &str = "categorize_chunks";
 /// Node names.
-pub const SUMMARIZE_EVENTS: &str = "summarize_events";
+pub(crate) const SUMMARIZE_EVENTS: &str = "summarize_events";
 /// Node names.
-pub const STRUCTURE_EVENTS: &str = "structure_events";
+pub(crate) const STRUCTURE_EVENTS: &str = "structure_events";
 
 /// Longest chunk, in bytes (longer paragraphs are split at sentence ends).
 const MAX_CHUNK: usize = 1200;

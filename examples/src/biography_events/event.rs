@@ -46,12 +46,12 @@ impl EventDate {
     }
 
     /// `true` when year, month and day are all known.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.year.is_some() && self.month.is_some() && self.day.is_some()
     }
 
     /// `true` when no part is known.
-    pub fn is_unknown(&self) -> bool {
+    pub(crate) fn is_unknown(&self) -> bool {
         self.year.is_none() && self.month.is_none() && self.day.is_none()
     }
 
@@ -260,7 +260,7 @@ impl Event {
 }
 
 /// Sorts events by date, unknown dates last, then by id (numeric ids numerically).
-pub fn sort_by_date(events: &mut [Event]) {
+pub(crate) fn sort_by_date(events: &mut [Event]) {
     events.sort_by(|a, b| {
         a.date
             .chronological(&b.date)
@@ -276,7 +276,7 @@ fn id_order(a: &str, b: &str) -> Ordering {
 }
 
 /// The share of events with full details (0 when there are none).
-pub fn full_detail_ratio(events: &[Event]) -> f64 {
+pub(crate) fn full_detail_ratio(events: &[Event]) -> f64 {
     if events.is_empty() {
         return 0.0;
     }
@@ -288,7 +288,7 @@ pub fn full_detail_ratio(events: &[Event]) -> f64 {
 ///
 /// # Errors
 /// A message naming the event and the field.
-pub fn validate_events(events: &mut [Event]) -> Result<(), String> {
+pub(crate) fn validate_events(events: &mut [Event]) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     let mut next = events
         .iter()
@@ -325,7 +325,7 @@ pub fn validate_events(events: &mut [Event]) -> Result<(), String> {
 /// # Errors
 /// [`ExampleError::Io`] when the file cannot be read; [`ExampleError::Input`] when it is
 /// not such JSON (naming the path inside the document) or an event is invalid.
-pub fn load_initial_events(path: &Path) -> Result<Vec<Event>, ExampleError> {
+pub(crate) fn load_initial_events(path: &Path) -> Result<Vec<Event>, ExampleError> {
     let text = std::fs::read_to_string(path).map_err(|e| ExampleError::io("read", path, e))?;
     parse_initial_events(&path.display().to_string(), &text)
 }

@@ -25,7 +25,7 @@ pub struct HistoryEntry {
 
 /// An update of the history: entries to append, and the cap to keep it under.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HistoryUpdate {
+pub(crate) struct HistoryUpdate {
     /// Appended in order.
     pub entries: Vec<HistoryEntry>,
     /// At most this many entries are kept (0: no cap).
@@ -46,7 +46,7 @@ impl HistoryUpdate {
 /// (an earlier summary entry included) into one `summary` entry at the front, so the list
 /// holds the summary plus the `cap - 1` latest entries. The fold is deterministic text,
 /// not a model call, so replaying the updates always gives the same history.
-pub fn append_capped(history: &mut Vec<HistoryEntry>, update: HistoryUpdate) {
+pub(crate) fn append_capped(history: &mut Vec<HistoryEntry>, update: HistoryUpdate) {
     history.extend(update.entries);
     if update.cap == 0 || history.len() <= update.cap {
         return;

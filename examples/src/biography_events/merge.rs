@@ -32,7 +32,11 @@ pub struct EventMatch {
 /// # Errors
 /// A message naming the bad entry (a new-event number out of range, an unknown id, a new
 /// event matched twice).
-pub fn check_matches(matches: &EventMatches, existing: &[Event], new: usize) -> Result<(), String> {
+pub(crate) fn check_matches(
+    matches: &EventMatches,
+    existing: &[Event],
+    new: usize,
+) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
     for m in &matches.matches {
         if m.new_event == 0 || m.new_event > new {
@@ -59,7 +63,7 @@ pub fn check_matches(matches: &EventMatches, existing: &[Event], new: usize) -> 
 
 /// How much a source is trusted: Wikipedia first, then Britannica, then Biography.com,
 /// then other sites; events without a source last (lower is better).
-pub fn source_rank(source: &str) -> u8 {
+pub(crate) fn source_rank(source: &str) -> u8 {
     let s = source.to_lowercase();
     if s.contains("wikipedia") {
         0
@@ -120,7 +124,7 @@ pub fn merge_events(
 ///   other (an unsourced value is simply refined);
 /// - the source becomes the better of the two (Wikipedia > Britannica > Biography.com >
 ///   other sites > none).
-pub fn merge_pair(known: &Event, new: &Event, merged_description: Option<&str>) -> Event {
+pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<&str>) -> Event {
     let new_is_better = source_rank(&new.source) < source_rank(&known.source);
     let (better, other) = if new_is_better {
         (new, known)
@@ -211,7 +215,7 @@ fn flag(event: &mut Event, field: &str, kept: (String, &str), other: (String, &s
 /// words (capitalised) as `A/B`, then the rest of the first and the words of the second
 /// it lacks. `Born in NYC 1891` + `Born in Yorkville to immigrants` →
 /// `Born in NYC/Yorkville 1891 to immigrants`.
-pub fn combine_descriptions(first: &str, second: &str) -> String {
+pub(crate) fn combine_descriptions(first: &str, second: &str) -> String {
     let a: Vec<&str> = first.split_whitespace().collect();
     let b: Vec<&str> = second.split_whitespace().collect();
     let common = a

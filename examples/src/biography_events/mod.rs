@@ -19,24 +19,24 @@ use graphkit_llm::ChatModel;
 use graphkit_tools::prebuilt::search::SearchBackend;
 
 pub mod cli;
-pub mod crawler;
+pub(crate) mod crawler;
 pub mod event;
-pub mod graph;
+pub(crate) mod graph;
 pub mod history;
 pub mod merge;
 pub mod offline;
 pub mod prompts;
-pub mod research;
+pub(crate) mod research;
 pub mod runner;
 pub mod state;
-pub mod supervisor;
-pub mod tools;
-pub mod url_finder;
+pub(crate) mod supervisor;
+pub(crate) mod tools;
+pub(crate) mod url_finder;
 
-pub use event::{Conflict, Event, EventDate};
+pub use event::{Event, EventDate};
 pub use graph::build_graph;
-pub use history::HistoryEntry;
-pub use runner::{BiographyOptions, BiographyRunSummary, run_biography_events};
+
+pub use runner::{BiographyOptions, run_biography_events};
 pub use state::{BiographyState, BiographyStateUpdate, Limits};
 pub use url_finder::Sites;
 
@@ -69,4 +69,4 @@ pub fn default_corpus_dir() -> std::path::PathBuf {
 }
 
 /// The author researched when none is given (fictional, in the offline corpus).
-pub const DEFAULT_PERSON: &str = "Odile Marchetti";
+pub(crate) const DEFAULT_PERSON: &str = "Odile Marchetti";

@@ -294,7 +294,7 @@ fn sentences(text: &str) -> impl Iterator<Item = &str> {
 /// Reads one sentence as an event: it needs a year (1000-2999) and a word announcing a
 /// kind of event; the date is read around the year, the place after `in`/`at` (or `to`
 /// for a move).
-pub fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
+pub(crate) fn parse_sentence(sentence: &str) -> Option<ExtractedEvent> {
     let words: Vec<&str> = sentence.split_whitespace().collect();
     let clean = |w: &str| {
         w.trim_matches(|c: char| !c.is_alphanumeric())

@@ -14,7 +14,7 @@ pub fn block(tag: &str, body: &str) -> String {
 }
 
 /// The body of the first `<tag>` block of `prompt` (empty when there is none).
-pub fn read_block<'a>(prompt: &'a str, tag: &str) -> &'a str {
+pub(crate) fn read_block<'a>(prompt: &'a str, tag: &str) -> &'a str {
     let open = format!("<{tag}>\n");
     let close = format!("\n</{tag}>");
     prompt
@@ -40,7 +40,7 @@ fn events_json(events: &[Event]) -> String {
 // --- think_tool ----------------------------------------------------------------------------
 
 /// think_tool's instructions (its system prompt), in the seed's words.
-pub const THINK_INSTRUCTIONS: &str = "Review the tool's output and the recent messages: New info? Gaps? Recommend the next tool, or stop. \
+pub(crate) const THINK_INSTRUCTIONS: &str = "Review the tool's output and the recent messages: New info? Gaps? Recommend the next tool, or stop. \
 Summarize new info from the output. Check the events and messages for gaps (e.g., missing dates). Recommend: next tool (or none), and the reason.";
 
 /// The structured-output format name of think_tool's reply (graphkit-tools' `ReflectTool`).
@@ -118,7 +118,7 @@ pub fn think(
 
 /// The incremental run's first check.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct GapCheck {
+pub(crate) struct GapCheck {
     /// `true` when nothing important is missing and research can stop at once.
     pub complete: bool,
     /// What is missing.
@@ -127,7 +127,7 @@ pub struct GapCheck {
 
 /// The incremental run's gap check (the seed: "Prompt to check gaps in `initial_events` +
 /// messages; skip if complete").
-pub fn gap_check(person: &str, events: &[Event], history: &[HistoryEntry]) -> String {
+pub(crate) fn gap_check(person: &str, events: &[Event], history: &[HistoryEntry]) -> String {
     format!(
         "These are the known life events of {person}, given for an incremental research run, and the history of earlier research.\n\
          Check them for gaps: events missing a year, month, day or place, and major life events that are missing altogether (birth, education, first work, marriage, moves, awards, death).\n\
@@ -142,13 +142,13 @@ pub fn gap_check(person: &str, events: &[Event], history: &[HistoryEntry]) -> St
 
 /// Which events have full details, according to the model.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct DetailAssessment {
+pub(crate) struct DetailAssessment {
     /// The ids of the events whose year, month, day and place are all known and plausible.
-    pub complete_event_ids: Vec<String>,
+    pub(crate) complete_event_ids: Vec<String>,
 }
 
 /// The "full details" judgement.
-pub fn detail_assessment(person: &str, events: &[Event]) -> String {
+pub(crate) fn detail_assessment(person: &str, events: &[Event]) -> String {
     format!(
         "For each life event of {person} below, decide whether it has full details: an exact date (year, month and day) and a specific place, both plausible.\n\
          Answer with the ids of the events that do.\n\n{}",
@@ -160,16 +160,16 @@ pub fn detail_assessment(person: &str, events: &[Event]) -> String {
 
 /// A category per chunk.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ChunkCategories {
+pub(crate) struct ChunkCategories {
     /// One category per chunk, in order: `life_event`, `works` or `other`.
-    pub categories: Vec<String>,
+    pub(crate) categories: Vec<String>,
 }
 
 /// The chunk categories allowed.
-pub const CATEGORIES: [&str; 3] = ["life_event", "works", "other"];
+pub(crate) const CATEGORIES: [&str; 3] = ["life_event", "works", "other"];
 
 /// Categorize the chunks of a page.
-pub fn categorize(person: &str, chunks: &[String]) -> String {
+pub(crate) fn categorize(person: &str, chunks: &[String]) -> String {
     let lines: Vec<String> = chunks
         .iter()
         .enumerate()
@@ -186,7 +186,7 @@ pub fn categorize(person: &str, chunks: &[String]) -> String {
 }
 
 /// Merge the life-event chunks into one events summary.
-pub fn events_summary(person: &str, chunks: &[String]) -> String {
+pub(crate) fn events_summary(person: &str, chunks: &[String]) -> String {
     format!(
         "From these passages about {person}, write every dated life event as `DATE - what happened`, in the order they happened, \
          separated by `; ` (e.g. `Dec 26, 1891 - Born in Yorkville; 1917 - Moved to Paris`). Keep the places. Write nothing else.\n\n{}",
@@ -203,7 +203,7 @@ pub fn events_summary(person: &str, chunks: &[String]) -> String {
 
 /// One event as the crawler's last prompt writes it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ExtractedEvent {
+pub(crate) struct ExtractedEvent {
     /// A short name (`Birth`, `Marriage`, `Move to Paris`).
     pub name: String,
     /// What happened, in one sentence.
@@ -216,7 +216,7 @@ pub struct ExtractedEvent {
 
 /// The crawler's structured events.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ExtractedEvents {
+pub(crate) struct ExtractedEvents {
     /// In chronological order.
     pub events: Vec<ExtractedEvent>,
 }
@@ -234,13 +234,13 @@ pub fn structure_events(person: &str, summary: &str) -> String {
 
 /// The events chosen for targeted research.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct GapTargets {
+pub(crate) struct GapTargets {
     /// The chosen events, most important gap first.
-    pub targets: Vec<super::state::GapTarget>,
+    pub(crate) targets: Vec<super::state::GapTarget>,
 }
 
 /// Scan the events for gaps and pick the top `count`.
-pub fn find_gaps(person: &str, events: &[Event], count: usize) -> String {
+pub(crate) fn find_gaps(person: &str, events: &[Event], count: usize) -> String {
     let lines: Vec<String> = events
         .iter()
         .map(|e| {
@@ -266,9 +266,9 @@ pub fn find_gaps(person: &str, events: &[Event], count: usize) -> String {
 
 /// What a targeted search says about one event.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct EventUpdate {
+pub(crate) struct EventUpdate {
     /// The event's id.
-    pub event_id: String,
+    pub(crate) event_id: String,
     /// The date as the pages give it (unknown parts null).
     pub date: EventDate,
     /// The place the pages give, or null.
@@ -280,7 +280,11 @@ pub struct EventUpdate {
 }
 
 /// Read the search results for one event.
-pub fn event_update(person: &str, event: &Event, pages: &[(String, String, String)]) -> String {
+pub(crate) fn event_update(
+    person: &str,
+    event: &Event,
+    pages: &[(String, String, String)],
+) -> String {
     let pages: Vec<String> = pages
         .iter()
         .map(|(url, site, text)| format!("Page: {url} (site: {site})\n{text}"))
@@ -298,7 +302,7 @@ pub fn event_update(person: &str, event: &Event, pages: &[(String, String, Strin
 // --- merge ---------------------------------------------------------------------------------
 
 /// Match new events to the known ones (the seed: "Match similar events semantically").
-pub fn match_events(person: &str, known: &[Event], new: &[Event]) -> String {
+pub(crate) fn match_events(person: &str, known: &[Event], new: &[Event]) -> String {
     format!(
         "Merge new life events of {person} into the known ones. A new event matches a known one when both describe the same happening, \
          even in other words (\"Born in NYC 1891\" and \"Born in Yorkville to immigrants\" are the same birth). \

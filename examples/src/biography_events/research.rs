@@ -15,11 +15,11 @@ use super::prompts::{self, EventUpdate, GapTargets};
 use super::state::{GapFinding, GapTarget, ResearchState, ResearchStateUpdate};
 
 /// Node names.
-pub const FIND_GAPS: &str = "find_gaps";
+pub(crate) const FIND_GAPS: &str = "find_gaps";
 /// Node names.
-pub const SEARCH_GAPS: &str = "search_gaps";
+pub(crate) const SEARCH_GAPS: &str = "search_gaps";
 /// Node names.
-pub const EXTRACT_UPDATES: &str = "extract_updates";
+pub(crate) const EXTRACT_UPDATES: &str = "extract_updates";
 
 /// Search hits read per target, and the page text kept of each.
 const PAGES_PER_TARGET: usize = 2;

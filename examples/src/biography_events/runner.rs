@@ -69,30 +69,30 @@ pub struct BiographyRunSummary {
     /// Events found.
     pub events: usize,
     /// Events with full details (year, month, day and place).
-    pub events_with_full_details: usize,
+    pub(crate) events_with_full_details: usize,
     /// Their share (0-1).
     pub full_detail_share: f64,
     /// Events with a conflict between sources.
-    pub events_with_conflicts: usize,
+    pub(crate) events_with_conflicts: usize,
     /// URLs url_finder kept, and those crawled.
     pub urls: Vec<String>,
     /// URLs crawled.
     pub crawled: Vec<String>,
     /// Model calls made.
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
     /// `true` when this process continued an earlier run of the thread.
     pub resumed: bool,
     /// When this process started (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// Wall time of this process's part, in milliseconds.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// The run directory.
-    pub run_directory: String,
+    pub(crate) run_directory: String,
 }
 
 impl BiographyRunSummary {
     /// The summary as text for the terminal.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         format!(
             "biography-events run {} for {} (model {}):\n  {} tool calls ({}); stopped: {}\n  {} events, {} with full details ({:.0}%), {} with conflicts\noutputs: {}\n",
             self.thread,

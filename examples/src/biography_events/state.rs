@@ -85,7 +85,7 @@ pub struct BiographyState {
     /// The merged events (written whole by the merge step).
     pub events: Vec<Event>,
     /// Events given for an incremental run.
-    pub initial_events: Option<Vec<Event>>,
+    pub(crate) initial_events: Option<Vec<Event>>,
     /// The history, capped (see [`append_capped`]).
     #[reducer(with = append_capped, update = HistoryUpdate)]
     pub messages: Vec<HistoryEntry>,
@@ -108,30 +108,30 @@ pub struct BiographyState {
     #[reducer(merge_by_key)]
     pub tool_messages: Vec<Message>,
     /// The last tool's name, input and output, for think_tool.
-    pub last_tool: HistoryEntry,
+    pub(crate) last_tool: HistoryEntry,
     /// Events a data tool returned, waiting to be merged.
-    pub pending_events: Vec<Event>,
+    pub(crate) pending_events: Vec<Event>,
     /// The knobs.
     pub limits: Limits,
     /// Model calls made (all roles, tool graphs included).
     #[reducer(add)]
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
 }
 
 graphkit_tools::messages_state!(BiographyState, tool_messages);
 
 /// A chunk of a crawled page and its category.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CategorizedChunk {
+pub(crate) struct CategorizedChunk {
     /// The chunk's text.
     pub text: String,
     /// `life_event`, `works`, or `other`.
-    pub category: String,
+    pub(crate) category: String,
 }
 
 /// The url_crawler graph's state (seed §1).
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
-pub struct CrawlState {
+pub(crate) struct CrawlState {
     /// The person.
     pub person: String,
     /// The page.
@@ -141,21 +141,21 @@ pub struct CrawlState {
     /// The page split into chunks.
     pub chunks: Vec<String>,
     /// The chunks with their category.
-    pub categorized: Vec<CategorizedChunk>,
+    pub(crate) categorized: Vec<CategorizedChunk>,
     /// The life events as one string (`"14 March 1902 - Born in Trieste; ..."`).
-    pub events_summary: String,
+    pub(crate) events_summary: String,
     /// The structured events.
     pub events: Vec<Event>,
     /// Model calls made.
     #[reducer(add)]
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
 }
 
 /// One event chosen for targeted research.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GapTarget {
     /// The event's id.
-    pub event_id: String,
+    pub(crate) event_id: String,
     /// What is missing (`day`, `location`, ...).
     pub missing: Vec<String>,
     /// The web search to run (`"Odile Marchetti marriage June 1931 details"`).
@@ -181,12 +181,12 @@ pub struct ResearchState {
     /// How many events to research.
     pub gap_targets: usize,
     /// The events chosen, with their queries.
-    pub targets: Vec<GapTarget>,
+    pub(crate) targets: Vec<GapTarget>,
     /// What the searches found.
     pub results: Vec<GapFinding>,
     /// Updated events (same ids as the targets).
     pub updates: Vec<Event>,
     /// Model calls made.
     #[reducer(add)]
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
 }

@@ -16,32 +16,28 @@ use super::merge::{EventMatches, check_matches, merge_events};
 use super::offline::obvious_matches;
 use super::prompts::{self, DetailAssessment, GapCheck};
 use super::state::{BiographyState, BiographyStateUpdate as Update};
-use super::tools::call_message;
+use super::tools::{FURTHER_EVENT_RESEARCH, URL_CRAWLER, call_message};
 use super::url_finder::find_urls;
 use graphkit_tools::prebuilt::reflect::ReflectTool;
 
 /// Node and tool names.
-pub const CHECK_INITIAL_GAPS: &str = "check_initial_gaps";
+pub(crate) const CHECK_INITIAL_GAPS: &str = "check_initial_gaps";
 /// Node and tool names.
-pub const URL_FINDER: &str = "url_finder";
-/// Node and tool names.
-pub const URL_CRAWLER: &str = "url_crawler";
-/// Node and tool names.
-pub const FURTHER_EVENT_RESEARCH: &str = "further_event_research";
+pub(crate) const URL_FINDER: &str = "url_finder";
 /// Node and tool names: the node that runs the supervisor's tool calls.
-pub const TOOLS: &str = "tools";
+pub(crate) const TOOLS: &str = "tools";
 /// Node and tool names.
-pub const MERGE_EVENTS: &str = "merge_events";
+pub(crate) const MERGE_EVENTS: &str = "merge_events";
 /// Node and tool names.
-pub const THINK_TOOL: &str = "think_tool";
+pub(crate) const THINK_TOOL: &str = "think_tool";
 /// Node and tool names.
-pub const SUPERVISOR: &str = "supervisor";
+pub(crate) const SUPERVISOR: &str = "supervisor";
 /// Node and tool names.
-pub const FINISH: &str = "finish";
+pub(crate) const FINISH: &str = "finish";
 
 /// `check_initial_gaps`: for an incremental run, asks whether the initial events have
 /// gaps; none → the run stops with zero tool calls. Without initial events it does nothing.
-pub async fn check_initial_gaps(
+pub(crate) async fn check_initial_gaps(
     state: Arc<BiographyState>,
     ctx: NodeContext,
     deps: Deps,
@@ -99,7 +95,7 @@ pub async fn check_initial_gaps(
 }
 
 /// Where the run goes after the gap check.
-pub fn after_gap_check(state: &BiographyState) -> &'static str {
+pub(crate) fn after_gap_check(state: &BiographyState) -> &'static str {
     if state.stop_reason.is_some() {
         FINISH
     } else {
@@ -143,14 +139,14 @@ fn report_call(ctx: &NodeContext, call: u32, entry: &HistoryEntry) {
 }
 
 /// The next URL to crawl, in priority order.
-pub fn next_url(state: &BiographyState) -> Option<&String> {
+pub(crate) fn next_url(state: &BiographyState) -> Option<&String> {
     state.urls.iter().find(|u| !state.crawled.contains(u))
 }
 
 /// `merge_events`: merges the events the last data tool returned. Updates that carry a
 /// known id (further_event_research) merge into that event; the others are matched by a
 /// prompt (paraphrases), merged, or added.
-pub async fn merge_events_node(
+pub(crate) async fn merge_events_node(
     state: Arc<BiographyState>,
     ctx: NodeContext,
     deps: Deps,

@@ -19,18 +19,23 @@ use super::state::{
     BiographyState, BiographyStateUpdate, CrawlState, CrawlStateUpdate, ResearchState,
     ResearchStateUpdate,
 };
-use super::supervisor::{FURTHER_EVENT_RESEARCH, URL_CRAWLER};
+
+/// The tool that crawls one page (a [`GraphTool`] over the `url_crawler` graph).
+pub(crate) const URL_CRAWLER: &str = "url_crawler";
+/// The tool that deepens known events (a [`GraphTool`] over the `further_event_research`
+/// graph).
+pub(crate) const FURTHER_EVENT_RESEARCH: &str = "further_event_research";
 
 /// The arguments of `url_crawler`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct CrawlArgs {
+pub(crate) struct CrawlArgs {
     /// The page to crawl (one of url_finder's URLs).
     pub url: String,
 }
 
 /// The arguments of `further_event_research`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ResearchArgs {
+pub(crate) struct ResearchArgs {
     /// How many of the known events to deepen with targeted searches (the seed: 3-5).
     pub gap_targets: usize,
 }
@@ -84,7 +89,7 @@ pub fn tool_node(deps: &Deps) -> Result<ToolNode<BiographyState>, graphkit::Erro
 
 /// The supervisor's call of `tool` (`url_crawler` on `url`, or `further_event_research`)
 /// as an assistant message; the call id counts the run's tool calls (`call_2`).
-pub fn call_message(state: &BiographyState, tool: &str, url: Option<&str>) -> Message {
+pub(crate) fn call_message(state: &BiographyState, tool: &str, url: Option<&str>) -> Message {
     let arguments = match url {
         Some(url) if tool == URL_CRAWLER => json!({ "url": url }),
         _ => json!({ "gap_targets": state.limits.gap_targets }),

@@ -50,7 +50,7 @@ impl Sites {
     }
 
     /// The priority of the site `url` is on (0 = best), if it is one of them.
-    pub fn rank(&self, url: &str) -> Option<usize> {
+    pub(crate) fn rank(&self, url: &str) -> Option<usize> {
         let host = host_of(url);
         self.sites
             .iter()
@@ -58,7 +58,7 @@ impl Sites {
     }
 
     /// The source name of `url`: the site's name, else its host (`news.example`).
-    pub fn source_name(&self, url: &str) -> String {
+    pub(crate) fn source_name(&self, url: &str) -> String {
         self.rank(url)
             .and_then(|i| self.sites.get(i))
             .map_or_else(|| host_of(url), |(_, name)| name.clone())
@@ -67,7 +67,7 @@ impl Sites {
 
 /// The host of a URL; for `corpus://` URLs, the first path segment (the corpus keeps each
 /// site in a directory named after it).
-pub fn host_of(url: &str) -> String {
+pub(crate) fn host_of(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let host = rest.split(['/', '?', '#']).next().unwrap_or("");
     host.trim_start_matches("www.").to_lowercase()
@@ -91,7 +91,7 @@ fn normalized(url: &str) -> String {
 ///
 /// # Errors
 /// The backend's error, as text.
-pub async fn find_urls(
+pub(crate) async fn find_urls(
     search: &dyn SearchBackend,
     sites: &Sites,
     person: &str,

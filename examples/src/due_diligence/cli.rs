@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args};
 use graphkit_llm::ChatModel;
+use graphkit_tools::prebuilt::search::SearchBackend;
 
 use super::evaluate;
 use super::input::{Investigation, corpus_dir, personas_path, read_personas};
 use super::nodes::Deps;
 use super::offline::offline_model;
 use super::runner::{DueDiligenceOptions, run_due_diligence};
+use crate::shared::command::{self, Ending, Launch, Plan, Workflow};
 use crate::shared::{
-    CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, Progress, RunDir,
-    RunRequest, RunSession, RunStatus, RunTarget,
+    CheckpointChoice, CommonArgs, ExampleError, ModelChoice, RunDir, RunSession, RunStatus,
+    RunTarget,
 };
 
 /// The options of `graphkit-research due-diligence` (besides the common ones).
@@ -63,7 +65,7 @@ pub struct DueDiligenceArgs {
     /// Output tokens allowed per model call (real models; bounds a weak model that would
     /// otherwise write until its context is full).
     #[arg(long, value_name = "N", default_value_t = 4096)]
-    pub max_tokens_per_call: u32,
+    pub(crate) max_tokens_per_call: u32,
 
     /// Run every fictional persona of the offline corpus and print entity and red-flag
     /// recall per persona.
@@ -84,11 +86,47 @@ pub async fn run(
     args: DueDiligenceArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
-    if common.print_input_schema {
-        println!("{}", Investigation::schema_json());
-        return Ok(RunStatus::Finished);
+    command::run::<DueDiligence>(args, common, matches).await
+}
+
+struct DueDiligence;
+
+struct DueDiligencePlan {
+    investigation: Investigation,
+    strategy_spec: String,
+    search_spec: String,
+    search_name: String,
+    strategy_model: Arc<dyn ChatModel>,
+    search_model: Arc<dyn ChatModel>,
+    search: Arc<dyn SearchBackend>,
+    results_per_search: usize,
+    max_concurrent_searches: usize,
+}
+
+impl Workflow for DueDiligence {
+    const NAME: &'static str = "due-diligence";
+    const UNIT: &'static str = "searches";
+    type Args = DueDiligenceArgs;
+    type Given = Option<Investigation>;
+    type Plan = DueDiligencePlan;
+
+    async fn instead(
+        args: &DueDiligenceArgs,
+        common: &CommonArgs,
+    ) -> Option<Result<RunStatus, ExampleError>> {
+        let printing = common.print_input_schema || common.print_graph;
+        if args.evaluate && !printing {
+            Some(evaluate_personas(common, args).await)
+        } else {
+            None
+        }
     }
-    if common.print_graph {
+
+    fn input_schema() -> String {
+        Investigation::schema_json()
+    }
+
+    fn graph_drawing(_: &DueDiligenceArgs, _: &CommonArgs) -> Result<String, ExampleError> {
         let offline: Arc<dyn ChatModel> = Arc::new(offline_model());
         let deps = Arc::new(Deps {
             strategy_model: Arc::clone(&offline),
@@ -100,160 +138,153 @@ pub async fn run(
             reports_dir: std::env::temp_dir(),
         });
         let graph = super::graph::build_graph(deps, graphkit::CompileOptions::new())?;
-        println!("{}", graph.draw_mermaid());
-        return Ok(RunStatus::Finished);
+        Ok(graph.draw_mermaid())
     }
-    if args.evaluate {
-        return evaluate_personas(&common, &args).await;
-    }
-    // Bad input or a bad model spec is reported before anything is created.
-    let given_investigation = if common.resume && common.input.is_none() {
-        None
-    } else {
-        Some(investigation_from(&common, &args)?)
-    };
-    for spec in [&args.strategy_model, &args.search_model]
-        .into_iter()
-        .flatten()
-    {
-        spec.parse::<ModelChoice>()?;
-    }
-    common.model.parse::<ModelChoice>()?;
-    let mut session = RunSession::begin(RunRequest {
-        thread: common.thread.clone(),
-        out: common.out.clone(),
-        resume: common.resume,
-        given: GivenOptions::from_matches(matches),
-        ..RunRequest::new("due-diligence")
-    })?;
-    let result = run_session(&mut session, &common, &args, given_investigation).await;
-    match result {
-        Ok((status, text)) => session.finish(status, &text, common.stream),
-        Err(err) => {
-            session.record_failure(&err);
-            if matches!(err, ExampleError::Interrupted) {
-                return session.finish(RunStatus::Interrupted, "", common.stream);
-            }
-            Err(err)
+
+    fn check(args: &DueDiligenceArgs, common: &CommonArgs) -> Result<Self::Given, ExampleError> {
+        // Bad input or a bad model spec is reported before anything is created.
+        let given = if common.resume && common.input.is_none() {
+            None
+        } else {
+            Some(investigation_from(common, args)?)
+        };
+        for spec in [&args.strategy_model, &args.search_model]
+            .into_iter()
+            .flatten()
+        {
+            spec.parse::<ModelChoice>()?;
         }
+        common.model.parse::<ModelChoice>()?;
+        Ok(given)
+    }
+
+    async fn plan(
+        args: DueDiligenceArgs,
+        common: &CommonArgs,
+        given: Option<Investigation>,
+        session: &mut RunSession,
+    ) -> Result<DueDiligencePlan, ExampleError> {
+        // The investigation: given now (--input, SUBJECT, limits), else the run's own.
+        let investigation = match (given, session.saved_input()) {
+            (Some(investigation), _) => investigation,
+            (None, Some(saved)) => {
+                let mut investigation: Investigation = serde_json::from_value(saved.clone())
+                    .map_err(|e| ExampleError::Input {
+                        origin: session.dir().join("run.json").display().to_string(),
+                        message: e.to_string(),
+                    })?;
+                if let Some(subject) = &args.subject {
+                    investigation.subject = subject.clone();
+                }
+                apply_flags(&mut investigation, &args);
+                investigation
+                    .validate()
+                    .map_err(|message| ExampleError::Input {
+                        origin: "the command line".into(),
+                        message,
+                    })?;
+                investigation
+            }
+            (None, None) => investigation_from(common, &args)?,
+        };
+        // Run-defining options: given now wins; on --resume the rest come from run.json.
+        let model_spec: String = session.option("model", common.model.clone())?;
+        let strategy_spec: String = session.option(
+            "strategy_model",
+            args.strategy_model
+                .clone()
+                .unwrap_or_else(|| model_spec.clone()),
+        )?;
+        let search_spec: String = session.option(
+            "search_model",
+            args.search_model
+                .clone()
+                .unwrap_or_else(|| model_spec.clone()),
+        )?;
+        let corpus: Option<PathBuf> = session.option(
+            "corpus",
+            common
+                .corpus
+                .as_deref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
+        )?;
+        let offline_delay_ms: u64 = session.option("offline_delay_ms", common.offline_delay_ms)?;
+        let max_concurrent_searches: usize =
+            session.option("max_concurrent_searches", args.max_concurrent_searches)?;
+        let results_per_search: usize =
+            session.option("results_per_search", args.results_per_search)?;
+        let max_tokens_per_call: u32 =
+            session.option("max_tokens_per_call", args.max_tokens_per_call)?;
+
+        let offline: Arc<dyn ChatModel> =
+            Arc::new(offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
+        let strategy_choice: ModelChoice = strategy_spec.parse()?;
+        let search_choice: ModelChoice = search_spec.parse()?;
+        let strategy_model = bounded(
+            strategy_choice.build(Arc::clone(&offline))?,
+            &strategy_choice,
+            max_tokens_per_call,
+        );
+        let search_model = bounded(
+            search_choice.build(offline)?,
+            &search_choice,
+            max_tokens_per_call,
+        );
+        let all_offline = strategy_choice.is_offline() && search_choice.is_offline();
+        let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
+        let (search, search_name) = match &corpus {
+            Some(dir) => crate::shared::search::choose(Some(dir), true)?,
+            // Real models with a Tavily key search the web; otherwise this workflow's corpus.
+            None if !all_offline && tavily => crate::shared::search::choose(None, false)?,
+            None => crate::shared::search::choose(Some(&corpus_dir()), true)?,
+        };
+        Ok(DueDiligencePlan {
+            investigation,
+            strategy_spec,
+            search_spec,
+            search_name,
+            strategy_model,
+            search_model,
+            search,
+            results_per_search,
+            max_concurrent_searches,
+        })
     }
 }
 
-/// The run itself, once its session has begun: returns how it ended and the summary text.
-async fn run_session(
-    session: &mut RunSession,
-    common: &CommonArgs,
-    args: &DueDiligenceArgs,
-    given_investigation: Option<Investigation>,
-) -> Result<(RunStatus, String), ExampleError> {
-    // The investigation: given now (--input, SUBJECT, limits), else the run's own.
-    let investigation = match (given_investigation, session.saved_input()) {
-        (Some(investigation), _) => investigation,
-        (None, Some(saved)) => {
-            let mut investigation: Investigation =
-                serde_json::from_value(saved.clone()).map_err(|e| ExampleError::Input {
-                    origin: session.dir().join("run.json").display().to_string(),
-                    message: e.to_string(),
-                })?;
-            if let Some(subject) = &args.subject {
-                investigation.subject = subject.clone();
-            }
-            apply_flags(&mut investigation, args);
-            investigation
-                .validate()
-                .map_err(|message| ExampleError::Input {
-                    origin: "the command line".into(),
-                    message,
-                })?;
-            investigation
-        }
-        (None, None) => investigation_from(common, args)?,
-    };
-    // Run-defining options: given now wins; on --resume the rest come from run.json.
-    let model_spec: String = session.option("model", common.model.clone())?;
-    let strategy_spec: String = session.option(
-        "strategy_model",
-        args.strategy_model
-            .clone()
-            .unwrap_or_else(|| model_spec.clone()),
-    )?;
-    let search_spec: String = session.option(
-        "search_model",
-        args.search_model
-            .clone()
-            .unwrap_or_else(|| model_spec.clone()),
-    )?;
-    let corpus: Option<PathBuf> = session.option(
-        "corpus",
-        common
-            .corpus
-            .as_deref()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())),
-    )?;
-    let offline_delay_ms: u64 = session.option("offline_delay_ms", common.offline_delay_ms)?;
-    let max_concurrent_searches: usize =
-        session.option("max_concurrent_searches", args.max_concurrent_searches)?;
-    let results_per_search: usize =
-        session.option("results_per_search", args.results_per_search)?;
-    let max_tokens_per_call: u32 =
-        session.option("max_tokens_per_call", args.max_tokens_per_call)?;
-    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
+impl Plan for DueDiligencePlan {
+    fn input(&self) -> serde_json::Value {
+        serde_json::to_value(&self.investigation).unwrap_or_default()
+    }
 
-    let offline: Arc<dyn ChatModel> =
-        Arc::new(offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
-    let strategy_choice: ModelChoice = strategy_spec.parse()?;
-    let search_choice: ModelChoice = search_spec.parse()?;
-    let strategy_model = bounded(
-        strategy_choice.build(Arc::clone(&offline))?,
-        &strategy_choice,
-        max_tokens_per_call,
-    );
-    let search_model = bounded(
-        search_choice.build(offline)?,
-        &search_choice,
-        max_tokens_per_call,
-    );
-    let all_offline = strategy_choice.is_offline() && search_choice.is_offline();
-    let tavily = std::env::var("TAVILY_API_KEY").is_ok_and(|k| !k.is_empty());
-    let (search, search_name) = match &corpus {
-        Some(dir) => crate::shared::search::choose(Some(dir), true)?,
-        // Real models with a Tavily key search the web; otherwise this workflow's corpus.
-        None if !all_offline && tavily => crate::shared::search::choose(None, false)?,
-        None => crate::shared::search::choose(Some(&corpus_dir()), true)?,
-    };
-    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
-    session.record_start(
-        &checkpoint,
-        serde_json::to_value(&investigation).unwrap_or_default(),
-    )?;
-    let progress = Progress::new("searches", common.quiet);
-    progress.note(
-        "run",
-        &session.start_line(
-            &format!("due-diligence {:?}", investigation.subject),
-            &format!(
-                "max depth {}, strategy model {strategy_spec}, search model {search_spec}, search {search_name}",
-                investigation.max_depth
+    fn start_line(&self) -> (String, String) {
+        (
+            format!("due-diligence {:?}", self.investigation.subject),
+            format!(
+                "max depth {}, strategy model {}, search model {}, search {}",
+                self.investigation.max_depth,
+                self.strategy_spec,
+                self.search_spec,
+                self.search_name
             ),
-            &checkpoint,
-        ),
-    );
-    let options = DueDiligenceOptions {
-        strategy_model,
-        search_model,
-        search,
-        results_per_search,
-        max_concurrent_searches,
-        target: RunTarget::of_session(session, Arc::clone(&checkpointer.saver), common, progress),
-    };
-    let result = run_due_diligence(&investigation, &options).await;
-    drop(options);
-    checkpointer.close().await;
-    let outcome = result?;
-    Ok((
-        RunStatus::Finished,
-        session.summary_text(&outcome.summary.render()),
-    ))
+        )
+    }
+
+    async fn run(self, launch: Launch<'_>) -> Result<Ending, ExampleError> {
+        let options = DueDiligenceOptions {
+            strategy_model: self.strategy_model,
+            search_model: self.search_model,
+            search: self.search,
+            results_per_search: self.results_per_search,
+            max_concurrent_searches: self.max_concurrent_searches,
+            target: launch.target(),
+        };
+        let outcome = run_due_diligence(&self.investigation, &options).await?;
+        Ok(Ending::Finish(
+            RunStatus::Finished,
+            launch.session.summary_text(&outcome.summary.render()),
+        ))
+    }
 }
 
 /// A real model with at most `max_tokens` output tokens per call (the stand-in as is).

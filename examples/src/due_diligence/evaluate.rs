@@ -12,13 +12,13 @@ pub struct PersonaScore {
     /// The persona.
     pub id: String,
     /// Expected entities found (by name or alias).
-    pub entities_found: Vec<String>,
+    pub(crate) entities_found: Vec<String>,
     /// Expected entities missed.
-    pub entities_missed: Vec<String>,
+    pub(crate) entities_missed: Vec<String>,
     /// Expected red flags found (key phrase in some red flag of the report).
-    pub red_flags_found: Vec<String>,
+    pub(crate) red_flags_found: Vec<String>,
     /// Expected red flags missed.
-    pub red_flags_missed: Vec<String>,
+    pub(crate) red_flags_missed: Vec<String>,
 }
 
 impl PersonaScore {
@@ -74,7 +74,7 @@ pub fn score(persona: &Persona, state: &DueDiligenceState) -> PersonaScore {
 }
 
 /// The scores as a table.
-pub fn render(scores: &[PersonaScore]) -> String {
+pub(crate) fn render(scores: &[PersonaScore]) -> String {
     let mut out = format!(
         "{:<14} {:>15} {:>16}  missed\n",
         "persona", "entity recall", "red-flag recall"

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::shared::ExampleError;
 
 /// The largest `max_depth` accepted (each iteration costs several model calls).
-pub const MAX_DEPTH_LIMIT: u32 = 20;
+pub(crate) const MAX_DEPTH_LIMIT: u32 = 20;
 /// The largest `max_queries_per_depth` accepted.
-pub const MAX_QUERIES_LIMIT: u32 = 50;
+pub(crate) const MAX_QUERIES_LIMIT: u32 = 50;
 
 /// One investigation: the subject and the research limits (the seed's settings).
 ///
@@ -124,7 +124,7 @@ impl Investigation {
     }
 
     /// The JSON Schema of the input file.
-    pub fn schema_json() -> String {
+    pub(crate) fn schema_json() -> String {
         serde_json::to_string_pretty(&schemars::schema_for!(Investigation)).unwrap_or_default()
     }
 }
@@ -140,9 +140,9 @@ pub struct Persona {
     /// Its context.
     pub context: String,
     /// Entities the report should contain (names or aliases).
-    pub expected_entities: Vec<String>,
+    pub(crate) expected_entities: Vec<String>,
     /// Key phrases, one per expected red flag, each to be found in some red flag.
-    pub expected_red_flags: Vec<String>,
+    pub(crate) expected_red_flags: Vec<String>,
 }
 
 /// The personas file shipped with the crate (`examples/inputs/due-diligence-personas.json`).

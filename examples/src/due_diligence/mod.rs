@@ -18,27 +18,25 @@ mod graph;
 mod input;
 mod nodes;
 mod offline;
-pub mod prompts;
-pub mod report;
+pub(crate) mod prompts;
+pub(crate) mod report;
+pub mod report_file;
 mod runner;
 pub mod schemas;
 mod state;
+mod termination;
 mod trail;
 
 pub use cli::{DueDiligenceArgs, run};
 pub use graph::build_graph;
-pub use input::{Investigation, Persona, corpus_dir, personas_path, read_personas};
-pub use nodes::{
-    ANALYZE_AND_REFLECT, Deps, EXECUTE_SEARCH, GENERATE_QUERIES, INITIALIZE, MAP_CONNECTIONS,
-    SYNTHESIZE_REPORT, SearchTask, default_prices, fan_out_searches, reconcile_entities,
-    route_after_reflection, select_queries, should_continue_research,
-};
+
+pub use input::{Investigation, corpus_dir, personas_path, read_personas};
+
+pub use nodes::{Deps, default_prices, select_queries, should_continue_research};
 pub use offline::offline_model;
-pub use runner::{
-    DueDiligenceOptions, DueDiligenceOutcome, DueDiligenceSummary, run_due_diligence,
-};
-pub use state::{
-    DueDiligenceState, DueDiligenceStateUpdate, RiskIndicators, SearchIterationData,
-    SearchMemoryEntry, TerminationReason,
-};
+
+pub use runner::{DueDiligenceOptions, DueDiligenceOutcome, run_due_diligence};
+pub use state::DueDiligenceState;
+
+pub use termination::TerminationReason;
 pub use trail::AuditTrail;

@@ -13,30 +13,32 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::prompts;
-use super::report::{self, DueDiligenceReportFile};
+use super::report;
+use super::report_file::{DueDiligenceReportFile, UsageTotals};
 use super::schemas::{
     ConnectionMappingOutput, DueDiligenceReport, Entity, EntityMergeOutput, GraphNode,
     ReflectionOutput, SearchQueriesList, Source, WebSearchOutput, normalize,
 };
 use super::state::{
     DueDiligenceState as S, DueDiligenceStateUpdate as Update, RiskIndicators, SearchIterationData,
-    SearchMemoryEntry, TerminationReason,
+    SearchMemoryEntry,
 };
-use super::trail::AuditTrail;
+use super::termination::TerminationReason;
+use super::trail::{AuditTrail, file_safe};
 use crate::shared::time::{now_ms, rfc3339};
 
 /// Node names.
-pub const INITIALIZE: &str = "initialize";
+pub(crate) const INITIALIZE: &str = "initialize";
 /// See [`INITIALIZE`].
-pub const GENERATE_QUERIES: &str = "generate_queries";
+pub(crate) const GENERATE_QUERIES: &str = "generate_queries";
 /// See [`INITIALIZE`].
-pub const EXECUTE_SEARCH: &str = "execute_search";
+pub(crate) const EXECUTE_SEARCH: &str = "execute_search";
 /// See [`INITIALIZE`].
-pub const ANALYZE_AND_REFLECT: &str = "analyze_and_reflect";
+pub(crate) const ANALYZE_AND_REFLECT: &str = "analyze_and_reflect";
 /// See [`INITIALIZE`].
-pub const MAP_CONNECTIONS: &str = "map_connections";
+pub(crate) const MAP_CONNECTIONS: &str = "map_connections";
 /// See [`INITIALIZE`].
-pub const SYNTHESIZE_REPORT: &str = "synthesize_report";
+pub(crate) const SYNTHESIZE_REPORT: &str = "synthesize_report";
 
 /// What the nodes need besides the state.
 pub struct Deps {
@@ -76,7 +78,7 @@ pub fn default_prices() -> PriceTable {
 
 /// One search task: the input of an `execute_search` `Send`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchTask {
+pub(crate) struct SearchTask {
     /// The query.
     pub query: String,
     /// The iteration.
@@ -278,7 +280,7 @@ pub fn select_queries(state: &S, proposed: Vec<String>) -> Vec<String> {
 
 /// The router after `generate_queries`: one `Send` per query to `execute_search`, or
 /// straight to `analyze_and_reflect` when there is nothing new to search.
-pub fn fan_out_searches(state: &S) -> Vec<Goto> {
+pub(crate) fn fan_out_searches(state: &S) -> Vec<Goto> {
     if state.current_queries.is_empty() {
         return vec![Goto::Node(ANALYZE_AND_REFLECT.into())];
     }
@@ -539,7 +541,7 @@ pub async fn analyze_and_reflect(
 
 /// Keeps every existing entity (a model that drops one does not lose it), adds the new
 /// ones with `first_seen_depth = depth`, and returns the merged list with the new names.
-pub fn reconcile_entities(
+pub(crate) fn reconcile_entities(
     existing: &[Entity],
     merged: Vec<Entity>,
     depth: u32,
@@ -609,7 +611,7 @@ pub fn should_continue_research(
 
 /// The router after `analyze_and_reflect`: every finalize path goes through
 /// `map_connections`.
-pub fn route_after_reflection(state: &S) -> &'static str {
+pub(crate) fn route_after_reflection(state: &S) -> &'static str {
     if state.termination_reason.is_some() {
         MAP_CONNECTIONS
     } else {
@@ -687,13 +689,10 @@ pub async fn synthesize_report(state: Arc<S>, deps: Arc<Deps>) -> Result<Update,
             usage_totals(&state, usage),
         ),
     };
-    let json_path = deps
-        .reports_dir
-        .join(format!("{}_report.json", state.session_id));
+    let session = file_safe(&state.session_id)?;
+    let json_path = deps.reports_dir.join(format!("{session}_report.json"));
     crate::shared::run_dir::write_json_atomic(&json_path, &file)?;
-    let html_path = deps
-        .reports_dir
-        .join(format!("{}_report.html", state.session_id));
+    let html_path = deps.reports_dir.join(format!("{session}_report.html"));
     crate::shared::run_dir::write_text_atomic(
         &html_path,
         &report::render_html(&file, &state.entity_graph),
@@ -712,8 +711,8 @@ pub async fn synthesize_report(state: Arc<S>, deps: Arc<Deps>) -> Result<Update,
 }
 
 /// The run's totals including this node's usage (the update is not applied yet).
-fn usage_totals(state: &S, usage: Usage) -> report::UsageTotals {
-    report::UsageTotals {
+fn usage_totals(state: &S, usage: Usage) -> UsageTotals {
+    UsageTotals {
         model_calls: state.model_calls + usage.calls,
         input_tokens: state.input_tokens + usage.input,
         output_tokens: state.output_tokens + usage.output,

@@ -9,28 +9,28 @@ use super::schemas::Entity;
 use super::state::DueDiligenceState;
 
 /// Precedes the JSON data block at the end of every user prompt.
-pub const DATA_MARKER: &str = "DATA (JSON):";
+pub(crate) const DATA_MARKER: &str = "DATA (JSON):";
 
 /// Depth 0: broad coverage.
-pub const INITIAL_QUERY_SYSTEM: &str = "You plan web searches for an Enhanced Due Diligence (EDD) \
+pub(crate) const INITIAL_QUERY_SYSTEM: &str = "You plan web searches for an Enhanced Due Diligence (EDD) \
 investigation of a person or organization. Write broad first queries that together cover the \
 subject's biography, professional history, finances and ownership, and legal or regulatory \
 record. Each query names the subject. Reply with JSON: {\"queries\": [..]}.";
 
 /// Depth 1 and later: driven by the latest reflection's query strategy.
-pub const REFINED_QUERY_SYSTEM: &str = "You plan the next web searches of an Enhanced Due \
+pub(crate) const REFINED_QUERY_SYSTEM: &str = "You plan the next web searches of an Enhanced Due \
 Diligence investigation. Follow the query strategy from the latest reflection: put red flags \
 and critical gaps first, then other open leads. Never repeat an executed query. Reply with \
 JSON: {\"queries\": [..]}.";
 
 /// One search: structured extraction from the pages found.
-pub const WEB_SEARCH_SYSTEM: &str = "You read the pages a web search returned and extract what \
+pub(crate) const WEB_SEARCH_SYSTEM: &str = "You read the pages a web search returned and extract what \
 they say about the due-diligence subject. Write a short factual summary and a list of key \
 facts, each ending with (source: URL). Use only the pages; leave out pages that are not about \
 the subject. List the pages you used as sources.";
 
 /// Reflection: the seed's analysis prompt.
-pub const ANALYSIS_SYSTEM: &str = "You are the lead analyst of an Enhanced Due Diligence \
+pub(crate) const ANALYSIS_SYSTEM: &str = "You are the lead analyst of an Enhanced Due Diligence \
 investigation. Read this iteration's search results and write an analysis_summary with these \
 sections, each a markdown heading followed by bullet points:\n\
 ## Findings\n## Entities (one per line: `Person|Organization|Location: Name (also known as A; B) — description (source: URL)`)\n\
@@ -41,7 +41,7 @@ Then decide should_continue (is another round of searches worth it?), give your 
 write a query_strategy for the next round: red flags and critical gaps first.";
 
 /// Entity merging.
-pub const MERGE_SYSTEM: &str = "You maintain the entity list of a due-diligence investigation. \
+pub(crate) const MERGE_SYSTEM: &str = "You maintain the entity list of a due-diligence investigation. \
 Extract the entities from the analysis summary's Entities section and merge them with the \
 existing entities: the same person or company under another name, spelling or abbreviation \
 is one entity whose aliases grow. Return the whole merged list (existing entities first, \
@@ -49,7 +49,7 @@ keeping their first_seen_depth), plus the red flags, neutral and positive items 
 assessment section with their source URLs.";
 
 /// Connection mapping.
-pub const CONNECTIONS_SYSTEM: &str = "You map the connections found in a due-diligence \
+pub(crate) const CONNECTIONS_SYSTEM: &str = "You map the connections found in a due-diligence \
 investigation. Build the entity graph: one node per entity (id = its name) with its \
 importance (high, medium or low) and the reasoning, and one edge per relationship with the \
 evidence and sources. Then list recurring patterns (entities that connect several others) \
@@ -57,7 +57,7 @@ and suspicious connections (tied to red flags: shells, nominees, sanctions, undi
 relationships) with a severity.";
 
 /// Report synthesis.
-pub const SYNTHESIS_SYSTEM: &str = "You write the final Enhanced Due Diligence report from the \
+pub(crate) const SYNTHESIS_SYSTEM: &str = "You write the final Enhanced Due Diligence report from the \
 research digest. Fill all 18 sections; every finding cites its source URLs; say plainly when \
 something could not be established. Rate the overall risk (low, medium, high, critical) and \
 each risk's severity, rate the strength of the evidence for the main findings, and end with \
@@ -73,7 +73,7 @@ fn conversation(system: &str, instructions: &str, data: &Value) -> Vec<Message> 
 }
 
 /// The data block of a prompt built here (used by the offline stand-in).
-pub fn data_of(prompt: &str) -> Option<Value> {
+pub(crate) fn data_of(prompt: &str) -> Option<Value> {
     let (_, data) = prompt.rsplit_once(DATA_MARKER)?;
     serde_json::from_str(data.trim()).ok()
 }
@@ -157,7 +157,7 @@ pub fn merge(existing: &[Entity], analysis_summary: &str, depth: u32) -> Vec<Mes
 }
 
 /// `map_connections`.
-pub fn connections(state: &DueDiligenceState) -> Vec<Message> {
+pub(crate) fn connections(state: &DueDiligenceState) -> Vec<Message> {
     let relationships: Vec<String> = state
         .reflection_memory
         .iter()
@@ -207,7 +207,7 @@ pub fn synthesis(state: &DueDiligenceState) -> Vec<Message> {
 }
 
 /// The bullet lines of the `## {heading}` section of a multi-section text (without `- `).
-pub fn section_lines(text: &str, heading: &str) -> Vec<String> {
+pub(crate) fn section_lines(text: &str, heading: &str) -> Vec<String> {
     let mut inside = false;
     let mut lines = Vec::new();
     for line in text.lines() {

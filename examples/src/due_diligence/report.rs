@@ -1,96 +1,17 @@
-//! The report file (`reports/{session_id}_report.json`): the 18 sections plus metadata,
-//! and its self-contained HTML rendering.
+//! The report file's metadata from the state, the fallback report, and the file's
+//! self-contained HTML rendering (the file itself is [`DueDiligenceReportFile`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
+use super::report_file::{
+    DueDiligenceReportFile, ModelsUsed, ReportMetadata, Statistics, UsageTotals,
+};
 use super::schemas::{
     ConnectionMappingOutput, DueDiligenceReport, Finding, Importance, RiskAssessment, RiskLevel,
 };
-use super::state::{DueDiligenceState, TerminationReason};
+use super::state::DueDiligenceState;
 use crate::shared::time::{now_ms, rfc3339};
-
-/// The saved report: the model's 18 sections, flattened, and the run's metadata.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DueDiligenceReportFile {
-    /// The 18 sections.
-    #[serde(flatten)]
-    pub report: DueDiligenceReport,
-    /// Models, statistics, timing, tokens and cost.
-    pub metadata: ReportMetadata,
-}
-
-/// The models of each role.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelsUsed {
-    /// Queries and reflection.
-    pub strategy: String,
-    /// Search extraction, entity merge, connections and the report.
-    pub search: String,
-}
-
-/// Counts over the investigation.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Statistics {
-    /// Iterations of the loop.
-    pub iterations: u64,
-    /// Queries executed.
-    pub queries: usize,
-    /// Searches run.
-    pub searches: u64,
-    /// Searches that failed.
-    pub failed_searches: usize,
-    /// Entities discovered.
-    pub entities: usize,
-    /// Distinct pages found.
-    pub sources: usize,
-    /// Red flags found.
-    pub red_flags: usize,
-    /// Errors recorded.
-    pub errors: u64,
-}
-
-/// Model usage totals.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct UsageTotals {
-    /// Model calls.
-    pub model_calls: u64,
-    /// Input tokens reported by the providers (0 when they report none).
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Estimated cost in US dollars, for models with a known price.
-    pub estimated_cost_usd: f64,
-}
-
-/// The report's metadata.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReportMetadata {
-    /// The session.
-    pub session_id: String,
-    /// The subject.
-    pub subject: String,
-    /// The context given.
-    pub subject_context: String,
-    /// The models per role.
-    pub models: ModelsUsed,
-    /// Iterations done.
-    pub depth_reached: u32,
-    /// Iterations allowed.
-    pub max_depth: u32,
-    /// Why the loop stopped.
-    pub termination_reason: Option<TerminationReason>,
-    /// Counts.
-    pub statistics: Statistics,
-    /// When the investigation started.
-    pub start_time: String,
-    /// When the report was written.
-    pub end_time: String,
-    /// Model usage.
-    pub usage: UsageTotals,
-}
 
 /// The metadata of `state`'s report.
 pub fn metadata(
@@ -140,7 +61,7 @@ pub fn metadata(
 
 /// The report written when the synthesis model fails: the gathered indicators and gaps,
 /// without prose. Its executive summary says so.
-pub fn fallback_report(state: &DueDiligenceState, error: &str) -> DueDiligenceReport {
+pub(crate) fn fallback_report(state: &DueDiligenceState, error: &str) -> DueDiligenceReport {
     let finding = |i: &super::schemas::Indicator| Finding {
         statement: i.text.clone(),
         sources: if i.source.is_empty() {
@@ -266,7 +187,10 @@ fn graph_svg(graph: &ConnectionMappingOutput) -> String {
 
 /// The report as one self-contained HTML page (inline CSS and SVG, no script, no network):
 /// the risk level and the entity graph at the top, then the 18 sections and the metadata.
-pub fn render_html(file: &DueDiligenceReportFile, graph: &ConnectionMappingOutput) -> String {
+pub(crate) fn render_html(
+    file: &DueDiligenceReportFile,
+    graph: &ConnectionMappingOutput,
+) -> String {
     let report = &file.report;
     let meta = &file.metadata;
     let level = report.risk_assessment.overall_risk;

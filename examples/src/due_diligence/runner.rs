@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use super::graph::build_graph;
 use super::input::Investigation;
 use super::nodes::{Deps, default_prices};
-use super::state::{DueDiligenceState, DueDiligenceStateUpdate, TerminationReason};
+use super::state::{DueDiligenceState, DueDiligenceStateUpdate};
+use super::termination::TerminationReason;
 use super::trail::{AuditTrail, audit_path};
 use crate::shared::stream::{emit_json_line, plain_update};
 use crate::shared::time::{now_ms, rfc3339};
@@ -65,7 +66,7 @@ pub struct DueDiligenceSummary {
     /// Why the loop stopped.
     pub termination_reason: Option<TerminationReason>,
     /// Iterations done.
-    pub depth_reached: u32,
+    pub(crate) depth_reached: u32,
     /// Searches run (failed ones included).
     pub searches: u64,
     /// Entities found.
@@ -83,14 +84,14 @@ pub struct DueDiligenceSummary {
     /// `true` when this process continued an existing thread.
     pub resumed: bool,
     /// When this process started (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// Wall time of this process's part, in milliseconds.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
 }
 
 impl DueDiligenceSummary {
     /// The summary as text lines for the terminal.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         format!(
             "due-diligence {} ({}): risk {}, {} red flag(s), {} entities, {} searches, depth {}, stopped by {}\n  report: {}\n  html:   {}\n  audit:  {}\n",
             self.subject,

@@ -37,7 +37,7 @@ pub struct WebSearchOutput {
     pub summary: String,
     /// Facts about the subject, one per item, each ending with `(source: URL)`.
     #[serde(default)]
-    pub key_facts: Vec<String>,
+    pub(crate) key_facts: Vec<String>,
     /// The pages used.
     #[serde(default)]
     pub sources: Vec<Source>,
@@ -102,7 +102,7 @@ pub struct Entity {
 
 impl Entity {
     /// `true` when `name` is this entity's name or one of its aliases (case-insensitive).
-    pub fn is_named(&self, name: &str) -> bool {
+    pub(crate) fn is_named(&self, name: &str) -> bool {
         let wanted = normalize(name);
         normalize(&self.name) == wanted || self.aliases.iter().any(|a| normalize(a) == wanted)
     }
@@ -122,7 +122,7 @@ pub struct Indicator {
 /// The entity-merge step's output (search model): the whole merged entity list, and the
 /// risk indicators read from the reflection's risk section.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct EntityMergeOutput {
+pub(crate) struct EntityMergeOutput {
     /// Every entity known so far, merged (existing ones kept, new ones added, aliases folded).
     #[serde(default)]
     pub entities: Vec<Entity>,
@@ -131,7 +131,7 @@ pub struct EntityMergeOutput {
     pub red_flags: Vec<Indicator>,
     /// Neutral items found in this iteration.
     #[serde(default)]
-    pub neutral: Vec<Indicator>,
+    pub(crate) neutral: Vec<Indicator>,
     /// Positive items found in this iteration.
     #[serde(default)]
     pub positive: Vec<Indicator>,
@@ -140,7 +140,7 @@ pub struct EntityMergeOutput {
 /// How important an entity is to the investigation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Importance {
+pub(crate) enum Importance {
     /// Central, or tied to a red flag.
     High,
     /// Connected to the subject.
@@ -165,10 +165,10 @@ pub struct GraphNode {
     pub entity_type: EntityType,
     /// Its importance.
     #[serde(default)]
-    pub importance: Importance,
+    pub(crate) importance: Importance,
     /// Why.
     #[serde(default)]
-    pub importance_reasoning: String,
+    pub(crate) importance_reasoning: String,
 }
 
 /// An edge of the entity graph: a relationship between two nodes.
@@ -182,7 +182,7 @@ pub struct GraphEdge {
     pub target: String,
     /// The relationship (`chairman of`, `sole shareholder of`).
     #[serde(default)]
-    pub relationship: String,
+    pub(crate) relationship: String,
     /// The statement it rests on.
     #[serde(default)]
     pub evidence: String,
@@ -193,7 +193,7 @@ pub struct GraphEdge {
 
 /// A recurring pattern across connections.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Pattern {
+pub(crate) struct Pattern {
     /// What recurs.
     #[serde(default)]
     pub description: String,
@@ -207,7 +207,7 @@ pub struct Pattern {
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     /// Minor.
     #[default]
     Low,
@@ -230,7 +230,7 @@ pub struct SuspiciousConnection {
     pub entities: Vec<String>,
     /// How serious.
     #[serde(default)]
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     /// Why.
     #[serde(default)]
     pub reasoning: String,
@@ -247,7 +247,7 @@ pub struct ConnectionMappingOutput {
     pub edges: Vec<GraphEdge>,
     /// Recurring patterns.
     #[serde(default)]
-    pub patterns: Vec<Pattern>,
+    pub(crate) patterns: Vec<Pattern>,
     /// Suspicious connections.
     #[serde(default)]
     pub suspicious_connections: Vec<SuspiciousConnection>,
@@ -258,7 +258,7 @@ pub struct ConnectionMappingOutput {
 pub struct Finding {
     /// The statement.
     #[serde(default)]
-    pub statement: String,
+    pub(crate) statement: String,
     /// URLs supporting it.
     #[serde(default)]
     pub sources: Vec<String>,
@@ -266,7 +266,7 @@ pub struct Finding {
 
 /// A section of prose plus findings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ReportSection {
+pub(crate) struct ReportSection {
     /// A short paragraph.
     #[serde(default)]
     pub summary: String,
@@ -293,13 +293,13 @@ pub enum RiskLevel {
 
 /// One assessed risk.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Risk {
+pub(crate) struct Risk {
     /// `sanctions`, `corruption`, `governance`, `litigation`, ...
     #[serde(default)]
-    pub category: String,
+    pub(crate) category: String,
     /// How serious.
     #[serde(default)]
-    pub severity: Severity,
+    pub(crate) severity: Severity,
     /// What it is.
     #[serde(default)]
     pub description: String,
@@ -316,13 +316,13 @@ pub struct RiskAssessment {
     pub overall_risk: RiskLevel,
     /// The risks found.
     #[serde(default)]
-    pub risks: Vec<Risk>,
+    pub(crate) risks: Vec<Risk>,
 }
 
 /// How well a finding is supported.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Strength {
+pub(crate) enum Strength {
     /// Several independent sources or an official record.
     Strong,
     /// One credible source.
@@ -335,58 +335,58 @@ pub enum Strength {
 
 /// Section 16 entry: the strength of the evidence behind one finding.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct EvidenceRating {
+pub(crate) struct EvidenceRating {
     /// The finding.
     #[serde(default)]
     pub finding: String,
     /// Its strength.
     #[serde(default)]
-    pub strength: Strength,
+    pub(crate) strength: Strength,
     /// Its sources.
     #[serde(default)]
     pub sources: Vec<String>,
 }
 
 /// `synthesize_report`'s output (search model): the 18 sections of the due-diligence
-/// report, in order. (The file adds [`ReportMetadata`](super::report::ReportMetadata).)
+/// report, in order. (The file adds [`ReportMetadata`](super::report_file::ReportMetadata).)
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DueDiligenceReport {
     /// 1. The conclusion in a paragraph.
     #[serde(default)]
-    pub executive_summary: String,
+    pub(crate) executive_summary: String,
     /// 2. Who the subject is.
     #[serde(default)]
-    pub subject_overview: ReportSection,
+    pub(crate) subject_overview: ReportSection,
     /// 3. What was searched, how deep, and why it stopped.
     #[serde(default)]
-    pub scope_and_methodology: String,
+    pub(crate) scope_and_methodology: String,
     /// 4. Names, aliases and identifying facts.
     #[serde(default)]
-    pub identity_verification: ReportSection,
+    pub(crate) identity_verification: ReportSection,
     /// 5. Roles held.
     #[serde(default)]
-    pub professional_history: ReportSection,
+    pub(crate) professional_history: ReportSection,
     /// 6. Companies the subject is tied to.
     #[serde(default)]
-    pub corporate_affiliations: ReportSection,
+    pub(crate) corporate_affiliations: ReportSection,
     /// 7. Money: revenue, funding, holdings.
     #[serde(default)]
-    pub financial_profile: ReportSection,
+    pub(crate) financial_profile: ReportSection,
     /// 8. Court cases, regulators, investigations.
     #[serde(default)]
-    pub legal_and_regulatory: ReportSection,
+    pub(crate) legal_and_regulatory: ReportSection,
     /// 9. Sanctions lists and politically exposed persons.
     #[serde(default)]
-    pub sanctions_and_pep_screening: ReportSection,
+    pub(crate) sanctions_and_pep_screening: ReportSection,
     /// 10. Negative press.
     #[serde(default)]
-    pub adverse_media: ReportSection,
+    pub(crate) adverse_media: ReportSection,
     /// 11. The important relationships, from the entity graph.
     #[serde(default)]
-    pub key_relationships: ReportSection,
+    pub(crate) key_relationships: ReportSection,
     /// 12. Suspicious patterns and connections.
     #[serde(default)]
-    pub suspicious_patterns: ReportSection,
+    pub(crate) suspicious_patterns: ReportSection,
     /// 13. The risk assessment with severities.
     #[serde(default)]
     pub risk_assessment: RiskAssessment,
@@ -395,20 +395,20 @@ pub struct DueDiligenceReport {
     pub red_flags: Vec<Finding>,
     /// 15. Mitigating factors (positive indicators).
     #[serde(default)]
-    pub mitigating_factors: Vec<Finding>,
+    pub(crate) mitigating_factors: Vec<Finding>,
     /// 16. Evidence strength per finding.
     #[serde(default)]
-    pub evidence_strength: Vec<EvidenceRating>,
+    pub(crate) evidence_strength: Vec<EvidenceRating>,
     /// 17. What could not be established.
     #[serde(default)]
-    pub information_gaps: Vec<String>,
+    pub(crate) information_gaps: Vec<String>,
     /// 18. What to do next.
     #[serde(default)]
-    pub recommendations_and_next_steps: Vec<String>,
+    pub(crate) recommendations_and_next_steps: Vec<String>,
 }
 
 /// Lower case, inner whitespace collapsed: how queries and names are compared.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     text.split_whitespace()
         .map(str::to_lowercase)
         .collect::<Vec<_>>()

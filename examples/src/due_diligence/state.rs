@@ -3,33 +3,12 @@
 use graphkit::State;
 use serde::{Deserialize, Serialize};
 
-use super::report::DueDiligenceReportFile;
+use super::report_file::DueDiligenceReportFile;
 use super::schemas::{
     ConnectionMappingOutput, Entity, Indicator, ReflectionOutput, Source, WebSearchOutput,
     normalize,
 };
-
-/// Why the research loop stopped (the router's three criteria, in the order checked).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminationReason {
-    /// `current_depth >= max_depth`.
-    MaxDepth,
-    /// The latest reflection recommended stopping.
-    ReflectionStop,
-    /// No new entities in the last `stagnation_threshold` iterations.
-    Stagnation,
-}
-
-impl std::fmt::Display for TerminationReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::MaxDepth => "max_depth",
-            Self::ReflectionStop => "reflection_stop",
-            Self::Stagnation => "stagnation",
-        })
-    }
-}
+use super::termination::TerminationReason;
 
 /// One search of one iteration (`search_memory` entry): the query, the model's structured
 /// result or the error, and timing.
@@ -44,9 +23,9 @@ pub struct SearchMemoryEntry {
     /// Why it failed.
     pub error: Option<String>,
     /// When it started (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// How long it took.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
 }
 
 /// The audit record of one iteration (the seed's `SearchIterationData`).
@@ -55,21 +34,21 @@ pub struct SearchIterationData {
     /// The depth.
     pub depth: u32,
     /// What the iteration was after (depth 0: broad coverage; later: the query strategy).
-    pub goal: String,
+    pub(crate) goal: String,
     /// The queries executed.
     pub queries: Vec<String>,
     /// The search model.
     pub model: String,
     /// Entities first found in this iteration.
-    pub entities_discovered: Vec<String>,
+    pub(crate) entities_discovered: Vec<String>,
     /// Pages found.
     pub sources: Vec<Source>,
     /// Failed searches and other errors.
     pub errors: Vec<String>,
     /// When its first search started (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// The sum of its searches' durations.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
 }
 
 /// The risk indicators found so far.
@@ -78,7 +57,7 @@ pub struct RiskIndicators {
     /// Red flags.
     pub red_flags: Vec<Indicator>,
     /// Neutral items.
-    pub neutral: Vec<Indicator>,
+    pub(crate) neutral: Vec<Indicator>,
     /// Positive items.
     pub positive: Vec<Indicator>,
 }
@@ -101,11 +80,11 @@ impl RiskIndicators {
 }
 
 /// The entity graph with what `map_connections` read from it.
-pub type EntityGraph = ConnectionMappingOutput;
+pub(crate) type EntityGraph = ConnectionMappingOutput;
 
 /// Reducer for `queries_executed`: appends, skipping queries already there (case and
 /// whitespace normalized).
-pub fn append_new_queries(current: &mut Vec<String>, update: Vec<String>) {
+pub(crate) fn append_new_queries(current: &mut Vec<String>, update: Vec<String>) {
     for query in update {
         if !current.iter().any(|q| normalize(q) == normalize(&query)) {
             current.push(query);
@@ -187,12 +166,12 @@ pub struct DueDiligenceState {
 
 impl DueDiligenceState {
     /// The searches of iteration `depth`.
-    pub fn searches_at(&self, depth: u32) -> impl Iterator<Item = &SearchMemoryEntry> {
+    pub(crate) fn searches_at(&self, depth: u32) -> impl Iterator<Item = &SearchMemoryEntry> {
         self.search_memory.iter().filter(move |s| s.depth == depth)
     }
 
     /// `true` when `query` was executed already (case and whitespace normalized).
-    pub fn was_executed(&self, query: &str) -> bool {
+    pub(crate) fn was_executed(&self, query: &str) -> bool {
         let key = normalize(query);
         self.queries_executed.iter().any(|q| normalize(q) == key)
     }

@@ -34,7 +34,11 @@ impl AuditTrail {
     /// in this trail (the file's earlier events included): a resumed run that repeats a
     /// search killed before its result was saved logs it as `search_repeated`, not as a
     /// second `search`.
-    pub fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
+    pub(crate) fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
+        if file_safe(session_id).is_err() {
+            // Not a file name: there is no earlier file to read (`record` refuses it).
+            return true;
+        }
         let mut searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
         if !searched.iter().any(|(s, _, _)| s == session_id) {
             for event in AuditLog::read(self.path(session_id)).unwrap_or_default() {
@@ -67,6 +71,7 @@ impl AuditTrail {
         event: &str,
         fields: Value,
     ) -> Result<(), graphkit_tools::ToolError> {
+        let session_id = file_safe(session_id)?;
         let log = {
             let mut logs = self.logs.lock().unwrap_or_else(PoisonError::into_inner);
             match logs.get(session_id) {
@@ -91,7 +96,29 @@ impl AuditTrail {
     }
 }
 
+/// `session_id` when it can name a file: ASCII letters, digits, `-` and `_` (what
+/// `initialize` makes). The id lives in the state, which the clients of a served graph can
+/// write (`command.update`, `POST /threads/{id}/state`), so it must not be able to name a
+/// path outside the folder the graph was given (`../x`, `/etc/x`).
+///
+/// # Errors
+/// [`ToolError::PathRefused`](graphkit_tools::ToolError::PathRefused) for any other id.
+pub(crate) fn file_safe(session_id: &str) -> Result<&str, graphkit_tools::ToolError> {
+    if !session_id.is_empty()
+        && session_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(session_id)
+    } else {
+        Err(graphkit_tools::ToolError::PathRefused {
+            path: session_id.to_owned(),
+            reason: "a session id names files: only ASCII letters, digits, `-` and `_`".into(),
+        })
+    }
+}
+
 /// `dir/{session_id}.jsonl`.
-pub fn audit_path(dir: &Path, session_id: &str) -> PathBuf {
+pub(crate) fn audit_path(dir: &Path, session_id: &str) -> PathBuf {
     dir.join(format!("{session_id}.jsonl"))
 }

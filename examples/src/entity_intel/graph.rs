@@ -35,6 +35,7 @@ pub fn build_graph(
         ..agent
     });
     let (for_todos, for_agent) = (Arc::clone(&agent), agent);
+    let outputs = tools.outputs.clone();
 
     let mut graph = StateGraph::<EntityIntelResearchState>::new();
     graph
@@ -51,7 +52,12 @@ pub fn build_graph(
             },
         )
         .add_node(TOOLS_NODE, tool_node)
-        .add_node(FINALIZE_OUTPUT, nodes::finalize_output)
+        .add_node(
+            FINALIZE_OUTPUT,
+            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
+                nodes::finalize_output(state, ctx, outputs.clone())
+            },
+        )
         .add_edge(START, GENERATE_TODOS)
         .add_edge(GENERATE_TODOS, RESEARCH_AGENT)
         .add_conditional_edges(

@@ -54,10 +54,10 @@ pub struct EntityBundle {
     pub products: Vec<TypedEntityDirections>,
     /// The seed's `CompoundNormalizationDirections`: COMPOUND entities.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub compounds: Vec<TypedEntityDirections>,
+    pub(crate) compounds: Vec<TypedEntityDirections>,
     /// The seed's `PlatformResearchDirections`: PLATFORM entities.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub platforms: Vec<TypedEntityDirections>,
+    pub(crate) platforms: Vec<TypedEntityDirections>,
 }
 
 /// An entity in one of the seed's typed sub-bundles: its kind comes from where it is.
@@ -131,7 +131,7 @@ pub enum EntityType {
 impl EntityType {
     /// The short tag used in todo ids and file names (`guest`, `biz`, `prod`, `compound`,
     /// `platform`), as in the seed's examples.
-    pub fn tag(self) -> &'static str {
+    pub(crate) fn tag(self) -> &'static str {
         match self {
             Self::Person => "guest",
             Self::Business => "biz",
@@ -193,13 +193,13 @@ pub struct ResearchDirection {
     pub priority: Priority,
     /// Fields the output must fill, e.g. `legalName`, `website`, `foundedYear`.
     #[serde(default)]
-    pub fields_to_extract: Vec<String>,
+    pub(crate) fields_to_extract: Vec<String>,
     /// When the direction counts as done.
     #[serde(default)]
-    pub acceptance_criteria: Vec<String>,
+    pub(crate) acceptance_criteria: Vec<String>,
     /// Which sources to prefer, best first.
     #[serde(default)]
-    pub source_priorities: Vec<String>,
+    pub(crate) source_priorities: Vec<String>,
     /// Optional directions may end blocked without failing the bundle.
     #[serde(default)]
     pub optional: bool,
@@ -245,7 +245,7 @@ impl EntitiesResearchDirections {
     }
 
     /// The largest input file read (16 MiB): a directions file is a few kilobytes.
-    pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+    pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
     /// Reads and parses a directions file of at most [`MAX_FILE_BYTES`](Self::MAX_FILE_BYTES).
     ///
@@ -277,7 +277,7 @@ impl EntitiesResearchDirections {
     }
 
     /// The JSON Schema of the input, pretty-printed.
-    pub fn schema_json() -> String {
+    pub(crate) fn schema_json() -> String {
         let schema = schemars::schema_for!(EntitiesResearchDirections);
         serde_json::to_string_pretty(&schema).unwrap_or_else(|e| format!("(schema error: {e})"))
     }
@@ -386,7 +386,7 @@ impl EntityBundle {
 }
 
 /// Lower-case ASCII slug with `_` separators: `Halvard Biosciences` → `halvard_biosciences`.
-pub fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     let mut out = String::new();
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -424,7 +424,7 @@ pub fn todo_id(
 
 /// The suggested output file of a todo, as in the seed's "Output Structure":
 /// `{entityType}_{entitySlug}_{directionKey}.json`.
-pub fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> String {
+pub(crate) fn output_file(entity: &EntityDirections, direction: &ResearchDirection) -> String {
     format!(
         "{}_{}_{}.json",
         entity.entity_type.tag(),

@@ -10,10 +10,12 @@
 //! The guide page `docs/workflows/entity-intel.md` explains the graph, the state, the
 //! tools and the limits, and how to run it offline or with a real model.
 
+mod cli;
 mod graph;
 pub mod input;
 mod nodes;
 mod offline;
+mod output_folder;
 pub mod prompts;
 mod runner;
 mod state;
@@ -21,26 +23,22 @@ pub mod todo;
 mod tools;
 mod web_tools;
 
+pub use cli::{EntityIntelArgs, entity_intel_main};
 pub use graph::build_graph;
-pub use input::{
-    EntitiesResearchDirections, EntityBundle, EntityDirections, EntityType, Priority,
-    ResearchDirection, TypedEntityDirections,
-};
-pub use nodes::{
-    AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, Limits, RESEARCH_AGENT, should_continue_or_finalize,
-};
+pub use input::EntitiesResearchDirections;
+
+pub use nodes::{AgentDeps, Limits, RUN_SESSION_KEY};
+
 pub use offline::offline_model;
-pub use runner::{
-    BundleSummary, EntityIntelOptions, RUN_SESSION_KEY, RunSummary, bundle_thread, new_session_id,
-    run_entity_intel,
-};
-pub use state::{
-    CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
-    ResearchOutput, TodoBudget,
-};
-pub use todo::{TodoItem, TodoList, TodoStatus};
+pub use output_folder::OutputFolder;
+
+pub use runner::{EntityIntelOptions, RunSummary, run_entity_intel};
+
+pub use state::{EntityIntelResearchState, EntityIntelResearchStateUpdate, TodoBudget};
+pub use todo::TodoStatus;
+
 pub use tools::{ToolDeps, research_tools};
-pub use web_tools::{SiteMapArgs, WebTools, same_site_links};
+pub use web_tools::WebTools;
 
 /// The sample input shipped with the crate (`examples/inputs/entity-intel.json`).
 pub fn sample_input_path() -> std::path::PathBuf {

@@ -10,6 +10,7 @@ use graphkit_tools::TOOLS_NODE;
 use serde_json::{Value, json};
 
 use super::input::todo_id;
+use super::output_folder::OutputFolder;
 use super::prompts;
 use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate, TodoBudget};
 use super::todo::{GeneratedTodoList, TodoItem, TodoList, TodoStatus, reconcile};
@@ -20,11 +21,11 @@ type S = EntityIntelResearchState;
 type Update = EntityIntelResearchStateUpdate;
 
 /// Node names.
-pub const GENERATE_TODOS: &str = "generate_todos";
+pub(crate) const GENERATE_TODOS: &str = "generate_todos";
 /// The agent node (one model turn per visit).
-pub const RESEARCH_AGENT: &str = "research_agent";
+pub(crate) const RESEARCH_AGENT: &str = "research_agent";
 /// Writes `research_complete.json`.
-pub const FINALIZE_OUTPUT: &str = "finalize_output";
+pub(crate) const FINALIZE_OUTPUT: &str = "finalize_output";
 
 /// The seed's risk mitigations for a stuck agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub struct AgentDeps {
 
 /// `generate_todos`: one LLM call with structured output (a [`GeneratedTodoList`]),
 /// checked against the directions so there is exactly one todo per direction.
-pub async fn generate_todos(
+pub(crate) async fn generate_todos(
     state: Arc<S>,
     ctx: NodeContext,
     deps: Arc<AgentDeps>,
@@ -362,7 +363,7 @@ fn was_cut_short(reply: &graphkit_llm::AssistantMessage) -> bool {
 }
 
 /// Todos marked completed for which no file was recorded.
-pub fn completed_without_file(state: &S) -> Vec<String> {
+pub(crate) fn completed_without_file(state: &S) -> Vec<String> {
     state
         .todo_list
         .todos
@@ -378,12 +379,24 @@ pub fn completed_without_file(state: &S) -> Vec<String> {
         .collect()
 }
 
-/// The session working on the thread: the runner's [`RUN_SESSION_KEY`](super::runner::RUN_SESSION_KEY)
-/// value, else one per process.
+/// The [`RunConfig`](graphkit::RunConfig) value naming one process's continuous stretch of
+/// work on a thread (one graph invocation). The per-todo timeout counts time only within a
+/// session, so time spent down between a kill and a resume is not time spent working.
+pub const RUN_SESSION_KEY: &str = "entity_intel_session";
+
+/// A session id unique to this invocation.
+pub(crate) fn new_session_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{}-{n}", std::process::id(), now_ms())
+}
+
+/// The session working on the thread: the [`RUN_SESSION_KEY`] value the runner sets,
+/// else one per process.
 fn session_of(ctx: &NodeContext) -> String {
     static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ctx.config()
-        .value(super::runner::RUN_SESSION_KEY)
+        .value(RUN_SESSION_KEY)
         .and_then(Value::as_str)
         .map_or_else(
             || {
@@ -460,7 +473,7 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 /// `finalize_output` when no todo is open and every completed one has its file (a todo
 /// whose output could not be saved is blocked first by `research_agent`); back to
 /// `research_agent` otherwise.
-pub fn should_continue_or_finalize(state: &S) -> &'static str {
+pub(crate) fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
         .messages
         .last()
@@ -479,7 +492,11 @@ pub fn should_continue_or_finalize(state: &S) -> &'static str {
 
 /// `finalize_output`: writes the bundle's `research_complete.json` (the seed's master
 /// output, plus the blocked todos).
-pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, BoxError> {
+pub(crate) async fn finalize_output(
+    state: Arc<S>,
+    ctx: NodeContext,
+    outputs: OutputFolder,
+) -> Result<Update, BoxError> {
     let list = &state.todo_list;
     let blocked: Vec<Value> = list
         .todos
@@ -503,7 +520,9 @@ pub async fn finalize_output(state: Arc<S>, ctx: NodeContext) -> Result<Update, 
         "toolCalls": state.tool_calls,
         "modelCalls": state.model_calls,
     });
-    let path = std::path::Path::new(&state.output_directory).join("research_complete.json");
+    let path = outputs
+        .resolve(&state, ctx.config())?
+        .join("research_complete.json");
     write_json_atomic(&path, &master)?;
     ctx.writer().custom(json!({
         "event": "progress", "done": list.count(TodoStatus::Completed),

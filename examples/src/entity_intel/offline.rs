@@ -541,7 +541,7 @@ mod tests {
         assert_eq!(list.todos[0].id, "biz_acme_businessIdentityOverview");
         assert_eq!(
             list.todos[0].entity_type,
-            Some(crate::entity_intel::EntityType::Business)
+            Some(crate::entity_intel::input::EntityType::Business)
         );
         assert_eq!(
             list.todos[0].description,

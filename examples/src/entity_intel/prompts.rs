@@ -5,16 +5,16 @@ use super::state::EntityIntelResearchState;
 use super::todo::TodoItem;
 
 /// Marks the directions block in the todo-generation prompt.
-pub const DIRECTIONS_MARKER: &str = "RESEARCH DIRECTIONS (JSON):";
+pub(crate) const DIRECTIONS_MARKER: &str = "RESEARCH DIRECTIONS (JSON):";
 
 /// The first line of the summarization prompt (the offline model keys on it).
-pub const SUMMARY_MARKER: &str = "Summarize the research work that was just completed";
+pub(crate) const SUMMARY_MARKER: &str = "Summarize the research work that was just completed";
 
 /// The prefix of the checkpoint message that replaces the history after a write.
-pub const CHECKPOINT_PREFIX: &str = "[RESEARCH CHECKPOINT]";
+pub(crate) const CHECKPOINT_PREFIX: &str = "[RESEARCH CHECKPOINT]";
 
 /// `GENERATE_TODOS_PROMPT`, followed by the flattened directions.
-pub fn generate_todos_prompt(directions_json: &str) -> String {
+pub(crate) fn generate_todos_prompt(directions_json: &str) -> String {
     format!(
         "You are a todo list generator for entity due diligence research.
 
@@ -134,11 +134,11 @@ CRITICAL REMINDERS:
 
 /// The marker of the current todo's JSON line in the reminder (the offline stand-in
 /// reads it).
-pub const CURRENT_TODO_JSON: &str = "CURRENT TODO (JSON): ";
+pub(crate) const CURRENT_TODO_JSON: &str = "CURRENT TODO (JSON): ";
 
 /// The input's candidate sources for `entity` (keyed by entity name, any case), as a
 /// hint line; empty when there are none.
-pub fn candidate_hints(candidate_sources: &serde_json::Value, entity: &str) -> String {
+pub(crate) fn candidate_hints(candidate_sources: &serde_json::Value, entity: &str) -> String {
     let Some(map) = candidate_sources.as_object() else {
         return String::new();
     };
@@ -170,7 +170,7 @@ pub fn candidate_hints(candidate_sources: &serde_json::Value, entity: &str) -> S
 }
 
 /// `CONTEXT_SUMMARIZATION_PROMPT`, used inside `agent_write_file`.
-pub fn summarization_prompt(
+pub(crate) fn summarization_prompt(
     todo: Option<&TodoItem>,
     filename: &str,
     description: &str,

@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use super::graph::build_graph;
 use super::input::{EntitiesResearchDirections, EntityBundle};
-use super::nodes::{AgentDeps, Limits};
+use super::nodes::{AgentDeps, Limits, RUN_SESSION_KEY, new_session_id};
 use super::state::{EntityIntelResearchState, EntityIntelResearchStateUpdate};
 use super::todo::TodoStatus;
 use super::tools::ToolDeps;
@@ -83,13 +83,13 @@ pub struct BundleSummary {
     /// Tool calls made by the model.
     pub tool_calls: u64,
     /// Model calls.
-    pub model_calls: u64,
+    pub(crate) model_calls: u64,
     /// Context resets by `agent_write_file` (the state's `checkpoint_count`).
     pub context_checkpoints: u64,
     /// Input tokens reported by the provider (0 when it reports none).
-    pub input_tokens: u64,
+    pub(crate) input_tokens: u64,
     /// Output tokens reported by the provider.
-    pub output_tokens: u64,
+    pub(crate) output_tokens: u64,
     /// `true` when this process continued a thread that existed before.
     pub resumed: bool,
 }
@@ -103,15 +103,15 @@ pub struct RunSummary {
     /// The run's thread id.
     pub thread: String,
     /// The run directory.
-    pub run_directory: String,
+    pub(crate) run_directory: String,
     /// The research model.
     pub model: String,
     /// The summary model.
     pub summary_model: String,
     /// When this process started the run (RFC 3339).
-    pub started_at: String,
+    pub(crate) started_at: String,
     /// Wall time of this process's part of the run, in milliseconds.
-    pub duration_ms: u64,
+    pub(crate) duration_ms: u64,
     /// Per bundle.
     pub bundles: Vec<BundleSummary>,
 }
@@ -133,7 +133,7 @@ impl RunSummary {
     }
 
     /// The summary as text lines for the terminal.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = format!(
             "entity-intel run {} ({} s, model {}):\n",
             self.thread,
@@ -190,6 +190,7 @@ pub async fn run_entity_intel(
             summary_model: Arc::clone(&options.summary_model),
             summarize_after_messages: options.limits.summarize_after_messages,
             web: options.web.clone(),
+            outputs: super::OutputFolder::FromState,
         },
         CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
@@ -251,20 +252,8 @@ pub async fn run_entity_intel(
 /// How often plain progress says what is still running (a slow model call).
 const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// The [`RunConfig`] value naming one process's continuous stretch of work on a thread
-/// (one graph invocation). The per-todo timeout counts time only within a session, so
-/// time spent down between a kill and a resume is not time spent working.
-pub const RUN_SESSION_KEY: &str = "entity_intel_session";
-
-/// A session id unique to this invocation.
-pub fn new_session_id() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{}-{}-{n}", std::process::id(), now_ms())
-}
-
 /// The thread id of a bundle.
-pub fn bundle_thread(thread: &str, bundle_id: &str) -> String {
+pub(crate) fn bundle_thread(thread: &str, bundle_id: &str) -> String {
     format!("{thread}--{bundle_id}")
 }
 

@@ -101,7 +101,7 @@ pub struct FailedWrite {
 impl EntityIntelResearchState {
     /// The failed writes of todos that have no saved output (a later successful write of
     /// the same todo makes up for a failed one).
-    pub fn unsaved_outputs(&self) -> impl Iterator<Item = &FailedWrite> {
+    pub(crate) fn unsaved_outputs(&self) -> impl Iterator<Item = &FailedWrite> {
         self.failed_writes.iter().filter(|failed| {
             !self
                 .completed_research
@@ -111,7 +111,7 @@ impl EntityIntelResearchState {
     }
 
     /// Whether a todo is marked completed although its output could not be saved.
-    pub fn completed_without_output(&self) -> bool {
+    pub(crate) fn completed_without_output(&self) -> bool {
         self.unsaved_outputs().any(|failed| {
             failed.todo_id.as_deref().is_some_and(|id| {
                 self.todo_list
@@ -143,9 +143,9 @@ pub struct TodoBudget {
     /// Tool calls made while it was current.
     pub tool_calls: u32,
     /// Model turns without any tool call while it was current.
-    pub idle_turns: u32,
+    pub(crate) idle_turns: u32,
     /// When it became current (ms since the epoch).
-    pub started_ms: i64,
+    pub(crate) started_ms: i64,
     /// Time spent working on it, in milliseconds: summed over the stretches of one
     /// process working on the thread, so time spent down (killed, waiting for a resume)
     /// does not count. The per-todo timeout compares this.
@@ -156,7 +156,7 @@ pub struct TodoBudget {
     pub session: String,
     /// When that session last looked at it (ms since the epoch).
     #[serde(default)]
-    pub last_tick_ms: i64,
+    pub(crate) last_tick_ms: i64,
 }
 
 impl TodoBudget {

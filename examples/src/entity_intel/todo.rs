@@ -27,7 +27,7 @@ pub enum TodoStatus {
 
 impl TodoStatus {
     /// `true` for completed, blocked and skipped todos: nothing more will happen to them.
-    pub fn is_closed(self) -> bool {
+    pub(crate) fn is_closed(self) -> bool {
         matches!(self, Self::Completed | Self::Blocked | Self::Skipped)
     }
 
@@ -56,16 +56,16 @@ pub struct TodoItem {
     /// The entity's canonical name.
     pub entity_name: String,
     /// The direction key (last part of the id).
-    pub direction_key: String,
+    pub(crate) direction_key: String,
     /// How urgent; the highest goes first.
     pub priority: Priority,
     /// Where it stands.
     pub status: TodoStatus,
     /// Fields the output must fill.
     #[serde(default)]
-    pub fields_to_extract: Vec<String>,
+    pub(crate) fields_to_extract: Vec<String>,
     /// The file the output should go to (`biz_halvard_biosciences_identity.json`).
-    pub output_file: String,
+    pub(crate) output_file: String,
     /// From an optional direction: may be skipped (status `skipped`) without research.
     #[serde(default)]
     pub optional: bool,
@@ -75,7 +75,7 @@ pub struct TodoItem {
     /// When it was created (RFC 3339).
     pub created_at: String,
     /// When it last changed (RFC 3339).
-    pub updated_at: String,
+    pub(crate) updated_at: String,
 }
 
 impl Keyed for TodoItem {
@@ -113,7 +113,7 @@ impl TodoList {
 
     /// Todos not yet completed or blocked (the seed's `pendingCount`, counting in-progress
     /// ones too, so the run never finalizes with work in flight).
-    pub fn open_count(&self) -> usize {
+    pub(crate) fn open_count(&self) -> usize {
         self.todos.iter().filter(|t| !t.status.is_closed()).count()
     }
 
@@ -135,7 +135,7 @@ impl TodoList {
     }
 
     /// A compact JSON view for tool replies and outputs: counts and the todos.
-    pub fn summary_json(&self, status: Option<TodoStatus>) -> serde_json::Value {
+    pub(crate) fn summary_json(&self, status: Option<TodoStatus>) -> serde_json::Value {
         serde_json::json!({
             "totalTodos": self.todos.len(),
             "pendingCount": self.count(TodoStatus::Pending),
@@ -185,7 +185,7 @@ pub struct GeneratedTodo {
 #[serde(rename_all = "camelCase")]
 pub struct Reconciliation {
     /// Directions the model left out: their todos were made from the direction itself.
-    pub filled_in: Vec<String>,
+    pub(crate) filled_in: Vec<String>,
     /// Generated todos matching no direction: dropped.
     pub dropped: Vec<String>,
 }
@@ -246,7 +246,10 @@ pub fn reconcile(
 }
 
 /// A todo description written from the direction alone.
-pub fn default_description(entity: &str, direction: &super::input::ResearchDirection) -> String {
+pub(crate) fn default_description(
+    entity: &str,
+    direction: &super::input::ResearchDirection,
+) -> String {
     let mut text = format!(
         "Research {entity}: {}",
         direction.objective.trim().trim_end_matches('.')

@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::output_folder::OutputFolder;
 use super::prompts;
 use super::state::{
     CompletedResearch, EntityIntelResearchState, EntityIntelResearchStateUpdate, FailedWrite,
@@ -41,6 +42,8 @@ pub struct ToolDeps {
     /// The seed's other web tools (page fetch, site map, Wikipedia), for runs on the real
     /// web; `None` offline.
     pub web: Option<super::web_tools::WebTools>,
+    /// Where the file tools write.
+    pub outputs: OutputFolder,
 }
 
 impl std::fmt::Debug for ToolDeps {
@@ -48,21 +51,22 @@ impl std::fmt::Debug for ToolDeps {
         f.debug_struct("ToolDeps")
             .field("summary_model", &self.summary_model.model_name())
             .field("summarize_after_messages", &self.summarize_after_messages)
+            .field("outputs", &self.outputs)
             .finish()
     }
 }
 
 /// Arguments of `todo_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TodoReadArgs {
+pub(crate) struct TodoReadArgs {
     /// Only todos with this status (pending, in_progress, completed, blocked); all when omitted.
     #[serde(default)]
-    pub status_filter: Option<TodoStatus>,
+    pub(crate) status_filter: Option<TodoStatus>,
 }
 
 /// Arguments of `todo_update`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct TodoUpdateArgs {
+pub(crate) struct TodoUpdateArgs {
     /// The todo to change.
     pub todo_id: String,
     /// New status: pending, in_progress, completed, blocked, or skipped (optional todos only).
@@ -75,11 +79,11 @@ pub struct TodoUpdateArgs {
 
 /// Arguments of `todo_get_next` (none).
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 /// Arguments of `agent_write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// File name inside the bundle's output directory, e.g. `biz_halvard_biosciences_identity.json`.
     pub filename: String,
     /// The full research output (JSON text for `.json` files).
@@ -91,7 +95,7 @@ pub struct WriteArgs {
 
 /// Arguments of `agent_read_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// File name inside the bundle's output directory.
     pub filename: String,
 }
@@ -181,7 +185,17 @@ fn todo_tools() -> Vec<DynTool<S>> {
     vec![Arc::new(read), Arc::new(next), Arc::new(update)]
 }
 
+/// The bundle's output folder, sandboxed (see [`OutputFolder`]).
+fn output_fs(rt: &Rt, outputs: &OutputFolder) -> Result<SandboxedFs, ToolError> {
+    SandboxedFs::new(
+        outputs
+            .resolve(rt.state(), rt.config())
+            .map_err(ToolError::Failed)?,
+    )
+}
+
 fn file_tools(deps: ToolDeps) -> Vec<DynTool<S>> {
+    let (for_read, for_list) = (deps.outputs.clone(), deps.outputs.clone());
     let write = tool_fn_with_runtime(
         "agent_write_file",
         "Save research output to a file in the bundle's output directory. Writing a file records the research and \
@@ -194,17 +208,23 @@ fn file_tools(deps: ToolDeps) -> Vec<DynTool<S>> {
     let read = tool_fn_with_runtime(
         "agent_read_file",
         "Read a file written earlier in this bundle's output directory.",
-        |args: ReadArgs, rt: Rt| async move {
-            let fs = SandboxedFs::new(&rt.state().output_directory)?;
-            fs.read(&args.filename, 0).await.map(ToolOutput::Content)
+        move |args: ReadArgs, rt: Rt| {
+            let outputs = for_read.clone();
+            async move {
+                let fs = output_fs(&rt, &outputs)?;
+                fs.read(&args.filename, 0).await.map(ToolOutput::Content)
+            }
         },
     );
     let list = tool_fn_with_runtime(
         "agent_list_files",
         "List the files written so far in this bundle's output directory.",
-        |_: NoArgs, rt: Rt| async move {
-            let fs = SandboxedFs::new(&rt.state().output_directory)?;
-            fs.list(None, false).await.map(ToolOutput::Content)
+        move |_: NoArgs, rt: Rt| {
+            let outputs = for_list.clone();
+            async move {
+                let fs = output_fs(&rt, &outputs)?;
+                fs.list(None, false).await.map(ToolOutput::Content)
+            }
         },
     );
     vec![Arc::new(write), Arc::new(read), Arc::new(list)]
@@ -231,7 +251,7 @@ async fn write_file(args: WriteArgs, rt: Rt, deps: &ToolDeps) -> Result<ToolOutp
     } else {
         Value::String(args.content.clone())
     };
-    let fs = SandboxedFs::new(&state.output_directory)?;
+    let fs = output_fs(&rt, &deps.outputs)?;
     let content = match &output {
         Value::String(_) => args.content.clone(),
         json => serde_json::to_string_pretty(json).unwrap_or_else(|_| args.content.clone()),

@@ -17,14 +17,14 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default)]
 pub struct WebTools {
     /// Fetches pages for `fetch_url` and `site_map` (public addresses only by default).
-    pub fetcher: UrlFetcher,
+    pub(crate) fetcher: UrlFetcher,
     /// The MediaWiki client (English Wikipedia by default).
     pub wikipedia: Wikipedia,
 }
 
 /// Arguments of `site_map`.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct SiteMapArgs {
+pub(crate) struct SiteMapArgs {
     /// A page of the site, usually its home page (`https://example.com/`).
     pub url: String,
 }
@@ -59,7 +59,7 @@ impl WebTools {
 /// The links of a fetched page (markdown from HTML: `[text](url)` or `[n]: url`, and bare
 /// URLs) that stay on the site of `page_url`, absolute, without fragments, deduplicated,
 /// in order, at most 100.
-pub fn same_site_links(content: &str, page_url: &str) -> Vec<String> {
+pub(crate) fn same_site_links(content: &str, page_url: &str) -> Vec<String> {
     let origin = origin_of(page_url);
     let mut links: Vec<String> = Vec::new();
     let mut rest = content;

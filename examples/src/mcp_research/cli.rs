@@ -9,21 +9,23 @@ use std::time::Duration;
 
 use clap::{ArgMatches, Args, Subcommand};
 use graphkit_llm::ChatModel;
+use graphkit_tools::mcp::McpToolSet;
 use serde_json::json;
 
 use super::engine::{Engine, EngineConfig, ResearchRequest, new_session_id};
 use super::source::{McpServerSpec, connect};
 use super::standin::offline_model;
 use super::state::ResearchAgentState;
+use crate::shared::command::{self, Ending, Launch, Plan, Workflow};
 use crate::shared::run_dir::{DEFAULT_ROOT, write_json_atomic, write_text_atomic};
 use crate::shared::stream::emit_json_line;
 use crate::shared::{
-    CheckpointChoice, CommonArgs, ExampleError, GivenOptions, ModelChoice, RunRequest, RunSession,
+    CheckpointChoice, CommonArgs, ExampleError, ModelChoice, Progress, ProgressMode, RunSession,
     RunStatus,
 };
 
 /// The question researched when none is given.
-pub const DEFAULT_QUERY: &str = "Which countries have the most events?";
+pub(crate) const DEFAULT_QUERY: &str = "Which countries have the most events?";
 
 /// The options of `mcp-research` (and of `mcp-research serve`) besides the common ones.
 #[derive(Debug, Clone, Args)]
@@ -31,7 +33,7 @@ pub struct McpResearchOptions {
     /// An MCP server: stdio:COMMAND [ARGS] or http:URL (repeat for several) [default: the
     /// bundled graphkit-events-mcp next to this executable].
     #[arg(long = "mcp-server", value_name = "SPEC")]
-    pub mcp_servers: Vec<String>,
+    pub(crate) mcp_servers: Vec<String>,
 
     /// The MCP tools to use, comma-separated [default: every tool found].
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
@@ -43,11 +45,11 @@ pub struct McpResearchOptions {
 
     /// Sub-agent calls of one batch run at once.
     #[arg(long, value_name = "N", default_value_t = 4)]
-    pub max_parallel_sub_agents: usize,
+    pub(crate) max_parallel_sub_agents: usize,
 
     /// The confidence at which the research goes to synthesis (0-1).
     #[arg(long, value_name = "X", default_value_t = 0.8)]
-    pub confidence_threshold: f32,
+    pub(crate) confidence_threshold: f32,
 }
 
 /// `mcp-research [QUERY]` or `mcp-research serve`.
@@ -100,7 +102,7 @@ pub struct ServeArgs {
 
     /// The offline model waits this many milliseconds per reply (demos and tests).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
-    pub offline_delay_ms: u64,
+    pub(crate) offline_delay_ms: u64,
 
     /// The research options.
     #[command(flatten)]
@@ -143,155 +145,219 @@ pub async fn mcp_research_main(
     common: CommonArgs,
     matches: &ArgMatches,
 ) -> Result<RunStatus, ExampleError> {
-    match args.command {
-        Some(McpResearchCommand::Serve(serve)) => return serve_main(serve).await,
-        Some(McpResearchCommand::EventsServer) => {
-            super::events_server::serve_stdio()
-                .await
-                .map_err(|e| ExampleError::Usage(format!("the events MCP server failed: {e}")))?;
-            return Ok(RunStatus::Finished);
+    command::run::<McpResearch>(args, common, matches).await
+}
+
+struct McpResearch;
+
+struct McpResearchPlan {
+    query: String,
+    model_spec: String,
+    specs: Vec<McpServerSpec>,
+    source: Arc<McpToolSet>,
+    enabled_tools: Vec<String>,
+    max_iterations: u32,
+    max_parallel: usize,
+    threshold: f32,
+    delay_ms: u64,
+}
+
+impl Workflow for McpResearch {
+    const NAME: &'static str = "mcp-research";
+    const UNIT: &'static str = "markers";
+    type Args = McpResearchArgs;
+    type Given = Vec<McpServerSpec>;
+    type Plan = McpResearchPlan;
+
+    async fn instead(
+        args: &McpResearchArgs,
+        _: &CommonArgs,
+    ) -> Option<Result<RunStatus, ExampleError>> {
+        match &args.command {
+            Some(McpResearchCommand::Serve(serve)) => Some(serve_main(serve.clone()).await),
+            Some(McpResearchCommand::EventsServer) => Some(
+                super::events_server::serve_stdio()
+                    .await
+                    .map(|()| RunStatus::Finished)
+                    .map_err(|e| ExampleError::Usage(format!("the events MCP server failed: {e}"))),
+            ),
+            None => None,
         }
-        None => {}
     }
-    if let Some(flag) = CommonArgs::first_given(&[
-        (common.input.is_some(), "--input"),
-        (common.corpus.is_some(), "--corpus"),
-        (common.print_input_schema, "--print-input-schema"),
-        (common.summary_model.is_some(), "--summary-model"),
-    ]) {
-        return Err(ExampleError::Usage(format!(
-            "mcp-research does not take {flag}; give the question as an argument"
-        )));
+
+    fn refuse(common: &CommonArgs) -> Result<(), ExampleError> {
+        match CommonArgs::first_given(&[
+            (common.input.is_some(), "--input"),
+            (common.corpus.is_some(), "--corpus"),
+            (common.print_input_schema, "--print-input-schema"),
+            (common.summary_model.is_some(), "--summary-model"),
+        ]) {
+            Some(flag) => Err(ExampleError::Usage(format!(
+                "mcp-research does not take {flag}; give the question as an argument"
+            ))),
+            None => Ok(()),
+        }
     }
-    if common.print_graph {
-        println!("{}", graph_drawing()?);
-        return Ok(RunStatus::Finished);
+
+    fn input_schema() -> String {
+        String::new()
     }
-    check_options(&args.options)?;
-    let specs = server_specs(&args.options.mcp_servers)?;
-    common.model.parse::<ModelChoice>()?;
-    if let Some(query) = &args.query {
-        ResearchRequest::new(query.clone()).validate()?;
+
+    fn graph_drawing(_: &McpResearchArgs, _: &CommonArgs) -> Result<String, ExampleError> {
+        graph_drawing()
     }
-    let mut session = RunSession::begin(RunRequest {
-        thread: common
+
+    fn thread(common: &CommonArgs) -> Option<String> {
+        common
             .thread
             .clone()
-            .or_else(|| (!common.resume).then(new_session_id)),
-        out: common.out.clone(),
-        resume: common.resume,
-        given: GivenOptions::from_matches(matches),
-        ..RunRequest::new("mcp-research")
-    })?;
-    let query = match (&args.query, session.saved_input()) {
-        (Some(query), _) => query.clone(),
-        (None, Some(saved)) => saved["query"].as_str().unwrap_or(DEFAULT_QUERY).to_owned(),
-        (None, None) => DEFAULT_QUERY.to_owned(),
-    };
-    let model_spec: String = session.option("model", common.model.clone())?;
-    let servers: Vec<String> = session.option("mcp_server", args.options.mcp_servers.clone())?;
-    let enabled_tools: Vec<String> =
-        session.option("enabled_tools", args.options.enabled_tools.clone())?;
-    let max_iterations: u32 = session.option("max_iterations", args.options.max_iterations)?;
-    let max_parallel: usize = session.option(
-        "max_parallel_sub_agents",
-        args.options.max_parallel_sub_agents,
-    )?;
-    let threshold: f32 =
-        session.option("confidence_threshold", args.options.confidence_threshold)?;
-    // A demo knob, not part of the run: a resume uses its own (default none).
-    let delay = common.offline_delay_ms;
-    let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
-    let specs = if servers == args.options.mcp_servers {
-        specs
-    } else {
-        server_specs(&servers)?
-    };
-    let source = connect(&specs).await?;
-    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
-    let config = EngineConfig {
-        default_model: model_spec.parse()?,
-        offline: offline(delay),
-        max_parallel_sub_agents: max_parallel,
-        confidence_threshold: threshold,
-        default_max_iterations: max_iterations,
-        ..EngineConfig::new(source.clone(), Arc::clone(&checkpointer.saver))
-    };
-    let engine = Engine::new(config)?;
-    session.record_start(
-        &checkpoint,
-        json!({ "query": query, "enabled_tools": enabled_tools }),
-    )?;
-    if !common.quiet {
-        eprintln!(
-            "mcp-research, session {}, model {model_spec}, MCP {}, checkpoints {checkpoint}, outputs in {}",
-            session.thread(),
-            if specs.is_empty() {
-                "bundled".to_owned()
-            } else {
-                specs
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-            session.dir().path().display()
-        );
+            .or_else(|| (!common.resume).then(new_session_id))
     }
-    let request = ResearchRequest {
-        query: query.clone(),
-        session_id: Some(session.thread().to_owned()),
-        enabled_tools: (!enabled_tools.is_empty()).then_some(enabled_tools),
-        max_iterations: Some(max_iterations),
-        ..ResearchRequest::default()
-    };
-    let mut started = match engine.start(request).await {
-        Ok(started) => started,
-        Err(e) => {
-            session.record_failure(&e);
-            return Err(e);
+
+    fn check(args: &McpResearchArgs, common: &CommonArgs) -> Result<Self::Given, ExampleError> {
+        check_options(&args.options)?;
+        let specs = server_specs(&args.options.mcp_servers)?;
+        common.model.parse::<ModelChoice>()?;
+        if let Some(query) = &args.query {
+            ResearchRequest::new(query.clone()).validate()?;
         }
-    };
-    let mut transcript = String::new();
-    while let Some(marker) = started.markers.recv().await {
-        let line = marker.to_line();
-        for data in line.split('\n') {
-            let _ = writeln!(transcript, "data: {data}");
-        }
-        transcript.push('\n');
-        if common.stream {
-            emit_json_line(&json!({"type": "marker", "name": marker.name(), "text": line}));
-        } else if !common.quiet {
-            println!("{line}");
+        Ok(specs)
+    }
+
+    async fn plan(
+        args: McpResearchArgs,
+        common: &CommonArgs,
+        specs: Vec<McpServerSpec>,
+        session: &mut RunSession,
+    ) -> Result<McpResearchPlan, ExampleError> {
+        let query = match (&args.query, session.saved_input()) {
+            (Some(query), _) => query.clone(),
+            (None, Some(saved)) => saved["query"].as_str().unwrap_or(DEFAULT_QUERY).to_owned(),
+            (None, None) => DEFAULT_QUERY.to_owned(),
+        };
+        let options = args.options;
+        let model_spec: String = session.option("model", common.model.clone())?;
+        let servers: Vec<String> = session.option("mcp_server", options.mcp_servers.clone())?;
+        let enabled_tools: Vec<String> = session.option("enabled_tools", options.enabled_tools)?;
+        let max_iterations: u32 = session.option("max_iterations", options.max_iterations)?;
+        let max_parallel: usize =
+            session.option("max_parallel_sub_agents", options.max_parallel_sub_agents)?;
+        let threshold: f32 =
+            session.option("confidence_threshold", options.confidence_threshold)?;
+        let specs = if servers == options.mcp_servers {
+            specs
+        } else {
+            server_specs(&servers)?
+        };
+        let source = connect(&specs).await?;
+        Ok(McpResearchPlan {
+            query,
+            model_spec,
+            specs,
+            source,
+            enabled_tools,
+            max_iterations,
+            max_parallel,
+            threshold,
+            // A demo knob, not part of the run: a resume uses its own (default none).
+            delay_ms: common.offline_delay_ms,
+        })
+    }
+}
+
+impl Plan for McpResearchPlan {
+    fn input(&self) -> serde_json::Value {
+        json!({ "query": self.query, "enabled_tools": self.enabled_tools })
+    }
+
+    fn start_line(&self) -> (String, String) {
+        let servers = if self.specs.is_empty() {
+            "bundled".to_owned()
+        } else {
+            self.specs
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        (
+            McpResearch::NAME.to_owned(),
+            format!("model {}, MCP {servers}", self.model_spec),
+        )
+    }
+
+    /// `mcp-research, session S, model M, MCP ..., checkpoints C, outputs in DIR`: no
+    /// progress bars here, the markers are the progress.
+    fn announce(&self, session: &RunSession, checkpoint: &CheckpointChoice, progress: &Progress) {
+        if progress.mode() != ProgressMode::Quiet {
+            let (what, details) = self.start_line();
+            eprintln!(
+                "{what}, session {}, {details}, checkpoints {checkpoint}, outputs in {}",
+                session.thread(),
+                session.dir().path().display()
+            );
         }
     }
-    let outcome = started
-        .finished
-        .await
-        .map_err(|e| ExampleError::Usage(format!("the research task failed: {e}")))?;
-    write_text_atomic(&session.dir().join("sse.txt"), &transcript)?;
-    source.close().await;
-    checkpointer.close().await;
-    match outcome {
-        Ok(state) => {
-            let lines = write_outputs(session.dir().path(), &state, engine.graph())?;
-            let text = format!(
-                "{} iterations, {} documents, {} findings, {} sources, confidence {:.2}\n{}\n",
-                state.iteration_count,
-                state.docs_processed,
-                state.findings.len(),
-                state.extracted_sources.len(),
-                state.overall_confidence,
-                lines.join("\n")
-            );
-            session.finish(RunStatus::Finished, &text, common.stream)
+
+    async fn run(self, launch: Launch<'_>) -> Result<Ending, ExampleError> {
+        let (session, common) = (launch.session, launch.common);
+        let config = EngineConfig {
+            default_model: self.model_spec.parse()?,
+            offline: offline(self.delay_ms),
+            max_parallel_sub_agents: self.max_parallel,
+            confidence_threshold: self.threshold,
+            default_max_iterations: self.max_iterations,
+            ..EngineConfig::new(self.source.clone(), launch.checkpointer)
+        };
+        let engine = Engine::new(config)?;
+        let request = ResearchRequest {
+            query: self.query,
+            session_id: Some(session.thread().to_owned()),
+            enabled_tools: (!self.enabled_tools.is_empty()).then_some(self.enabled_tools),
+            max_iterations: Some(self.max_iterations),
+            ..ResearchRequest::default()
+        };
+        let mut started = engine.start(request).await?;
+        let mut transcript = String::new();
+        while let Some(marker) = started.markers.recv().await {
+            let line = marker.to_line();
+            for data in line.split('\n') {
+                let _ = writeln!(transcript, "data: {data}");
+            }
+            transcript.push('\n');
+            if common.stream {
+                emit_json_line(&json!({"type": "marker", "name": marker.name(), "text": line}));
+            } else if !common.quiet {
+                println!("{line}");
+            }
         }
-        Err(message) => {
-            let text = format!(
-                "the research failed: {message}\ntranscript: {}\n",
-                session.dir().join("sse.txt").display()
-            );
-            session.finish(RunStatus::Failed, &text, common.stream)
+        let outcome = started
+            .finished
+            .await
+            .map_err(|e| ExampleError::Usage(format!("the research task failed: {e}")))?;
+        write_text_atomic(&session.dir().join("sse.txt"), &transcript)?;
+        self.source.close().await;
+        match outcome {
+            Ok(state) => {
+                let lines = write_outputs(session.dir().path(), &state, engine.graph())?;
+                let text = format!(
+                    "{} iterations, {} documents, {} findings, {} sources, confidence {:.2}\n{}\n",
+                    state.iteration_count,
+                    state.docs_processed,
+                    state.findings.len(),
+                    state.extracted_sources.len(),
+                    state.overall_confidence,
+                    lines.join("\n")
+                );
+                Ok(Ending::Finish(RunStatus::Finished, text))
+            }
+            Err(message) => {
+                let text = format!(
+                    "the research failed: {message}\ntranscript: {}\n",
+                    session.dir().join("sse.txt").display()
+                );
+                Ok(Ending::Finish(RunStatus::Failed, text))
+            }
         }
     }
 }
@@ -316,7 +382,7 @@ fn graph_drawing() -> Result<String, ExampleError> {
 ///
 /// # Errors
 /// [`ExampleError::Io`] when a file cannot be written.
-pub fn write_outputs(
+pub(crate) fn write_outputs(
     dir: &std::path::Path,
     state: &ResearchAgentState,
     graph: &graphkit::CompiledGraph<ResearchAgentState>,

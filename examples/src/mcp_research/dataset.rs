@@ -82,7 +82,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in the order of [`Event`]'s members.
-    pub const ALL: [Field; 8] = [
+    pub(crate) const ALL: [Field; 8] = [
         Field::Id,
         Field::Country,
         Field::EventType,
@@ -94,7 +94,7 @@ impl Field {
     ];
 
     /// The fields with few distinct values, which make sense to group by.
-    pub const GROUPABLE: [Field; 4] = [
+    pub(crate) const GROUPABLE: [Field; 4] = [
         Field::Country,
         Field::EventType,
         Field::Conclusion,
@@ -116,7 +116,7 @@ impl Field {
     }
 
     /// The field named `name` (exact, lower case), if any.
-    pub fn from_name(name: &str) -> Option<Field> {
+    pub(crate) fn from_name(name: &str) -> Option<Field> {
         Field::ALL.into_iter().find(|field| field.name() == name)
     }
 }

@@ -30,7 +30,7 @@ use crate::shared::{ExampleError, ModelChoice};
 const RECURSION_LIMIT: usize = 5 * 50 + 20;
 
 /// The providers a request may name (`offline` is the deterministic stand-in).
-pub const PROVIDERS: [&str; 4] = ["anthropic", "openai", "ollama", "offline"];
+pub(crate) const PROVIDERS: [&str; 4] = ["anthropic", "openai", "ollama", "offline"];
 
 /// The body of `POST /research`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -227,7 +227,7 @@ impl std::fmt::Debug for Engine {
 }
 
 /// A new session id: `research-` and a random UUID (v4).
-pub fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     let bytes: [u8; 16] = rand::random();
     let mut b = bytes;
     b[6] = (b[6] & 0x0f) | 0x40;
@@ -283,7 +283,7 @@ impl Engine {
     }
 
     /// The sessions this process is running.
-    pub fn running_sessions(&self) -> Vec<String> {
+    pub(crate) fn running_sessions(&self) -> Vec<String> {
         let mut ids: Vec<String> = self
             .inner
             .running
@@ -301,7 +301,7 @@ impl Engine {
     /// # Errors
     /// [`ExampleError::Input`] for an unknown provider; [`ExampleError::Model`] when the
     /// provider cannot be set up (a missing key names the variable).
-    pub fn model_for(
+    pub(crate) fn model_for(
         &self,
         provider: &str,
         model: &str,

@@ -50,7 +50,7 @@ use tokio::sync::oneshot;
 use super::dataset::{self, CONCLUSIONS, Event, Field};
 
 /// The name the server introduces itself with.
-pub const SERVER_NAME: &str = "graphkit-events";
+pub(crate) const SERVER_NAME: &str = "graphkit-events";
 
 /// The tool over every event.
 pub const ANALYZE_ALL_EVENTS: &str = "analyze_all_events";
@@ -59,13 +59,13 @@ pub const ANALYZE_ALL_EVENTS: &str = "analyze_all_events";
 pub const ANALYZE_EVENTS_BY_CONCLUSION: &str = "analyze_events_by_conclusion";
 
 /// `top_n` when the call gives none.
-pub const DEFAULT_TOP_N: usize = 10;
+pub(crate) const DEFAULT_TOP_N: usize = 10;
 
 /// The largest `top_n`.
-pub const MAX_TOP_N: usize = 100;
+pub(crate) const MAX_TOP_N: usize = 100;
 
 /// The largest `samples_per_bucket`.
-pub const MAX_SAMPLES_PER_BUCKET: usize = 20;
+pub(crate) const MAX_SAMPLES_PER_BUCKET: usize = 20;
 
 /// An example of `filters`, quoted in error messages.
 const FILTERS_EXAMPLE: &str = r#"{"country":"France","year":{"gte":2015,"lte":2020}}"#;
@@ -100,7 +100,7 @@ pub struct AnalyzeArgs {
 /// Arguments of `analyze_events_by_conclusion`: `conclusion`, plus the arguments of
 /// `analyze_all_events`.
 #[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
-pub struct ByConclusionArgs {
+pub(crate) struct ByConclusionArgs {
     /// Only events with this conclusion: `resolved`, `contained`, `ongoing`, `escalated`,
     /// `inconclusive` or `under_investigation`.
     pub conclusion: String,
@@ -176,7 +176,7 @@ impl Query {
     /// # Errors
     /// As [`from_all_events`](Self::from_all_events), and when `conclusion` is not one of
     /// [`CONCLUSIONS`].
-    pub fn from_by_conclusion(args: ByConclusionArgs) -> Result<Query, ToolError> {
+    pub(crate) fn from_by_conclusion(args: ByConclusionArgs) -> Result<Query, ToolError> {
         let invalid = |message: String| invalid(ANALYZE_EVENTS_BY_CONCLUSION, message);
         let conclusion = args.conclusion.trim();
         let Some(conclusion) = CONCLUSIONS

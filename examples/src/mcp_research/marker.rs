@@ -163,7 +163,7 @@ mod erased {
 /// The progress (0-100) at `phase` in iteration `iteration` of `max_iterations`: planning
 /// at iteration i is `5 + 80·(i−1)/max`; a sub-agent phase keeps its iteration's value;
 /// synthesizing is 90, complete 100.
-pub fn progress_for(phase: ResearchPhase, iteration: u32, max_iterations: u32) -> u8 {
+pub(crate) fn progress_for(phase: ResearchPhase, iteration: u32, max_iterations: u32) -> u8 {
     match phase {
         ResearchPhase::Synthesizing => 90,
         ResearchPhase::Complete => 100,

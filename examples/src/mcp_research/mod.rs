@@ -28,7 +28,7 @@ pub mod events_server;
 mod graph;
 mod marker;
 mod nodes;
-pub mod prompts;
+pub(crate) mod prompts;
 pub mod service;
 mod source;
 mod standin;
@@ -36,25 +36,17 @@ mod state;
 pub mod subagents;
 pub mod web;
 
-pub use engine::{
-    Engine, EngineConfig, PROVIDERS, ResearchRequest, Session, SessionStatus, new_session_id,
-};
+pub use engine::{Engine, EngineConfig, ResearchRequest, Session};
+
 pub use graph::build_graph;
-pub use marker::{CompleteStats, Marker, progress_for};
-pub use nodes::{
-    ACCUMULATE, CHECK_COMPLETION, EXECUTE_SUB_AGENTS, INITIALIZATION, MAX_CALLS_PER_BATCH,
-    PLANNING, PlannerDecision, ResearchDeps, SYNTHESIS, SYNTHESIZE, check_completion,
-};
-pub use source::{
-    BUNDLED_SERVER, EventsSource, Hit, McpServerSpec, ToolAnswer, connect, read_answer,
-};
-pub use standin::{field_for, offline_model};
-pub use state::{
-    AggregationResult, Bucket, ChartConfig, ChartData, ChartDataset, Evidence, Finding,
-    Perspective, ResearchAgentState, ResearchAgentStateUpdate, ResearchPhase, Sample, Source,
-    SubAgentCall, SubAgentOutput, SubQuestion, ToolSchema, ValidationIssue,
-};
-pub use subagents::{
-    AgentContext, DataArgs, SubAgent, SubAgentFailure, SubAgentRegistry, merge_buckets,
-    select_tools,
-};
+
+pub use marker::{CompleteStats, Marker};
+pub(crate) use nodes::ResearchDeps;
+pub use nodes::check_completion;
+
+pub use source::{EventsSource, McpServerSpec, connect};
+
+pub use standin::offline_model;
+
+pub use state::{Bucket, Evidence, Finding, ResearchAgentState, ResearchPhase};
+pub use subagents::{AgentContext, DataArgs, SubAgentRegistry, merge_buckets, select_tools};

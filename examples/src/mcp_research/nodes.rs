@@ -20,23 +20,23 @@ use super::state::{
 use super::subagents::{AgentContext, SubAgentRegistry, write_report};
 
 /// Node names.
-pub const INITIALIZATION: &str = "initialization";
+pub(crate) const INITIALIZATION: &str = "initialization";
 /// The planner.
-pub const PLANNING: &str = "planning";
+pub(crate) const PLANNING: &str = "planning";
 /// Runs the batch.
-pub const EXECUTE_SUB_AGENTS: &str = "execute_sub_agents";
+pub(crate) const EXECUTE_SUB_AGENTS: &str = "execute_sub_agents";
 /// Merges the batch's outputs.
-pub const ACCUMULATE: &str = "accumulate";
+pub(crate) const ACCUMULATE: &str = "accumulate";
 /// Decides: plan again, synthesize, or end.
-pub const CHECK_COMPLETION: &str = "check_completion";
+pub(crate) const CHECK_COMPLETION: &str = "check_completion";
 /// Writes the report.
-pub const SYNTHESIS: &str = "synthesis";
+pub(crate) const SYNTHESIS: &str = "synthesis";
 
 /// The one `next_action` the planner may choose.
-pub const SYNTHESIZE: &str = "synthesize";
+pub(crate) const SYNTHESIZE: &str = "synthesize";
 
 /// The most calls kept from one planner reply.
-pub const MAX_CALLS_PER_BATCH: usize = 6;
+pub(crate) const MAX_CALLS_PER_BATCH: usize = 6;
 
 /// What the nodes need: the model, the MCP tools, the sub-agents and the limits.
 #[derive(Clone)]
@@ -46,11 +46,11 @@ pub struct ResearchDeps {
     /// The MCP tools.
     pub source: Arc<dyn EventsSource>,
     /// The sub-agents.
-    pub registry: SubAgentRegistry,
+    pub(crate) registry: SubAgentRegistry,
     /// Calls of one batch run at once.
-    pub max_parallel_sub_agents: usize,
+    pub(crate) max_parallel_sub_agents: usize,
     /// Confidence at which the research goes to synthesis.
-    pub confidence_threshold: f32,
+    pub(crate) confidence_threshold: f32,
 }
 
 impl std::fmt::Debug for ResearchDeps {
@@ -66,13 +66,13 @@ impl std::fmt::Debug for ResearchDeps {
 
 /// The planner's structured reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct PlannerDecision {
+pub(crate) struct PlannerDecision {
     /// The batch: sub-agents to run in parallel now.
     #[schemars(length(max = 6))]
-    pub sub_agent_calls: Vec<SubAgentCall>,
+    pub(crate) sub_agent_calls: Vec<SubAgentCall>,
     /// `"synthesize"` to write the report now.
     #[serde(default)]
-    pub next_action: Option<String>,
+    pub(crate) next_action: Option<String>,
     /// How well the data collected so far answers the query (0-1).
     #[serde(default)]
     pub confidence: Option<f32>,
@@ -184,7 +184,7 @@ pub async fn planning(
             )
         }),
     );
-    let request = planner_request(&state, &deps.registry);
+    let request = planner_request(&state, &deps.registry.describe());
     let decision = Arc::clone(&deps.model)
         .with_options(
             graphkit_llm::CallOptions::new()

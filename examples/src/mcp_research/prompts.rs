@@ -5,10 +5,9 @@
 use serde::Serialize;
 
 use super::state::{AggregationResult, Finding, ResearchAgentState, Source};
-use super::subagents::SubAgentRegistry;
 
 /// The planner's system prompt.
-pub const PLANNER: &str = "You are the planner of a research agent over an events database reached through MCP tools. \
+pub(crate) const PLANNER: &str = "You are the planner of a research agent over an events database reached through MCP tools. \
 Each iteration you choose a batch of sub-agent calls. Calls in one batch run in parallel and cannot see each other's \
 output: put dependent work in the next iteration. Typical flow: decompose the question and aggregate counts; then \
 sample documents (the sampler extracts findings from them); then choose next_action \"synthesize\" when the data \
@@ -16,16 +15,16 @@ answers the question. Use only the listed sub-agents and tools. Reply with JSON:
 (\"synthesize\" or null), confidence (0-1, how well the collected data answers the question), reasoning (one sentence).";
 
 /// The system prompt of the LLM sub-agents.
-pub const ANALYST: &str = "You are a careful research analyst. Use only the facts given. Reply in the requested JSON format, briefly.";
+pub(crate) const ANALYST: &str = "You are a careful research analyst. Use only the facts given. Reply in the requested JSON format, briefly.";
 
 /// One line of JSON for a prompt section.
-pub fn json_line(value: &impl Serialize) -> String {
+pub(crate) fn json_line(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
-/// The planner's request: the query, the iteration, the tools, the sub-agents and a digest
-/// of the state.
-pub fn planner_request(state: &ResearchAgentState, registry: &SubAgentRegistry) -> String {
+/// The planner's request: the query, the iteration, the tools, the sub-agents (`agents`,
+/// one `- name: description` line each) and a digest of the state.
+pub(crate) fn planner_request(state: &ResearchAgentState, agents: &str) -> String {
     let tools: Vec<serde_json::Value> = state
         .available_tools
         .iter()
@@ -40,7 +39,6 @@ pub fn planner_request(state: &ResearchAgentState, registry: &SubAgentRegistry) 
         iteration = state.iteration_count + 1,
         max = state.max_iterations,
         enabled = state.enabled_tools.join(", "),
-        agents = registry.describe(),
         tools = json_line(&tools),
         questions = state.sub_questions.len(),
         aggregations = state.aggregation_results.len(),
@@ -59,7 +57,7 @@ pub fn planner_request(state: &ResearchAgentState, registry: &SubAgentRegistry) 
 }
 
 /// The synthesizer's request: the query and the collected data as JSON lines.
-pub fn synthesis_request(state: &ResearchAgentState) -> String {
+pub(crate) fn synthesis_request(state: &ResearchAgentState) -> String {
     let findings: Vec<&Finding> = state.findings.iter().take(20).collect();
     let sources: Vec<&Source> = state.extracted_sources.iter().take(20).collect();
     format!(
@@ -76,7 +74,7 @@ pub fn synthesis_request(state: &ResearchAgentState) -> String {
 }
 
 /// Aggregations with at most 15 buckets each (prompts stay short).
-pub fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<AggregationResult> {
+pub(crate) fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<AggregationResult> {
     aggregations
         .iter()
         .map(|a| AggregationResult {
@@ -90,7 +88,7 @@ pub fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<Aggregatio
 }
 
 /// The text after `label` on its line of `text`.
-pub fn labelled<'a>(text: &'a str, label: &str) -> &'a str {
+pub(crate) fn labelled<'a>(text: &'a str, label: &str) -> &'a str {
     text.lines()
         .find_map(|l| l.trim().strip_prefix(label))
         .unwrap_or_default()

@@ -23,7 +23,7 @@ use super::engine::{Engine, ResearchRequest};
 use crate::shared::ExampleError;
 
 /// The header carrying the session id of a `POST /research` answer.
-pub const SESSION_HEADER: &str = "x-session-id";
+pub(crate) const SESSION_HEADER: &str = "x-session-id";
 
 /// The service's routes over `engine`: `POST /research`,
 /// `GET /research/status/{session_id}`, `GET /research/tools`, and the web page

@@ -15,7 +15,7 @@ use super::state::Bucket;
 use crate::shared::ExampleError;
 
 /// The name of the bundled MCP server binary (built with the examples crate).
-pub const BUNDLED_SERVER: &str = "graphkit-events-mcp";
+pub(crate) const BUNDLED_SERVER: &str = "graphkit-events-mcp";
 
 /// The MCP tools the research runs on: discovery and calls. [`McpToolSet`] is the real
 /// one (one or more servers); tests wrap it to stop a server midway.
@@ -108,7 +108,7 @@ impl std::fmt::Display for McpServerSpec {
 impl McpServerSpec {
     /// The bundled server's path: next to the current executable (or one folder up, for
     /// test binaries in `target/debug/deps`).
-    pub fn bundled_path() -> PathBuf {
+    pub(crate) fn bundled_path() -> PathBuf {
         let exe = std::env::current_exe().unwrap_or_default();
         let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
         let beside = dir.join(BUNDLED_SERVER);
@@ -125,7 +125,7 @@ impl McpServerSpec {
     /// binary next to the current executable; when it is not built (`cargo run --bin
     /// graphkit-research` builds only that binary), `graphkit-research` serves the same
     /// tools itself through its hidden `mcp-research events-server` subcommand.
-    pub fn transport(&self) -> McpTransport {
+    pub(crate) fn transport(&self) -> McpTransport {
         match self {
             Self::Bundled => {
                 let path = Self::bundled_path();
@@ -195,7 +195,7 @@ pub async fn connect(servers: &[McpServerSpec]) -> Result<Arc<McpToolSet>, Examp
 
 /// A document of a tool's answer (`{_id, _source}`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Hit {
+pub(crate) struct Hit {
     /// `_id`.
     pub id: String,
     /// `_source`.
@@ -225,21 +225,21 @@ impl Hit {
 
 /// A tool's answer, read from the app protocol.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolAnswer {
+pub(crate) struct ToolAnswer {
     /// `aggregations.group_by.buckets[]`, each with its samples
     /// (`samples.hits.hits[]`, Elasticsearch `top_hits` style).
     pub buckets: Vec<(Bucket, Vec<Hit>)>,
     /// `hits.hits[]`.
     pub hits: Vec<Hit>,
     /// `aggregations.group_by.sum_other_doc_count`: documents in buckets cut by `top_n`.
-    pub other_doc_count: u64,
+    pub(crate) other_doc_count: u64,
 }
 
 /// Reads a tool result: `structuredContent`, else JSON in the text content.
 ///
 /// # Errors
 /// A message saying what is missing when the result is neither.
-pub fn read_answer(result: &McpCallResult) -> Result<ToolAnswer, String> {
+pub(crate) fn read_answer(result: &McpCallResult) -> Result<ToolAnswer, String> {
     let value = match &result.structured {
         Some(value) => value.clone(),
         None => serde_json::from_str::<Value>(result.text.trim()).map_err(|_| {

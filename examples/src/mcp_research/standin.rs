@@ -34,7 +34,7 @@ pub fn offline_model() -> StandInModel {
 }
 
 /// The field a query asks about: event type, conclusion, year, else country.
-pub fn field_for(query: &str) -> &'static str {
+pub(crate) fn field_for(query: &str) -> &'static str {
     let q = query.to_lowercase();
     if q.contains("type") || q.contains("kind") {
         "event_type"

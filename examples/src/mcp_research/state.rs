@@ -67,7 +67,7 @@ pub struct SubAgentCall {
     /// The sub-agent (`aggregator`, `sampler`, `scanner`, `decomposer`, `perspective`,
     /// `extractor`, `synthesizer`, `validator`, `gap_analyzer`).
     #[schemars(length(max = 40))]
-    pub agent_name: String,
+    pub(crate) agent_name: String,
     /// Its arguments (see each agent's description in the planner prompt).
     #[serde(default)]
     pub arguments: Value,
@@ -88,7 +88,7 @@ pub struct Perspective {
     /// A short name for the angle or persona.
     pub name: String,
     /// What it looks at.
-    pub angle: String,
+    pub(crate) angle: String,
 }
 
 /// One bucket of an aggregation: a value of the grouped field and how many documents
@@ -113,7 +113,7 @@ pub struct AggregationResult {
     pub buckets: Vec<Bucket>,
     /// Documents in buckets not listed (cut by `top_n`).
     #[serde(default)]
-    pub other_doc_count: u64,
+    pub(crate) other_doc_count: u64,
 }
 
 impl AggregationResult {
@@ -127,17 +127,17 @@ impl AggregationResult {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// The document id (`_id`).
-    pub doc_id: String,
+    pub(crate) doc_id: String,
     /// Its text (title and summary).
     pub content: String,
     /// The bucket it was sampled from.
-    pub stratum: String,
+    pub(crate) stratum: String,
     /// The tool that returned it.
     pub tool: String,
 }
 
 /// The key samples merge by: tool and document.
-pub fn sample_key(sample: &Sample) -> Option<(String, String)> {
+pub(crate) fn sample_key(sample: &Sample) -> Option<(String, String)> {
     Some((sample.tool.clone(), sample.doc_id.clone()))
 }
 
@@ -145,7 +145,7 @@ pub fn sample_key(sample: &Sample) -> Option<(String, String)> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     /// The document quoted.
-    pub doc_id: String,
+    pub(crate) doc_id: String,
     /// The quote.
     #[schemars(length(max = 400))]
     pub quote: String,
@@ -170,7 +170,7 @@ pub struct Finding {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ValidationIssue {
     /// The index of the finding in `findings`.
-    pub finding_idx: usize,
+    pub(crate) finding_idx: usize,
     /// What is wrong (a contradiction, missing evidence).
     pub issue: String,
 }
@@ -185,12 +185,12 @@ pub struct Source {
 }
 
 /// The key sources merge by: the URL.
-pub fn source_key(source: &Source) -> Option<String> {
+pub(crate) fn source_key(source: &Source) -> Option<String> {
     Some(source.url.clone())
 }
 
 /// The key sub-questions merge by: the id.
-pub fn question_key(question: &SubQuestion) -> Option<String> {
+pub(crate) fn question_key(question: &SubQuestion) -> Option<String> {
     Some(question.id.clone())
 }
 
@@ -227,7 +227,7 @@ pub struct ChartDataset {
 
 impl ChartConfig {
     /// The bar chart of an aggregation.
-    pub fn from_aggregation(aggregation: &AggregationResult) -> Self {
+    pub(crate) fn from_aggregation(aggregation: &AggregationResult) -> Self {
         Self {
             kind: "bar".into(),
             title: format!("Events by {} ({})", aggregation.field, aggregation.tool),
@@ -257,10 +257,10 @@ pub struct SubAgentOutput {
     pub failed: bool,
     /// Decomposer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sub_questions: Vec<SubQuestion>,
+    pub(crate) sub_questions: Vec<SubQuestion>,
     /// Perspective.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub perspectives: Vec<Perspective>,
+    pub(crate) perspectives: Vec<Perspective>,
     /// Aggregator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aggregations: Vec<AggregationResult>,
@@ -272,7 +272,7 @@ pub struct SubAgentOutput {
     pub findings: Vec<Finding>,
     /// Validator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub validation: Vec<ValidationIssue>,
+    pub(crate) validation: Vec<ValidationIssue>,
     /// Gap analyzer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gaps: Option<Vec<String>>,

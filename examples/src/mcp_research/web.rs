@@ -31,27 +31,27 @@ pub struct Asset {
     /// The path it is served at.
     pub path: &'static str,
     /// Its `Content-Type`.
-    pub content_type: &'static str,
+    pub(crate) content_type: &'static str,
     /// Its bytes, embedded at build time.
     pub body: &'static str,
 }
 
 /// `GET /`: the page.
-pub const INDEX_HTML: Asset = Asset {
+pub(crate) const INDEX_HTML: Asset = Asset {
     path: "/",
     content_type: "text/html; charset=utf-8",
     body: include_str!("../../web/mcp-research/index.html"),
 };
 
 /// `GET /app.js`: the page's script.
-pub const APP_JS: Asset = Asset {
+pub(crate) const APP_JS: Asset = Asset {
     path: "/app.js",
     content_type: "text/javascript; charset=utf-8",
     body: include_str!("../../web/mcp-research/app.js"),
 };
 
 /// `GET /style.css`: the page's style sheet.
-pub const STYLE_CSS: Asset = Asset {
+pub(crate) const STYLE_CSS: Asset = Asset {
     path: "/style.css",
     content_type: "text/css; charset=utf-8",
     body: include_str!("../../web/mcp-research/style.css"),

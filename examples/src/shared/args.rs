@@ -49,11 +49,11 @@ pub struct CommonArgs {
 
     /// Print the JSON Schema of the input and exit.
     #[arg(long)]
-    pub print_input_schema: bool,
+    pub(crate) print_input_schema: bool,
 
     /// Print the workflow's graph as a Mermaid flowchart and exit.
     #[arg(long)]
-    pub print_graph: bool,
+    pub(crate) print_graph: bool,
 
     /// Machine-readable output: every node update and event as one JSON object per line on
     /// stdout (plain values: lists as lists), human text on stderr. Pipe it to jq.
@@ -66,7 +66,7 @@ pub struct CommonArgs {
 
     /// The offline model waits this many milliseconds per reply (demos of progress and resume).
     #[arg(long, value_name = "MS", default_value_t = 0, hide = true)]
-    pub offline_delay_ms: u64,
+    pub(crate) offline_delay_ms: u64,
 
     /// Search this document directory (offline) instead of the default: the corpus shipped
     /// with the crate for the offline model, Tavily for real models when TAVILY_API_KEY is set.
@@ -77,7 +77,7 @@ pub struct CommonArgs {
 impl CommonArgs {
     /// The first of `flags` (a given-or-not test and the flag's name) that was given: for a
     /// workflow to refuse options it has no use for.
-    pub fn first_given(flags: &[(bool, &'static str)]) -> Option<&'static str> {
+    pub(crate) fn first_given(flags: &[(bool, &'static str)]) -> Option<&'static str> {
         flags
             .iter()
             .find_map(|&(given, flag)| given.then_some(flag))

@@ -32,7 +32,7 @@ pub enum CheckpointChoice {
 
 impl CheckpointChoice {
     /// `true` when checkpoints outlive the process.
-    pub fn is_durable(&self) -> bool {
+    pub(crate) fn is_durable(&self) -> bool {
         !matches!(self, Self::Memory)
     }
 
@@ -62,7 +62,7 @@ impl CheckpointChoice {
 
 /// An open checkpointer, closed cleanly with [`close`](Self::close) at the end of a run
 /// (SQLite then folds its write-ahead log into the database file).
-pub struct OpenCheckpointer {
+pub(crate) struct OpenCheckpointer {
     /// The checkpointer.
     pub saver: Arc<dyn Checkpointer>,
     sqlite: Option<SqliteSaver>,
@@ -90,7 +90,7 @@ impl CheckpointChoice {
     /// The backend as `run.json` records it: a SQLite path inside `run_dir` relative to
     /// it (`sqlite:checkpoints.sqlite`), other paths absolute; a PostgreSQL URL with its
     /// password replaced by `***` (never stored).
-    pub fn to_manifest(&self, run_dir: &Path) -> String {
+    pub(crate) fn to_manifest(&self, run_dir: &Path) -> String {
         match self {
             Self::Sqlite(path) => {
                 let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
@@ -111,7 +111,7 @@ impl CheckpointChoice {
     /// # Errors
     /// [`ExampleError::Usage`] for an unknown backend, or a PostgreSQL URL whose password
     /// was not stored (pass `--checkpoint` again).
-    pub fn from_manifest(recorded: &str, run_dir: &Path) -> Result<Self, ExampleError> {
+    pub(crate) fn from_manifest(recorded: &str, run_dir: &Path) -> Result<Self, ExampleError> {
         match recorded.parse::<Self>()? {
             Self::Sqlite(path) if path.is_relative() => Ok(Self::Sqlite(run_dir.join(path))),
             Self::Postgres(url) if url.contains(":***@") => Err(ExampleError::Usage(format!(
@@ -130,7 +130,7 @@ impl CheckpointChoice {
     ///
     /// # Errors
     /// [`ExampleError::Resume`] for the checks above; as [`open`](Self::open).
-    pub async fn open_for_run(
+    pub(crate) async fn open_for_run(
         &self,
         resuming: Option<RunStatus>,
     ) -> Result<OpenCheckpointer, ExampleError> {

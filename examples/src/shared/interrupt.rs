@@ -27,7 +27,7 @@ impl StopSignal {
 
     /// A signal triggered by Ctrl-C (SIGINT): the first asks for a clean stop, the second
     /// for an immediate one. Must be called inside a tokio runtime.
-    pub fn on_ctrl_c(quiet: bool) -> Self {
+    pub(crate) fn on_ctrl_c(quiet: bool) -> Self {
         let signal = Self::new();
         let listener = signal.clone();
         tokio::spawn(async move {
@@ -53,17 +53,17 @@ impl StopSignal {
     }
 
     /// `true` once a stop was asked for.
-    pub fn is_requested(&self) -> bool {
+    pub(crate) fn is_requested(&self) -> bool {
         self.requested.is_cancelled()
     }
 
     /// Completes when a stop is asked for.
-    pub async fn requested(&self) {
+    pub(crate) async fn requested(&self) {
         self.requested.cancelled().await;
     }
 
     /// The token that cancels the run at once (a second Ctrl-C).
-    pub fn immediate(&self) -> CancellationToken {
+    pub(crate) fn immediate(&self) -> CancellationToken {
         self.immediate.clone()
     }
 
@@ -74,7 +74,7 @@ impl StopSignal {
     ///
     /// # Errors
     /// [`ExampleError::Interrupted`] as above; the run's own error otherwise.
-    pub async fn next_event<S: State>(
+    pub(crate) async fn next_event<S: State>(
         &self,
         stream: &mut RunStream<S>,
     ) -> Result<Option<StreamEvent<S>>, ExampleError> {

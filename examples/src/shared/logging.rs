@@ -12,18 +12,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 #[derive(Debug)]
 #[must_use = "dropping the guard stops the span export"]
 pub struct Logging {
+    /// Held for its `Drop` (the flush), never read.
     #[cfg(feature = "otel")]
-    otel: Option<graphkit::otel::OtelGuard>,
-}
-
-impl Logging {
-    /// Whether spans are being exported to an OpenTelemetry collector.
-    pub fn exporting(&self) -> bool {
-        #[cfg(feature = "otel")]
-        return self.otel.is_some();
-        #[cfg(not(feature = "otel"))]
-        false
-    }
+    _otel: Option<graphkit::otel::OtelGuard>,
 }
 
 /// Installs the global subscriber for a binary called `service`.
@@ -52,7 +43,7 @@ pub fn init(service: &str) -> Logging {
         } else {
             registry.init();
         }
-        Logging { otel }
+        Logging { _otel: otel }
     }
     #[cfg(not(feature = "otel"))]
     {

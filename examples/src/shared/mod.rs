@@ -6,30 +6,34 @@
 //! ([`Progress`]), Ctrl-C ([`StopSignal`]), `--stream` JSON lines ([`stream`]) and the error
 //! type.
 
-pub mod args;
-pub mod checkpoint;
+pub(crate) mod args;
+pub(crate) mod checkpoint;
+pub(crate) mod command;
 mod error;
-pub mod interrupt;
+pub(crate) mod interrupt;
 pub mod logging;
-pub mod models;
-pub mod progress;
+pub(crate) mod models;
+pub(crate) mod progress;
 pub mod run_dir;
-pub mod run_target;
+pub(crate) mod run_target;
 pub mod runs;
 pub mod search;
-pub mod session;
-pub mod stream;
+pub(crate) mod session;
+pub(crate) mod stream;
 pub mod time;
 
 pub use args::CommonArgs;
-pub use checkpoint::{CheckpointChoice, OpenCheckpointer};
+pub use checkpoint::CheckpointChoice;
+
 pub use error::ExampleError;
 pub use interrupt::StopSignal;
 pub use models::ModelChoice;
 pub use progress::{Progress, ProgressMode};
-pub use run_dir::{RunDir, RunManifest, RunStatus};
+
+pub use run_dir::{RunDir, RunStatus};
 pub use run_target::RunTarget;
-pub use session::{GivenOptions, RunRequest, RunSession};
+pub(crate) use session::GivenOptions;
+pub use session::{RunRequest, RunSession};
 
 /// `text` cut at a character boundary to at most `max` bytes, with `…` when cut.
 pub fn truncate(text: &str, max: usize) -> String {

@@ -34,7 +34,7 @@ pub enum ModelChoice {
 
 impl ModelChoice {
     /// `true` for the offline stand-in.
-    pub fn is_offline(&self) -> bool {
+    pub(crate) fn is_offline(&self) -> bool {
         matches!(self, Self::Offline)
     }
 

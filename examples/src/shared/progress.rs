@@ -134,7 +134,7 @@ impl Progress {
     /// In line mode, a line saying what is still running and for how long (call it every
     /// few seconds while a group works, so a slow model shows activity in logs too); the
     /// live bar ticks on its own, and quiet prints nothing.
-    pub fn heartbeat(&self, group: &str) {
+    pub(crate) fn heartbeat(&self, group: &str) {
         if self.mode != ProgressMode::Lines {
             return;
         }

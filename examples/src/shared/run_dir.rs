@@ -35,7 +35,7 @@ impl RunDir {
     ///
     /// # Errors
     /// [`ExampleError::Usage`] when `root` is not a directory.
-    pub fn open_existing(root: impl Into<PathBuf>) -> Result<Self, ExampleError> {
+    pub(crate) fn open_existing(root: impl Into<PathBuf>) -> Result<Self, ExampleError> {
         let root = root.into();
         if !root.is_dir() {
             return Err(ExampleError::Usage(format!(
@@ -48,7 +48,7 @@ impl RunDir {
 
     /// The default location of a run: `graphkit-runs/<workflow>/<thread>` under the
     /// current directory.
-    pub fn default_for(workflow: &str, thread: &str) -> PathBuf {
+    pub(crate) fn default_for(workflow: &str, thread: &str) -> PathBuf {
         PathBuf::from(DEFAULT_ROOT).join(workflow).join(thread)
     }
 
@@ -67,7 +67,7 @@ impl RunDir {
     ///
     /// # Errors
     /// [`ExampleError::Io`] when the file cannot be written.
-    pub fn write_json(
+    pub(crate) fn write_json(
         &self,
         relative: impl AsRef<Path>,
         value: &impl Serialize,
@@ -82,7 +82,7 @@ impl RunDir {
 ///
 /// # Errors
 /// [`ExampleError::Io`] when the file cannot be written.
-pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), ExampleError> {
+pub(crate) fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), ExampleError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| ExampleError::io("serialize", path, std::io::Error::other(e)))?;
     write_text_atomic(path, &text)
@@ -94,7 +94,7 @@ pub fn write_json_atomic(path: &Path, value: &impl Serialize) -> Result<(), Exam
 ///
 /// # Errors
 /// [`ExampleError::Io`] when the file cannot be written.
-pub fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
+pub(crate) fn write_text_atomic(path: &Path, text: &str) -> Result<(), ExampleError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| ExampleError::io("create", dir, e))?;
     }
@@ -147,7 +147,7 @@ impl RunStatus {
 /// its own database.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RunManifest {
+pub(crate) struct RunManifest {
     /// The workflow (`entity-intel`).
     pub workflow: String,
     /// The run's thread id.
@@ -176,12 +176,12 @@ pub struct RunManifest {
     pub pid: Option<u32>,
     /// When the status last changed (RFC 3339).
     #[serde(default)]
-    pub updated_at: String,
+    pub(crate) updated_at: String,
 }
 
 impl RunManifest {
     /// The manifest's file name in the run directory.
-    pub const FILE: &'static str = "run.json";
+    pub(crate) const FILE: &'static str = "run.json";
 
     /// Reads the manifest of the run in `dir`, if there is one.
     ///
@@ -211,7 +211,7 @@ impl RunManifest {
 
     /// `true` when a process that last ran it is alive (Linux: `/proc/PID` exists and it
     /// is not this process).
-    pub fn process_alive(&self) -> bool {
+    pub(crate) fn process_alive(&self) -> bool {
         self.pid.is_some_and(|pid| {
             pid != std::process::id() && Path::new("/proc").join(pid.to_string()).exists()
         })

@@ -62,7 +62,7 @@ impl RunTarget {
     /// The target of a command-line run: the session's thread, run directory and resume,
     /// `--stream` from `common`, and a [`StopSignal`] on Ctrl-C (quiet with `--quiet`).
     /// Must be called inside a tokio runtime.
-    pub fn of_session(
+    pub(crate) fn of_session(
         session: &RunSession,
         checkpointer: Arc<dyn Checkpointer>,
         common: &CommonArgs,

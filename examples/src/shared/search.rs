@@ -38,7 +38,7 @@ pub fn corpus(dir: &Path) -> Result<Arc<dyn SearchBackend>, ExampleError> {
 ///
 /// # Errors
 /// As [`corpus`].
-pub fn choose(
+pub(crate) fn choose(
     dir: Option<&Path>,
     offline_model: bool,
 ) -> Result<(Arc<dyn SearchBackend>, String), ExampleError> {

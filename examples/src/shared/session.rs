@@ -25,13 +25,8 @@ use super::{CheckpointChoice, ExampleError};
 pub struct GivenOptions(BTreeSet<String>);
 
 impl GivenOptions {
-    /// These names.
-    pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
-        Self(names.into_iter().map(Into::into).collect())
-    }
-
     /// The options a subcommand's matches got from the command line.
-    pub fn from_matches(matches: &clap::ArgMatches) -> Self {
+    pub(crate) fn from_matches(matches: &clap::ArgMatches) -> Self {
         Self(
             matches
                 .ids()
@@ -178,12 +173,12 @@ impl RunSession {
     }
 
     /// `true` when this invocation continues an earlier run.
-    pub fn is_resume(&self) -> bool {
+    pub(crate) fn is_resume(&self) -> bool {
         self.previous.is_some()
     }
 
     /// The status the earlier run recorded (on `--resume`).
-    pub fn previous_status(&self) -> Option<RunStatus> {
+    pub(crate) fn previous_status(&self) -> Option<RunStatus> {
         self.previous.as_ref().map(|m| m.status)
     }
 
@@ -191,7 +186,7 @@ impl RunSession {
     /// run; on `--resume`, the status of the run that last wrote the database — the
     /// recorded status for the run's own backend, `Finished` (nothing known) for a
     /// backend given with `--checkpoint`.
-    pub fn checkpoint_status(&self) -> Option<RunStatus> {
+    pub(crate) fn checkpoint_status(&self) -> Option<RunStatus> {
         self.previous_status().map(|status| {
             if self.checkpoint_given {
                 RunStatus::Finished
@@ -202,7 +197,7 @@ impl RunSession {
     }
 
     /// The input the earlier run recorded (on `--resume`).
-    pub fn saved_input(&self) -> Option<&Value> {
+    pub(crate) fn saved_input(&self) -> Option<&Value> {
         self.previous.as_ref().map(|m| &m.input)
     }
 
@@ -312,7 +307,7 @@ impl RunSession {
     /// Records that this invocation ended with `error`: a resume that could not start
     /// (an [`ExampleError::Resume`]) leaves `run.json` as it was; anything else marks
     /// the run failed. Errors writing `run.json` are ignored: `error` is what to report.
-    pub fn record_failure(&self, error: &ExampleError) {
+    pub(crate) fn record_failure(&self, error: &ExampleError) {
         let _ = match (error, &self.previous) {
             (ExampleError::Resume(_), Some(previous)) => previous.write(self.dir.path()),
             _ => self.record_status(RunStatus::Failed),
@@ -354,7 +349,12 @@ impl RunSession {
 
     /// The line that opens a run's progress: `{what}, thread T, {details}, checkpoints C,
     /// outputs in DIR`.
-    pub fn start_line(&self, what: &str, details: &str, checkpoint: &CheckpointChoice) -> String {
+    pub(crate) fn start_line(
+        &self,
+        what: &str,
+        details: &str,
+        checkpoint: &CheckpointChoice,
+    ) -> String {
         format!(
             "{what}, thread {}, {details}, checkpoints {checkpoint}, outputs in {}",
             self.thread,
@@ -364,7 +364,7 @@ impl RunSession {
 
     /// The text that ends a run writing `run_summary.json`: `rendered` (the summary for
     /// the terminal), then the summary file's path.
-    pub fn summary_text(&self, rendered: &str) -> String {
+    pub(crate) fn summary_text(&self, rendered: &str) -> String {
         format!(
             "{rendered}summary: {}\n",
             self.dir.join("run_summary.json").display()

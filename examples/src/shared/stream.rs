@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 /// last-value fields their new value — never the reducer's internal operations.
 ///
 /// Returns an empty object when the update cannot be applied or serialized.
-pub fn plain_update<S: State>(update: &S::Update) -> Value {
+pub(crate) fn plain_update<S: State>(update: &S::Update) -> Value {
     let Ok(Value::Object(touched)) = serde_json::to_value(update) else {
         return Value::Object(Map::new());
     };
@@ -32,7 +32,7 @@ pub fn plain_update<S: State>(update: &S::Update) -> Value {
 }
 
 /// Writes `value` as one line on stdout and flushes it (so `| jq` sees it at once).
-pub fn emit_json_line(value: &Value) {
+pub(crate) fn emit_json_line(value: &Value) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{value}");
     let _ = out.flush();

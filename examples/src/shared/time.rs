@@ -10,7 +10,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// `ms` as UTC RFC 3339 text, e.g. `2025-03-01T12:00:00Z`.
-pub fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
@@ -23,7 +23,7 @@ pub fn rfc3339(ms: i64) -> String {
 }
 
 /// The English month names, January first.
-pub const MONTHS: [&str; 12] = [
+pub(crate) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",
@@ -39,7 +39,7 @@ pub const MONTHS: [&str; 12] = [
 ];
 
 /// The current date as `Month D, YYYY` (for prompts).
-pub fn today_long() -> String {
+pub(crate) fn today_long() -> String {
     let (y, m, d) = civil_from_days(now_ms().div_euclid(86_400_000));
     let month = usize::try_from(m - 1)
         .ok()

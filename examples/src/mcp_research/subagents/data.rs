@@ -308,7 +308,7 @@ fn sources_of<'a>(hits: impl IntoIterator<Item = &'a Hit>) -> Vec<Source> {
 /// Aggregator: counts by `group_by` over the selected tools (buckets summed across tools),
 /// plus a one-sentence note from the model.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Aggregator;
+pub(crate) struct Aggregator;
 
 #[async_trait]
 impl SubAgent for Aggregator {
@@ -400,7 +400,7 @@ async fn aggregation_note(
 /// `aggregations.group_by.buckets[].samples.hits.hits[]`, else top-level hits whose
 /// `_source[group_by]` is the stratum); then the extractor's reading of them into findings.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Sampler;
+pub(crate) struct Sampler;
 
 #[async_trait]
 impl SubAgent for Sampler {
@@ -485,7 +485,7 @@ impl SubAgent for Sampler {
 
 /// Scanner: the documents matching `filters` (up to `top_n`), read into findings.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Scanner;
+pub(crate) struct Scanner;
 
 #[async_trait]
 impl SubAgent for Scanner {

@@ -34,23 +34,23 @@ pub(crate) async fn ask<T: JsonSchema + DeserializeOwned>(
 
 /// The decomposer's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct SubQuestionList {
+pub(crate) struct SubQuestionList {
     /// 2-6 sub-questions, ids `q1`, `q2`, ...
     #[schemars(length(min = 1, max = 6))]
-    pub sub_questions: Vec<SubQuestion>,
+    pub(crate) sub_questions: Vec<SubQuestion>,
 }
 
 /// The perspective agent's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct PerspectiveList {
+pub(crate) struct PerspectiveList {
     /// 2-5 research angles.
     #[schemars(length(min = 1, max = 5))]
-    pub perspectives: Vec<Perspective>,
+    pub(crate) perspectives: Vec<Perspective>,
 }
 
 /// The extractor's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct Extraction {
+pub(crate) struct Extraction {
     /// Claims backed by the documents given (at most 8).
     #[schemars(length(max = 8))]
     pub findings: Vec<Finding>,
@@ -58,7 +58,7 @@ pub struct Extraction {
 
 /// The validator's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct ValidationReport {
+pub(crate) struct ValidationReport {
     /// Contradictions or unsupported claims, by finding index (none when all is well).
     #[schemars(length(max = 10))]
     pub issues: Vec<ValidationIssue>,
@@ -66,7 +66,7 @@ pub struct ValidationReport {
 
 /// The gap analyzer's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct GapReport {
+pub(crate) struct GapReport {
     /// What the research does not cover yet (at most 5).
     #[schemars(length(max = 5))]
     pub gaps: Vec<String>,
@@ -86,7 +86,7 @@ fn query_arg(arguments: &Value, ctx: &AgentContext) -> String {
 ///
 /// # Errors
 /// The reason the model's reply was not usable.
-pub async fn extract_findings(
+pub(crate) async fn extract_findings(
     model: &Arc<dyn ChatModel>,
     query: &str,
     documents: &[(String, String)],
@@ -121,7 +121,7 @@ pub async fn extract_findings(
 
 /// Decomposer: the query as 2-6 sub-questions (`q1`, `q2`, ...). Argument: `query`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Decomposer;
+pub(crate) struct Decomposer;
 
 #[async_trait]
 impl SubAgent for Decomposer {
@@ -177,7 +177,7 @@ impl SubAgent for Decomposer {
 
 /// Perspective: research angles or personas for the query. Argument: `query`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PerspectiveAgent;
+pub(crate) struct PerspectiveAgent;
 
 #[async_trait]
 impl SubAgent for PerspectiveAgent {
@@ -215,7 +215,7 @@ impl SubAgent for PerspectiveAgent {
 /// Extractor: findings from documents: `doc_ids` among the samples, or the latest
 /// samples (at most 10).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Extractor;
+pub(crate) struct Extractor;
 
 #[async_trait]
 impl SubAgent for Extractor {
@@ -277,7 +277,7 @@ impl SubAgent for Extractor {
 
 /// Validator: contradictions and unsupported claims among the findings.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Validator;
+pub(crate) struct Validator;
 
 #[async_trait]
 impl SubAgent for Validator {
@@ -333,7 +333,7 @@ impl SubAgent for Validator {
 
 /// Gap analyzer: what the research does not cover yet (shown to the planner).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct GapAnalyzer;
+pub(crate) struct GapAnalyzer;
 
 #[async_trait]
 impl SubAgent for GapAnalyzer {

@@ -10,9 +10,9 @@
 //! MCP server that cannot be reached fails the call with [`SubAgentFailure`]: the step
 //! fails and the session can be resumed once the server is back.
 
-pub mod data;
-pub mod llm;
-pub mod report;
+pub(crate) mod data;
+pub(crate) mod llm;
+pub(crate) mod report;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,12 +24,13 @@ use serde_json::Value;
 use super::source::EventsSource;
 use super::state::{ResearchAgentState, ResearchPhase, SubAgentOutput};
 
-pub use data::{Aggregator, DataArgs, Sampler, Scanner, merge_buckets, select_tools};
-pub use llm::{
+pub(crate) use data::{Aggregator, Sampler, Scanner};
+pub use data::{DataArgs, merge_buckets, select_tools};
+pub(crate) use llm::{
     Decomposer, Extraction, Extractor, GapAnalyzer, GapReport, PerspectiveAgent, PerspectiveList,
     SubQuestionList, ValidationReport, Validator,
 };
-pub use report::{ReportDraft, Synthesizer, compose_report, write_report};
+pub(crate) use report::{ReportDraft, Synthesizer, compose_report, write_report};
 
 /// What a sub-agent works with: the state before the batch, the model, the MCP tools.
 #[derive(Clone)]
@@ -115,7 +116,7 @@ impl SubAgentRegistry {
     }
 
     /// One line per agent: `- name: description`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.agents
             .values()
             .map(|a| format!("- {}: {}\n", a.name(), a.description()))
@@ -136,7 +137,7 @@ pub fn failed(agent: &str, note: impl Into<String>) -> SubAgentOutput {
 /// The output of `agent` from the model's `reply`: what `output` makes of it (the note
 /// and the content; the agent is set here), or, when the reply was unusable, an output
 /// that did nothing, saying why.
-pub fn from_reply<T>(
+pub(crate) fn from_reply<T>(
     agent: &str,
     reply: Result<T, String>,
     output: impl FnOnce(T) -> SubAgentOutput,

@@ -18,17 +18,17 @@ use crate::mcp_research::state::{
 };
 
 /// The heading every report starts with.
-pub const REPORT_HEADING: &str = "## Research Report";
+pub(crate) const REPORT_HEADING: &str = "## Research Report";
 
 /// The synthesizer's reply.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-pub struct ReportDraft {
+pub(crate) struct ReportDraft {
     /// The report in markdown, starting with `## Research Report`.
     #[schemars(length(max = 6000))]
     pub markdown: String,
     /// 2-5 key findings, one sentence each.
     #[schemars(length(max = 5))]
-    pub key_findings: Vec<String>,
+    pub(crate) key_findings: Vec<String>,
     /// How well the data answers the query (0-1).
     pub confidence: f32,
 }
@@ -37,7 +37,7 @@ pub struct ReportDraft {
 /// shares), the findings with their evidence, the sources. The offline stand-in's
 /// synthesizer writes this; [`write_report`] uses it, saying so, when the model's reply is
 /// unusable.
-pub fn compose_report(
+pub(crate) fn compose_report(
     query: &str,
     aggregations: &[AggregationResult],
     findings: &[Finding],
@@ -122,7 +122,7 @@ pub fn compose_report(
 /// `## Research Report` (added when missing), confidence clamped to 0-1. When the model's
 /// reply is unusable, the report composed from the data ([`compose_report`]) with a line
 /// saying so; the second value is then the reason.
-pub async fn write_report(
+pub(crate) async fn write_report(
     model: &Arc<dyn ChatModel>,
     state: &ResearchAgentState,
 ) -> (ReportDraft, Option<String>) {
@@ -165,7 +165,7 @@ fn fallback(state: &ResearchAgentState, problem: String) -> (ReportDraft, Option
 /// Synthesizer: writes the report in the synthesis node. Called by the planner in a batch,
 /// it asks for the synthesis (`next_action: synthesize`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Synthesizer;
+pub(crate) struct Synthesizer;
 
 #[async_trait]
 impl SubAgent for Synthesizer {

@@ -1,24 +1,30 @@
-//! The bundled example workflows (feature `workflows`): the binary lists them, and they
-//! run to success over real HTTP on their offline models and local data.
-#![cfg(feature = "workflows")]
-
-mod common;
+//! The workflows on graphkit-server (feature `server`): `graphkit-research-server` lists
+//! them, they run to success over real HTTP on their offline models and local data, and
+//! where they write files is the server's choice, never a client's.
+#![cfg(feature = "server")]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use common::expect_json;
-use graphkit_server::backend::SqliteBackend;
-use graphkit_server::workflows::{
-    self, ARXIV_RESEARCH, BIOGRAPHY_EVENTS, BundledWorkflows, DUE_DILIGENCE, MCP_RESEARCH,
+use graphkit_examples::served::{
+    self, ARXIV_RESEARCH, BIOGRAPHY_EVENTS, BundledWorkflows, DUE_DILIGENCE, ENTITY_INTEL,
+    MCP_RESEARCH,
 };
+use graphkit_server::backend::SqliteBackend;
 use graphkit_server::{RunningServer, Server, demo};
-use reqwest::{Client, StatusCode};
+use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
 
-/// An in-process server with the demo graph and the bundled workflows on a temporary
-/// SQLite file.
+/// The body of `response` as JSON, after checking its status.
+async fn expect_json(response: Response, status: StatusCode) -> Value {
+    let got = response.status();
+    let text = response.text().await.expect("body");
+    assert_eq!(got, status, "unexpected status; body: {text}");
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"))
+}
+
+/// An in-process server with the demo graph and the workflows on a temporary SQLite file.
 struct WorkflowServer {
     base: String,
     client: Client,
@@ -33,7 +39,7 @@ impl WorkflowServer {
         let backend = SqliteBackend::open(dir.path().join("server.db"))
             .await
             .expect("open sqlite");
-        let (server, services) = workflows::register(
+        let (server, services) = served::register(
             Server::new().graph("agent", demo::agent_graph().expect("demo")),
             &dir.path().join("files"),
         )
@@ -65,6 +71,13 @@ impl WorkflowServer {
         expect_json(response, status).await
     }
 
+    async fn new_thread(&self) -> String {
+        self.post_json("/threads", json!({}), StatusCode::OK).await["thread_id"]
+            .as_str()
+            .expect("thread id")
+            .to_owned()
+    }
+
     async fn get_json(&self, path: &str) -> Value {
         let response = self
             .client
@@ -81,7 +94,7 @@ impl WorkflowServer {
     }
 }
 
-/// The `graphkit-server` binary on port 0; killed on drop.
+/// The `graphkit-research-server` binary on port 0; killed on drop.
 struct Binary(Child);
 
 impl Drop for Binary {
@@ -92,9 +105,9 @@ impl Drop for Binary {
 }
 
 #[tokio::test]
-async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
+async fn the_binary_lists_the_demo_and_every_workflow() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_graphkit-server"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_graphkit-research-server"))
         .args(["--listen", "127.0.0.1:0", "--workers", "1", "--database"])
         .arg(dir.path().join("server.db"))
         .arg("--workflows-dir")
@@ -140,6 +153,7 @@ async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
             ARXIV_RESEARCH,
             BIOGRAPHY_EVENTS,
             DUE_DILIGENCE,
+            ENTITY_INTEL,
             MCP_RESEARCH
         ]
     );
@@ -149,10 +163,7 @@ async fn the_binary_lists_the_demo_and_every_bundled_workflow() {
 #[tokio::test]
 async fn arxiv_research_runs_on_a_thread_to_success_with_its_report() {
     let s = WorkflowServer::start().await;
-    let thread = s.post_json("/threads", json!({}), StatusCode::OK).await["thread_id"]
-        .as_str()
-        .expect("thread id")
-        .to_owned();
+    let thread = s.new_thread().await;
     let topic = "retrieval-augmented generation for question answering";
     let state = s
         .post_json(
@@ -285,5 +296,97 @@ async fn biography_events_runs_stateless_to_success_with_its_events() {
         !state["crawled"].as_array().expect("crawled").is_empty(),
         "pages came from the offline corpus: {state}"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn entity_intel_writes_its_outputs_under_the_servers_folder_for_the_thread() {
+    let s = WorkflowServer::start().await;
+    let sample: Value = serde_json::from_str(
+        &std::fs::read_to_string(graphkit_examples::entity_intel::sample_input_path())
+            .expect("sample input"),
+    )
+    .expect("sample JSON");
+    let bundle = sample["bundles"][0].clone();
+    // A client naming a folder of its own: the served graph ignores it.
+    let elsewhere = s.dir.path().join("elsewhere");
+    let thread = s.new_thread().await;
+    let state = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({
+                "assistant_id": ENTITY_INTEL,
+                "input": {
+                    "episode": sample["episode"],
+                    "research_directions": {"bundles": [bundle]},
+                    "output_directory": elsewhere.display().to_string(),
+                },
+                "config": {"recursion_limit": 1000},
+            }),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(
+        state["completed_todos"].as_u64().unwrap_or(0) > 0,
+        "{state}"
+    );
+    let outputs = s.dir.path().join("files").join(ENTITY_INTEL).join(&thread);
+    assert!(
+        outputs.join("research_complete.json").is_file(),
+        "research_complete.json in {}: {state}",
+        outputs.display()
+    );
+    for research in state["completed_research"].as_array().expect("research") {
+        let path = research["filepath"].as_str().expect("filepath");
+        assert!(
+            std::path::Path::new(path).starts_with(&outputs),
+            "{path} is not under {}",
+            outputs.display()
+        );
+    }
+    assert!(!elsewhere.exists(), "the client's folder was written");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn due_diligence_refuses_a_session_id_a_client_turned_into_a_path() {
+    let s = WorkflowServer::start().await;
+    let thread = s.new_thread().await;
+    let input = json!({
+        "subject": "Orrin Castellane",
+        "max_depth": 1,
+        "max_queries_per_depth": 3,
+        "stagnation_threshold": 2
+    });
+    let paused = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": DUE_DILIGENCE, "input": input, "interrupt_before": ["synthesize_report"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(
+        paused["report"].is_null(),
+        "paused before the report: {paused}"
+    );
+    s.post_json(
+        &format!("/threads/{thread}/runs/wait"),
+        json!({
+            "assistant_id": DUE_DILIGENCE,
+            "command": {"update": {"session_id": "../escaped"}},
+        }),
+        StatusCode::OK,
+    )
+    .await;
+    let runs = s.get_json(&format!("/threads/{thread}/runs")).await;
+    assert_eq!(runs[0]["status"], "error", "{runs}");
+    let files = s.dir.path().join("files").join(DUE_DILIGENCE);
+    for escaped in [
+        "escaped.jsonl",
+        "escaped_report.json",
+        "escaped_report.html",
+    ] {
+        assert!(!files.join(escaped).exists(), "{escaped} was written");
+    }
     s.stop().await;
 }
