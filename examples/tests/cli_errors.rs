@@ -46,6 +46,7 @@ fn an_endless_input_file_is_refused_at_the_size_limit() {
     assert!(stderr.contains("larger than 16 MiB"), "{stderr}");
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn an_unreachable_checkpoint_database_is_a_failure_not_bad_usage() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -56,4 +57,17 @@ fn an_unreachable_checkpoint_database_is_a_failure_not_bad_usage() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.to_lowercase().contains("refused"), "{stderr}");
+}
+
+#[cfg(not(feature = "postgres"))]
+#[test]
+fn a_postgres_checkpoint_without_the_feature_says_how_to_rebuild() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run(
+        dir.path(),
+        &["--checkpoint", "postgres://postgres@127.0.0.1:1/test"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--features postgres"), "{stderr}");
 }
