@@ -346,6 +346,7 @@ fn a_moved_run_folder_resumes_from_its_own_database_and_writes_into_its_new_plac
     );
 }
 
+#[cfg(feature = "postgres")]
 #[test]
 fn a_postgres_run_resumes_from_postgres() {
     let Ok(url) = std::env::var("GRAPHKIT_TEST_POSTGRES_URL") else {
