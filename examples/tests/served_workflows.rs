@@ -53,7 +53,9 @@ impl WorkflowServer {
         let addr = running.local_addr().expect("bound");
         Self {
             base: format!("http://{addr}"),
-            client: Client::new(),
+            client: graphkit_llm::http::client_builder()
+                .build()
+                .expect("an HTTP client"),
             running,
             services,
             dir,
@@ -132,7 +134,9 @@ async fn the_binary_lists_the_demo_and_every_workflow() {
         .unwrap_or_else(|| panic!("the binary did not start: {line:?}"))
         .to_owned();
 
-    let response = Client::new()
+    let response = graphkit_llm::http::client_builder()
+        .build()
+        .expect("an HTTP client")
         .post(format!("{base}/assistants/search"))
         .json(&json!({"limit": 100}))
         .send()

@@ -279,7 +279,13 @@ async fn invalid_or_duplicate_tool_names_fail_when_the_server_starts() {
 async fn only_the_mcp_path_is_served() {
     let running = serve(demo_server("demo")).await;
     let root = running.url.trim_end_matches("/mcp").to_owned() + "/";
-    let response = reqwest::get(&root).await.unwrap();
+    let response = graphkit_llm::http::client_builder()
+        .build()
+        .unwrap()
+        .get(&root)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 404);
     assert!(
         response

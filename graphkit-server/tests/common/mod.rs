@@ -34,7 +34,9 @@ impl TestServer {
         let addr = running.local_addr().expect("bound");
         Self {
             base: format!("http://{addr}"),
-            client: Client::new(),
+            client: graphkit_llm::http::client_builder()
+                .build()
+                .expect("an HTTP client"),
             server: Some(running),
             dir,
         }
