@@ -9,7 +9,9 @@ for; each difference recompiles that crate and everything above it. Every member
 in `cargo test --workspace`.
 
     .ci/workspace-hack.py           # rewrites workspace-hack/Cargo.toml
-    .ci/workspace-hack.py --check   # exits 1 (listing the crates) if it is out of date
+    .ci/workspace-hack.py --check   # exits 1 if it is out of date, or if the main job
+                                    # (graphkit-examples' binaries) still gets other features
+                                    # than the tests for some crate (listed)
 
 Only default features count: a build with `--features postgres` still compiles sqlx again.
 """
@@ -95,6 +97,19 @@ def render(needed):
     return HEADER + "\n".join(lines) + "\n\n[lints]\nworkspace = true\n"
 
 
+def main_job_drift():
+    """The crates `cargo run -p graphkit-examples` would compile with other features than
+    `cargo test --workspace` does, with the pins in place: each would be compiled twice."""
+    main_job = features("-p", "graphkit-examples", "--edges", "normal,build")
+    tests = features("--workspace")
+    return sorted(
+        f"{name} {version}: main job {sorted(s)}, tests {[sorted(t) for t in tests.get((name, version), [])]}"
+        for (name, version), sets in main_job.items()
+        for s in sets
+        if s not in tests.get((name, version), set())
+    )
+
+
 def main():
     # The features to pin are those the members ask for by themselves: measure without the pins.
     current = MANIFEST.read_text()
@@ -107,7 +122,12 @@ def main():
         if MANIFEST.read_text() != text:
             print("workspace-hack/Cargo.toml is out of date: run .ci/workspace-hack.py", file=sys.stderr)
             sys.exit(1)
-        print("workspace-hack: up to date")
+        drift = main_job_drift()
+        if drift:
+            print("the main job would compile these crates with other features than the tests:", file=sys.stderr)
+            print("\n".join(drift), file=sys.stderr)
+            sys.exit(1)
+        print("workspace-hack: up to date; the main job's crates have the tests' features")
         return
     MANIFEST.write_text(text)
     print(f"workspace-hack: {MANIFEST.relative_to(ROOT)} written")
