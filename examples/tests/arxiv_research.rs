@@ -3,7 +3,7 @@
 //! a run killed in the expander and resumed — all through the real graph, the real arXiv
 //! client (against the offline server on 127.0.0.1) and the offline stand-in.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

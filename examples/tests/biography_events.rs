@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

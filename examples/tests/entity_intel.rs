@@ -1,7 +1,7 @@
 //! The entity-intel workflow end to end: offline run, context resets, blocked todos, bad
 //! input, SIGKILL and resume, and a weak real model (gated on `GRAPHKIT_TEST_LLM_URL`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};

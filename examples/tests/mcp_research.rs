@@ -2,7 +2,7 @@
 //! multi-tool merging, the HTTP API's 400/404, an MCP server dying mid-run, a killed
 //! service resuming its session, and a weak real model.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The Anthropic messages provider against a local mock server with the documented
 //! response shapes; each test asserts the exact request sent.
 
-mod common;
+use crate::common;
 
 use common::{bodies, fast_retries, named_sse, only_body, server};
 use graphkit_llm::{

@@ -2,7 +2,7 @@
 //! (issue 18): huge `Retry-After` values, oversized replies, and stalled streams each end in
 //! a clear error.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The Ollama provider against a local mock server speaking `/api/chat`.
 
-mod common;
+use crate::common;
 
 use common::{fast_retries, only_body, server};
 use graphkit_llm::{CallOptions, ChatModel, LlmError, Message, OllamaModel, ToolSpec};

@@ -1,7 +1,7 @@
 //! The OpenAI chat-completions provider against a local mock server that answers with
 //! the documented response shapes; each test asserts the exact request body sent.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Concurrency limit, requests-per-minute limit, cancellation, and accounting.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! retried with the problems quoted to the model, and a model that never gets it right
 //! ends with the last reply and problem after exactly the configured retries.
 
-mod common;
+use crate::common;
 
 use common::{bodies, server};
 use graphkit_llm::checks::{required_headings, word_range};

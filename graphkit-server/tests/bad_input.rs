@@ -1,7 +1,7 @@
 //! Bad input gets the status codes the clients expect, with a JSON `detail`; an API key
 //! refuses everything else with 401.
 
-mod common;
+use crate::common;
 
 use common::{TestServer, expect_json, user_input};
 use reqwest::StatusCode;

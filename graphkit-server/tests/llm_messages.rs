@@ -1,7 +1,7 @@
 //! graphkit-llm messages in LangChain's shape (values and the messages stream), and
 //! subgraph events with their namespace.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Runs over real HTTP: streaming and its framing, wait, interrupts and resume, background
 //! runs, cancel, multitask strategies, replay with Last-Event-ID, stream modes.
 
-mod common;
+use crate::common;
 
 use common::{Event, SseReader, TestServer, expect_json, user_input};
 use reqwest::StatusCode;

@@ -1,6 +1,6 @@
 //! Assistants, threads, state, history, copy and the store, over real HTTP.
 
-mod common;
+use crate::common;
 
 use common::{TestServer, expect_json, user_input};
 use reqwest::StatusCode;

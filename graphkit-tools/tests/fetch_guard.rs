@@ -140,7 +140,12 @@ fn deeply_nested_markup_is_flattened_and_keeps_its_text() {
 /// environment cannot be changed safely inside a running multi-threaded test).
 async fn in_child_with_proxy(test: &str, proxy: &str) -> std::process::Output {
     tokio::process::Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", test, "--nocapture", "--include-ignored"])
+        .args([
+            "--exact",
+            &format!("fetch_guard::{test}"),
+            "--nocapture",
+            "--include-ignored",
+        ])
         .env("GRAPHKIT_PROXY_CHILD", "1")
         .env("HTTP_PROXY", proxy)
         .env("http_proxy", proxy)

@@ -6,7 +6,7 @@
 //! Behaviours only a database has (reopening, corrupt rows, dead lock holders, two
 //! processes) follow, per backend.
 
-mod backend_support;
+use crate::backend_support;
 
 use backend_support::unique;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -1052,7 +1052,7 @@ mod two_processes {
             let mut child =
                 std::process::Command::new(std::env::current_exe().expect("the test binary"))
                     .args([
-                        "two_processes::lock_holder_child_process",
+                        "checkpoint_conformance::two_processes::lock_holder_child_process",
                         "--exact",
                         "--nocapture",
                         "--test-threads",

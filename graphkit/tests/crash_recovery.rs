@@ -216,7 +216,12 @@ fn spawn_child(
     thread: &str,
 ) -> std::process::Child {
     Process::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            &format!("crash_recovery::{test}"),
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ROLE, role)
         .env(BACKEND, backend)
         .env(LOG, log)

@@ -4,7 +4,7 @@
 //! is refused. Components and tables are unique per test, so runs can share a database.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
 
-mod backend_support;
+use crate::backend_support;
 
 use backend_support::unique;
 use graphkit::Error;

@@ -5,7 +5,7 @@
 //! Every test works below a namespace root of its own, so tests sharing a database (in
 //! parallel, or in earlier runs) never see each other's items.
 
-mod backend_support;
+use crate::backend_support;
 
 use backend_support::unique;
 use graphkit::Error;

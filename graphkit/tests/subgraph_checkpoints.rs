@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap: a panic is a failed test
 
-mod backend_support;
+use crate::backend_support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

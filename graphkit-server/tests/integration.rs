@@ -1,0 +1,10 @@
+//! The integration tests of `graphkit-server`, one binary (one link, one build of the
+//! dependencies' generic code) with a module per file: `cargo test -p <crate> --test integration
+//! <file>::` runs one file's tests.
+
+mod backend_contract;
+mod bad_input;
+mod common;
+mod llm_messages;
+mod runs;
+mod threads_and_assistants;

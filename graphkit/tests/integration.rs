@@ -1,0 +1,23 @@
+//! The integration tests of `graphkit`, one binary (one link, one build of the
+//! dependencies' generic code) with a module per file: `cargo test -p <crate> --test integration
+//! <file>::` runs one file's tests.
+
+mod backend_support;
+mod building;
+mod checkpoint_conformance;
+mod computed_reducers;
+mod crash_recovery;
+mod drawing;
+mod execution;
+mod migrations;
+mod otel_export;
+mod outside_input;
+mod persistence;
+mod postgres_errors;
+mod reducers;
+mod sqlite_writer;
+mod store_conformance;
+mod streaming;
+mod subgraph_checkpoints;
+mod subgraphs;
+mod tracing_spans;
