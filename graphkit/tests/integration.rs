@@ -1,6 +1,7 @@
 //! The integration tests of `graphkit`, one binary (one link, one build of the
 //! dependencies' generic code) with a module per file: `cargo test -p <crate> --test integration
-//! <file>::` runs one file's tests.
+//! <file>::` runs one file's tests. The tracing tests have binaries of their own: a tracing
+//! subscriber set for one test thread is seen by the callsites of every test in the process.
 
 mod backend_support;
 mod building;
@@ -10,7 +11,6 @@ mod crash_recovery;
 mod drawing;
 mod execution;
 mod migrations;
-mod otel_export;
 mod outside_input;
 mod persistence;
 mod postgres_errors;
@@ -20,4 +20,3 @@ mod store_conformance;
 mod streaming;
 mod subgraph_checkpoints;
 mod subgraphs;
-mod tracing_spans;

@@ -215,6 +215,15 @@ impl ThreadOutcome {
     }
 }
 
+/// Why the sweeper ended a run whose every attempt lost its worker: the run's
+/// `cancel_reason`, and the error (as a worker's failure is shaped) that goes to the
+/// thread and, as an `error` event, to the run's stream. Both backends say the same.
+pub(crate) fn attempts_exceeded(run_id: impl std::fmt::Display, attempts: i64) -> (String, Value) {
+    let message = format!("Run {run_id} exceeded max attempts ({attempts})");
+    let error = serde_json::json!({"error": "RunAttemptsExceeded", "message": message});
+    (message, error)
+}
+
 /// A run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "lowercase")]

@@ -40,7 +40,7 @@ use self::listen::{Channels, Fanout};
 use super::{
     AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
     Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
 };
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
@@ -937,16 +937,15 @@ impl Backend for PostgresBackend {
             let id = run_id.to_string();
             if status == "error" {
                 // Only the final failure reaches the stream (a retried attempt stays silent).
-                let message = format!("Run {run_id} exceeded max attempts ({attempt})");
-                let data = serde_json::json!({"error": "RunAttemptsExceeded", "message": message});
+                let (_, error) = attempts_exceeded(run_id, i64::from(*attempt));
                 append_locked(
                     &mut tx,
                     &self.channels,
                     *run_id,
-                    &[("error".to_owned(), data.to_string())],
+                    &[("error".to_owned(), error.to_string())],
                 )
                 .await?;
-                let outcome = ThreadOutcome::failed(Value::String(message));
+                let outcome = ThreadOutcome::failed(error);
                 set_outcome_keep_values(&mut tx, *thread_id, &outcome).await?;
                 notify_in(&mut tx, &self.channels.run_status, &id).await?;
             }

@@ -19,7 +19,8 @@ use uuid::Uuid;
 use super::{
     AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
     Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, json_contains,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
+    json_contains,
 };
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
@@ -431,6 +432,35 @@ async fn cancel_in(
         }
         _ => Ok(CancelOutcome::AlreadyDone),
     }
+}
+
+/// Appends `events` to a run's stream inside `tx`; returns the last sequence number.
+async fn append_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    run_id: &str,
+    events: &[(String, String)],
+) -> Result<i64> {
+    let mut seq: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(seq), 0) FROM graphkit_server_run_events WHERE run_id = ?1",
+    )
+    .bind(run_id)
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(db("read the last event"))?;
+    for (event, data) in events {
+        seq += 1;
+        sqlx::query(
+            "INSERT INTO graphkit_server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .bind(run_id)
+        .bind(seq)
+        .bind(event)
+        .bind(data)
+        .execute(&mut **tx)
+        .await
+        .map_err(db("append an event"))?;
+    }
+    Ok(seq)
 }
 
 async fn set_outcome_in(
@@ -897,7 +927,7 @@ impl Backend for SqliteBackend {
             let id: String = get(row, "run_id")?;
             let attempt: i64 = get(row, "attempt")?;
             if attempt >= i64::from(max_attempts) {
-                let reason = format!("Run {id} exceeded max attempts ({max_attempts})");
+                let (reason, error) = attempts_exceeded(&id, attempt);
                 sqlx::query(
                     "UPDATE graphkit_server_runs SET status = 'error', cancel_reason = ?2, worker_id = NULL, \
                      lease_until = NULL, updated_at = ?3, ended_at = ?3 WHERE run_id = ?1",
@@ -910,11 +940,13 @@ impl Backend for SqliteBackend {
                 .map_err(db("fail an expired run"))?;
                 sqlx::query("UPDATE graphkit_server_threads SET status = 'error', error = ?2, updated_at = ?3 WHERE thread_id = ?1")
                     .bind(get::<String>(row, "thread_id")?)
-                    .bind(json_text(&serde_json::json!({"error": "RunAttemptsExceeded", "message": reason})))
+                    .bind(json_text(&error))
                     .bind(now)
                     .execute(&mut *tx)
                     .await
                     .map_err(db("record a thread's error"))?;
+                // Only the final failure reaches the stream (a retried attempt stays silent).
+                append_in(&mut tx, &id, &[("error".to_owned(), error.to_string())]).await?;
             } else {
                 sqlx::query(
                     "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
@@ -969,27 +1001,7 @@ impl Backend for SqliteBackend {
 
     async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64> {
         let mut tx = self.write().await?;
-        let id = run_id.to_string();
-        let mut seq: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(seq), 0) FROM graphkit_server_run_events WHERE run_id = ?1",
-        )
-        .bind(&id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db("read the last event"))?;
-        for (event, data) in events {
-            seq += 1;
-            sqlx::query(
-                "INSERT INTO graphkit_server_run_events (run_id, seq, event, data) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .bind(&id)
-            .bind(seq)
-            .bind(event)
-            .bind(data)
-            .execute(&mut *tx)
-            .await
-            .map_err(db("append an event"))?;
-        }
+        let seq = append_in(&mut tx, &run_id.to_string(), events).await?;
         tx.commit().await.map_err(db("commit events"))?;
         self.notifier.notify_run(run_id);
         Ok(seq)

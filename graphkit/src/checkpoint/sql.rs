@@ -121,6 +121,99 @@ macro_rules! bind_checkpoint {
 }
 pub(crate) use bind_checkpoint;
 
+/// Binds a pending write's columns, in the order of [`Statements::upsert_write`].
+macro_rules! bind_write {
+    ($query:expr, $thread_id:expr, $checkpoint_ns:expr, $checkpoint_id:expr, $write:expr) => {
+        $query
+            .bind($thread_id)
+            .bind($checkpoint_ns)
+            .bind($checkpoint_id)
+            .bind(&$write.task_id)
+            .bind(&$write.node)
+            .bind(&$write.payload)
+    };
+}
+pub(crate) use bind_write;
+
+/// Runs each statement of `$statements` on the transaction `$tx` with the same binds and
+/// evaluates to the rows the last one affected (the delete statements of a thread or a run).
+macro_rules! execute_each {
+    ($tx:expr, $statements:expr, $err:expr, $($bind:expr),+) => {{
+        let mut affected = 0;
+        for statement in $statements {
+            affected = sqlx::query(statement.as_str())
+                $(.bind($bind))+
+                .execute(&mut *$tx)
+                .await
+                .map_err($err)?
+                .rows_affected();
+        }
+        affected
+    }};
+}
+pub(crate) use execute_each;
+
+/// `Checkpointer::get` of an SQL saver: the checkpoint `$checkpoint_id` (the latest when
+/// `None`) of a thread and namespace, with its pending writes; a future of
+/// `Result<Option<CheckpointTuple>, Error>`. (Macros rather than functions generic over the
+/// pool: sqlx's bounds for one body over both databases outweigh the body.)
+macro_rules! get_checkpoint {
+    ($pool:expr, $statements:expr, $backend:expr, $thread_id:expr, $checkpoint_ns:expr, $checkpoint_id:expr) => {
+        async {
+            let (thread_id, checkpoint_ns, checkpoint_id): (&str, &str, Option<&str>) =
+                ($thread_id, $checkpoint_ns, $checkpoint_id);
+            let err = |e| $crate::sql::backend_error($backend, "reading a checkpoint", e);
+            let statement = match checkpoint_id {
+                Some(_) => &$statements.select_checkpoint,
+                None => &$statements.select_latest,
+            };
+            let query = sqlx::query(statement.as_str())
+                .bind(thread_id)
+                .bind(checkpoint_ns);
+            let query = match checkpoint_id {
+                Some(id) => query.bind(id),
+                None => query,
+            };
+            let row = query.fetch_optional($pool).await.map_err(err)?;
+            let Some(row) = row else { return Ok(None) };
+            let record = $crate::checkpoint::sql::decode_record(&row, thread_id, checkpoint_ns)?;
+            let pending_writes = sqlx::query($statements.select_writes.as_str())
+                .bind(thread_id)
+                .bind(checkpoint_ns)
+                .bind(&record.checkpoint_id)
+                .fetch_all($pool)
+                .await
+                .map_err(err)?
+                .iter()
+                .map(|row| {
+                    $crate::checkpoint::sql::decode_write(row, thread_id, &record.checkpoint_id)
+                })
+                .collect::<Result<_, _>>()?;
+            Ok::<_, $crate::error::Error>(Some($crate::checkpoint::CheckpointTuple {
+                record,
+                pending_writes,
+            }))
+        }
+    };
+}
+pub(crate) use get_checkpoint;
+
+/// `Checkpointer::list` of an SQL saver; a future of `Result<Vec<CheckpointRecord>, Error>`.
+macro_rules! list_checkpoints {
+    ($pool:expr, $statements:expr, $backend:expr, $thread_id:expr, $checkpoint_ns:expr, $options:expr) => {{
+        let (thread_id, checkpoint_ns, options): (&str, &str, &$crate::checkpoint::ListOptions) =
+            ($thread_id, $checkpoint_ns, $options);
+        let rows = sqlx::query($statements.select_list.as_str())
+            .bind(thread_id)
+            .bind(checkpoint_ns)
+            .bind(options.before.as_deref())
+            .bind($crate::checkpoint::sql::list_limit(options))
+            .fetch($pool);
+        $crate::checkpoint::sql::read_list(rows, $backend, thread_id, checkpoint_ns, options)
+    }};
+}
+pub(crate) use list_checkpoints;
+
 /// A checkpoint's metadata as stored (JSON text).
 pub(crate) fn metadata_text(record: &CheckpointRecord) -> Result<String, Error> {
     serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {

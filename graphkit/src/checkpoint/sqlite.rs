@@ -13,7 +13,8 @@ use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 
 use super::sql::{
-    SQLITE, bind_checkpoint, decode_record, decode_write, list_limit, metadata_text, read_list,
+    SQLITE, bind_checkpoint, bind_write, execute_each, get_checkpoint, list_checkpoints,
+    metadata_text,
 };
 use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, UNLOCK, took_over,
@@ -195,13 +196,8 @@ impl Checkpointer for SqliteSaver {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         for write in &writes {
-            sqlx::query(SQLITE.upsert_write.as_str())
-                .bind(thread_id)
-                .bind(checkpoint_ns)
-                .bind(checkpoint_id)
-                .bind(&write.task_id)
-                .bind(&write.node)
-                .bind(&write.payload)
+            let query = sqlx::query(SQLITE.upsert_write.as_str());
+            bind_write!(query, thread_id, checkpoint_ns, checkpoint_id, write)
                 .execute(&mut *tx)
                 .await
                 .map_err(err)?;
@@ -215,35 +211,15 @@ impl Checkpointer for SqliteSaver {
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
     ) -> Result<Option<CheckpointTuple>, Error> {
-        let err = |e| backend_error(BACKEND, "reading a checkpoint", e);
-        let statement = match checkpoint_id {
-            Some(_) => &SQLITE.select_checkpoint,
-            None => &SQLITE.select_latest,
-        };
-        let query = sqlx::query(statement.as_str())
-            .bind(thread_id)
-            .bind(checkpoint_ns);
-        let query = match checkpoint_id {
-            Some(id) => query.bind(id),
-            None => query,
-        };
-        let row = query.fetch_optional(&self.pool).await.map_err(err)?;
-        let Some(row) = row else { return Ok(None) };
-        let record = decode_record(&row, thread_id, checkpoint_ns)?;
-        let pending_writes = sqlx::query(SQLITE.select_writes.as_str())
-            .bind(thread_id)
-            .bind(checkpoint_ns)
-            .bind(&record.checkpoint_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(err)?
-            .iter()
-            .map(|row| decode_write(row, thread_id, &record.checkpoint_id))
-            .collect::<Result<_, _>>()?;
-        Ok(Some(CheckpointTuple {
-            record,
-            pending_writes,
-        }))
+        get_checkpoint!(
+            &self.pool,
+            SQLITE,
+            BACKEND,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id
+        )
+        .await
     }
 
     async fn list(
@@ -252,41 +228,28 @@ impl Checkpointer for SqliteSaver {
         checkpoint_ns: &str,
         options: &ListOptions,
     ) -> Result<Vec<CheckpointRecord>, Error> {
-        let rows = sqlx::query(SQLITE.select_list.as_str())
-            .bind(thread_id)
-            .bind(checkpoint_ns)
-            .bind(options.before.as_deref())
-            .bind(list_limit(options))
-            .fetch(&self.pool);
-        read_list(rows, BACKEND, thread_id, checkpoint_ns, options).await
+        list_checkpoints!(
+            &self.pool,
+            SQLITE,
+            BACKEND,
+            thread_id,
+            checkpoint_ns,
+            options
+        )
+        .await
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        for statement in &SQLITE.delete_thread {
-            sqlx::query(statement.as_str())
-                .bind(thread_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(err)?;
-        }
+        execute_each!(tx, &SQLITE.delete_thread, err, thread_id);
         tx.commit().await.map_err(err)
     }
 
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
-        let mut deleted = 0;
-        for statement in &SQLITE.delete_run {
-            deleted = sqlx::query(statement.as_str())
-                .bind(thread_id)
-                .bind(run_id)
-                .execute(&mut *tx)
-                .await
-                .map_err(err)?
-                .rows_affected();
-        }
+        let deleted = execute_each!(tx, &SQLITE.delete_run, err, thread_id, run_id);
         tx.commit().await.map_err(err)?;
         Ok(deleted)
     }

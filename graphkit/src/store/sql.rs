@@ -201,3 +201,105 @@ where
         key,
     })
 }
+
+/// The [`Store`](super::Store) methods of an SQL store, written once: `$store` has a
+/// `pool` field, `$statements` are its dialect's [`Statements`] and `$backend` names it in
+/// errors. (A macro, not a generic function: sqlx's bounds for one function over both pool
+/// types outweigh the bodies.)
+macro_rules! impl_sql_store {
+    ($store:ty, $statements:expr, $backend:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            async fn put(
+                &self,
+                namespace: &[&str],
+                key: &str,
+                value: serde_json::Value,
+            ) -> Result<(), $crate::error::Error> {
+                use $crate::store::sql::{join, value_text};
+                $crate::store::validate_key(namespace, Some(key))?;
+                sqlx::query($statements.put.as_str())
+                    .bind(join(namespace))
+                    .bind(key)
+                    .bind(value_text(&value)?)
+                    .bind($crate::clock::now_ms())
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::sql::backend_error($backend, "saving an item", e))?;
+                Ok(())
+            }
+
+            async fn get(
+                &self,
+                namespace: &[&str],
+                key: &str,
+            ) -> Result<Option<$crate::store::Item>, $crate::error::Error> {
+                use $crate::store::sql::{decode_item, join};
+                $crate::store::validate_key(namespace, Some(key))?;
+                sqlx::query($statements.get.as_str())
+                    .bind(join(namespace))
+                    .bind(key)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(|e| $crate::sql::backend_error($backend, "reading an item", e))?
+                    .as_ref()
+                    .map(|row| decode_item($backend, row))
+                    .transpose()
+            }
+
+            async fn delete(
+                &self,
+                namespace: &[&str],
+                key: &str,
+            ) -> Result<(), $crate::error::Error> {
+                use $crate::store::sql::join;
+                $crate::store::validate_key(namespace, Some(key))?;
+                sqlx::query($statements.delete.as_str())
+                    .bind(join(namespace))
+                    .bind(key)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(|e| $crate::sql::backend_error($backend, "deleting an item", e))?;
+                Ok(())
+            }
+
+            async fn search(
+                &self,
+                prefix: &[&str],
+                query: &$crate::store::SearchQuery,
+            ) -> Result<Vec<$crate::store::Item>, $crate::error::Error> {
+                use $crate::store::sql::{prefix_bounds, read_search, search_paging};
+                $crate::store::validate_key(prefix, None)?;
+                let (exact, low, high) = prefix_bounds(prefix);
+                let (limit, offset) = search_paging(query);
+                let rows = sqlx::query($statements.search.as_str())
+                    .bind(exact)
+                    .bind(low)
+                    .bind(high)
+                    .bind(limit)
+                    .bind(offset)
+                    .fetch(&self.pool);
+                read_search(rows, $backend, query).await
+            }
+
+            async fn list_namespaces(
+                &self,
+                prefix: &[&str],
+                max_depth: Option<usize>,
+            ) -> Result<Vec<Vec<String>>, $crate::error::Error> {
+                use $crate::store::sql::{cut_namespaces, prefix_bounds};
+                $crate::store::validate_key(prefix, None)?;
+                let (exact, low, high) = prefix_bounds(prefix);
+                let rows: Vec<String> = sqlx::query_scalar($statements.namespaces.as_str())
+                    .bind(exact)
+                    .bind(low)
+                    .bind(high)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(|e| $crate::sql::backend_error($backend, "listing namespaces", e))?;
+                Ok(cut_namespaces(&rows, max_depth))
+            }
+        }
+    };
+}
+pub(crate) use impl_sql_store;

@@ -7,19 +7,13 @@
 
 use std::path::Path;
 
-use async_trait::async_trait;
-use serde_json::Value;
 use sqlx::sqlite::SqlitePool;
 
-use super::sql::{
-    SQLITE, cut_namespaces, decode_item, join, prefix_bounds, read_search, search_paging,
-    value_text,
-};
-use super::{Item, SearchQuery, Store, validate_key};
-use crate::checkpoint::{SqliteSync, now_ms};
+use super::sql::SQLITE;
+use crate::checkpoint::SqliteSync;
 use crate::error::Error;
 use crate::sql::sqlite::{in_memory_pool, open_pool};
-use crate::sql::{Migration, Schema, backend_error, migrate_sqlite};
+use crate::sql::{Migration, Schema, migrate_sqlite};
 
 const BACKEND: &str = "sqlite store";
 
@@ -84,73 +78,4 @@ impl SqliteStore {
     }
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error> {
-        validate_key(namespace, Some(key))?;
-        sqlx::query(SQLITE.put.as_str())
-            .bind(join(namespace))
-            .bind(key)
-            .bind(value_text(&value)?)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await
-            .map_err(|e| backend_error(BACKEND, "saving an item", e))?;
-        Ok(())
-    }
-
-    async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
-        validate_key(namespace, Some(key))?;
-        sqlx::query(SQLITE.get.as_str())
-            .bind(join(namespace))
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(|e| backend_error(BACKEND, "reading an item", e))?
-            .as_ref()
-            .map(|row| decode_item(BACKEND, row))
-            .transpose()
-    }
-
-    async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
-        validate_key(namespace, Some(key))?;
-        sqlx::query(SQLITE.delete.as_str())
-            .bind(join(namespace))
-            .bind(key)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| backend_error(BACKEND, "deleting an item", e))?;
-        Ok(())
-    }
-
-    async fn search(&self, prefix: &[&str], query: &SearchQuery) -> Result<Vec<Item>, Error> {
-        validate_key(prefix, None)?;
-        let (exact, low, high) = prefix_bounds(prefix);
-        let (limit, offset) = search_paging(query);
-        let rows = sqlx::query(SQLITE.search.as_str())
-            .bind(exact)
-            .bind(low)
-            .bind(high)
-            .bind(limit)
-            .bind(offset)
-            .fetch(&self.pool);
-        read_search(rows, BACKEND, query).await
-    }
-
-    async fn list_namespaces(
-        &self,
-        prefix: &[&str],
-        max_depth: Option<usize>,
-    ) -> Result<Vec<Vec<String>>, Error> {
-        validate_key(prefix, None)?;
-        let (exact, low, high) = prefix_bounds(prefix);
-        let rows: Vec<String> = sqlx::query_scalar(SQLITE.namespaces.as_str())
-            .bind(exact)
-            .bind(low)
-            .bind(high)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| backend_error(BACKEND, "listing namespaces", e))?;
-        Ok(cut_namespaces(&rows, max_depth))
-    }
-}
+super::sql::impl_sql_store!(SqliteStore, SQLITE, BACKEND);
