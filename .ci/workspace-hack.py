@@ -13,7 +13,8 @@ in `cargo test --workspace`.
                                     # (graphkit-examples' binaries) still gets other features
                                     # than the tests for some crate (listed)
 
-Only default features count: a build with `--features postgres` still compiles sqlx again.
+A feature outside the workspace build (`--features postgres`) still compiles what only it
+needs (sqlx's PostgreSQL driver), and the members above it, once per such build.
 """
 import json
 import subprocess
@@ -61,14 +62,32 @@ def features(*selection):
 
 def wanted():
     meta = json.loads(cargo("metadata", "--format-version", "1", "--no-deps"))
-    members = [p["name"] for p in meta["packages"] if p["name"] != HACK]
     workspace = features("--workspace")
     needed = {}
-    selections = [("-p", m) for m in members] + [("-p", m, "--edges", "normal,build") for m in members]
-    for selection in selections:
+    # Each member alone, and with each of its optional features alone (as `.ci/features`
+    # builds them): a dependency those builds share with the workspace's is compiled once.
+    # A pin is a dependency of every member, so one that only a feature's build needs is
+    # left out: it would join the main job's build.
+    main_job = features("-p", "graphkit-examples", "--edges", "normal,build")
+    members = [("-p", p["name"]) for p in meta["packages"] if p["name"] != HACK]
+    with_feature = [
+        ("-p", p["name"], "--no-default-features", "--features", f)
+        for p in meta["packages"]
+        if p["name"] != HACK
+        for f in p["features"]
+        if f != "default"
+    ]
+    selections = [
+        (selection, True)
+        for selection in members + [(*s, "--edges", "normal,build") for s in members]
+    ] + [
+        (selection, False)
+        for selection in with_feature + [(*s, "--edges", "normal,build") for s in with_feature]
+    ]
+    for selection, default in selections:
         for key, sets in features(*selection).items():
             full = workspace.get(key)
-            if full is None:
+            if full is None or (not default and key not in main_job):
                 continue
             union = frozenset().union(*full)
             if any(s != union for s in sets):
