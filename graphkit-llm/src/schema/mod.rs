@@ -13,6 +13,8 @@
 mod strict;
 mod validate;
 
+use std::cell::Cell;
+
 use serde_json::Value;
 
 pub use strict::openai_strict;
@@ -42,7 +44,12 @@ pub use validate::{SchemaViolation, validate};
 /// assert_eq!(reply, json!({"note": null}));
 /// ```
 pub fn drop_optional_nulls(value: &mut Value, schema: &Value) {
-    Cleaner { root: schema }.clean(value, schema, 0);
+    let budget = Cell::new(validate::step_budget(value));
+    Cleaner {
+        root: schema,
+        budget: &budget,
+    }
+    .clean(value, schema, 0);
 }
 
 /// How deep the clean-up follows nested schemas (as deep as the validator).
@@ -50,6 +57,9 @@ const MAX_DEPTH: usize = 128;
 
 struct Cleaner<'s> {
     root: &'s Value,
+    /// Steps left for the clean-up and the checks it makes (see `validate::step_budget`);
+    /// when they run out the rest of the value is left as it is.
+    budget: &'s Cell<usize>,
 }
 
 impl Cleaner<'_> {
@@ -59,6 +69,10 @@ impl Cleaner<'_> {
         };
         if depth > MAX_DEPTH {
             return;
+        }
+        match self.budget.get() {
+            0 => return,
+            left => self.budget.set(left - 1),
         }
         if let Some(target) = rules
             .get("$ref")
@@ -84,7 +98,7 @@ impl Cleaner<'_> {
             {
                 let mut candidate = value.clone();
                 self.clean(&mut candidate, branch, depth + 1);
-                if validate::matches_within(&candidate, branch, self.root) {
+                if validate::matches_within(&candidate, branch, self.root, self.budget) {
                     *value = candidate;
                     break;
                 }
@@ -104,9 +118,9 @@ impl Cleaner<'_> {
                 object.retain(|name, item| {
                     !(item.is_null()
                         && !required(name)
-                        && properties
-                            .get(name)
-                            .is_some_and(|p| !validate::matches_within(&Value::Null, p, self.root)))
+                        && properties.get(name).is_some_and(|p| {
+                            !validate::matches_within(&Value::Null, p, self.root, self.budget)
+                        }))
                 });
                 for (name, item) in object.iter_mut() {
                     if let Some(property) = properties.get(name) {

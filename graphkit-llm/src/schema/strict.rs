@@ -1,5 +1,7 @@
 //! Rewrites a JSON Schema into the subset OpenAI's strict structured output accepts.
 
+use std::cell::Cell;
+
 use serde_json::{Map, Value, json};
 
 use super::validate::resolve;
@@ -25,6 +27,10 @@ const KEPT: [&str; 11] = [
 
 /// How many `$ref`s with sibling keywords may be inlined inside each other.
 const MAX_INLINE_DEPTH: usize = 16;
+
+/// How deep schema nodes may nest (as in the validator): far deeper than any schema a Rust
+/// type produces, and shallow enough that a hostile schema cannot exhaust the stack.
+const MAX_NESTING: usize = 128;
 
 /// The schema rewritten for OpenAI strict mode (`"strict": true`), or why it cannot be.
 ///
@@ -65,16 +71,59 @@ pub fn openai_strict(schema: &Value) -> Result<Value, String> {
             root_type.map_or_else(|| "not given".to_owned(), Value::to_string)
         ));
     }
-    Strict { root: schema }.node(schema, "", 0)
+    // Checked without recursion first: the rewrite clones and recurses, and a schema built
+    // in code can be deeper than the stack.
+    if json_depth_exceeds(schema, MAX_NESTING * 4) {
+        return Err(format!(
+            "the schema is nested more than {MAX_NESTING} levels deep; no model needs a schema that deep"
+        ));
+    }
+    Strict {
+        root: schema,
+        nesting: Cell::new(0),
+    }
+    .node(schema, "", 0)
+}
+
+/// Whether `value` nests arrays and objects more than `limit` deep (without recursing).
+fn json_depth_exceeds(value: &Value, limit: usize) -> bool {
+    let mut open = vec![(value, 0usize)];
+    while let Some((value, depth)) = open.pop() {
+        if depth > limit {
+            return true;
+        }
+        match value {
+            Value::Array(items) => open.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(map) => open.extend(map.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 struct Strict<'s> {
     root: &'s Value,
+    /// How many `node` calls are open.
+    nesting: Cell<usize>,
 }
 
 impl Strict<'_> {
     /// One schema node, rewritten; `at` is its JSON pointer in the original schema.
     fn node(&self, schema: &Value, at: &str, inlined: usize) -> Result<Value, String> {
+        let open = self.nesting.get();
+        if open >= MAX_NESTING {
+            return Err(format!(
+                "`{}` is nested more than {MAX_NESTING} levels deep; no model needs a schema that deep",
+                pointer(at.char_indices().nth(200).map_or(at, |(end, _)| &at[..end]))
+            ));
+        }
+        self.nesting.set(open + 1);
+        let rewritten = self.rewrite(schema, at, inlined);
+        self.nesting.set(open);
+        rewritten
+    }
+
+    fn rewrite(&self, schema: &Value, at: &str, inlined: usize) -> Result<Value, String> {
         let Value::Object(rules) = schema else {
             return Err(format!(
                 "`{}` allows a value of any shape, which strict mode cannot express",
@@ -512,5 +561,29 @@ mod tests {
             "tags": null, "status": "Final", "shape": {"kind": "Circle", "radius": 1.0},
         });
         assert_eq!(validate(&reply, &strict), Ok(()));
+    }
+
+    #[test]
+    fn a_schema_nested_ten_thousand_deep_is_refused_not_a_stack_overflow() {
+        // Built by moving each level into the next (`json!` would copy it, recursively).
+        let mut schema = json!({"type": "object", "properties": {}});
+        for _ in 0..10_000 {
+            let mut level = json!({"type": "object", "properties": {}, "required": ["a"]});
+            level["properties"]
+                .as_object_mut()
+                .expect("an object")
+                .insert("a".into(), schema);
+            schema = level;
+        }
+        let error = openai_strict(&schema).expect_err("too deep");
+        assert!(error.contains("nested more than 128"), "{error}");
+        // Dropping a Value recurses: free the schema level by level.
+        let mut next = Some(schema);
+        while let Some(mut level) = next.take() {
+            next = level
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("a"))
+                .map(Value::take);
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Checks a JSON value against a JSON Schema (the subset schemars 1.x emits).
 
+use std::cell::Cell;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -7,6 +8,22 @@ use serde_json::{Map, Value};
 /// How deep `$ref`s and nested schemas may go before validation gives up. Deeper than
 /// any schema a Rust type produces; it stops a self-referencing `$ref` from looping.
 const MAX_DEPTH: usize = 128;
+
+/// The steps (schema nodes checked against value nodes) one validation may take: a fixed
+/// allowance plus a share per node of the value. A schema from outside (an MCP server's
+/// tool) can branch on itself (`{"anyOf": [{"$ref": "#"}, {"$ref": "#"}]}`), which would
+/// take exponential time; past the budget the value is reported as not checkable, which
+/// fails closed.
+pub(crate) fn step_budget(value: &Value) -> usize {
+    fn nodes(value: &Value) -> usize {
+        match value {
+            Value::Array(items) => 1 + items.iter().map(nodes).sum::<usize>(),
+            Value::Object(map) => 1 + map.values().map(nodes).sum::<usize>(),
+            _ => 1,
+        }
+    }
+    10_000usize.saturating_add(nodes(value).saturating_mul(256))
+}
 
 /// One way a value breaks a schema: where (a JSON path such as `$.items[2].name`) and what.
 ///
@@ -61,16 +78,38 @@ pub fn validate(value: &Value, schema: &Value) -> Result<(), Vec<SchemaViolation
 }
 
 /// Whether `value` matches `schema`, a part of the document `root` (its `$ref`s resolve
-/// against `root`).
-pub(crate) fn matches_within(value: &Value, schema: &Value, root: &Value) -> bool {
-    violations_within(value, schema, root).is_empty()
+/// against `root`), spending steps from `budget` (shared by the caller's other checks).
+pub(crate) fn matches_within(
+    value: &Value,
+    schema: &Value,
+    root: &Value,
+    budget: &Cell<usize>,
+) -> bool {
+    let mut violations = Vec::new();
+    Validator { root, budget }.check(value, schema, &Path::root(), 0, &mut violations);
+    violations.is_empty()
 }
 
 fn violations_within(value: &Value, schema: &Value, root: &Value) -> Vec<SchemaViolation> {
     let mut violations = Vec::new();
-    Validator { root }.check(value, schema, &Path::root(), 0, &mut violations);
+    let budget = Cell::new(step_budget(value));
+    Validator {
+        root,
+        budget: &budget,
+    }
+    .check(value, schema, &Path::root(), 0, &mut violations);
+    if budget.get() == 0 && !violations.is_empty() {
+        // What was found before the budget ran out is beside the point.
+        return vec![SchemaViolation {
+            path: "$".into(),
+            message: TOO_COSTLY.into(),
+        }];
+    }
     violations
 }
+
+const TOO_COSTLY: &str =
+    "the schema is too costly to check against this value (it branches on itself?)";
 
 /// A JSON path under construction (`$`, `$.a`, `$.a[0]`, `$["odd key"]`).
 #[derive(Debug, Clone)]
@@ -99,6 +138,8 @@ impl Path {
 
 struct Validator<'s> {
     root: &'s Value,
+    /// Steps left; at 0 the check stops with a violation.
+    budget: &'s Cell<usize>,
 }
 
 impl<'s> Validator<'s> {
@@ -119,6 +160,13 @@ impl<'s> Validator<'s> {
                 "the schema nests too deeply (a `$ref` that refers to itself?)".into(),
             ));
             return;
+        }
+        match self.budget.get() {
+            0 => {
+                out.push(at(TOO_COSTLY.into()));
+                return;
+            }
+            left => self.budget.set(left - 1),
         }
         let rules = match schema {
             Value::Bool(true) => return,
@@ -788,5 +836,20 @@ mod tests {
                 .any(|p| p.starts_with("`$.kind`: string \"Medium\" matches none")),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_schema_that_branches_on_itself_is_refused_within_a_budget() {
+        // Two branches back to the root at every level: 2^128 checks without a budget.
+        let schema = json!({"anyOf": [{"$ref": "#"}, {"$ref": "#"}]});
+        let problems = validate(&json!({"a": [1, 2, 3]}), &schema).expect_err("not checkable");
+        assert!(
+            problems.iter().any(|p| p.message.contains("too costly")),
+            "{problems:?}"
+        );
+        // The clean-up of a reply under that schema ends too, leaving the value as it was.
+        let mut reply = json!({"a": null});
+        crate::schema::drop_optional_nulls(&mut reply, &schema);
+        assert_eq!(reply, json!({"a": null}));
     }
 }
