@@ -389,6 +389,29 @@ pub enum Error {
     Telemetry(String),
 }
 
+impl Error {
+    /// Whether the same call could succeed when tried again: a storage backend's failure, a
+    /// busy thread, a timeout or runtime trouble may pass; a programming or input error (a
+    /// missing context, a bad update, an unknown node) fails the same way every time. A
+    /// failed node's error is judged by what failed inside it. [`RetryPolicy`]'s default
+    /// rule retries only errors that may pass.
+    ///
+    /// [`RetryPolicy`]: crate::RetryPolicy
+    pub fn may_pass(&self) -> bool {
+        match self {
+            Self::Backend { .. }
+            | Self::ThreadBusy(_)
+            | Self::NodeTimeout { .. }
+            | Self::Runtime(_)
+            | Self::Telemetry(_) => true,
+            Self::NodeFailed { source, .. } => {
+                source.downcast_ref::<Self>().is_none_or(Self::may_pass)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// `Result` with [`Error`].
 ///
 /// Only at this path (`graphkit::error::Result`), not at the crate root: `use graphkit::*` keeps the

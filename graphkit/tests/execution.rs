@@ -344,6 +344,53 @@ async fn retry_on_limits_which_errors_are_retried() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
+/// How many times a node failing with `error` runs under `RetryPolicy::new(3)`.
+async fn attempts_of(error: fn() -> graphkit::BoxError) -> usize {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let mut g = StateGraph::<Log>::new();
+    g.add_node_with(
+        "failing",
+        move |_: Arc<Log>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move { Outcome::Err(error()) }
+        },
+        NodeOptions::new().retry(RetryPolicy::new(3)),
+    )
+    .add_edge(START, "failing");
+    assert!(g.compile().unwrap().invoke(LogUpdate::new()).await.is_err());
+    calls.load(Ordering::SeqCst)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_retry_rule_does_not_retry_graphkits_deterministic_errors() {
+    // Would fail the same way again: one attempt.
+    assert_eq!(attempts_of(|| Box::new(Error::MissingThreadId)).await, 1);
+    assert_eq!(
+        attempts_of(|| Box::new(Error::NoCheckpointer("interrupt"))).await,
+        1
+    );
+    assert_eq!(
+        attempts_of(|| Box::new(Error::InvalidRunInput("no".into()))).await,
+        1
+    );
+    // May pass: every attempt.
+    assert_eq!(
+        attempts_of(|| Box::new(Error::Backend {
+            backend: "sqlite",
+            message: "database is locked".into(),
+        }))
+        .await,
+        3
+    );
+    assert_eq!(
+        attempts_of(|| Box::new(Error::ThreadBusy("t".into()))).await,
+        3
+    );
+    // Another type's error: graphkit cannot tell, so it retries.
+    assert_eq!(attempts_of(|| "HTTP 503".into()).await, 3);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_node_that_runs_past_its_timeout_fails() {
     let mut g = StateGraph::<Log>::new();

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::run_context::ContextValues;
-use crate::error::BoxError;
+use crate::error::{BoxError, Error};
 
 /// When a run with a checkpointer writes its checkpoints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -325,7 +325,8 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// Up to `max_attempts` runs in all (at least 1), starting 0.5 s apart and doubling up
-    /// to 128 s, with jitter, retrying every error.
+    /// to 128 s, with jitter, retrying every error but graphkit's deterministic ones
+    /// ([`retries_by_default`](Self::retries_by_default)).
     pub fn new(max_attempts: u32) -> Self {
         Self {
             max_attempts: max_attempts.max(1),
@@ -380,9 +381,36 @@ impl RetryPolicy {
         self.max_attempts
     }
 
-    /// `true` if `error` may be retried.
+    /// `true` if `error` may be retried: by the predicate given to
+    /// [`retry_on`](Self::retry_on), else by [`retries_by_default`](Self::retries_by_default).
     pub fn should_retry(&self, error: &BoxError) -> bool {
-        self.retry_on.as_ref().is_none_or(|p| p(error))
+        match &self.retry_on {
+            Some(predicate) => predicate(error),
+            None => Self::retries_by_default(error),
+        }
+    }
+
+    /// The rule a policy without [`retry_on`](Self::retry_on) follows: every error is retried
+    /// except graphkit's own errors that would fail the same way again (a missing context or
+    /// checkpointer, a bad update, input or store key, an unknown target, a panic, an
+    /// overflow...). Graphkit's errors that can pass (a storage backend, a busy thread, a
+    /// timeout) are retried, and so is any error of another type: graphkit cannot tell a
+    /// transient one from a bug there. A predicate can build on it:
+    ///
+    /// ```
+    /// use graphkit::{BoxError, Error, RetryPolicy};
+    ///
+    /// let policy = RetryPolicy::new(3).retry_on(|e: &BoxError| {
+    ///     !e.to_string().contains("HTTP 400") && RetryPolicy::retries_by_default(e)
+    /// });
+    /// let missing: BoxError = Box::new(Error::MissingThreadId);
+    /// assert!(!policy.should_retry(&missing));
+    /// ```
+    pub fn retries_by_default(error: &BoxError) -> bool {
+        match error.downcast_ref::<Error>() {
+            Some(error) => error.may_pass(),
+            None => true,
+        }
     }
 
     /// The wait before attempt number `attempt` (2 for the first retry), without jitter.
