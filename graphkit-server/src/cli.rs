@@ -43,6 +43,15 @@ pub struct Args {
     /// Require this key in the `x-api-key` header of every request (else 401).
     #[arg(long, env = "GRAPHKIT_SERVER_API_KEY")]
     pub api_key: Option<String>,
+    /// Let browser pages on this origin call the server (CORS), e.g. http://localhost:5173;
+    /// repeat it for more, or give `*` for any. Without it, no cross-origin page may.
+    #[arg(
+        long = "cors-origin",
+        value_name = "ORIGIN",
+        env = "GRAPHKIT_SERVER_CORS_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
     /// Runs this process executes at once (0: serve HTTP only).
     #[arg(long, default_value_t = 10)]
     pub workers: usize,
@@ -143,6 +152,7 @@ pub async fn run(args: Args, server: Server) -> Result<()> {
     let mut server = server
         .backend(backend)
         .workers(args.workers)
+        .cors_origins(args.cors_origins.clone())
         .workers_only(args.workers_only)
         .worker_settings(args.worker_settings()?);
     if let Some(key) = args.api_key {

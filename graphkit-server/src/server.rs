@@ -44,6 +44,7 @@ pub struct Server {
     graphs: HashMap<String, SharedGraph>,
     backend: Option<Arc<dyn Backend>>,
     api_key: Option<String>,
+    cors_origins: Vec<String>,
     workers: usize,
     serve_http: bool,
     body_limit: usize,
@@ -64,6 +65,7 @@ impl std::fmt::Debug for Server {
             .field("graphs", &graphs)
             .field("backend", &self.backend)
             .field("api_key", &self.api_key.as_ref().map(|_| "set"))
+            .field("cors_origins", &self.cors_origins)
             .field("workers", &self.workers)
             .field("serve_http", &self.serve_http)
             .field("body_limit", &self.body_limit)
@@ -79,6 +81,7 @@ impl Server {
             graphs: HashMap::new(),
             backend: None,
             api_key: None,
+            cors_origins: Vec::new(),
             workers: 10,
             serve_http: true,
             body_limit: DEFAULT_BODY_LIMIT,
@@ -123,6 +126,25 @@ impl Server {
     #[must_use]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(key.into());
+        self
+    }
+
+    /// Lets web pages on these origins call the server from a browser (CORS): each an origin
+    /// such as `http://localhost:5173`, or `*` for any. Off by default, so that no page a
+    /// user happens to visit can drive the server on their machine; a page on another
+    /// origin needs its origin listed. Preflight requests are answered without the API key
+    /// (browsers never send it there); every other request still needs it.
+    ///
+    /// ```
+    /// let server = graphkit_server::Server::new().cors_origins(["http://localhost:5173"]);
+    /// ```
+    #[must_use]
+    pub fn cors_origins<I, O>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = O>,
+        O: Into<String>,
+    {
+        self.cors_origins = origins.into_iter().map(Into::into).collect();
         self
     }
 
@@ -182,6 +204,8 @@ impl Server {
                 "no graph registered: add one with Server::graph(\"id\", compiled_graph)".into(),
             ));
         }
+        // Checked before anything starts: a bad origin must not leave workers running.
+        let cors = cors_layer(&self.cors_origins)?;
         let backend = match self.backend {
             Some(backend) => backend,
             None => Arc::new(SqliteBackend::open("graphkit-server.db").await?) as Arc<dyn Backend>,
@@ -222,6 +246,10 @@ impl Server {
                 body_limit: self.body_limit,
                 stop: stop.clone(),
             });
+            let app = match cors {
+                Some(cors) => app.layer(cors),
+                None => app,
+            };
             let stop_http = stop.clone();
             tasks.push(tokio::spawn(async move {
                 let served = axum::serve(listener, app)
@@ -319,4 +347,55 @@ pub(crate) async fn shutdown_signal() {
         () = ctrl_c => {}
         () = terminate => {}
     }
+}
+
+/// The CORS layer for `origins` (none when the list is empty), or a startup error naming an
+/// origin that is not one.
+fn cors_layer(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>> {
+    use axum::http::{HeaderName, HeaderValue, Method, header};
+    use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let mut values = Vec::new();
+        for origin in origins {
+            let origin_only = origin.trim_end_matches('/');
+            let well_formed = match origin_only.split_once("://") {
+                Some(("http" | "https", host)) => !host.is_empty() && !host.contains('/'),
+                _ => false,
+            };
+            let value = HeaderValue::from_str(origin_only)
+                .ok()
+                .filter(|_| well_formed);
+            values.push(value.ok_or_else(|| {
+                ServerError::Startup(format!(
+                    "CORS origin {origin:?} is not an origin: write scheme, host and port, as http://localhost:5173, or * for any"
+                ))
+            })?);
+        }
+        AllowOrigin::list(values)
+    };
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([
+                Method::GET,
+                Method::POST,
+                Method::PUT,
+                Method::PATCH,
+                Method::DELETE,
+                Method::OPTIONS,
+            ])
+            .allow_headers(AllowHeaders::mirror_request())
+            // The SDKs read the run id from these on a stream or a background run.
+            .expose_headers([
+                header::CONTENT_LOCATION,
+                header::LOCATION,
+                HeaderName::from_static("x-pagination-next"),
+            ])
+            .max_age(std::time::Duration::from_secs(600)),
+    ))
 }

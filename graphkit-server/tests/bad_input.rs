@@ -149,6 +149,17 @@ async fn an_api_key_refuses_requests_without_it() {
         .await
         .expect("send");
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    // A key of the right length, or the key's prefix, is still wrong.
+    for near in ["sesamf", "sesam", "sesame2", ""] {
+        let refused = s
+            .client
+            .get(s.url("/ok"))
+            .header("x-api-key", near)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED, "{near:?}");
+    }
     let ok = s
         .client
         .get(s.url("/ok"))
@@ -157,5 +168,49 @@ async fn an_api_key_refuses_requests_without_it() {
         .await
         .expect("send");
     assert_eq!(expect_json(ok, StatusCode::OK).await, json!({"ok": true}));
+    s.stop().await;
+}
+
+/// Paging numbers are whole numbers from 0, or a 422 that names the field; they never fall
+/// back to a default. An item needs a namespace.
+#[tokio::test]
+async fn paging_numbers_and_namespaces_are_validated_not_defaulted() {
+    let s = TestServer::start().await;
+    let searches = [
+        ("/threads/search", json!({})),
+        ("/assistants/search", json!({})),
+        ("/store/items/search", json!({"namespace_prefix": []})),
+    ];
+    for (path, base) in searches {
+        for field in ["limit", "offset"] {
+            for bad in [json!(-1), json!("x"), json!(1e30), json!(2.5), json!([3])] {
+                let mut body = base.clone();
+                body[field] = bad.clone();
+                let refused = s
+                    .post_json(path, body, StatusCode::UNPROCESSABLE_ENTITY)
+                    .await;
+                let detail = refused["detail"].as_str().expect("detail");
+                assert!(detail.contains(field), "{path} {field}={bad}: {detail}");
+            }
+            // Null is the default, as if the field were absent.
+            let mut body = base.clone();
+            body[field] = serde_json::Value::Null;
+            s.post_json(path, body, StatusCode::OK).await;
+        }
+    }
+    let empty = s
+        .client
+        .put(s.url("/store/items"))
+        .json(&json!({"namespace": [], "key": "k", "value": {"a": 1}}))
+        .send()
+        .await
+        .expect("send");
+    let body = expect_json(empty, StatusCode::UNPROCESSABLE_ENTITY).await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("namespace")
+    );
     s.stop().await;
 }

@@ -5,6 +5,7 @@
 mod backend_contract;
 mod bad_input;
 mod common;
+mod cors;
 mod llm_messages;
 mod runs;
 mod threads_and_assistants;

@@ -199,6 +199,18 @@ async fn a_reconnect_with_last_event_id_replays_the_rest() {
         .map(|e| (e.event.as_str(), &e.data))
         .collect();
     assert_eq!(got, tail);
+    // The Python SDK's join without modes sends an empty `stream_mode`: the run's own modes.
+    let empty_modes = s
+        .client
+        .get(s.url(&format!("{location}?stream_mode=")))
+        .header("last-event-id", all[1].id.clone().expect("id"))
+        .send()
+        .await
+        .expect("join");
+    assert_eq!(empty_modes.status(), StatusCode::OK);
+    let again = SseReader::new(empty_modes).collect().await;
+    let again: Vec<(&str, &Value)> = again.iter().map(|e| (e.event.as_str(), &e.data)).collect();
+    assert_eq!(again, tail);
     // The pause is in the replay: updates with __interrupt__.
     assert!(replayed.iter().any(|e| e.event == "updates"
         && e.data["__interrupt__"][0]["value"] == json!({"question": "approve?"})));

@@ -43,8 +43,8 @@ fn query_of(body: &Map<String, Value>) -> Result<AssistantQuery> {
         metadata,
         graph_id: text("graph_id")?,
         name: text("name")?,
-        limit: Some(limit_of(body.get("limit"), 10)),
-        offset: offset_of(body.get("offset")),
+        limit: Some(limit_of(body.get("limit"), 10)?),
+        offset: offset_of(body.get("offset"))?,
     })
 }
 

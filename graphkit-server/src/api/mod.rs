@@ -98,6 +98,14 @@ async fn not_found(request: Request) -> ServerError {
     ))
 }
 
+/// Whether `given` is the server's key, in time that does not depend on where the two first
+/// differ (a plain `==` stops at the first wrong byte, which lets a client time its way to
+/// the key). The length may show; the key's bytes do not.
+fn same_key(given: &[u8], key: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    given.len() == key.len() && bool::from(given.ct_eq(key))
+}
+
 /// The API key check, and JSON bodies for the errors axum answers itself (a body over
 /// the limit, a bad path): every error the clients see is `{"detail": ...}`.
 async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response {
@@ -106,7 +114,7 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             .headers()
             .get("x-api-key")
             .and_then(|v| v.to_str().ok());
-        if given != Some(&**key) {
+        if !given.is_some_and(|given| same_key(given.as_bytes(), key.as_bytes())) {
             return ServerError::Unauthorized.into_response();
         }
     }
@@ -194,17 +202,28 @@ pub(crate) fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-/// `limit` from a body value (default `default`), bounded.
-pub(crate) fn limit_of(value: Option<&Value>, default: usize) -> usize {
-    value
-        .and_then(Value::as_u64)
-        .map_or(default, |l| usize::try_from(l).unwrap_or(usize::MAX))
-        .min(10_000)
+/// `limit` from a body value (default `default` when absent or null), at most 10,000;
+/// anything but a whole number from 0 is a 422 that names the field.
+pub(crate) fn limit_of(value: Option<&Value>, default: usize) -> Result<usize> {
+    Ok(count_field("limit", value)?.unwrap_or(default).min(10_000))
 }
 
-/// `offset` from a body value.
-pub(crate) fn offset_of(value: Option<&Value>) -> usize {
-    value
-        .and_then(Value::as_u64)
-        .map_or(0, |o| usize::try_from(o).unwrap_or(usize::MAX))
+/// `offset` from a body value (0 when absent or null); validated as [`limit_of`] is.
+pub(crate) fn offset_of(value: Option<&Value>) -> Result<usize> {
+    Ok(count_field("offset", value)?.unwrap_or(0))
+}
+
+/// A whole number from 0 (`None` when absent or null), or a 422 naming `field`: a negative,
+/// fractional, huge (`1e30`) or non-numeric value is refused, never replaced by a default.
+fn count_field(field: &str, value: Option<&Value>) -> Result<Option<usize>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                ServerError::Validation(format!("{field} must be a whole number from 0, not {v}"))
+            }),
+    }
 }

@@ -487,7 +487,8 @@ fn last_event_id(headers: &HeaderMap) -> Option<i64> {
 fn query_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
     let given: Vec<&str> = pairs
         .iter()
-        .filter(|(k, _)| k == "stream_mode")
+        // An empty value (the Python SDK's join without modes sends `?stream_mode=`) is no mode.
+        .filter(|(k, v)| k == "stream_mode" && !v.is_empty())
         .map(|(_, v)| v.as_str())
         .collect();
     if given.is_empty() {

@@ -37,6 +37,11 @@ fn item_json(item: Item) -> Value {
 }
 
 fn check_namespace(namespace: &[String]) -> Result<()> {
+    if namespace.is_empty() {
+        return Err(ServerError::Validation(
+            "an item's namespace must have at least one label".into(),
+        ));
+    }
     if let Some(label) = namespace.iter().find(|l| l.is_empty() || l.contains('.')) {
         return Err(ServerError::Validation(format!(
             "namespace labels must be non-empty and contain no '.', got {label:?}"
@@ -113,8 +118,8 @@ async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     };
     let query = SearchQuery {
         filter,
-        limit: Some(limit_of(body.get("limit"), 10)),
-        offset: offset_of(body.get("offset")),
+        limit: Some(limit_of(body.get("limit"), 10)?),
+        offset: offset_of(body.get("offset"))?,
     };
     let prefix: Vec<&str> = prefix.iter().map(String::as_str).collect();
     let items = api.backend().store().search(&prefix, &query).await?;
@@ -145,8 +150,8 @@ async fn namespaces(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let namespaces: Vec<Vec<String>> = found
         .into_iter()
         .filter(|ns| ns.ends_with(&suffix))
-        .skip(offset_of(body.get("offset")))
-        .take(limit_of(body.get("limit"), 100))
+        .skip(offset_of(body.get("offset"))?)
+        .take(limit_of(body.get("limit"), 100)?)
         .collect();
     Ok(json_response(
         StatusCode::OK,

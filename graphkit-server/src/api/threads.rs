@@ -193,9 +193,13 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
         values: object_field(body, "values")?,
         ids,
         status,
-        limit: paged.then(|| limit_of(body.get("limit"), 10)),
+        limit: if paged {
+            Some(limit_of(body.get("limit"), 10)?)
+        } else {
+            None
+        },
         offset: if paged {
-            offset_of(body.get("offset"))
+            offset_of(body.get("offset"))?
         } else {
             0
         },
@@ -363,7 +367,7 @@ async fn history(State(api): State<Api>, Path(id): Path<String>, body: Bytes) ->
     let body: Map<String, Value> = parse_body(&body)?;
     let options = ListOptions {
         before: checkpoint_id_of(body.get("before")),
-        limit: Some(limit_of(body.get("limit"), 10)),
+        limit: Some(limit_of(body.get("limit"), 10)?),
         metadata: object_field(&body, "metadata")?,
     };
     history_of(&api, &id, options).await
