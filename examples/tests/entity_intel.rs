@@ -471,9 +471,13 @@ async fn a_weak_real_model_ends_within_limits_and_writes_outputs() {
     };
     let model = graphkit_llm::init_chat_model(&spec).expect("model");
     let dir = tempfile::tempdir().expect("tempdir");
+    // One todo: each model turn reads a long prompt on one CPU thread, so the test's time
+    // is counted in turns (CI runs it on every change; issue 28 asks for it bounded).
     let mut input = sample();
     input.bundles.truncate(1);
     input.bundles[0].entities.truncate(1);
+    input.bundles[0].entities[0].directions.truncate(1);
+    input.total_directions = None;
     let mut opts = options(dir.path(), model, Arc::new(InMemorySaver::new()), "weak");
     opts.limits.max_tokens_per_turn = 128;
     opts.limits.max_idle_turns_per_todo = 2;

@@ -923,7 +923,9 @@ fn a_killed_cli_run_resumes_with_resume() {
 
 #[tokio::test]
 async fn a_weak_local_model_ends_the_research_within_its_limits() {
-    let Some(spec) = common::local_model_spec() else {
+    // About three minutes on the local model: the planner and the sub-agents write long
+    // replies (no token cap in the workflow yet; see issue 25).
+    let Some(spec) = common::slow_local_model_spec() else {
         return;
     };
     let client = bundled_server().await;
