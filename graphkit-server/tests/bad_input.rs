@@ -214,3 +214,33 @@ async fn paging_numbers_and_namespaces_are_validated_not_defaulted() {
     );
     s.stop().await;
 }
+
+/// `after_seconds` is a delay from 0 to a year; anything else is a 422 that names it, never
+/// a run started at once (it was) or a database error (PostgreSQL gave a 500 for 1e18).
+#[tokio::test]
+async fn a_delay_outside_zero_to_a_year_is_refused() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let runs = format!("/threads/{thread}/runs");
+    for bad in [json!(-1), json!(1e18), json!(1e20), json!(31_536_001)] {
+        let refused = s
+            .post_json(
+                &runs,
+                json!({"assistant_id": "agent", "input": user_input("later", json!({})), "after_seconds": bad}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+            )
+            .await;
+        let detail = refused["detail"].as_str().expect("detail");
+        assert!(detail.contains("after_seconds"), "{bad}: {detail}");
+    }
+    // Zero is now, and a day is accepted (the run waits, pending).
+    let later = s
+        .post_json(
+            &runs,
+            json!({"assistant_id": "agent", "input": user_input("later", json!({})), "after_seconds": 86_400}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(later["status"], "pending", "{later}");
+    s.stop().await;
+}

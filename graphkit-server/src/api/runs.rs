@@ -26,6 +26,10 @@ use crate::ids::new_id;
 use crate::time::Timestamp;
 use crate::worker::RunKwargs;
 
+/// The longest delay `after_seconds` may ask for: a year. Longer is a 422, never a silent
+/// "now" or an overflow in the database.
+const MAX_AFTER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
 pub(super) fn routes() -> Router<Api> {
     Router::new()
         .route("/threads/{tid}/runs", post(create_stateful).get(list))
@@ -263,11 +267,16 @@ async fn create_run(
         "assistant_id".into(),
         Value::String(assistant.assistant_id.to_string()),
     );
-    let not_before = body
-        .after_seconds
-        .filter(|s| *s > 0.0)
-        .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
-        .map(|d| Timestamp::now().plus(d));
+    let not_before = match body.after_seconds {
+        None => None,
+        Some(seconds) if (0.0..=MAX_AFTER_SECONDS).contains(&seconds) => (seconds > 0.0)
+            .then(|| Timestamp::now().plus(std::time::Duration::from_secs_f64(seconds))),
+        Some(seconds) => {
+            return Err(ServerError::Validation(format!(
+                "after_seconds must be a number of seconds from 0 to {MAX_AFTER_SECONDS} (a year), not {seconds}"
+            )));
+        }
+    };
     let kwargs_json =
         serde_json::to_value(&kwargs).map_err(|e| ServerError::backend("encode the run", e))?;
     let created = api
