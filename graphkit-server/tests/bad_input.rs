@@ -244,3 +244,55 @@ async fn a_delay_outside_zero_to_a_year_is_refused() {
     assert_eq!(later["status"], "pending", "{later}");
     s.stop().await;
 }
+
+/// What the server does not do yet is refused with a 422 naming it, never ignored: a
+/// webhook would not be called, a TTL would not expire anything. Null is as if absent.
+#[tokio::test]
+async fn unsupported_fields_are_refused_not_ignored() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let refused = [
+        (
+            format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("w", json!({})), "webhook": "http://127.0.0.1:9/hook"}),
+            "webhook",
+        ),
+        ("/threads".to_owned(), json!({"ttl": {"ttl": 5}}), "ttl"),
+    ];
+    for (path, body, field) in refused {
+        let answer = s
+            .post_json(&path, body, StatusCode::UNPROCESSABLE_ENTITY)
+            .await;
+        let detail = answer["detail"].as_str().expect("detail");
+        assert!(
+            detail.contains(field) && detail.contains("not supported"),
+            "{detail}"
+        );
+    }
+    let patched = s
+        .client
+        .patch(s.url(&format!("/threads/{thread}")))
+        .json(&json!({"metadata": {}, "ttl": {"ttl": 5}}))
+        .send()
+        .await
+        .expect("send");
+    expect_json(patched, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let put = s
+        .client
+        .put(s.url("/store/items"))
+        .json(&json!({"namespace": ["a"], "key": "k", "value": {"x": 1}, "ttl": 5}))
+        .send()
+        .await
+        .expect("send");
+    expect_json(put, StatusCode::UNPROCESSABLE_ENTITY).await;
+    // Null is as if the field were absent.
+    s.post_json("/threads", json!({"ttl": null}), StatusCode::OK)
+        .await;
+    s.post_json(
+        &format!("/threads/{thread}/runs"),
+        json!({"assistant_id": "agent", "input": user_input("w", json!({})), "webhook": null}),
+        StatusCode::OK,
+    )
+    .await;
+    s.stop().await;
+}

@@ -202,6 +202,17 @@ pub(crate) fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
+/// A 422 when a request asks for something this server does not do yet (`field` given and
+/// not null), so that it is never silently ignored: `what` says what would not happen.
+pub(crate) fn refuse_unsupported(field: &str, value: Option<&Value>, what: &str) -> Result<()> {
+    match value {
+        None | Some(Value::Null) => Ok(()),
+        Some(_) => Err(ServerError::Validation(format!(
+            "`{field}` is not supported by this server yet ({what}); leave it out"
+        ))),
+    }
+}
+
 /// `limit` from a body value (default `default` when absent or null), at most 10,000;
 /// anything but a whole number from 0 is a 422 that names the field.
 pub(crate) fn limit_of(value: Option<&Value>, default: usize) -> Result<usize> {

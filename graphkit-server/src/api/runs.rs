@@ -17,7 +17,8 @@ use super::stream::{
 };
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value, uuid_param,
+    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value,
+    refuse_unsupported, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
@@ -57,8 +58,9 @@ const STREAM_MODES: &[&str] = &[
     "checkpoints",
 ];
 
-/// A run creation request (`RunCreateStateful` / `RunCreateStateless`). Unknown fields
-/// (`webhook`, `feedback_keys`, `langsmith_tracer`, ...) are accepted and ignored.
+/// A run creation request (`RunCreateStateful` / `RunCreateStateless`). LangSmith's
+/// fields (`feedback_keys`, `langsmith_tracer`, ...) are accepted and ignored; a `webhook`
+/// is refused (no call would be made).
 #[derive(Debug, Default, Deserialize)]
 struct RunCreate {
     assistant_id: Option<String>,
@@ -81,6 +83,7 @@ struct RunCreate {
     after_seconds: Option<f64>,
     durability: Option<String>,
     checkpoint_during: Option<bool>,
+    webhook: Option<Value>,
 }
 
 /// How the client follows the run it creates.
@@ -175,6 +178,11 @@ async fn create_run(
         .ok_or_else(|| ServerError::Validation("`assistant_id` is required".into()))?;
     let assistant = api.assistant(assistant_id).await?;
     let graph = api.shared.graph(&assistant.graph_id)?;
+    refuse_unsupported(
+        "webhook",
+        body.webhook.as_ref(),
+        "no call would be made when the run ends",
+    )?;
     let modes = stream_modes(body.stream_mode.as_ref())?;
     let config = body.config.clone().unwrap_or(json!({}));
     if !is_empty_object(config.get("configurable")) && !is_empty_object(body.context.as_ref()) {

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
+    refuse_unsupported,
 };
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
@@ -55,10 +56,13 @@ struct PutItem {
     namespace: Vec<String>,
     key: String,
     value: Value,
+    #[serde(default)]
+    ttl: Option<Value>,
 }
 
 async fn put_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: PutItem = parse_body(&body)?;
+    refuse_unsupported("ttl", body.ttl.as_ref(), "store items do not expire")?;
     check_namespace(&body.namespace)?;
     if !body.value.is_object() {
         return Err(ServerError::Validation(

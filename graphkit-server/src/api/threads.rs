@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{
     Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
-    uuid_param,
+    refuse_unsupported, uuid_param,
 };
 use crate::backend::{IfExists, NewThread, ThreadQuery, ThreadRecord, ThreadStatus};
 use crate::error::{Result, ServerError};
@@ -60,6 +60,7 @@ fn graph_of(api: &Api, thread: &ThreadRecord) -> Result<Option<SharedGraph>> {
 
 async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
+    refuse_unsupported("ttl", body.get("ttl"), "threads do not expire")?;
     let thread_id = match body.get("thread_id") {
         None | Some(Value::Null) => new_id(),
         Some(Value::String(s)) => uuid_param("thread", s)?,
@@ -136,6 +137,7 @@ async fn patch(
 ) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
     let body: Map<String, Value> = parse_body(&body)?;
+    refuse_unsupported("ttl", body.get("ttl"), "threads do not expire")?;
     let metadata = object_field(&body, "metadata")?.unwrap_or_default();
     let thread = api
         .backend()
