@@ -325,27 +325,8 @@ async fn retries_stop_at_max_attempts_and_report_them() {
     );
 }
 
-#[tokio::test(start_paused = true)]
-async fn retry_on_limits_which_errors_are_retried() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&calls);
-    let mut g = StateGraph::<Log>::new();
-    g.add_node_with(
-        "fatal",
-        move |_: Arc<Log>| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            async { Outcome::Err("fatal: bad key".into()) }
-        },
-        NodeOptions::new()
-            .retry(RetryPolicy::new(5).retry_on(|e| !e.to_string().starts_with("fatal"))),
-    )
-    .add_edge(START, "fatal");
-    assert!(g.compile().unwrap().invoke(LogUpdate::new()).await.is_err());
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
-}
-
-/// How many times a node failing with `error` runs under `RetryPolicy::new(3)`.
-async fn attempts_of(error: fn() -> graphkit::BoxError) -> usize {
+/// How many times a node failing with `error` runs under `policy` (the run fails).
+async fn attempts_of(policy: RetryPolicy, error: fn() -> graphkit::BoxError) -> usize {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let mut g = StateGraph::<Log>::new();
@@ -355,7 +336,7 @@ async fn attempts_of(error: fn() -> graphkit::BoxError) -> usize {
             counter.fetch_add(1, Ordering::SeqCst);
             async move { Outcome::Err(error()) }
         },
-        NodeOptions::new().retry(RetryPolicy::new(3)),
+        NodeOptions::new().retry(policy),
     )
     .add_edge(START, "failing");
     assert!(g.compile().unwrap().invoke(LogUpdate::new()).await.is_err());
@@ -363,20 +344,35 @@ async fn attempts_of(error: fn() -> graphkit::BoxError) -> usize {
 }
 
 #[tokio::test(start_paused = true)]
+async fn retry_on_limits_which_errors_are_retried() {
+    let policy = RetryPolicy::new(5).retry_on(|e| !e.to_string().starts_with("fatal"));
+    assert_eq!(attempts_of(policy, || "fatal: bad key".into()).await, 1);
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_default_retry_rule_does_not_retry_graphkits_deterministic_errors() {
     // Would fail the same way again: one attempt.
-    assert_eq!(attempts_of(|| Box::new(Error::MissingThreadId)).await, 1);
     assert_eq!(
-        attempts_of(|| Box::new(Error::NoCheckpointer("interrupt"))).await,
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::MissingThreadId)).await,
         1
     );
     assert_eq!(
-        attempts_of(|| Box::new(Error::InvalidRunInput("no".into()))).await,
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::NoCheckpointer(
+            "interrupt"
+        )))
+        .await,
+        1
+    );
+    assert_eq!(
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::InvalidRunInput(
+            "no".into()
+        )))
+        .await,
         1
     );
     // May pass: every attempt.
     assert_eq!(
-        attempts_of(|| Box::new(Error::Backend {
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::Backend {
             backend: "sqlite",
             message: "database is locked".into(),
         }))
@@ -384,11 +380,17 @@ async fn the_default_retry_rule_does_not_retry_graphkits_deterministic_errors() 
         3
     );
     assert_eq!(
-        attempts_of(|| Box::new(Error::ThreadBusy("t".into()))).await,
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::ThreadBusy(
+            "t".into()
+        )))
+        .await,
         3
     );
     // Another type's error: graphkit cannot tell, so it retries.
-    assert_eq!(attempts_of(|| "HTTP 503".into()).await, 3);
+    assert_eq!(
+        attempts_of(RetryPolicy::new(3), || "HTTP 503".into()).await,
+        3
+    );
 }
 
 #[tokio::test(start_paused = true)]
