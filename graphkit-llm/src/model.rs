@@ -36,6 +36,12 @@ use crate::trace::{call_span, record_call};
 /// assert_eq!(reply.content, "4");
 /// # Ok::<(), graphkit_llm::LlmError>(()) }).unwrap();
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a chat model",
+    label = "not a `ChatModel`",
+    note = "a chat model is a provider (`OpenAiModel`, `AnthropicModel`, `OllamaModel`, or `init_chat_model(\"provider:model\")`), a test double (`ScriptedModel`, `FunctionModel`), an `Arc` of one, or a type of yours that implements `ChatModel`",
+    note = "a `&M` is not a model: pass the model itself or an `Arc` (`Arc<dyn ChatModel>` is a model)"
+)]
 #[async_trait]
 pub trait ChatModel: Send + Sync {
     /// The model's name, as sent to the provider (used in traces and price lookups).

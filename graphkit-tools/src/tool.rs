@@ -22,6 +22,12 @@ use crate::error::ToolError;
 /// Most tools are made from an async fn with [`tool_fn`](crate::tool_fn) or
 /// [`tool_fn_with_runtime`](crate::tool_fn_with_runtime); implement the trait by hand
 /// for tools whose schema is only known at run time (MCP tools are).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool for a `{S}` graph",
+    label = "not a `Tool<{S}>`",
+    note = "make a tool from an async fn with `tool_fn(name, description, |args: Args| async move {{ .. }})`, where `Args` derives `Deserialize` and `JsonSchema` and the closure returns `Result<impl Into<ToolOutput<S>>, ToolError>`; `tool_fn_with_runtime` also passes the `ToolRuntime<S>`",
+    note = "a tool that reads or updates the state is a tool of that state only: `Tool<{S}>` for the graph's `{S}`"
+)]
 #[async_trait]
 pub trait Tool<S: State>: Send + Sync {
     /// The name the model calls it by (`[A-Za-z0-9_-]`, unique within a tool node).

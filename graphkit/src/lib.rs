@@ -149,6 +149,11 @@ pub struct ArchitectureDoctests;
 #[doc = include_str!("../../docs/observability.md")]
 pub struct ObservabilityDoctests;
 
+/// docs/node-errors.md: its fixes compiled, its mistakes checked to fail.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/node-errors.md")]
+pub struct NodeErrorsDoctests;
+
 /// docs/index.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/index.md")]

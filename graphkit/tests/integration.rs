@@ -6,6 +6,7 @@
 mod backend_support;
 mod building;
 mod checkpoint_conformance;
+mod compile_fail;
 mod computed_reducers;
 mod crash_recovery;
 mod drawing;

@@ -17,6 +17,12 @@ pub const INPUT: &str = "__input__";
 ///
 /// Implemented for `&'static str`, `String`, [`SendTo`], [`Goto`], vectors of those,
 /// `Option` (None = stop this branch) and `Result` of any of them.
+#[diagnostic::on_unimplemented(
+    message = "a router cannot return `{Self}`",
+    label = "not a route",
+    note = "a router returns a node name (`&'static str`, `String`, `Arc<str>`, or `END`), a `SendTo`, a `Goto`, a `Vec` of those, or an `Option` (`None`: this branch stops) or `Result` of those",
+    note = "to route on a value of your own, map it to a node name in the router, or use `add_conditional_edges_mapped` with a map from your values to node names"
+)]
 pub trait IntoRoute {
     /// The targets, in order.
     fn into_route(self) -> Result<Vec<Goto>, BoxError>;
@@ -75,6 +81,11 @@ pub(crate) type RouterFn<S> =
     Arc<dyn Fn(&S) -> Result<Vec<Goto>, BoxError> + std::marker::Send + Sync>;
 
 /// Where edges may start: one node (a plain edge) or several (a join edge).
+#[diagnostic::on_unimplemented(
+    message = "an edge cannot start from `{Self}`",
+    label = "not a node name or a list of node names",
+    note = "an edge starts from one node (`\"name\"`, a `String`, or `START`) or, for a join that waits for all of them, several: `[\"a\", \"b\"]`, a `Vec<&str>` or a `&[&str]`"
+)]
 pub trait EdgeSources {
     /// The source names.
     fn into_sources(self) -> Vec<Arc<str>>;

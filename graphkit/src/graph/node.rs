@@ -35,6 +35,12 @@ pub enum NodeOutput<S: State> {
 
 /// Types a node may return: the state's update type, `Command<S>`, `()` (no update),
 /// `Option` of those, and `Result` of those with any error convertible to [`BoxError`].
+#[diagnostic::on_unimplemented(
+    message = "a node of a `{S}` graph cannot return `{Self}`",
+    label = "a node's output must become an update of `{S}`",
+    note = "a node returns one of: `<{S} as State>::Update` (the update type `#[derive(State)]` generated), `Command<{S}>`, `()` (no update), or an `Option` or a `Result` of those (the error: anything that converts into `Box<dyn Error + Send + Sync>`)",
+    note = "an update of another state is not one of `{S}`: a node belongs to the graph whose state it updates"
+)]
 pub trait IntoNodeOutput<S: State> {
     /// Converts into a node output, or the node's error.
     fn into_node_output(self) -> Result<NodeOutput<S>, BoxError>;
@@ -90,6 +96,12 @@ where
 ///
 /// Implemented for `Arc<S>` (the state snapshot), [`NodeContext`], [`StreamWriter`],
 /// [`RunConfig`], [`RunContext<C>`](RunContext) and [`Input<T>`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an argument of a node of a `{S}` graph",
+    label = "not something a node can ask for",
+    note = "a node's arguments are each one of: `Arc<{S}>` (the state), `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<C>` (a value given with the run, `C: Send + Sync`), `Input<T>` (a `Send`'s input, `T: Clone + Serialize + DeserializeOwned`)",
+    note = "to read the state by reference, take `Arc<{S}>`, or wrap a plain function `fn(&{S}) -> ...` in `SyncNode::new`"
+)]
 pub trait FromContext<S: State>: Sized + Send + 'static {
     /// Takes the value from the snapshot and the context.
     fn from_context(state: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError>;
@@ -224,6 +236,23 @@ impl<S: State> NodeRunner<S> {
 /// are [`FromContext`] values and whose output is [`IntoNodeOutput`], or a [`SyncNode`].
 ///
 /// `Args` is a marker that keeps the implementations apart; you never name it.
+///
+/// A node is one of:
+/// - an `async fn` or a closure returning a `Send` future, taking up to four arguments,
+///   each a [`FromContext`] value (`Arc<S>`, [`NodeContext`], [`StreamWriter`], [`RunConfig`],
+///   [`RunContext<C>`](RunContext), [`Input<T>`]), and returning an [`IntoNodeOutput`] value;
+/// - a plain function of `&S` wrapped in [`SyncNode::new`], or of `(&S, &NodeContext)` in
+///   [`SyncNodeWithContext::new`];
+/// - a [`BoxedNode`], or a compiled graph added as a subgraph.
+///
+/// `docs/node-errors.md` shows what the compiler says for the common mistakes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a node of a `{S}` graph",
+    label = "not a node of a `{S}` graph",
+    note = "a node is an `async fn` (or a closure returning a `Send` future) with up to 4 arguments, each one of `Arc<{S}>`, `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<C>` (`C: Send + Sync`), `Input<T>` (`T: Clone + Serialize + DeserializeOwned`), that returns `<{S} as State>::Update`, `Command<{S}>`, `()`, or an `Option` or `Result` of those",
+    note = "a plain function taking `&{S}` is a node when wrapped: `SyncNode::new(f)` (or `SyncNodeWithContext::new(f)` for `fn(&{S}, &NodeContext)`); an `async fn` cannot borrow the state: take `Arc<{S}>`",
+    note = "the future must be `Send`: do not hold an `Rc`, a `RefCell` borrow or a `MutexGuard` of `std` across an `.await`"
+)]
 pub trait IntoNode<S: State, Args>: std::marker::Send + Sync + 'static {
     /// Whether the node can route with a `Command`.
     const MAY_ROUTE: bool;
@@ -319,7 +348,12 @@ pub struct SyncNode<F>(F);
 
 impl<F> SyncNode<F> {
     /// Wraps a function `Fn(&S) -> impl IntoNodeOutput<S>`.
-    pub fn new(f: F) -> Self {
+    pub fn new<S, R>(f: F) -> Self
+    where
+        S: State,
+        F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
+        R: IntoNodeOutput<S> + 'static,
+    {
         Self(f)
     }
 }
@@ -329,7 +363,12 @@ pub struct SyncNodeWithContext<F>(F);
 
 impl<F> SyncNodeWithContext<F> {
     /// Wraps a function `Fn(&S, &NodeContext) -> impl IntoNodeOutput<S>`.
-    pub fn new(f: F) -> Self {
+    pub fn new<S, R>(f: F) -> Self
+    where
+        S: State,
+        F: Fn(&S, &NodeContext) -> R + std::marker::Send + Sync + 'static,
+        R: IntoNodeOutput<S> + 'static,
+    {
         Self(f)
     }
 }

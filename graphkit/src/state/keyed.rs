@@ -20,6 +20,11 @@ use std::hash::Hash;
 ///     fn key(&self) -> &String { &self.url }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "the items of this list have no key: `{Self}` does not implement `Keyed`",
+    label = "no key to merge by",
+    note = "`#[reducer(merge_by_key)]` merges items with equal keys: implement `graphkit::Keyed` for `{Self}` (return a reference to its key field), use `(key, value)` pairs, or give a key function with `#[reducer(merge_by = key_fn)]`"
+)]
 pub trait Keyed {
     /// The key type; two items with equal keys are the same item.
     type Key: Eq + Hash + Clone + Debug + Send + Sync + 'static;

@@ -51,6 +51,11 @@ use crate::error::Error;
 /// state.apply_update(update).unwrap();
 /// assert_eq!((state.topic.as_str(), state.notes.len(), state.searches), ("rust", 1, 2));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a graph state",
+    label = "not a `State`",
+    note = "derive it: `#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]` on a struct with named fields (the `State` derive also writes its update type, `{Self}Update`)"
+)]
 pub trait State:
     Clone + Default + Debug + Send + Sync + Serialize + DeserializeOwned + 'static
 {

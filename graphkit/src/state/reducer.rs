@@ -62,6 +62,11 @@ pub struct Add;
 /// A number an `#[reducer(add)]` field can hold: integers (checked), floats, [`Duration`](std::time::Duration)s.
 ///
 /// Implement it for your own number types to use them with `#[reducer(add)]`.
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(add)]` cannot sum a field of type `{Self}`",
+    label = "not a number `add` can sum",
+    note = "`add` sums integers (with overflow checks), floats and `Duration`s; implement `graphkit::Summable` for your own number type, or append to a `Vec` with `#[reducer(append)]`"
+)]
 pub trait Summable: Sized {
     /// Adds `delta` in place; `false` (and `self` unchanged) when the sum does not fit.
     fn add_checked(&mut self, delta: Self) -> bool;

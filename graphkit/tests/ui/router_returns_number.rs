@@ -1,0 +1,15 @@
+// A router that returns a number instead of a node name.
+use std::sync::Arc;
+
+use graphkit::State;
+use serde::{Deserialize, Serialize};
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Chat {
+    #[reducer(append)]
+    messages: Vec<String>,
+}
+
+pub fn build(graph: &mut graphkit::StateGraph<Chat>) {
+    graph.add_conditional_edges("reply", |state: &Chat| state.messages.len(), ["reply", "done"]);
+}
