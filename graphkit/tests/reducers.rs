@@ -401,3 +401,85 @@ fn a_second_overwrite_of_a_field_in_one_step_is_an_error_even_from_one_task() {
         "{err}"
     );
 }
+
+/// Applies `updates` (task number, node, update) as the writes of one step, in the order given.
+fn one_step(updates: Vec<(usize, &str, EverythingUpdate)>) -> Everything {
+    let mut state = Everything {
+        notes: vec!["old".into()],
+        docs: vec![Doc { id: 1, body: 1 }],
+        ..Everything::default()
+    };
+    let mut writes = StepWrites::default();
+    for (task, name, update) in updates {
+        writes.begin_task(task, &name.into());
+        state.apply(update, &mut writes).unwrap();
+    }
+    state
+}
+
+#[test]
+fn an_overwrite_wins_over_every_other_write_of_its_step_in_any_task_order() {
+    let replace = || {
+        EverythingUpdate::new()
+            .notes(AppendUpdate::replace(["fresh".to_string()]))
+            .docs(KeyedUpdate::remove_all().and_upsert(Doc { id: 9, body: 9 }))
+    };
+    let append = || {
+        EverythingUpdate::new()
+            .notes(vec!["sibling".to_string()])
+            .docs(vec![Doc { id: 2, body: 2 }])
+    };
+    let before = one_step(vec![(0, "a", append()), (1, "b", replace())]);
+    let after = one_step(vec![(0, "a", replace()), (1, "b", append())]);
+    assert_eq!(before.notes, ["fresh"]);
+    assert_eq!(before.docs, [Doc { id: 9, body: 9 }]);
+    assert_eq!(after, before, "the order of the tasks does not change the result");
+}
+
+#[test]
+fn a_task_s_own_writes_after_its_overwrite_apply_in_order() {
+    let state = one_step(vec![
+        (0, "other", EverythingUpdate::new().notes(vec!["overwritten".to_string()])),
+        (
+            1,
+            "writer",
+            EverythingUpdate::new().notes(AppendUpdate::replace(["first".to_string()])),
+        ),
+        (1, "writer", EverythingUpdate::new().notes(vec!["second".to_string()])),
+        (2, "late", EverythingUpdate::new().notes(vec!["dropped".to_string()])),
+    ]);
+    assert_eq!(state.notes, ["first", "second"]);
+}
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Log {
+    #[reducer(append)]
+    lines: Vec<String>,
+}
+
+/// START fans out to `replacer` (replaces the list) and `appender` (appends to it).
+async fn replace_beside_append(replacer: &str, appender: &str) -> Vec<String> {
+    use std::sync::Arc;
+    let mut graph = graphkit::StateGraph::<Log>::new();
+    graph
+        .add_node(replacer, |_: Arc<Log>| async {
+            LogUpdate::new().lines(AppendUpdate::replace(["replaced".to_string()]))
+        })
+        .add_node(appender, |_: Arc<Log>| async {
+            LogUpdate::new().lines(vec!["appended".to_string()])
+        })
+        .add_edge(graphkit::START, replacer)
+        .add_edge(graphkit::START, appender);
+    let graph = graph.compile().unwrap();
+    let input = LogUpdate::new().lines(vec!["input".to_string()]);
+    graph.invoke(input).await.unwrap().lines
+}
+
+#[tokio::test]
+async fn a_replace_beside_an_append_gives_the_same_list_whatever_the_node_names() {
+    // Tasks of a step apply in node order: "a..." before "z...", and the other way round.
+    let replacer_first = replace_beside_append("a_replace", "z_append").await;
+    let appender_first = replace_beside_append("z_replace", "a_append").await;
+    assert_eq!(replacer_first, ["replaced"]);
+    assert_eq!(appender_first, ["replaced"]);
+}

@@ -290,10 +290,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 combining_builder(ident, &fname, &uty),
                 quote! {
                     if let Some(value) = update.#ident {
-                        if value.clear {
-                            writes.field(#index, #fname).overwrite()?;
+                        if writes.field(#index, #fname).admit(value.clear)? {
+                            #gk::merge_by(&mut self.#ident, value, #key);
                         }
-                        #gk::merge_by(&mut self.#ident, value, #key);
                     }
                 },
             ),
@@ -302,10 +301,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 combining_builder(ident, &fname, &uty),
                 quote! {
                     if let Some(value) = update.#ident {
-                        if value.clear {
-                            writes.field(#index, #fname).overwrite()?;
+                        if writes.field(#index, #fname).admit(value.clear)? {
+                            #gk::append_capped(&mut self.#ident, value, #max, #fold);
                         }
-                        #gk::append_capped(&mut self.#ident, value, #max, #fold);
                     }
                 },
             ),

@@ -152,10 +152,9 @@ impl<T> Reducer<Vec<T>> for Append {
         update: AppendUpdate<T>,
         mut field: FieldWrites<'_>,
     ) -> Result<(), Error> {
-        if update.clear {
-            field.overwrite()?;
+        if field.admit(update.clear)? {
+            update.apply_to(current);
         }
-        update.apply_to(current);
         Ok(())
     }
 }

@@ -195,8 +195,9 @@ impl<T: Keyed> Reducer<KeyedVec<T>> for MergeByKey {
         update: KeyedUpdate<T>,
         mut field: FieldWrites<'_>,
     ) -> Result<(), Error> {
-        super::merge::check_in_step(&update.ops, |k| list.contains_key(k), &mut field)?;
-        <Self as Reducer<KeyedVec<T>>>::reduce(list, update);
+        if super::merge::check_in_step(&update.ops, |k| list.contains_key(k), &mut field)? {
+            <Self as Reducer<KeyedVec<T>>>::reduce(list, update);
+        }
         Ok(())
     }
 }

@@ -140,17 +140,19 @@ impl<T: Keyed, const N: usize> From<[T; N]> for KeyedUpdate<T> {
 
 /// Checks an update before a super-step applies it: at most one overwrite (remove-all)
 /// per field and step, and every removed key present when its removal comes (`holds`
-/// says whether the value held a key before the update).
+/// says whether the value held a key before the update). `false` when the update does not
+/// apply: another task overwrote the field earlier in the step ([`FieldWrites::admit`]).
 pub(crate) fn check_in_step<T: Keyed>(
     ops: &[KeyedOp<T>],
     holds: impl Fn(&T::Key) -> bool,
     field: &mut FieldWrites<'_>,
-) -> Result<(), Error> {
-    if ops.iter().any(|op| matches!(op, KeyedOp::RemoveAll)) {
-        field.overwrite()?;
+) -> Result<bool, Error> {
+    let overwrites = ops.iter().any(|op| matches!(op, KeyedOp::RemoveAll));
+    if !field.admit(overwrites)? {
+        return Ok(false);
     }
     if !ops.iter().any(|op| matches!(op, KeyedOp::Remove(_))) {
-        return Ok(());
+        return Ok(true);
     }
     // Keys whose presence the update's earlier ops changed, newest last.
     let mut changed: Vec<(&T::Key, bool)> = Vec::new();
@@ -175,7 +177,7 @@ pub(crate) fn check_in_step<T: Keyed>(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Below this many `len × ops`, a linear scan beats building a hash index.
@@ -203,12 +205,13 @@ impl<T: Keyed> Reducer<Vec<T>> for MergeByKey {
         update: KeyedUpdate<T>,
         mut field: FieldWrites<'_>,
     ) -> Result<(), Error> {
-        check_in_step(
+        if check_in_step(
             &update.ops,
             |k| list.iter().any(|x| x.key() == k),
             &mut field,
-        )?;
-        <Self as Reducer<Vec<T>>>::reduce(list, update);
+        )? {
+            <Self as Reducer<Vec<T>>>::reduce(list, update);
+        }
         Ok(())
     }
 }
@@ -288,8 +291,9 @@ where
         update: KeyedUpdate<(K, V)>,
         mut field: FieldWrites<'_>,
     ) -> Result<(), Error> {
-        check_in_step(&update.ops, |k| map.contains_key(k), &mut field)?;
-        <Self as Reducer<HashMap<K, V, H>>>::reduce(map, update);
+        if check_in_step(&update.ops, |k| map.contains_key(k), &mut field)? {
+            <Self as Reducer<HashMap<K, V, H>>>::reduce(map, update);
+        }
         Ok(())
     }
 }
@@ -319,8 +323,9 @@ where
         update: KeyedUpdate<(K, V)>,
         mut field: FieldWrites<'_>,
     ) -> Result<(), Error> {
-        check_in_step(&update.ops, |k| map.contains_key(k), &mut field)?;
-        <Self as Reducer<BTreeMap<K, V>>>::reduce(map, update);
+        if check_in_step(&update.ops, |k| map.contains_key(k), &mut field)? {
+            <Self as Reducer<BTreeMap<K, V>>>::reduce(map, update);
+        }
         Ok(())
     }
 }

@@ -235,6 +235,28 @@ impl FieldWrites<'_> {
         Ok(())
     }
 
+    /// Whether a write to the field applies in this step, `overwrites` saying whether the
+    /// write clears or replaces it. An overwrite is recorded (a second one in the step is an
+    /// error) and applies. Any other write applies unless another task of the step
+    /// overwrote the field before it: the step's one overwrite wins over every other write
+    /// of the field in the step, whichever order the tasks come in (writes before it are
+    /// overwritten, writes after it are dropped), as in LangGraph. A task's own writes after
+    /// its overwrite apply, in order.
+    ///
+    /// # Errors
+    /// [`Error::SecondOverwrite`] for a second overwrite in the step.
+    pub fn admit(&mut self, overwrites: bool) -> Result<bool, Error> {
+        if overwrites {
+            self.overwrite()?;
+            return Ok(true);
+        }
+        let writes = &*self.writes;
+        Ok(!writes
+            .overwrites
+            .iter()
+            .any(|&(field, task)| field == self.field && task != writes.task))
+    }
+
     /// The error for removing `key`, which the field does not hold.
     pub fn missing_key(&self, key: &dyn Debug) -> Error {
         Error::RemovedKeyNotFound {
