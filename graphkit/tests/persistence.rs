@@ -1271,7 +1271,8 @@ async fn a_failed_step_streams_its_finished_siblings_before_the_error() {
 }
 
 #[tokio::test]
-async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_and_resume() {
+async fn conflicting_writes_saved_by_a_stopped_step_are_shown_by_get_state_and_reported_by_resume()
+{
     let mut g = StateGraph::<Chat>::new();
     g.add_node(
         "one",
@@ -1295,16 +1296,15 @@ async fn conflicting_writes_saved_by_a_stopped_step_are_reported_by_get_state_an
         .await
         .unwrap_err();
     assert!(matches!(err, Error::NodeFailed { .. }), "{err}");
-    let err = graph.get_state(&thread("clash")).await.unwrap_err();
+    // The state is the one before the step; the conflict is the error of the task whose
+    // write could not be applied, and the whole step is still to do.
+    let snapshot = graph.get_state(&thread("clash")).await.unwrap();
+    assert_eq!(snapshot.values.answer, "");
+    assert_eq!(snapshot.next, ["broken", "one", "two"]);
+    let two = snapshot.tasks.iter().find(|t| t.name == "two").unwrap();
     assert!(
-        matches!(
-            &err,
-            Error::InvalidConcurrentUpdate {
-                field: "answer",
-                ..
-            }
-        ),
-        "{err}"
+        two.error.as_deref().is_some_and(|e| e.contains("`answer`")),
+        "{two:?}"
     );
     let err = graph
         .invoke_with(RunInput::Continue, thread("clash"))
@@ -1476,4 +1476,88 @@ async fn a_host_rebinds_a_graph_to_its_storage_and_names_the_run_in_checkpoints(
         hosted.get_state(&thread("hosted")).await,
         Err(Error::CheckpointNotFound { .. })
     ));
+}
+
+#[tokio::test]
+async fn a_thread_whose_step_had_conflicting_writes_can_be_read_and_repaired() {
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node(
+        "left",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("left").log(vec!["left".into()])),
+    )
+    .add_node(
+        "right",
+        SyncNode::new(|_: &Chat| ChatUpdate::new().answer("right")),
+    )
+    .add_node("after", say("after"))
+    .add_edge(START, "left")
+    .add_edge(START, "right")
+    .add_edge(["left", "right"], "after")
+    .add_edge("after", END);
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let err = graph
+        .invoke_with(ChatUpdate::new(), thread("c"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::InvalidConcurrentUpdate {
+                field: "answer",
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    // The thread reads: the state before the step, both tasks with what they wrote, the
+    // conflict on the task whose write failed, and the step still to do.
+    let snapshot = graph.get_state(&thread("c")).await.unwrap();
+    assert_eq!(snapshot.values.answer, "");
+    assert!(snapshot.values.log.is_empty());
+    assert_eq!(snapshot.next, ["left", "right"]);
+    assert!(snapshot.tasks.iter().all(|task| task.result.is_some()));
+    let errors: Vec<&str> = snapshot
+        .tasks
+        .iter()
+        .filter_map(|task| task.error.as_deref())
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("answer"), "{errors:?}");
+    let history = graph
+        .get_state_history(&thread("c"), &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(history[0].next, ["left", "right"]);
+
+    // Run again as it is, it fails the same way; an update repairs it in place of the
+    // step's writes, and the join still sees both branches finished.
+    let again = graph
+        .invoke_with(RunInput::Continue, thread("c"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, Error::InvalidConcurrentUpdate { .. }),
+        "{again}"
+    );
+    graph
+        .update_state(
+            &thread("c"),
+            ChatUpdate::new().answer("both").log(vec!["left".into()]),
+            Some("left"),
+        )
+        .await
+        .unwrap();
+    let repaired = graph.get_state(&thread("c")).await.unwrap();
+    assert_eq!(repaired.values.answer, "both");
+    assert_eq!(repaired.values.log, ["left"]);
+    assert_eq!(repaired.next, ["after"]);
+    let done = graph
+        .invoke_with(RunInput::Continue, thread("c"))
+        .await
+        .unwrap();
+    assert_eq!(done.answer, "both");
+    assert_eq!(done.log, ["left", "after"]);
 }

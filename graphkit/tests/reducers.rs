@@ -433,20 +433,35 @@ fn an_overwrite_wins_over_every_other_write_of_its_step_in_any_task_order() {
     let after = one_step(vec![(0, "a", replace()), (1, "b", append())]);
     assert_eq!(before.notes, ["fresh"]);
     assert_eq!(before.docs, [Doc { id: 9, body: 9 }]);
-    assert_eq!(after, before, "the order of the tasks does not change the result");
+    assert_eq!(
+        after, before,
+        "the order of the tasks does not change the result"
+    );
 }
 
 #[test]
 fn a_task_s_own_writes_after_its_overwrite_apply_in_order() {
     let state = one_step(vec![
-        (0, "other", EverythingUpdate::new().notes(vec!["overwritten".to_string()])),
+        (
+            0,
+            "other",
+            EverythingUpdate::new().notes(vec!["overwritten".to_string()]),
+        ),
         (
             1,
             "writer",
             EverythingUpdate::new().notes(AppendUpdate::replace(["first".to_string()])),
         ),
-        (1, "writer", EverythingUpdate::new().notes(vec!["second".to_string()])),
-        (2, "late", EverythingUpdate::new().notes(vec!["dropped".to_string()])),
+        (
+            1,
+            "writer",
+            EverythingUpdate::new().notes(vec!["second".to_string()]),
+        ),
+        (
+            2,
+            "late",
+            EverythingUpdate::new().notes(vec!["dropped".to_string()]),
+        ),
     ]);
     assert_eq!(state.notes, ["first", "second"]);
 }

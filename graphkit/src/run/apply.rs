@@ -95,13 +95,15 @@ pub(crate) fn apply_writes<S: State>(
 
 /// Applies the writes of the tasks of a stopped step that did finish (`finished`: task
 /// index and its updates, in task order) to `state`, with the step's conflict checks: two
-/// last-value writes are [`Error::InvalidConcurrentUpdate`] here as in a whole step.
+/// last-value writes are [`Error::InvalidConcurrentUpdate`] here as in a whole step. On an
+/// error, the index of the task whose write failed comes with it, and `state` may hold the
+/// writes before it.
 pub(crate) fn apply_finished<'a, S: State>(
     core: &GraphCore<S>,
     state: &mut S,
     tasks: &[Task],
     finished: impl IntoIterator<Item = (usize, &'a [S::Update])>,
-) -> Result<(), Error> {
+) -> Result<(), (usize, Error)> {
     let mut writes = StepWrites::default();
     for (index, updates) in finished {
         let Some(task) = tasks.get(index) else {
@@ -109,8 +111,32 @@ pub(crate) fn apply_finished<'a, S: State>(
         };
         writes.begin_task(index, &core.nodes[task.node].name);
         for update in updates {
-            state.apply(update.clone(), &mut writes)?;
+            state
+                .apply(update.clone(), &mut writes)
+                .map_err(|error| (index, error))?;
         }
     }
     Ok(())
+}
+
+/// [`apply_finished`] for reading or repairing a thread: when the finished writes cannot be
+/// applied together (two writers of one last-value field, say), `state` is left as it was
+/// before the step and the failing task's index and the error are returned.
+pub(crate) fn apply_finished_or_keep<S: State>(
+    core: &GraphCore<S>,
+    state: &mut S,
+    tasks: &[Task],
+    finished: &[(usize, &[S::Update])],
+) -> Option<(usize, Error)> {
+    if finished.is_empty() {
+        return None;
+    }
+    let mut applied = state.clone();
+    match apply_finished(core, &mut applied, tasks, finished.iter().copied()) {
+        Ok(()) => {
+            *state = applied;
+            None
+        }
+        Err(conflict) => Some(conflict),
+    }
 }

@@ -14,7 +14,7 @@ use crate::context::task_link::{interrupt_id, task_namespace};
 use crate::error::Error;
 use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
-use crate::run::apply::apply_finished;
+use crate::run::apply::apply_finished_or_keep;
 use crate::run::persist::{
     Persist, TaskWriteRef, goto_records, pending_step, restore_tasks, task_records, tasks_of,
 };
@@ -78,7 +78,10 @@ impl<S: State> CompiledGraph<S> {
         let record: CheckpointRecord = loaded.record;
         let planned = restore_tasks(&self.core, &record, loaded.body.next.clone())?;
         // The state shows what the tasks that finished before the step stopped wrote, with
-        // the same conflict checks as the step.
+        // the same conflict checks as the step. Writes that cannot be applied together
+        // (the step failed on them) are shown as the tasks' results, not in the state, and
+        // the conflict as the error of the task whose write failed: the thread can be read,
+        // and repaired with `update_state`.
         let mut values = loaded.state;
         let mut finished: Vec<(usize, &[S::Update])> = pending
             .outputs
@@ -86,7 +89,8 @@ impl<S: State> CompiledGraph<S> {
             .map(|(index, (updates, _))| (*index, updates.as_slice()))
             .collect();
         finished.sort_by_key(|(index, _)| *index);
-        apply_finished(&self.core, &mut values, &planned, finished)?;
+        let conflict = apply_finished_or_keep(&self.core, &mut values, &planned, &finished)
+            .map(|(index, error)| (index, error.to_string()));
         let tasks: Vec<SnapshotTask> = loaded
             .body
             .next
@@ -107,7 +111,12 @@ impl<S: State> CompiledGraph<S> {
                 state: None,
                 id: interrupt_id(&record.checkpoint_id, index),
                 name: task.node.clone(),
-                error: pending.errors.get(&index).cloned(),
+                error: pending.errors.get(&index).cloned().or_else(|| {
+                    conflict
+                        .as_ref()
+                        .filter(|(failed, _)| *failed == index)
+                        .map(|(_, error)| error.clone())
+                }),
                 interrupts: pending
                     .interrupts
                     .get(&index)
@@ -122,9 +131,10 @@ impl<S: State> CompiledGraph<S> {
             .collect();
         Ok(StateSnapshot {
             values,
+            // A step whose writes conflict did not happen: all of its tasks are still next.
             next: tasks
                 .iter()
-                .filter(|t| t.result.is_none())
+                .filter(|t| conflict.is_some() || t.result.is_none())
                 .map(|t| t.name.clone())
                 .collect(),
             tasks,
@@ -394,18 +404,18 @@ impl<S: State> CompiledGraph<S> {
                 .iter()
                 .map(|task| &*self.core.nodes[task.node].name)
                 .collect();
+            let mut conflict = None;
             if !keeps_step {
                 // The update ends the stopped step: what its finished tasks wrote is applied
                 // first (as `get_state` shows it, with the same conflict checks), and the
-                // tasks that did not finish are dropped.
-                apply_finished(
-                    &self.core,
-                    &mut state,
-                    &planned,
-                    finished
-                        .iter()
-                        .map(|(index, updates, _)| (*index, updates.as_slice())),
-                )?;
+                // tasks that did not finish are dropped. When their writes conflict (the step
+                // failed on them), none is applied: the update repairs the step in their
+                // place, and the finished tasks' edges still fire.
+                let writes: Vec<(usize, &[S::Update])> = finished
+                    .iter()
+                    .map(|(index, updates, _)| (*index, updates.as_slice()))
+                    .collect();
+                conflict = apply_finished_or_keep(&self.core, &mut state, &planned, &writes);
             }
             state.apply_update(update.clone())?;
             let mut scratch = plan::PlanScratch::new(&self.core);
@@ -448,7 +458,7 @@ impl<S: State> CompiledGraph<S> {
             // The checkpoint records the finished tasks' writes (when applied) before the
             // update's, as the state was built.
             let mut writes: Vec<TaskWriteRef<'_, S>> = Vec::with_capacity(finished.len() + 1);
-            if !keeps_step {
+            if !keeps_step && conflict.is_none() {
                 for (index, updates, task_gotos) in &finished {
                     if let Some(task) = planned_names.get(*index) {
                         writes.push(TaskWriteRef {

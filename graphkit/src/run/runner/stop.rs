@@ -52,7 +52,7 @@ impl<S: State> Runner<S> {
             return Ok(());
         }
         let mut scratch = self.state.clone();
-        apply_finished(core, &mut scratch, stopped.tasks, finished)
+        apply_finished(core, &mut scratch, stopped.tasks, finished).map_err(|(_, error)| error)
     }
 
     /// Saves what the thread needs to resume a stopped step: the errors of the tasks that
