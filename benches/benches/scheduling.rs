@@ -76,6 +76,7 @@ fn invoke<S: State>(
     match runtime {
         None => graph
             .invoke_blocking(graphkit::RunInput::Update(input), run_config())
+            .and_then(graphkit::Outcome::finished)
             .expect("the graph runs"),
         Some(runtime) => {
             let graph = graph.clone();
@@ -86,6 +87,7 @@ fn invoke<S: State>(
                         .await
                 }))
                 .expect("the task joins")
+                .and_then(graphkit::Outcome::finished)
                 .expect("the graph runs")
         }
     }

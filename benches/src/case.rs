@@ -277,7 +277,7 @@ impl<S: State> Prepared for GraphRun<S> {
                 })?
             }
         };
-        let state = state?;
+        let state = state?.finished()?;
         Ok(Sample {
             wall,
             cpu,

@@ -36,7 +36,8 @@ fn sequential_sync(n: usize) -> usize {
     counted(|| {
         let state = graph
             .invoke_blocking(RunInput::Update(sequential::input()), run_config())
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(state.counter, n as i64);
     })
 }
@@ -57,7 +58,8 @@ fn sequential_async(n: usize) -> usize {
             let state = graph
                 .invoke_with(RunInput::Update(sequential::input()), run_config())
                 .await
-                .unwrap();
+                .unwrap()
+                .into_state();
             assert_eq!(state.counter, n as i64);
             if round == 1 {
                 total = allocations() - before;
@@ -81,7 +83,8 @@ fn send_async(width: usize) -> usize {
             let state = graph
                 .invoke_with(RunInput::Update(input), run_config())
                 .await
-                .unwrap();
+                .unwrap()
+                .into_state();
             assert_eq!(state.count, width as i64);
             if round == 1 {
                 total = allocations() - before;

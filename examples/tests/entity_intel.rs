@@ -162,7 +162,8 @@ async fn the_write_tool_replaces_the_history_with_system_prompt_and_summary() {
             RunConfig::new().thread_id("reset"),
         )
         .await
-        .expect("run");
+        .expect("run")
+        .into_state();
     // After the last write: exactly the system prompt and one checkpoint summary.
     assert_eq!(done.messages.len(), 2, "{:#?}", done.messages);
     assert_eq!(done.messages[0].role(), "system");

@@ -551,7 +551,8 @@ async fn a_todo_interrupted_and_resumed_after_longer_than_its_timeout_still_comp
     let done = graph
         .invoke_with(RunInput::Continue, config("second"))
         .await
-        .expect("resumed run");
+        .expect("resumed run")
+        .into_state();
     let todo = done.todo_list.get(&in_progress).expect("the todo");
     assert_eq!(todo.status, TodoStatus::Completed, "{todo:?}");
     assert_eq!(done.todo_list.count(TodoStatus::Blocked), 0);

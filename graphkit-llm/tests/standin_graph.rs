@@ -126,7 +126,8 @@ async fn the_stand_in_takes_the_plan_tool_and_answer_path_a_real_model_would() {
     let out = graph
         .invoke(ResearchUpdate::new().messages(vec![Message::user("reducers")]))
         .await
-        .expect("run");
+        .expect("run")
+        .into_state();
     assert_eq!(out.visited, ["plan", "agent", "tools", "agent"]);
     assert_eq!(out.questions, ["What is reducers?"]);
     assert_eq!(

@@ -405,6 +405,18 @@ impl<S: State> ServedGraph for TypedGraph<S> {
     ) -> Result<GraphEvents> {
         let input = self.run_input(request, config.get_thread_id()).await?;
         let stream = self.graph.stream_with(input, config, modes);
+        // The worker learns of a pause from the stream's last item: the run's outcome turned
+        // into `Error::NotFinished` (with its interrupts) once the events are over.
+        let stream = futures::stream::unfold(Some(stream), |stream| async move {
+            let mut stream = stream?;
+            match stream.next().await {
+                Some(item) => Some((item, Some(stream))),
+                None => {
+                    let paused = stream.into_outcome()?.finished().err()?;
+                    Some((Err(paused), None))
+                }
+            }
+        });
         Ok(stream
             .filter_map(|item| async move {
                 match item {

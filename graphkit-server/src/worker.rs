@@ -553,7 +553,7 @@ async fn try_execute(
                 match end {
                     None => {}
                     Some(None) => break Stop::Finished,
-                    Some(Some(graphkit::Error::Interrupted { interrupts, .. })) => break Stop::Paused(interrupts),
+                    Some(Some(graphkit::Error::NotFinished { interrupts, .. })) => break Stop::Paused(interrupts),
                     Some(Some(error)) => break Stop::Failed(error),
                 }
             }

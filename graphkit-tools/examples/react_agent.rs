@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .compile()?;
     println!("{}\n", agent.draw_ascii());
 
-    let done = agent.invoke(AgentState::user(TASK)).await?;
+    let done = agent.invoke(AgentState::user(TASK)).await?.into_state();
     for message in &done.messages {
         match message {
             Message::Assistant(m) => {

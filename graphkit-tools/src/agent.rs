@@ -41,7 +41,7 @@ pub const AGENT_NODE: &str = "agent";
 /// let agent = ReactAgent::<AgentState>::new(model, [Arc::new(ThinkTool) as _])
 ///     .system_prompt("Answer with a number.")
 ///     .compile()?;
-/// let done = agent.invoke(AgentState::user("2 + 2?")).await?;
+/// let done = agent.invoke(AgentState::user("2 + 2?")).await?.into_state();
 /// assert_eq!(done.messages.last().map(|m| m.text()), Some("4"));
 /// # Ok::<(), graphkit::Error>(()) }).unwrap();
 /// ```

@@ -32,7 +32,7 @@
 //!     AssistantMessage::text("2 + 3 = 5"),
 //! ]);
 //! let agent = ReactAgent::<AgentState>::new(model, [Arc::new(add) as _]).compile()?;
-//! let done = agent.invoke(AgentState::user("What is 2 + 3?")).await?;
+//! let done = agent.invoke(AgentState::user("What is 2 + 3?")).await?.into_state();
 //! assert_eq!(done.messages[2].text(), "5"); // the tool's answer
 //! # Ok::<(), graphkit::Error>(()) }).unwrap();
 //! ```

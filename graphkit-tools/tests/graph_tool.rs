@@ -106,7 +106,11 @@ async fn arguments_map_into_the_child_and_its_final_state_into_the_answer() {
         json!({"text": "three little words"}),
         CompileOptions::new(),
     );
-    let done = agent.invoke(AgentState::user("count")).await.unwrap();
+    let done = agent
+        .invoke(AgentState::user("count"))
+        .await
+        .unwrap()
+        .into_state();
     let answer = tool_answer(&done);
     assert!(!answer.is_error);
     assert_eq!(answer.content, "3 words");
@@ -121,7 +125,11 @@ async fn invalid_arguments_are_a_tool_error_the_model_reads_and_the_child_never_
         json!({"txt": 3}),
         CompileOptions::new(),
     );
-    let done = agent.invoke(AgentState::user("count")).await.unwrap();
+    let done = agent
+        .invoke(AgentState::user("count"))
+        .await
+        .unwrap()
+        .into_state();
     let answer = tool_answer(&done);
     assert!(answer.is_error);
     assert!(
@@ -142,7 +150,11 @@ async fn a_failing_child_graph_is_a_tool_error_the_model_reads() {
         json!({"text": "a b"}),
         CompileOptions::new(),
     );
-    let done = agent.invoke(AgentState::user("count")).await.unwrap();
+    let done = agent
+        .invoke(AgentState::user("count"))
+        .await
+        .unwrap()
+        .into_state();
     let answer = tool_answer(&done);
     assert!(answer.is_error);
     assert!(
@@ -165,7 +177,8 @@ async fn a_child_that_pauses_on_an_interrupt_is_a_tool_error_not_a_paused_parent
     let done = agent
         .invoke_with(AgentState::user("count"), RunConfig::new().thread_id("t"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let answer = tool_answer(&done);
     assert!(answer.is_error);
     assert!(
@@ -263,7 +276,8 @@ async fn the_output_mapping_can_update_the_parent_state_with_a_reply() {
     let done = desk(Arc::new(tool))
         .invoke(DeskUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.findings, ["2 words"]);
     assert_eq!(done.messages.last().map(Message::text), Some("noted"));
     assert!(done.log.is_empty());
@@ -291,7 +305,8 @@ async fn the_output_mapping_can_return_a_command_that_routes_the_parent() {
     let done = desk(Arc::new(tool))
         .invoke(DeskUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.findings, ["2 words"]);
     assert_eq!(done.log, ["published"]);
     assert_eq!(done.messages.last().map(Message::text), Some("publishing"));

@@ -45,7 +45,11 @@ async fn the_agent_loops_model_and_tools_until_the_model_answers() {
         .system_prompt("You add numbers.")
         .compile()
         .unwrap();
-    let done = agent.invoke(AgentState::user("2 + 3 + 10?")).await.unwrap();
+    let done = agent
+        .invoke(AgentState::user("2 + 3 + 10?"))
+        .await
+        .unwrap()
+        .into_state();
     let texts: Vec<(&str, &str)> = done.messages.iter().map(|m| (m.role(), m.text())).collect();
     assert_eq!(
         texts,
@@ -93,7 +97,11 @@ async fn max_iterations_stops_a_model_that_keeps_calling_tools() {
         .max_iterations(3)
         .compile()
         .unwrap();
-    let done = agent.invoke(AgentState::user("loop")).await.unwrap();
+    let done = agent
+        .invoke(AgentState::user("loop"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(model.requests().len(), 3);
     let last = done.messages.last().unwrap();
     assert!(last.tool_calls().is_empty());
@@ -133,7 +141,11 @@ async fn the_agent_graph_can_be_drawn_and_extended() {
     );
     let names: Vec<&str> = graph.node_names().collect();
     assert!(names.contains(&"greet"));
-    let done = graph.invoke(AgentState::user("hi")).await.unwrap();
+    let done = graph
+        .invoke(AgentState::user("hi"))
+        .await
+        .unwrap()
+        .into_state();
     // Same step, applied in node-name order: the agent's reply, then the greeter's note.
     let texts: Vec<&str> = done.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["hi", "hello", "(greeted)"]);

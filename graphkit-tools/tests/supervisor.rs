@@ -100,7 +100,11 @@ async fn each_handoff_runs_the_named_worker_and_control_returns_to_the_superviso
     )
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
 
     assert_eq!(math_runs.load(Ordering::SeqCst), 1);
     assert_eq!(research_runs.load(Ordering::SeqCst), 1);
@@ -141,7 +145,11 @@ async fn full_history_mode_hands_back_every_message_the_worker_added() {
     .handoff_back_messages(false)
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(
         texts(&done),
         [
@@ -170,7 +178,11 @@ async fn last_message_mode_hands_back_only_the_workers_answer() {
     .handoff_back_messages(false)
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(
         texts(&done),
         [
@@ -199,7 +211,11 @@ async fn parallel_handoffs_run_both_workers() {
     )
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(math_runs.load(Ordering::SeqCst), 1);
     assert_eq!(research_runs.load(Ordering::SeqCst), 1);
     let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
@@ -224,7 +240,11 @@ async fn one_worker_per_turn_refuses_further_handoffs_in_the_same_reply() {
     .one_worker_per_turn()
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(math_runs.load(Ordering::SeqCst), 1);
     assert_eq!(research_runs.load(Ordering::SeqCst), 0);
     let refusal = done
@@ -257,7 +277,11 @@ async fn a_handoff_to_an_unknown_worker_is_an_error_the_model_reads() {
     )
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     let Message::Tool(answer) = &done.messages[2] else {
         panic!("expected a tool message, got {:?}", done.messages[2]);
     };
@@ -394,7 +418,11 @@ async fn resuming_after_a_failed_worker_does_not_rerun_finished_workers() {
         (1, 1)
     );
 
-    let done = team.invoke_with(RunInput::Continue, config).await.unwrap();
+    let done = team
+        .invoke_with(RunInput::Continue, config)
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(
         research_runs.load(Ordering::SeqCst),
         1,
@@ -475,7 +503,7 @@ async fn killed_mid_worker_the_resumed_run_finishes_without_redoing_finished_wor
                 attempts += 1;
                 tokio::task::yield_now().await;
             }
-            outcome => break outcome.unwrap(),
+            outcome => break outcome.unwrap().into_state(),
         }
     };
     assert_eq!(research_runs.load(Ordering::SeqCst), 1);
@@ -524,7 +552,8 @@ async fn a_mapped_worker_gets_its_input_and_maps_its_result_into_the_supervisor_
     let done = team
         .invoke(TeamUpdate::new().messages(vec![Message::user("otters")]))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.topics, ["otters"]);
     let answers: Vec<&str> = done.messages.iter().map(Message::text).collect();
     assert!(answers.contains(&"an article about otters"), "{answers:?}");
@@ -568,7 +597,7 @@ async fn an_interrupt_inside_a_worker_pauses_the_supervisor_and_resumes_at_that_
     let paused = team
         .invoke_with(AgentState::user("go"), config.clone())
         .await;
-    let Err(Error::Interrupted { interrupts, .. }) = paused else {
+    let Ok(graphkit::Outcome::Paused(graphkit::Paused { interrupts, .. })) = paused else {
         panic!("expected a pause, got {paused:?}");
     };
     assert_eq!(interrupts.len(), 1);
@@ -580,7 +609,8 @@ async fn an_interrupt_inside_a_worker_pauses_the_supervisor_and_resumes_at_that_
     let done = team
         .invoke_with(graphkit::Command::resume("yes"), config)
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(research_runs.load(Ordering::SeqCst), 1);
     assert_eq!(writer_runs.load(Ordering::SeqCst), 2);
     assert_eq!(boss_calls.load(Ordering::SeqCst), 3);
@@ -602,7 +632,11 @@ async fn handoffs_beyond_the_limit_are_refused_and_the_supervisor_answers() {
     .max_handoffs(2)
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("go")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(math_runs.load(Ordering::SeqCst), 2);
     let refusal = done
         .messages
@@ -642,7 +676,11 @@ async fn the_supervisors_own_tools_answer_and_return_to_the_supervisor() {
     .tools([Arc::new(clock) as graphkit_tools::DynTool<AgentState>])
     .compile()
     .unwrap();
-    let done = team.invoke(AgentState::user("time?")).await.unwrap();
+    let done = team
+        .invoke(AgentState::user("time?"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(math_runs.load(Ordering::SeqCst), 0);
     assert_eq!(done.messages.last().map(Message::text), Some("It is noon."));
 }
@@ -695,7 +733,10 @@ async fn parallel_handoffs_count_towards_the_limit_in_call_order() {
     .max_handoffs(1)
     .compile()
     .unwrap();
-    team.invoke(AgentState::user("go")).await.unwrap();
+    team.invoke(AgentState::user("go"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(math_runs.load(Ordering::SeqCst), 1);
     assert_eq!(research_runs.load(Ordering::SeqCst), 0);
 }

@@ -51,7 +51,10 @@ async fn run_tools(
         .add_edge(TOOLS_NODE, END);
     let input: graphkit_tools::AgentStateUpdate =
         graphkit_tools::AgentStateUpdate::new().messages(KeyedUpdate::upsert(state.messages));
-    g.compile()?.invoke(input).await
+    g.compile()?
+        .invoke(input)
+        .await
+        .map(graphkit::Outcome::into_state)
 }
 
 fn tool_messages(state: &AgentState) -> Vec<(String, String, bool)> {
@@ -273,7 +276,7 @@ async fn parallel_todo_update_and_write_file_land_both_updates_in_one_step() {
             .into(),
         ]))
         .await
-        .unwrap();
+        .unwrap().into_state();
     assert_eq!(done.todos.items.len(), 1);
     assert_eq!(done.todos.items[0].description, "read the paper");
     assert_eq!(done.files_written, ["notes/plan.md"]);
@@ -359,7 +362,8 @@ async fn a_command_tool_can_route_and_its_siblings_still_answer() {
         .unwrap()
         .invoke(graphkit_tools::AgentStateUpdate::new().messages(state.messages))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let texts: Vec<&str> = done.messages.iter().skip(2).map(Message::text).collect();
     assert_eq!(texts, ["slept", "handing off", "reviewed"]);
 }

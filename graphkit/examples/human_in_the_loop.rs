@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::{
-    Command, CompileOptions, END, Error, NodeContext, RunConfig, START, State, StateGraph,
+    Command, CompileOptions, END, Error, NodeContext, Outcome, Paused, RunConfig, START, State,
+    StateGraph,
 };
 use serde::{Deserialize, Serialize};
 
@@ -71,9 +72,9 @@ async fn main() -> Result<(), Error> {
 
     match graph
         .invoke_with(PublicationUpdate::new(), thread.clone())
-        .await
+        .await?
     {
-        Err(Error::Interrupted { interrupts, .. }) => {
+        Outcome::Paused(Paused { interrupts, .. }) => {
             for interrupt in &interrupts {
                 println!(
                     "paused in `{}` (interrupt {}):",
@@ -85,13 +86,14 @@ async fn main() -> Result<(), Error> {
                 );
             }
         }
-        other => println!("expected a pause, got {other:?}"),
+        Outcome::Finished(state) => println!("expected a pause, the run finished: {state:?}"),
     }
 
     println!("\nresuming with \"approve\"\n");
     let done = graph
         .invoke_with(Command::resume("approve"), thread)
-        .await?;
+        .await?
+        .finished()?;
     println!("{done:#?}");
     Ok(())
 }

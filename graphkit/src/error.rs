@@ -348,9 +348,9 @@ pub enum Error {
     #[error("could not start a tokio runtime for a blocking call: {0}")]
     Runtime(String),
 
-    /// The run paused on interrupts; answer them with `Command::resume` on the same thread.
-    #[error("the run on thread `{thread_id}` paused on {} interrupt(s) ({}); resume dynamic interrupts with `Command::resume(...)` and static ones with `RunInput::Continue` on the same thread", interrupts.len(), interrupts.iter().map(|i| format!("`{}` in `{}`", i.id, i.node)).collect::<Vec<_>>().join(", "))]
-    Interrupted {
+    /// A run that was expected to finish paused on interrupts ([`Outcome::finished`](crate::Outcome::finished)).
+    #[error("the run on thread `{thread_id}` paused on {} interrupt(s) ({}) where it was expected to finish; handle `Outcome::Paused`, or resume dynamic interrupts with `Command::resume(...)` and static ones with `RunInput::Continue` on the same thread", interrupts.len(), interrupts.iter().map(|i| format!("`{}` in `{}`", i.id, i.node)).collect::<Vec<_>>().join(", "))]
+    NotFinished {
         /// The thread.
         thread_id: String,
         /// The pending interrupts.

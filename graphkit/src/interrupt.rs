@@ -2,7 +2,7 @@
 //!
 //! A node calls [`NodeContext::interrupt`](crate::NodeContext::interrupt) with a payload.
 //! The first time, the call returns an error that the node passes on with `?`: the run
-//! stops, the thread keeps the payload, and `invoke` returns [`Error::Interrupted`]. The
+//! stops, the thread keeps the payload, and `invoke` returns [`Outcome::Paused`](crate::Outcome::Paused). The
 //! next run on the thread with [`Command::resume`](crate::Command::resume) re-runs the
 //! node, and this time the same call returns the resume value. Several interrupts in one
 //! node are matched by order.
@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A pending interrupt, as shown by `get_state` and returned with [`Error::Interrupted`].
+/// A pending interrupt, as shown by `get_state` and returned with [`Outcome::Paused`](crate::Outcome::Paused).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interrupt {
     /// Resume this interrupt by id when several are pending ([`Resume::by_id`]).

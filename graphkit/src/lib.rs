@@ -28,7 +28,7 @@
 //!     .add_conditional_edges("speak", |s: &Chat| if s.turns < 3 { "speak" } else { END }, ["speak", END]);
 //! let graph = graph.compile()?;
 //!
-//! let done = graph.invoke(ChatUpdate::new()).await?;
+//! let done = graph.invoke(ChatUpdate::new()).await?.into_state();
 //! assert_eq!(done.log, ["turn 0", "turn 1", "turn 2"]);
 //! # Ok::<(), graphkit::Error>(()) }).unwrap();
 //! ```
@@ -76,7 +76,7 @@ pub use graph::node::{
 };
 pub use graph::{END, INPUT, START};
 pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
-pub use run::RunStream;
+pub use run::{Outcome, Paused, RunStream};
 pub use snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
 pub use state::{
     Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,

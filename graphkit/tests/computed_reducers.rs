@@ -422,7 +422,8 @@ async fn checkpoint_deltas_replay_both_reducers_exactly() {
     let out = graph
         .invoke_with(ResearchUpdate::new(), config.clone())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
 
     // The final state, computed by hand.
     assert_eq!(out.step, 9);
@@ -463,7 +464,8 @@ async fn checkpoint_deltas_replay_both_reducers_exactly() {
         let fresh = research_graph(Arc::new(InMemorySaver::new()), steps)
             .invoke_with(ResearchUpdate::new(), RunConfig::new().thread_id("fresh"))
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(snapshot.values, fresh, "state after step {steps}");
     }
 }

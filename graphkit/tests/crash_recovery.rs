@@ -185,7 +185,8 @@ async fn child(role: &str) {
             let done = graph
                 .invoke_with(RunInput::Continue, thread)
                 .await
-                .expect("resume");
+                .expect("resume")
+                .into_state();
             println!("FINAL {}", serde_json::to_string(&done).expect("json"));
         }
         "open" => {
@@ -200,7 +201,8 @@ async fn child(role: &str) {
                 let done = graph(Some(Arc::clone(&saver)), log.clone(), false)
                     .invoke_with(WorkUpdate::new(), config)
                     .await
-                    .expect("run on a file other processes are opening");
+                    .expect("run on a file other processes are opening")
+                    .into_state();
                 println!("FINAL {}", serde_json::to_string(&done).expect("json"));
             }
         }
@@ -246,7 +248,8 @@ async fn crash_and_resume(test: &str, backend: &str, dir: &Path) {
     let expected = graph(None, dir.join("reference.log"), false)
         .invoke(WorkUpdate::new())
         .await
-        .expect("reference run");
+        .expect("reference run")
+        .into_state();
 
     let log = dir.join("completions.log");
     let mut first = spawn_child(test, "run", backend, &log, &thread);
@@ -325,7 +328,8 @@ async fn crash_inside_subgraph_and_resume(test: &str, backend: &str, dir: &Path)
     let expected = subgraph_graph(None, dir.join("reference.log"), false)
         .invoke(WorkUpdate::new())
         .await
-        .expect("reference run");
+        .expect("reference run")
+        .into_state();
 
     let log = dir.join("completions.log");
     let mut first = spawn_child(test, "sub-run", backend, &log, &thread);
@@ -441,7 +445,8 @@ async fn sqlite_file_opened_by_several_processes_at_once_opens_in_each() {
     let expected = graph(None, dir.path().join("reference.log"), false)
         .invoke(WorkUpdate::new())
         .await
-        .expect("reference run");
+        .expect("reference run")
+        .into_state();
 
     // All children start before any is waited for, so their opens overlap.
     let children: Vec<_> = (0..PROCESSES)

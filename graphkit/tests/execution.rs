@@ -27,7 +27,12 @@ fn mark(name: &'static str) -> impl Fn(Arc<Log>) -> std::future::Ready<LogUpdate
 
 /// Compiles `g` and runs it from the empty state to its end.
 async fn run(g: StateGraph<Log>) -> Log {
-    g.compile().unwrap().invoke(LogUpdate::new()).await.unwrap()
+    g.compile()
+        .unwrap()
+        .invoke(LogUpdate::new())
+        .await
+        .unwrap()
+        .into_state()
 }
 
 /// Compiles `g` and runs it from the empty state: the error it fails with.
@@ -275,7 +280,8 @@ async fn a_loop_may_use_exactly_the_recursion_limit() {
         .unwrap()
         .invoke_with(LogUpdate::new(), RunConfig::new().recursion_limit(7))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.count, 7);
 }
 
@@ -461,7 +467,8 @@ async fn max_concurrency_bounds_tasks_in_flight() {
         .unwrap()
         .invoke_with(LogUpdate::new(), RunConfig::new().max_concurrency(3))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.count, 10);
     assert_eq!(peak.load(Ordering::SeqCst), 3);
 }
@@ -575,6 +582,7 @@ fn invoke_blocking_runs_from_sync_code_and_refuses_inside_a_runtime() {
     assert_eq!(
         g.invoke_blocking(LogUpdate::new(), RunConfig::new())
             .unwrap()
+            .into_state()
             .seen,
         ["a"]
     );
@@ -603,7 +611,7 @@ async fn a_compiled_graph_serves_concurrent_runs() {
         tokio::spawn(async move { g.invoke(LogUpdate::new()).await })
     });
     for run in futures::future::join_all(runs).await {
-        assert_eq!(run.unwrap().unwrap().count, 5);
+        assert_eq!(run.unwrap().unwrap().into_state().count, 5);
     }
 }
 
@@ -723,7 +731,8 @@ async fn one_overwrite_of_a_list_in_a_step_wins_over_the_step_s_appends() {
         .unwrap()
         .invoke(LogUpdate::new().seen(vec!["before".to_string()]))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     // `zadd` applies after `reset`, and its append is dropped, as one applied before would
     // be cleared.
     assert_eq!(out.seen, ["reset"]);
@@ -760,7 +769,11 @@ async fn nodes_read_the_run_context_by_type_and_subgraphs_see_it_too() {
     let config = RunConfig::new()
         .with_context(Greeting { text: "hello" })
         .with_context(Limit { max: 7 });
-    let out = graph.invoke_with(LogUpdate::new(), config).await.unwrap();
+    let out = graph
+        .invoke_with(LogUpdate::new(), config)
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(
         (out.seen.as_slice(), out.count),
         (&["hello".to_string()][..], 7)

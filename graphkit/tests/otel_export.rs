@@ -112,7 +112,8 @@ fn a_runs_spans_reach_the_collector_as_one_trace() {
                     RunConfig::new().thread_id("otel-thread"),
                 )
                 .await
-                .unwrap();
+                .unwrap()
+                .into_state();
             assert_eq!(done.n, 3);
         });
     });

@@ -10,8 +10,8 @@ use graphkit::checkpoint::{
 };
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
-    Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Resume, RunConfig,
-    RunInput, START, SendTo, State, StateGraph, SyncNode,
+    Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Outcome, Paused,
+    Resume, RunConfig, RunInput, START, SendTo, State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -64,7 +64,8 @@ async fn chain_run(
     graph
         .invoke_with(ChatUpdate::new(), thread(id))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let history = graph
         .get_state_history(&thread(id), &ListOptions::default())
         .await
@@ -78,7 +79,8 @@ async fn every_super_step_ends_with_a_checkpoint() {
     let out = graph
         .invoke_with(ChatUpdate::new().log(vec!["hi".into()]), thread("t1"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["hi", "a", "b", "c"]);
 
     let history = graph
@@ -128,11 +130,13 @@ async fn a_second_input_on_a_thread_continues_its_state() {
     graph
         .invoke_with(ChatUpdate::new(), thread("t"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let out = graph
         .invoke_with(ChatUpdate::new().log(vec!["again".into()]), thread("t"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["a", "b", "c", "again", "a", "b", "c"]);
     assert_eq!(out.turns, 6);
 }
@@ -203,7 +207,8 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("p"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["flaky", "steady", "after"]);
     assert_eq!(
         steady_runs.load(Ordering::SeqCst),
@@ -249,7 +254,8 @@ async fn pending_sends_are_restored_with_their_inputs() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("s"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["w0", "w1", "w2", "w3"]);
 }
 
@@ -297,7 +303,8 @@ async fn write_cost_follows_the_update_not_the_state() {
     let out = graph
         .invoke_with(LongUpdate::new(), thread("long"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.messages.len(), STEPS);
 
     let records: Vec<CheckpointRecord> = saver
@@ -347,8 +354,10 @@ async fn a_dynamic_interrupt_pauses_and_resume_returns_the_value() {
     let err = graph
         .invoke_with(ChatUpdate::new(), thread("h"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
-    let Error::Interrupted {
+    let Error::NotFinished {
         interrupts,
         thread_id,
     } = err
@@ -368,7 +377,8 @@ async fn a_dynamic_interrupt_pauses_and_resume_returns_the_value() {
     let out = graph
         .invoke_with(Command::resume("yes"), thread("h"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "yes");
     assert_eq!(out.log, ["before", "after"]);
     assert!(
@@ -397,22 +407,27 @@ async fn several_interrupts_in_one_node_are_matched_in_order() {
     let first = graph
         .invoke_with(ChatUpdate::new(), thread("f"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&first, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "name?")
+        matches!(&first, Error::NotFinished { interrupts, .. } if interrupts[0].payload == "name?")
     );
     let second = graph
         .invoke_with(Command::resume("Ada"), thread("f"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&second, Error::Interrupted { interrupts, .. } if interrupts[0].payload == "age?"),
+        matches!(&second, Error::NotFinished { interrupts, .. } if interrupts[0].payload == "age?"),
         "{second}"
     );
     let out = graph
         .invoke_with(Command::resume(36), thread("f"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "Ada is 36");
 }
 
@@ -436,7 +451,7 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
     let graph = g
         .compile_with(CompileOptions::new().checkpointer(saver()))
         .unwrap();
-    let Err(Error::Interrupted { interrupts, .. }) =
+    let Ok(Outcome::Paused(Paused { interrupts, .. })) =
         graph.invoke_with(ChatUpdate::new(), thread("par")).await
     else {
         panic!("expected interrupts")
@@ -458,7 +473,8 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
     let out = graph
         .invoke_with(Command::resume_with(by_id), thread("par"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["alice:yes", "bob:no"]);
 }
 
@@ -487,9 +503,11 @@ async fn static_interrupts_pause_before_and_after_nodes() {
     let err = graph
         .invoke_with(ChatUpdate::new(), thread("s1"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before && interrupts[0].node == "publish")
+        matches!(&err, Error::NotFinished { interrupts, .. } if interrupts[0].kind == InterruptKind::Before && interrupts[0].node == "publish")
     );
     let paused = graph.get_state(&thread("s1")).await.unwrap();
     assert_eq!(
@@ -499,16 +517,19 @@ async fn static_interrupts_pause_before_and_after_nodes() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("s1"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["draft", "publish", "notify"]);
 
     // Per run, after a node.
     let err = graph
         .invoke_with(ChatUpdate::new(), thread("s2").interrupt_after(["draft"]))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
+        matches!(&err, Error::NotFinished { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
     );
     assert_eq!(
         graph.get_state(&thread("s2")).await.unwrap().values.log,
@@ -528,7 +549,8 @@ async fn update_state_as_a_node_then_continue() {
         graph
             .invoke_with(ChatUpdate::new(), thread("u"))
             .await
-            .is_err()
+            .unwrap()
+            .is_paused()
     );
 
     // Answer in the human's place: its edges plan the next step.
@@ -547,7 +569,8 @@ async fn update_state_as_a_node_then_continue() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("u"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "edited by hand");
     assert_eq!(out.log, ["draft", "publish"]);
 
@@ -568,7 +591,11 @@ async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
         .update_state(&after_a.config(), ChatUpdate::new().answer("forked"), None)
         .await
         .unwrap();
-    let out = graph.invoke_with(RunInput::Continue, fork).await.unwrap();
+    let out = graph
+        .invoke_with(RunInput::Continue, fork)
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["a", "b", "c"]);
     assert_eq!(out.answer, "forked");
 
@@ -591,11 +618,13 @@ async fn delete_thread_removes_its_checkpoints() {
     graph
         .invoke_with(ChatUpdate::new(), thread("gone"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     graph
         .invoke_with(ChatUpdate::new(), thread("kept"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     graph.delete_thread("gone").await.unwrap();
     assert!(matches!(
         graph.get_state(&thread("gone")).await,
@@ -634,7 +663,7 @@ async fn a_second_run_on_a_busy_thread_is_refused() {
     assert!(matches!(&err, Error::ThreadBusy(t) if t == "busy"), "{err}");
     // Other threads are not blocked.
     gate.notify_one();
-    assert_eq!(first.await.unwrap().unwrap().log, ["done"]);
+    assert_eq!(first.await.unwrap().unwrap().into_state().log, ["done"]);
     // And the thread is free again.
     assert!(
         graph
@@ -667,7 +696,8 @@ async fn bad_checkpoints_give_clear_errors_and_the_rest_keeps_working() {
     graph
         .invoke_with(ChatUpdate::new(), thread("good"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
 
     saver
         .put(record("truncated", "0001", 1, br#"{"state":{"log":["a"#))
@@ -778,11 +808,13 @@ async fn nodes_reach_the_store_across_threads() {
     graph
         .invoke_with(ChatUpdate::new(), thread("one"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let out = graph
         .invoke_with(ChatUpdate::new(), thread("two"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "visit 2 (0 turns)");
 }
 
@@ -791,7 +823,11 @@ async fn async_durability_saves_every_checkpoint_before_the_run_returns() {
     let saver = saver();
     let graph = chain(saver.clone());
     let config = thread("async").durability(graphkit::Durability::Async);
-    let out = graph.invoke_with(ChatUpdate::new(), config).await.unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new(), config)
+        .await
+        .unwrap()
+        .into_state();
     let history = graph
         .get_state_history(&thread("async"), &ListOptions::default())
         .await
@@ -805,7 +841,11 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
     let saver = saver();
     let graph = chain(saver.clone());
     let exit = || thread("exit").durability(graphkit::Durability::Exit);
-    let out = graph.invoke_with(ChatUpdate::new(), exit()).await.unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new(), exit())
+        .await
+        .unwrap()
+        .into_state();
     let history = graph
         .get_state_history(&thread("exit"), &ListOptions::default())
         .await
@@ -827,8 +867,10 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
     let err = graph
         .invoke_with(ChatUpdate::new(), exit())
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
-    assert!(matches!(err, Error::Interrupted { .. }), "{err}");
+    assert!(matches!(err, Error::NotFinished { .. }), "{err}");
     let paused = graph.get_state(&exit()).await.unwrap();
     // `side` finished before the pause: its write shows, and only `ask` is still to run.
     assert_eq!(paused.next, ["ask"]);
@@ -844,7 +886,8 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
     let out = graph
         .invoke_with(Command::resume("ok"), exit())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "ok");
     assert_eq!(
         out.log,
@@ -869,16 +912,20 @@ async fn an_interrupt_after_then_an_interrupt_before_both_pause() {
     let first = graph
         .invoke_with(ChatUpdate::new(), thread("ab"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&first, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
+        matches!(&first, Error::NotFinished { interrupts, .. } if interrupts[0].kind == InterruptKind::After)
     );
     let second = graph
         .invoke_with(RunInput::Continue, thread("ab"))
         .await
+        .unwrap()
+        .finished()
         .unwrap_err();
     assert!(
-        matches!(&second, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before),
+        matches!(&second, Error::NotFinished { interrupts, .. } if interrupts[0].kind == InterruptKind::Before),
         "{second}"
     );
     assert_eq!(
@@ -886,6 +933,7 @@ async fn an_interrupt_after_then_an_interrupt_before_both_pause() {
             .invoke_with(RunInput::Continue, thread("ab"))
             .await
             .unwrap()
+            .into_state()
             .log,
         ["a", "b"]
     );
@@ -946,7 +994,11 @@ async fn sqlite_groups_checkpoints_written_in_the_background() {
     // A whole run with the background writer: every checkpoint lands, in order.
     let graph = chain(Arc::new(sqlite));
     let config = thread("bg").durability(graphkit::Durability::Async);
-    let out = graph.invoke_with(ChatUpdate::new(), config).await.unwrap();
+    let out = graph
+        .invoke_with(ChatUpdate::new(), config)
+        .await
+        .unwrap()
+        .into_state();
     let history = graph
         .get_state_history(&thread("bg"), &ListOptions::default())
         .await
@@ -980,12 +1032,17 @@ async fn a_command_input_applies_its_update_adds_its_goto_and_resumes_together()
         graph
             .invoke_with(ChatUpdate::new(), thread("cmd"))
             .await
-            .is_err()
+            .unwrap()
+            .is_paused()
     );
     let command = Command::resume("yes")
         .update(ChatUpdate::new().log(vec!["edited".to_string()]))
         .goto("extra");
-    let out = graph.invoke_with(command, thread("cmd")).await.unwrap();
+    let out = graph
+        .invoke_with(command, thread("cmd"))
+        .await
+        .unwrap()
+        .into_state();
     assert_eq!(out.answer, "yes", "the resume value reached the interrupt");
     // The update is the input of the resumed step; `extra` ran in that step, after `ask`.
     assert_eq!(out.log, ["before", "edited", "extra", "after"]);
@@ -1006,7 +1063,8 @@ async fn a_command_input_on_a_finished_thread_updates_and_runs_only_its_goto() {
     graph
         .invoke_with(ChatUpdate::new(), thread("done"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     // An update alone: applied, nothing runs.
     let out = graph
         .invoke_with(
@@ -1014,13 +1072,15 @@ async fn a_command_input_on_a_finished_thread_updates_and_runs_only_its_goto() {
             thread("done"),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!((out.answer.as_str(), out.log.len()), ("noted", 3));
     // A goto: that node runs, then its edges.
     let out = graph
         .invoke_with(Command::goto_only("c"), thread("done"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["a", "b", "c", "c"]);
 }
 
@@ -1040,7 +1100,8 @@ async fn a_command_input_without_a_checkpointer_starts_at_its_goto() {
                 .goto("b"),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         (out.answer.as_str(), out.log.as_slice()),
         ("given", &["b".to_string()][..])
@@ -1081,7 +1142,8 @@ async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_nam
         graph
             .invoke_with(ChatUpdate::new(), thread("amb"))
             .await
-            .is_err()
+            .unwrap()
+            .is_paused()
     );
     let err = graph
         .update_state(&thread("amb"), ChatUpdate::new().answer("x"), None)
@@ -1118,7 +1180,8 @@ async fn update_state_as_the_input_plans_from_start() {
     graph
         .invoke_with(ChatUpdate::new(), thread("asinput"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     graph
         .update_state(
             &thread("asinput"),
@@ -1135,7 +1198,8 @@ async fn update_state_as_the_input_plans_from_start() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("asinput"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["a", "b", "c", "a", "b", "c"]);
 }
 
@@ -1151,7 +1215,8 @@ async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there()
     let out = graph
         .invoke_with(RunInput::Continue, thread("fresh"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!((out.answer.as_str(), out.log.len()), ("seeded", 3));
 }
 
@@ -1162,7 +1227,8 @@ async fn replaying_from_an_earlier_checkpoint_records_the_copy_it_forks() {
     let out = graph
         .invoke_with(RunInput::Continue, after_a.config())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["a", "b", "c"]);
     let all = graph
         .get_state_history(&thread("replay"), &ListOptions::default())
@@ -1208,7 +1274,7 @@ async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wro
     use futures::StreamExt;
     use graphkit::{StreamMode, StreamPayload};
     let graph = parallel_approvals(saver());
-    let Err(Error::Interrupted { interrupts, .. }) =
+    let Ok(Outcome::Paused(Paused { interrupts, .. })) =
         graph.invoke_with(ChatUpdate::new(), thread("half")).await
     else {
         panic!("expected interrupts")
@@ -1231,9 +1297,14 @@ async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wro
             Err(error) => end = Some(error),
         }
     }
-    assert!(
-        matches!(&end, Some(Error::Interrupted { interrupts, .. }) if interrupts.len() == 1),
-        "{end:?}"
+    // The stream ends without an error; the pause is its outcome.
+    assert!(end.is_none(), "{end:?}");
+    assert_eq!(
+        stream
+            .outcome()
+            .map(graphkit::Outcome::interrupts)
+            .map(<[_]>::len),
+        Some(1)
     );
     assert_eq!(updates.len(), 1, "{updates:?}");
     assert_eq!(updates[0].0, "approve");
@@ -1386,7 +1457,8 @@ async fn update_state_keeping_a_stopped_step_keeps_its_finished_tasks_outputs() 
     let done = graph
         .invoke_with(RunInput::Continue, thread("keep"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["fine", "flaky", "after"]);
     assert_eq!(done.answer, "noted");
     assert_eq!(
@@ -1426,7 +1498,8 @@ async fn update_state_as_a_node_on_a_stopped_step_applies_the_finished_writes_fi
     let done = graph
         .invoke_with(RunInput::Continue, thread("as-node"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["fine", "by hand", "after"]);
     assert_eq!(fine_runs.load(Ordering::SeqCst), 1);
 }
@@ -1455,7 +1528,11 @@ async fn a_host_rebinds_a_graph_to_its_storage_and_names_the_run_in_checkpoints(
     let config = thread("hosted")
         .with_checkpoint_metadata("run_id", "host-run-1")
         .with_checkpoint_metadata("graph_id", "g");
-    hosted.invoke_with(ChatUpdate::new(), config).await.unwrap();
+    hosted
+        .invoke_with(ChatUpdate::new(), config)
+        .await
+        .unwrap()
+        .into_state();
     let records = host_saver
         .list("hosted", "", &ListOptions::default())
         .await
@@ -1557,7 +1634,8 @@ async fn a_thread_whose_step_had_conflicting_writes_can_be_read_and_repaired() {
     let done = graph
         .invoke_with(RunInput::Continue, thread("c"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.answer, "both");
     assert_eq!(done.log, ["left", "after"]);
 }

@@ -487,7 +487,7 @@ async fn replace_beside_append(replacer: &str, appender: &str) -> Vec<String> {
         .add_edge(graphkit::START, appender);
     let graph = graph.compile().unwrap();
     let input = LogUpdate::new().lines(vec!["input".to_string()]);
-    graph.invoke(input).await.unwrap().lines
+    graph.invoke(input).await.unwrap().into_state().lines
 }
 
 #[tokio::test]

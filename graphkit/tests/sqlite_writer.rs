@@ -45,7 +45,8 @@ async fn every_step_written_by_a_file_saver_is_seen_by_another_connection_and_af
     let state = graph
         .invoke_with(CountUpdate::new(), RunConfig::new().thread_id("w-1"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(state.n, 5);
 
     // A second saver on the same file (other connections) sees every checkpoint at once.
@@ -99,7 +100,7 @@ async fn runs_on_two_threads_sharing_one_file_saver_each_save_all_their_steps() 
         })
     });
     for run in runs.collect::<Vec<_>>() {
-        assert_eq!(run.await.unwrap().unwrap().n, 8);
+        assert_eq!(run.await.unwrap().unwrap().into_state().n, 8);
     }
     for i in 0..4 {
         let saved = saver

@@ -146,9 +146,9 @@ fn review_graph(
     parent.compile_with(with_saver(saver)).unwrap()
 }
 
-fn interrupted(result: Result<Doc, Error>) -> Vec<graphkit::Interrupt> {
+fn interrupted(result: Result<graphkit::Outcome<Doc>, Error>) -> Vec<graphkit::Interrupt> {
     match result {
-        Err(Error::Interrupted { interrupts, .. }) => interrupts,
+        Ok(graphkit::Outcome::Paused(graphkit::Paused { interrupts, .. })) => interrupts,
         other => panic!("expected the run to pause, got {other:?}"),
     }
 }
@@ -184,7 +184,8 @@ async fn an_interrupted_child_resumes_inside_without_running_its_finished_nodes_
         let done = graph
             .invoke_with(Command::<Doc>::resume("yes"), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(
             done.log,
             ["before", "c1", "yes", "c2", "after"],
@@ -219,7 +220,8 @@ async fn each_answer_reaches_the_child_once_when_a_child_node_asks_twice() {
         let done = graph
             .invoke_with(RunInput::Resume(by_id), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(
             done.log,
             ["before", "c1", "one", "two", "c2", "after"],
@@ -286,7 +288,8 @@ async fn a_failed_child_resumes_at_the_node_that_failed() {
         let done = graph
             .invoke_with(RunInput::Continue, config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, ["c1", "flaky", "c2", "after"], "{backend}");
         assert_eq!(runs.of("c1"), 1, "{backend}: c1 is not run again");
         assert_eq!(runs.of("flaky"), 2, "{backend}");
@@ -344,7 +347,8 @@ async fn interrupts_compiled_into_the_child_pause_the_parent() {
         let done = graph
             .invoke_with(RunInput::Continue, config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, ["c1", "c2", "c3", "after"], "{backend}");
         for node in ["c1", "c2", "c3", "after"] {
             assert_eq!(runs.of(node), 1, "{backend}: {node}");
@@ -366,7 +370,8 @@ async fn the_child_history_is_read_through_the_parent_thread() {
         graph
             .invoke_with(Command::<Doc>::resume("fine"), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
 
         let history = graph
             .get_subgraph_state_history(&config, &ns, &ListOptions::default())
@@ -458,7 +463,8 @@ async fn a_later_run_of_the_same_subgraph_node_starts_fresh() {
         let done = graph
             .invoke_with(Command::<Doc>::resume("b"), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, ["c1", "a", "c1", "b"], "{backend}");
         assert_eq!((runs.of("c1"), runs.of("ask")), (2, 4), "{backend}");
     }
@@ -531,7 +537,8 @@ async fn nested_and_mapped_subgraphs_resume_at_the_innermost_node() {
         let done = graph
             .invoke_with(Command::<Doc>::resume("deep answer"), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, ["m1", "d1", "deep answer"], "{backend}");
         assert_eq!(
             (runs.of("m1"), runs.of("d1"), runs.of("deep_ask")),
@@ -565,7 +572,8 @@ async fn a_command_to_the_parent_from_a_checkpointed_child_still_routes_in_the_p
         let done = graph
             .invoke_with(DocUpdate::new(), thread(backend, "to-parent"))
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, ["escalated", "human"], "{backend}");
     }
 }
@@ -590,7 +598,8 @@ async fn without_a_checkpointer_a_subgraph_runs_as_before() {
         .unwrap()
         .invoke(DocUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["c1", "c2"]);
 }
 
@@ -608,7 +617,11 @@ async fn a_resume_that_also_updates_the_parent_still_resumes_inside_the_child() 
         // The update moves the pending step to a new checkpoint; the child keeps its
         // namespace, so it continues where it stopped.
         let command = Command::<Doc>::resume("yes").update(DocUpdate::new().rounds(7));
-        let done = graph.invoke_with(command, config.clone()).await.unwrap();
+        let done = graph
+            .invoke_with(command, config.clone())
+            .await
+            .unwrap()
+            .into_state();
         assert_eq!(
             done.log,
             ["before", "c1", "yes", "c2", "after"],
@@ -653,7 +666,8 @@ async fn a_child_resumed_after_a_full_snapshot_hands_every_write_to_the_parent_o
         let done = graph
             .invoke_with(Command::<Doc>::resume("yes"), config.clone())
             .await
-            .unwrap();
+            .unwrap()
+            .into_state();
         assert_eq!(done.log, [big.as_str(), big.as_str(), "yes"], "{backend}");
     }
 }
@@ -668,7 +682,8 @@ async fn with_async_durability_the_child_resumes_inside_too() {
     let done = graph
         .invoke_with(Command::<Doc>::resume("ok"), config)
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["before", "c1", "ok", "c2", "after"]);
     assert_eq!((runs.of("c1"), runs.of("ask")), (1, 2));
 }
@@ -690,7 +705,8 @@ async fn with_exit_durability_a_resumed_child_runs_again_from_its_start() {
     let done = graph
         .invoke_with(Command::<Doc>::resume("ok"), config)
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["before", "c1", "ok", "c2", "after"]);
     assert_eq!((runs.of("c1"), runs.of("ask")), (2, 2));
 }
@@ -801,7 +817,8 @@ async fn parallel_interrupts_in_a_child_are_answered_one_after_the_other() {
     let done = graph
         .invoke_with(Command::<Doc>::resume("two"), config)
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(done.log, ["one", "two"]);
     // q1 asked, then finished with its answer (its output was saved while q2 paused).
     assert_eq!((runs.of("q1"), runs.of("q2")), (2, 3));

@@ -40,7 +40,8 @@ async fn a_same_state_subgraph_writes_its_updates_once_into_the_parent() {
         .unwrap()
         .invoke(DocUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     // The child starts from the parent's state; its appends land once, not duplicated.
     assert_eq!(out.log, ["before", "c1", "c2", "after"]);
 }
@@ -74,7 +75,8 @@ async fn a_mapped_subgraph_translates_state_both_ways() {
         .unwrap()
         .invoke(DocUpdate::new().title("three little words"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["3 words"]);
 }
 
@@ -101,7 +103,8 @@ async fn a_command_to_the_parent_routes_in_the_parent() {
         .unwrap()
         .invoke(DocUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(out.log, ["escalated", "human"]);
 }
 

@@ -111,7 +111,8 @@ async fn runs_steps_nodes_and_checkpoint_saves_are_spans_with_thread_and_step() 
     graph
         .invoke_with(CountUpdate::new(), RunConfig::new().thread_id("traced"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
 
     let spans = layer.0.lock().unwrap().clone();
     let named = |name: &'static str| spans.iter().filter(move |s| s.name == name);

@@ -130,7 +130,7 @@ impl Runner {
                     measure(|| {
                         graph
                             .invoke_blocking(RunInput::Update(sequential::input()), run_config())
-                            .map(|s| check(s.counter, n))
+                            .map(|s| check(s.into_state().counter, n))
                     })
                 })
             }
@@ -140,7 +140,7 @@ impl Runner {
                     measure(|| {
                         graph
                             .invoke_blocking(RunInput::Update(send_input(n)), run_config())
-                            .map(|s| check(s.count, n))
+                            .map(|s| check(s.into_state().count, n))
                     })
                 })
             }
@@ -312,7 +312,7 @@ async fn measure_async<S: graphkit::State>(
     let state = graph.invoke_with(RunInput::Update(input), config).await;
     let wall = start.elapsed();
     let count = allocations() - before;
-    check(&state?)?;
+    check(&state?.finished()?)?;
     Ok((count, wall))
 }
 

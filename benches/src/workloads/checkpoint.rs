@@ -136,7 +136,7 @@ impl<S: State> Prepared for CheckpointRun<S> {
         Ok(Sample {
             wall,
             cpu,
-            checksum: (self.checksum)(&state?),
+            checksum: (self.checksum)(&state?.finished()?),
         })
     }
 

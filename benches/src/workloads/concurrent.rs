@@ -144,7 +144,7 @@ impl Prepared for Concurrent {
         })?;
         let states = states
             .into_iter()
-            .map(|joined| Ok(joined??))
+            .map(|joined| Ok(joined??.finished()?))
             .collect::<Result<Vec<_>, BenchError>>()?;
         Ok(Sample {
             wall,
@@ -177,7 +177,10 @@ impl Prepared for Serial {
         }
         let wall = start.elapsed();
         let cpu = process_cpu_time().saturating_sub(cpu_start);
-        let states = states.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let states = states
+            .into_iter()
+            .map(|outcome| Ok(outcome?.finished()?))
+            .collect::<Result<Vec<_>, BenchError>>()?;
         Ok(Sample {
             wall,
             cpu,

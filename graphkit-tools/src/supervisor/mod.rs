@@ -78,7 +78,7 @@ pub enum OutputMode {
 ///     })
 /// });
 /// let team = Supervisor::new(boss, [Worker::new("math", "Does arithmetic.", math)]).compile()?;
-/// let done = team.invoke(AgentState::user("6 * 7?")).await?;
+/// let done = team.invoke(AgentState::user("6 * 7?")).await?.into_state();
 /// let texts: Vec<&str> = done.messages.iter().map(Message::text).collect();
 /// assert!(texts.contains(&"42"));
 /// assert_eq!(texts.last(), Some(&"The answer is 42."));

@@ -94,7 +94,7 @@ impl NodeContext {
     /// Pauses the run and asks for a value (human in the loop).
     ///
     /// The first time, this returns an error that the node must pass on with `?`: the run
-    /// stops and `invoke` returns [`Error::Interrupted`] with `payload`. When the thread
+    /// stops and `invoke` returns [`Outcome::Paused`](crate::Outcome::Paused) with `payload`. When the thread
     /// is resumed with [`Command::resume`](crate::Command::resume), the node runs again
     /// from the top and this call returns the resume value. Several calls in one node are
     /// matched with resume values by order. Needs a checkpointer.

@@ -60,7 +60,7 @@ impl fmt::Debug for ContextValues {
 /// let mut graph = StateGraph::<Reply>::new();
 /// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
 /// let config = RunConfig::new().with_context(Persona { name: "Ada".into() });
-/// let out = graph.compile()?.invoke_with(ReplyUpdate::new(), config).await?;
+/// let out = graph.compile()?.invoke_with(ReplyUpdate::new(), config).await?.into_state();
 /// assert_eq!(out.text, "hello from Ada");
 /// # Ok::<(), graphkit::Error>(()) }).unwrap();
 /// ```

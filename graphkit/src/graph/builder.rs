@@ -170,7 +170,7 @@ pub(crate) struct BranchDecl<S: State> {
 ///     .add_edge(START, "bump")
 ///     .add_conditional_edges("bump", |s: &Count| if s.n < 3 { "bump" } else { END }, ["bump", END]);
 /// let graph = graph.compile()?;
-/// assert_eq!(graph.invoke(CountUpdate::new()).await?.n, 3);
+/// assert_eq!(graph.invoke(CountUpdate::new()).await?.into_state().n, 3);
 /// # Ok::<(), graphkit::Error>(()) }).unwrap();
 /// ```
 pub struct StateGraph<S: State> {

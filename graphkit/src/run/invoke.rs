@@ -15,9 +15,9 @@ use crate::context::node_context::NodeContext;
 use crate::context::stream::{StreamEvent, StreamModes};
 use crate::error::Error;
 use crate::graph::compiled::CompiledGraph;
-use crate::run::Done;
 use crate::run::emitter::Emitter;
 use crate::run::runner::Runner;
+use crate::run::{Done, Outcome};
 use crate::state::State;
 
 impl<S: State> CompiledGraph<S> {
@@ -28,9 +28,13 @@ impl<S: State> CompiledGraph<S> {
     /// type, a whole `S`, a [`Command::resume`](crate::Command::resume), or a
     /// [`RunInput`](crate::RunInput).
     ///
+    /// Returns how the run ended: [`Outcome::Finished`] with the final state, or
+    /// [`Outcome::Paused`] with the interrupts to answer. `into_state()` takes the state
+    /// either way; `finished()` turns a pause into an error for callers that expect none.
+    ///
     /// # Errors
-    /// Any failure of the run; [`Error::Interrupted`] when it paused for a human.
-    pub async fn invoke(&self, input: impl Into<RunInput<S>>) -> Result<S, Error> {
+    /// Any failure of the run (a pause is not one).
+    pub async fn invoke(&self, input: impl Into<RunInput<S>>) -> Result<Outcome<S>, Error> {
         self.invoke_with(input, RunConfig::default()).await
     }
 
@@ -39,9 +43,9 @@ impl<S: State> CompiledGraph<S> {
         &self,
         input: impl Into<RunInput<S>>,
         config: RunConfig,
-    ) -> Result<S, Error> {
+    ) -> Result<Outcome<S>, Error> {
         let runner = Runner::new(self, S::default(), Arc::new(config), Emitter::none());
-        runner.run(input.into()).await.map(|done| done.state)
+        runner.run(input.into()).await.map(Done::outcome)
     }
 
     /// Runs the graph inside a running task (a node, or a tool called by one) the way a
@@ -77,7 +81,7 @@ impl<S: State> CompiledGraph<S> {
     ///         }
     ///     })
     ///     .add_edge(START, "twice");
-    /// assert_eq!(parent.compile()?.invoke(CountUpdate::new()).await?.n, 2);
+    /// assert_eq!(parent.compile()?.invoke(CountUpdate::new()).await?.into_state().n, 2);
     /// # Ok::<(), graphkit::Error>(()) }).unwrap();
     /// ```
     ///
@@ -107,7 +111,7 @@ impl<S: State> CompiledGraph<S> {
         &self,
         input: impl Into<RunInput<S>>,
         config: RunConfig,
-    ) -> Result<S, Error> {
+    ) -> Result<Outcome<S>, Error> {
         crate::run::block_on(self.invoke_with(input, config))
     }
 
@@ -137,12 +141,13 @@ impl<S: State> CompiledGraph<S> {
 /// The stream of a run's events; see [`CompiledGraph::stream`].
 ///
 /// The run advances as the stream is polled. After the last event, a failed run yields its
-/// error; a successful run's final state is then available from [`RunStream::final_state`].
+/// error; a run that finished or paused ends the stream, and [`RunStream::outcome`] then
+/// says which (with the state, and the interrupts of a pause).
 pub struct RunStream<S: State> {
     events: mpsc::UnboundedReceiver<StreamEvent<S>>,
     run: Option<BoxFuture<'static, Result<Done<S>, Error>>>,
     error: Option<Error>,
-    final_state: Option<S>,
+    outcome: Option<Outcome<S>>,
 }
 
 impl<S: State> RunStream<S> {
@@ -159,18 +164,34 @@ impl<S: State> RunStream<S> {
             events: rx,
             run: Some(Box::pin(runner.run(input))),
             error: None,
-            final_state: None,
+            outcome: None,
         }
     }
 
-    /// The final state, once the stream has ended without error.
-    pub fn final_state(&self) -> Option<&S> {
-        self.final_state.as_ref()
+    /// How the run ended, once the stream has ended without an error.
+    pub fn outcome(&self) -> Option<&Outcome<S>> {
+        self.outcome.as_ref()
     }
 
-    /// Takes the final state, once the stream has ended without error.
+    /// Takes how the run ended, once the stream has ended without an error.
+    pub fn into_outcome(self) -> Option<Outcome<S>> {
+        self.outcome
+    }
+
+    /// The final state, once the stream has ended with the run finished (not paused).
+    pub fn final_state(&self) -> Option<&S> {
+        match &self.outcome {
+            Some(Outcome::Finished(state)) => Some(state),
+            _ => None,
+        }
+    }
+
+    /// Takes the final state, once the stream has ended with the run finished (not paused).
     pub fn into_final_state(self) -> Option<S> {
-        self.final_state
+        match self.outcome {
+            Some(Outcome::Finished(state)) => Some(state),
+            _ => None,
+        }
     }
 }
 
@@ -192,7 +213,7 @@ impl<S: State> Stream for RunStream<S> {
                 Poll::Ready(outcome) => {
                     this.run = None;
                     match outcome {
-                        Ok(done) => this.final_state = Some(done.state),
+                        Ok(done) => this.outcome = Some(done.outcome()),
                         Err(error) => this.error = Some(error),
                     }
                 }

@@ -13,6 +13,7 @@ pub(crate) mod apply;
 pub(crate) mod emitter;
 pub(crate) mod execute;
 pub(crate) mod invoke;
+pub(crate) mod outcome;
 pub(crate) mod persist;
 pub(crate) mod plan;
 pub(crate) mod runner;
@@ -23,6 +24,7 @@ use crate::error::Error;
 use crate::state::State;
 
 pub use invoke::RunStream;
+pub use outcome::{Outcome, Paused};
 
 thread_local! {
     static BLOCKING_RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> =
@@ -48,8 +50,25 @@ pub(crate) fn block_on<T>(future: impl Future<Output = Result<T, Error>>) -> Res
     })
 }
 
-/// A finished run.
+/// A run that ended without an error: finished, or paused (a root run only; a subgraph's
+/// pause reaches its parent task as the interrupt signal).
 pub(crate) struct Done<S: State> {
     pub(crate) state: S,
     pub(crate) updates: Vec<S::Update>,
+    /// The thread and the pending interrupts, when the run paused.
+    pub(crate) paused: Option<(String, Vec<crate::interrupt::Interrupt>)>,
+}
+
+impl<S: State> Done<S> {
+    /// The run's [`Outcome`].
+    pub(crate) fn outcome(self) -> Outcome<S> {
+        match self.paused {
+            None => Outcome::Finished(self.state),
+            Some((thread_id, interrupts)) => Outcome::Paused(Paused {
+                state: self.state,
+                thread_id,
+                interrupts,
+            }),
+        }
+    }
 }

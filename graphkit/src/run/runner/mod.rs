@@ -283,9 +283,19 @@ impl<S: State> Runner<S> {
                 outcome = released;
             }
         }
-        outcome.map(|()| Done {
+        // A root run's pause is an outcome, not an error.
+        let paused = match outcome {
+            Err(Error::NotFinished {
+                thread_id,
+                interrupts,
+            }) if !self.is_subgraph => Some((thread_id, interrupts)),
+            Err(error) => return Err(error),
+            Ok(()) => None,
+        };
+        Ok(Done {
             state: self.state,
             updates: self.collected.unwrap_or_default(),
+            paused,
         })
     }
 

@@ -193,13 +193,14 @@ impl<S: State> Runner<S> {
                 payload: serde_json::Value::Null,
             }));
         }
-        Err(Error::Interrupted {
+        Err(Error::NotFinished {
             thread_id: p.thread_id.clone(),
             interrupts,
         })
     }
 
-    /// The error that ends a run paused on dynamic interrupts.
+    /// The error that ends a run paused on dynamic interrupts (a root run's becomes its
+    /// [`Outcome::Paused`](crate::Outcome::Paused)).
     pub(crate) fn paused(
         &self,
         core: &GraphCore<S>,
@@ -214,7 +215,7 @@ impl<S: State> Runner<S> {
             return Error::Interrupt(interrupts.swap_remove(0).1);
         };
         let checkpoint = p.current.clone().unwrap_or_default();
-        Error::Interrupted {
+        Error::NotFinished {
             thread_id: p.thread_id.clone(),
             interrupts: interrupts
                 .into_iter()
