@@ -117,9 +117,12 @@ where
     /// Turns the child run's error into the error the model reads.
     fn child_error(&self, error: Error) -> ToolError {
         let message = match error {
-            Error::Interrupt(signal) => format!(
+            paused if paused.pause_payload().is_some() => format!(
                 "paused to ask a human ({}), which it cannot do when called as a tool; carry on without that answer, or ask the user yourself",
-                signal.payload()
+                paused
+                    .pause_payload()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
             ),
             Error::ParentCommand { node, .. } => format!(
                 "failed: its node `{node}` sent a Command to a parent graph, which a graph called as a tool cannot do (map the final state to a Command in the tool's output instead)"

@@ -357,7 +357,10 @@ pub enum Error {
         interrupts: Vec<crate::interrupt::Interrupt>,
     },
 
-    /// Internal: a node pausing on `interrupt(...)`. Pass it on with `?`.
+    /// Not an error: a node pausing on `interrupt(...)`, on its way out through `?` (the run
+    /// turns it into [`Outcome::Paused`](crate::Outcome::Paused)). Not part of the API: do
+    /// not match it; [`Error::pause_payload`] tells a pause from a failure.
+    #[doc(hidden)]
     #[error("node paused on interrupt #{} (pass this error on with `?`; the run needs a checkpointer to pause)", .0.index)]
     Interrupt(crate::interrupt::InterruptSignal),
 
@@ -390,6 +393,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The payload a node paused with, when this is a node's pause passing through `?`
+    /// rather than a failure (for code that runs a graph inside a task and must tell the
+    /// two apart, such as a graph called as a tool).
+    pub fn pause_payload(&self) -> Option<&serde_json::Value> {
+        match self {
+            Self::Interrupt(signal) => Some(signal.payload()),
+            _ => None,
+        }
+    }
+
     /// Whether the same call could succeed when tried again: a storage backend's failure, a
     /// busy thread, a timeout or runtime trouble may pass; a programming or input error (a
     /// missing context, a bad update, an unknown node) fails the same way every time. A

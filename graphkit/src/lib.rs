@@ -75,7 +75,9 @@ pub use graph::node::{
     SyncNodeWithContext,
 };
 pub use graph::{END, INPUT, START};
-pub use interrupt::{Interrupt, InterruptKind, InterruptSignal, Resume};
+#[doc(hidden)]
+pub use interrupt::InterruptSignal;
+pub use interrupt::{Interrupt, InterruptKind, Resume};
 pub use run::{Outcome, Paused, RunStream};
 pub use snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
 pub use state::{
