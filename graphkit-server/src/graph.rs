@@ -457,6 +457,7 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         if let Some(id) = checkpoint_id {
             config = config.checkpoint_id(id);
         }
+        let as_node = as_node.map_or(graphkit::UpdateAs::LastWriter, graphkit::UpdateAs::Node);
         let written = self.graph.update_state(&config, update, as_node).await?;
         Ok(written.get_checkpoint_id().unwrap_or_default().to_owned())
     }

@@ -78,7 +78,7 @@ pub use graph::{END, INPUT, START};
 #[doc(hidden)]
 pub use interrupt::InterruptSignal;
 pub use interrupt::{Interrupt, InterruptKind, Resume};
-pub use run::{Outcome, Paused, RunStream};
+pub use run::{Outcome, Paused, RunStream, UpdateAs};
 pub use snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
 pub use state::{
     Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,

@@ -11,7 +11,7 @@ use graphkit::checkpoint::{
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
     Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Outcome, Paused,
-    Resume, RunConfig, RunInput, START, SendTo, State, StateGraph, SyncNode,
+    Resume, RunConfig, RunInput, START, SendTo, State, StateGraph, SyncNode, UpdateAs,
 };
 use serde::{Deserialize, Serialize};
 
@@ -558,7 +558,7 @@ async fn update_state_as_a_node_then_continue() {
         .update_state(
             &thread("u"),
             ChatUpdate::new().answer("edited by hand"),
-            Some("human"),
+            "human",
         )
         .await
         .unwrap();
@@ -575,7 +575,7 @@ async fn update_state_as_a_node_then_continue() {
     assert_eq!(out.log, ["draft", "publish"]);
 
     let err = graph
-        .update_state(&thread("u"), ChatUpdate::new(), Some("nope"))
+        .update_state(&thread("u"), ChatUpdate::new(), "nope")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::UnknownNode { .. }));
@@ -588,7 +588,11 @@ async fn running_from_an_earlier_checkpoint_forks_and_keeps_the_old_branch() {
 
     // Rewrite history from after `a`, then replay the rest.
     let fork = graph
-        .update_state(&after_a.config(), ChatUpdate::new().answer("forked"), None)
+        .update_state(
+            &after_a.config(),
+            ChatUpdate::new().answer("forked"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap();
     let out = graph
@@ -958,7 +962,11 @@ async fn per_run_interrupt_names_are_checked() {
 async fn writing_on_an_earlier_checkpoint_is_an_update_branching_from_it() {
     let (graph, history) = chain_run("fk").await;
     let edit = graph
-        .update_state(&history[2].config(), ChatUpdate::new().answer("x"), None)
+        .update_state(
+            &history[2].config(),
+            ChatUpdate::new().answer("x"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap();
     let edited = graph.get_state(&edit).await.unwrap();
@@ -1146,7 +1154,11 @@ async fn update_state_without_as_node_after_several_writers_is_ambiguous_and_nam
             .is_paused()
     );
     let err = graph
-        .update_state(&thread("amb"), ChatUpdate::new().answer("x"), None)
+        .update_state(
+            &thread("amb"),
+            ChatUpdate::new().answer("x"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap_err();
     assert!(
@@ -1161,7 +1173,11 @@ async fn update_state_without_as_node_writes_as_the_last_single_writer() {
     let after_a = history.iter().find(|s| s.next == ["b"]).unwrap();
     // Written as `a` (the only writer of that step): `a`'s edge plans `b` again.
     let edited = graph
-        .update_state(&after_a.config(), ChatUpdate::new().answer("as a"), None)
+        .update_state(
+            &after_a.config(),
+            ChatUpdate::new().answer("as a"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap();
     let state = graph.get_state(&edited).await.unwrap();
@@ -1186,7 +1202,7 @@ async fn update_state_as_the_input_plans_from_start() {
         .update_state(
             &thread("asinput"),
             ChatUpdate::new().answer("again"),
-            Some(graphkit::INPUT),
+            UpdateAs::Input,
         )
         .await
         .unwrap();
@@ -1207,7 +1223,11 @@ async fn update_state_as_the_input_plans_from_start() {
 async fn update_state_on_a_new_thread_starts_it_and_a_run_continues_from_there() {
     let graph = chain(saver());
     graph
-        .update_state(&thread("fresh"), ChatUpdate::new().answer("seeded"), None)
+        .update_state(
+            &thread("fresh"),
+            ChatUpdate::new().answer("seeded"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap();
     let state = graph.get_state(&thread("fresh")).await.unwrap();
@@ -1438,7 +1458,11 @@ async fn update_state_keeping_a_stopped_step_keeps_its_finished_tasks_outputs() 
 
     // The checkpoint is the input's (nobody wrote it), so the planned step stays.
     graph
-        .update_state(&thread("keep"), ChatUpdate::new().answer("noted"), None)
+        .update_state(
+            &thread("keep"),
+            ChatUpdate::new().answer("noted"),
+            UpdateAs::LastWriter,
+        )
         .await
         .unwrap();
     let state = graph.get_state(&thread("keep")).await.unwrap();
@@ -1479,7 +1503,7 @@ async fn update_state_as_a_node_on_a_stopped_step_applies_the_finished_writes_fi
         .update_state(
             &thread("as-node"),
             ChatUpdate::new().log(vec!["by hand".into()]),
-            Some("flaky"),
+            "flaky",
         )
         .await
         .unwrap();
@@ -1623,7 +1647,7 @@ async fn a_thread_whose_step_had_conflicting_writes_can_be_read_and_repaired() {
         .update_state(
             &thread("c"),
             ChatUpdate::new().answer("both").log(vec!["left".into()]),
-            Some("left"),
+            "left",
         )
         .await
         .unwrap();

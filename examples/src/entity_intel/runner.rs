@@ -402,7 +402,7 @@ async fn drive(
                     .update_state(
                         &config,
                         EntityIntelResearchStateUpdate::new().output_directory(here.clone()),
-                        None,
+                        graphkit::UpdateAs::LastWriter,
                     )
                     .await?;
             }

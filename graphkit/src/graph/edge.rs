@@ -9,8 +9,8 @@ use crate::error::BoxError;
 pub const START: &str = "__start__";
 /// The graph's exit: `add_edge("last", END)`, or a router returning `END`.
 pub const END: &str = "__end__";
-/// The writer of a run's input, in checkpoint metadata; `update_state(.., Some(INPUT))`
-/// writes an update as the input (the next step is planned from `START`).
+/// The writer of a run's input, in checkpoint metadata (`update_state(.., UpdateAs::Input)`
+/// writes an update as the input).
 pub const INPUT: &str = "__input__";
 
 /// What a router returns: one target, several, `END`, or `Send`s.

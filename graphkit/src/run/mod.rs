@@ -25,6 +25,7 @@ use crate::state::State;
 
 pub use invoke::RunStream;
 pub use outcome::{Outcome, Paused};
+pub use thread::UpdateAs;
 
 thread_local! {
     static BLOCKING_RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> =

@@ -328,41 +328,45 @@ impl<S: State> CompiledGraph<S> {
         view.ok_or_else(|| not_a_subgraph(ns))
     }
 
-    /// Writes `update` to the thread as if node `as_node` had returned it, and plans the
-    /// next step from that node's edges. The next `invoke_with(RunInput::Continue, ..)`
-    /// continues from there. With a `checkpoint_id` in `config`, the write forks from that
-    /// checkpoint.
+    /// Writes `update` to the thread as a write of `as_node` ([`UpdateAs`]: a node's name,
+    /// [`UpdateAs::Input`] or [`UpdateAs::LastWriter`]), and plans the next step from it.
+    /// The next `invoke_with(RunInput::Continue, ..)` continues from there. With a
+    /// `checkpoint_id` in `config`, the write forks from that checkpoint.
     ///
-    /// - `Some(INPUT)` writes the update as the run's input: the next step is planned from
-    ///   `START` (the checkpoint's source is `Input`).
-    /// - `None` writes it as the node that wrote the checkpoint's last step, as LangGraph
-    ///   does; when several nodes wrote it, that is ambiguous
+    /// - A node's name (`"human"`): as if that node had returned the update; its edges plan
+    ///   the next step.
+    /// - [`UpdateAs::Input`]: as the run's input; the next step is planned from `START` (the
+    ///   checkpoint's source is `Input`).
+    /// - [`UpdateAs::LastWriter`]: as the node that wrote the checkpoint's last step, as
+    ///   LangGraph does without `as_node`; when several nodes wrote it, that is ambiguous
     ///   ([`Error::AmbiguousUpdate`] names them). A checkpoint nobody wrote (an input, an
     ///   earlier update as the input) keeps its planned next step, and a thread with no
     ///   checkpoint yet is started: the update is its input.
     ///
     /// When the checkpoint's step stopped part-way (a task failed or paused after siblings
-    /// finished), the update sees the state `get_state` shows: with a node or `INPUT` as the
-    /// writer, the finished tasks' writes are applied before the update and their edges are
-    /// planned with the writer's, and the unfinished tasks are dropped; when the planned step
-    /// is kept (`None` on a checkpoint nobody wrote), the finished tasks' saved outputs carry
-    /// over, so a later resume runs only the tasks still to run.
+    /// finished), the update sees the state `get_state` shows: with a node or the input as
+    /// the writer, the finished tasks' writes are applied before the update and their edges
+    /// are planned with the writer's, and the unfinished tasks are dropped; when the planned
+    /// step is kept (`LastWriter` on a checkpoint nobody wrote), the finished tasks' saved
+    /// outputs carry over, so a later resume runs only the tasks still to run.
     ///
     /// Returns a config pointing at the new checkpoint.
     pub async fn update_state(
         &self,
         config: &RunConfig,
         update: S::Update,
-        as_node: Option<&str>,
+        as_node: impl Into<UpdateAs<'_>>,
     ) -> Result<RunConfig, Error> {
+        let as_node = as_node.into();
         let saver = self.saver("update_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
         let mut persist = Persist::open(Arc::clone(saver), thread, crate::Durability::Sync).await?;
         let outcome = async {
             let loaded = persist.load::<S>(config.checkpoint_id.as_deref()).await?;
             let writer = match as_node {
-                Some(name) => self.writer_named(name)?,
-                None => match &loaded {
+                UpdateAs::Node(name) => self.writer_named(name)?,
+                UpdateAs::Input => Writer::Input,
+                UpdateAs::LastWriter => match &loaded {
                     None => Writer::Input,
                     Some((loaded, _)) => self.last_writer(&loaded.record)?,
                 },
@@ -513,7 +517,8 @@ impl<S: State> CompiledGraph<S> {
             })
     }
 
-    /// The writer `update_state(.., None)` uses: the node that wrote the checkpoint.
+    /// The writer `update_state(.., UpdateAs::LastWriter)` uses: the node that wrote the
+    /// checkpoint.
     fn last_writer(&self, record: &CheckpointRecord) -> Result<Writer, Error> {
         let writers: Vec<&str> = record
             .metadata
@@ -549,4 +554,23 @@ enum Writer {
     Input,
     /// Nobody in particular: the checkpoint's planned next step stays.
     KeepNext,
+}
+
+/// Whose write an [`update_state`](CompiledGraph::update_state) is, which decides what runs
+/// next. A node's name converts into [`UpdateAs::Node`], so `update_state(&config, update,
+/// "human")` writes as node `human`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateAs<'a> {
+    /// As the node that wrote the checkpoint's last step (LangGraph's default).
+    LastWriter,
+    /// As if this node had returned the update: its edges plan the next step.
+    Node(&'a str),
+    /// As the run's input: the next step is planned from `START`.
+    Input,
+}
+
+impl<'a> From<&'a str> for UpdateAs<'a> {
+    fn from(node: &'a str) -> Self {
+        Self::Node(node)
+    }
 }
