@@ -152,6 +152,25 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
 }
 
+/// A model read from the graph's or the run's context is a model: a node taking
+/// `RunContext<M>` (or `RunContext<dyn ChatModel>`) calls it, or wraps it
+/// (`model.with_structured_output::<T>()`, `model.bind_tools(..)`), without cloning or
+/// naming the `Arc` inside.
+#[async_trait]
+impl<M: ChatModel + ?Sized> ChatModel for graphkit::RunContext<M> {
+    fn model_name(&self) -> &str {
+        self.0.model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage> {
+        self.0.chat(request).await
+    }
+
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream> {
+        self.0.chat_stream(request).await
+    }
+}
+
 /// A model with tools and default options bound to it (see [`ChatModel::bind_tools`]).
 ///
 /// Tools given in a request are offered after the bound ones; options given in a

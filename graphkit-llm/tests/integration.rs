@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod common;
+mod context_model;
 mod graph_stream;
 mod hostile_servers;
 mod local_llm;

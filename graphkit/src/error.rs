@@ -118,13 +118,16 @@ pub enum Error {
 
     /// A node asked for a run context value of a type the run was not given.
     #[error(
-        "node `{node}` reads the run context `{type_name}`, but the run was given none; pass it with `RunConfig::with_context(...)`"
+        "node `{node}` reads the context `{type_name}`, but neither the graph nor the run has a value of that type (they have: {}); give one with `CompiledGraph::with_context(...)` or `RunConfig::with_context(...)`. Types match exactly: for a trait object, give the value with `with_shared_context::<dyn Trait>(..)`",
+        if available.is_empty() { "none".to_owned() } else { available.join(", ") }
     )]
     MissingContext {
         /// The node.
         node: String,
         /// The type it asked for.
         type_name: &'static str,
+        /// The types the graph and the run have values of.
+        available: Vec<&'static str>,
     },
 
     /// A run's input cannot start a run (see the message).

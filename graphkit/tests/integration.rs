@@ -8,6 +8,7 @@ mod building;
 mod checkpoint_conformance;
 mod compile_fail;
 mod computed_reducers;
+mod context;
 mod crash_recovery;
 mod drawing;
 mod execution;

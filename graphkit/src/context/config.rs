@@ -202,16 +202,19 @@ impl RunConfig {
     /// Gives the run a context value of type `C`: nodes read it with the
     /// [`RunContext<C>`](crate::RunContext) argument or [`NodeContext::context`](crate::NodeContext::context),
     /// tools through their runtime's config. One value per type (a second replaces the
-    /// first); subgraphs see their parent run's values. LangGraph's `context=`.
+    /// first); it wins over the graph's value of that type
+    /// ([`CompiledGraph::with_context`](crate::CompiledGraph::with_context)); subgraphs see
+    /// their parent run's values. LangGraph's `context=`.
     #[must_use]
     pub fn with_context<C: std::marker::Send + Sync + 'static>(mut self, value: C) -> Self {
         self.context.insert(Arc::new(value));
         self
     }
 
-    /// [`with_context`](Self::with_context) with a value already shared.
+    /// [`with_context`](Self::with_context) with a value already shared; `C` may be a trait
+    /// object (`with_shared_context::<dyn ChatModel>(model)`).
     #[must_use]
-    pub fn with_shared_context<C: std::marker::Send + Sync + 'static>(
+    pub fn with_shared_context<C: ?Sized + std::marker::Send + Sync + 'static>(
         mut self,
         value: Arc<C>,
     ) -> Self {
@@ -220,7 +223,7 @@ impl RunConfig {
     }
 
     /// The run's context value of type `C`, if it was given one.
-    pub fn context<C: std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+    pub fn context<C: ?Sized + std::marker::Send + Sync + 'static>(&self) -> Option<Arc<C>> {
         self.context.get::<C>()
     }
 

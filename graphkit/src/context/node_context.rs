@@ -165,14 +165,16 @@ impl NodeContext {
 
     /// The run's context value of type `C`, if the run was given one (see
     /// [`RunConfig::with_context`](crate::RunConfig::with_context)).
-    pub fn context<C: Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+    pub fn context<C: ?Sized + Send + Sync + 'static>(&self) -> Option<Arc<C>> {
         self.config.context::<C>()
     }
 
-    /// The run's context value of type `C`, or an error naming the node and the type.
-    pub fn require_context<C: Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {
+    /// The run's context value of type `C`, or an error naming the node, the type, and the
+    /// types the run does have.
+    pub fn require_context<C: ?Sized + Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {
         self.context::<C>().ok_or_else(|| Error::MissingContext {
             node: self.node.to_string(),
+            available: self.config.context.type_names(),
             type_name: std::any::type_name::<C>(),
         })
     }

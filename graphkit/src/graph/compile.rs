@@ -243,6 +243,7 @@ fn compile<S: State>(
             shape: Arc::new(shape),
             checkpointer: options.checkpointer,
             store: options.store,
+            context: Default::default(),
         }),
     })
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::checkpoint::Checkpointer;
 use crate::context::config::RetryPolicy;
+use crate::context::run_context::ContextValues;
 use crate::graph::draw::Shape;
 use crate::graph::edge::RouterFn;
 use crate::graph::node::{InputDecoder, NodeRunner};
@@ -99,6 +100,7 @@ impl<S: State> Clone for GraphCore<S> {
             shape: Arc::clone(&self.shape),
             checkpointer: self.checkpointer.clone(),
             store: self.store.clone(),
+            context: self.context.clone(),
         }
     }
 }
@@ -112,6 +114,8 @@ pub(crate) struct GraphCore<S: State> {
     pub(crate) shape: Arc<Shape>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// The graph's own context values, for every run (a run's value of a type wins).
+    pub(crate) context: ContextValues,
 }
 
 /// A validated graph. Cheap to clone (an `Arc`), safe to share across threads, and able
@@ -179,6 +183,48 @@ impl<S: State> CompiledGraph<S> {
     pub fn with_store(&self, store: Arc<dyn Store>) -> Self {
         let mut core = GraphCore::clone(&self.core);
         core.store = Some(store);
+        Self {
+            core: Arc::new(core),
+        }
+    }
+
+    /// The same graph with a context value of type `C` for every run: what its nodes read
+    /// with [`RunContext<C>`](crate::RunContext) (a model, a client, settings), given once
+    /// here instead of being cloned into node closures. A run's own value of that type
+    /// ([`RunConfig::with_context`](crate::RunConfig::with_context)) wins; one value per
+    /// type (a second replaces the first). Like axum's `Router::with_state`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::{END, RunContext, START, State, StateGraph};
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Reply { text: String }
+    /// struct Style { greeting: &'static str }
+    ///
+    /// async fn greet(_: Arc<Reply>, style: RunContext<Style>) -> ReplyUpdate {
+    ///     ReplyUpdate::new().text(format!("{}!", style.greeting))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut graph = StateGraph::<Reply>::new();
+    /// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
+    /// let graph = graph.compile()?.with_context(Style { greeting: "hello" });
+    /// assert_eq!(graph.invoke(ReplyUpdate::new()).await?.into_state().text, "hello!");
+    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn with_context<C: Send + Sync + 'static>(&self, value: C) -> Self {
+        self.with_shared_context(Arc::new(value))
+    }
+
+    /// [`with_context`](Self::with_context) with a value already shared; `C` may be a trait
+    /// object: `with_shared_context::<dyn ChatModel>(model)` serves
+    /// `RunContext<dyn ChatModel>`.
+    #[must_use]
+    pub fn with_shared_context<C: ?Sized + Send + Sync + 'static>(&self, value: Arc<C>) -> Self {
+        let mut core = GraphCore::clone(&self.core);
+        core.context.insert(value);
         Self {
             core: Arc::new(core),
         }

@@ -150,7 +150,7 @@ impl<S: State> FromContext<S> for RunConfig {
     }
 }
 
-impl<S: State, C: std::marker::Send + Sync + 'static> FromContext<S> for RunContext<C> {
+impl<S: State, C: ?Sized + std::marker::Send + Sync + 'static> FromContext<S> for RunContext<C> {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok(RunContext(ctx.require_context::<C>()?))
     }

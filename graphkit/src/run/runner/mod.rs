@@ -142,6 +142,14 @@ impl<S: State> Runner<S> {
             .target
             .as_ref()
             .map_or_else(|| Arc::from(Vec::new()), |t| Arc::clone(&t.namespace));
+        // The graph's context fills the types the run was not given.
+        let config = match config.context.with_defaults(&graph.core.context) {
+            Some(context) => Arc::new(RunConfig {
+                context,
+                ..RunConfig::clone(&config)
+            }),
+            None => config,
+        };
         Self {
             graph: graph.clone(),
             config,
