@@ -9,7 +9,7 @@ use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest, Message};
 
 use crate::node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
 use crate::state::MessagesState;
-use crate::tool::DynTool;
+use crate::tool::IntoTools;
 
 /// The name of the model node in the ReAct graph.
 pub const AGENT_NODE: &str = "agent";
@@ -38,7 +38,7 @@ pub const AGENT_NODE: &str = "agent";
 ///     AssistantMessage::with_tool_calls("", vec![ToolCall::new("think", json!({"thought": "easy"}))]),
 ///     AssistantMessage::text("4"),
 /// ]);
-/// let agent = ReactAgent::<AgentState>::new(model, [Arc::new(ThinkTool) as _])
+/// let agent = ReactAgent::<AgentState>::new(model, (ThinkTool,))
 ///     .system_prompt("Answer with a number.")
 ///     .compile()?;
 /// let done = agent.invoke(AgentState::user("2 + 2?")).await?.into_state();
@@ -66,18 +66,12 @@ impl<S: MessagesState> std::fmt::Debug for ReactAgent<S> {
 impl<S: MessagesState> ReactAgent<S> {
     /// An agent over `model` and `tools`, with no system prompt and at most 25 model calls
     /// per user turn.
-    pub fn new(
-        model: impl ChatModel + 'static,
-        tools: impl IntoIterator<Item = DynTool<S>>,
-    ) -> Self {
+    pub fn new(model: impl ChatModel + 'static, tools: impl IntoTools<S>) -> Self {
         Self::from_shared(Arc::new(model), tools)
     }
 
     /// [`new`](Self::new) with a shared model (what `init_chat_model` returns).
-    pub fn from_shared(
-        model: Arc<dyn ChatModel>,
-        tools: impl IntoIterator<Item = DynTool<S>>,
-    ) -> Self {
+    pub fn from_shared(model: Arc<dyn ChatModel>, tools: impl IntoTools<S>) -> Self {
         Self {
             model,
             tools: ToolNode::new(tools),

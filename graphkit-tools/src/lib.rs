@@ -31,7 +31,7 @@
 //!     AssistantMessage::with_tool_calls("", vec![ToolCall::new("add", json!({"a": 2, "b": 3}))]),
 //!     AssistantMessage::text("2 + 3 = 5"),
 //! ]);
-//! let agent = ReactAgent::<AgentState>::new(model, [Arc::new(add) as _]).compile()?;
+//! let agent = ReactAgent::<AgentState>::new(model, (add,)).compile()?;
 //! let done = agent.invoke(AgentState::user("What is 2 + 3?")).await?.into_state();
 //! assert_eq!(done.messages[2].text(), "5"); // the tool's answer
 //! # Ok::<(), graphkit::Error>(()) }).unwrap();
@@ -68,7 +68,7 @@ pub use prebuilt::todo::{Priority, TodoItem, TodoList, TodoState, TodoStatus, to
 pub use prebuilt::{remove_stale_temp_files, write_atomic};
 pub use state::MessagesState;
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
-pub use tool::{DynTool, Tool, ToolOutput, ToolRuntime, parse_args};
+pub use tool::{DynTool, IntoTools, Tool, ToolOutput, ToolRuntime, parse_args};
 
 /// docs/supervisor.md, compiled as doctests.
 #[cfg(doctest)]

@@ -13,7 +13,7 @@ use graphkit_llm::{Message, ToolCall, ToolSpec};
 
 use crate::error::ToolError;
 use crate::state::MessagesState;
-use crate::tool::{DynTool, ToolOutput, ToolRuntime, tool_message};
+use crate::tool::{DynTool, IntoTools, ToolOutput, ToolRuntime, tool_message};
 
 /// The conventional name of the tool node, which [`tools_condition`] routes to.
 pub const TOOLS_NODE: &str = "tools";
@@ -83,9 +83,9 @@ impl<S: MessagesState> std::fmt::Debug for ToolNode<S> {
 impl<S: MessagesState> ToolNode<S> {
     /// A tool node over these tools. A later tool with the same name as an earlier one
     /// replaces it.
-    pub fn new(tools: impl IntoIterator<Item = DynTool<S>>) -> Self {
+    pub fn new(tools: impl IntoTools<S>) -> Self {
         let mut list: Vec<DynTool<S>> = Vec::new();
-        for tool in tools {
+        for tool in tools.into_tools() {
             match list.iter().position(|t| t.name() == tool.name()) {
                 Some(i) => list[i] = tool,
                 None => list.push(tool),

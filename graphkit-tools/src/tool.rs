@@ -56,6 +56,98 @@ pub trait Tool<S: State>: Send + Sync {
 /// A shared, type-erased tool: what a [`ToolNode`](crate::ToolNode) holds.
 pub type DynTool<S> = Arc<dyn Tool<S>>;
 
+/// A shared tool is a tool (so a [`DynTool`] goes wherever a tool does).
+#[async_trait]
+impl<S: State, T: Tool<S> + ?Sized> Tool<S> for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn parameters(&self) -> Value {
+        (**self).parameters()
+    }
+
+    async fn call(&self, args: Value, runtime: ToolRuntime<S>) -> Result<ToolOutput<S>, ToolError> {
+        (**self).call(args, runtime).await
+    }
+
+    fn spec(&self) -> ToolSpec {
+        (**self).spec()
+    }
+}
+
+/// Tools as a [`ToolNode`](crate::ToolNode) or an agent takes them, without casts: a tuple
+/// of tools of different types (up to 12; `(search,)` for one), or a list of shared tools
+/// (`Vec<DynTool<S>>`, an array of them, what an MCP client returns).
+///
+/// ```
+/// use graphkit_tools::{AgentState, ToolNode, tool_fn};
+/// # use schemars::JsonSchema;
+/// # use serde::Deserialize;
+/// # #[derive(Deserialize, JsonSchema)]
+/// # struct Query { q: String }
+/// let search = tool_fn("search", "Searches.", |args: Query| async move { Ok(args.q) });
+/// let shout = tool_fn("shout", "Shouts.", |args: Query| async move { Ok(args.q.to_uppercase()) });
+/// let node = ToolNode::<AgentState>::new((search, shout));
+/// assert_eq!(node.tools().len(), 2);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a set of tools for a `{S}` graph",
+    label = "not tools",
+    note = "pass a tuple of tools (`(search, fetch)`, or `(search,)` for one) or a `Vec<DynTool<{S}>>`; each tool implements `Tool<{S}>` (`tool_fn(..)` makes one from an async fn)"
+)]
+pub trait IntoTools<S: State> {
+    /// The tools, shared.
+    fn into_tools(self) -> Vec<DynTool<S>>;
+}
+
+impl<S: State> IntoTools<S> for Vec<DynTool<S>> {
+    fn into_tools(self) -> Vec<DynTool<S>> {
+        self
+    }
+}
+
+impl<S: State, const N: usize> IntoTools<S> for [DynTool<S>; N] {
+    fn into_tools(self) -> Vec<DynTool<S>> {
+        self.into()
+    }
+}
+
+impl<S: State> IntoTools<S> for () {
+    fn into_tools(self) -> Vec<DynTool<S>> {
+        Vec::new()
+    }
+}
+
+macro_rules! tuple_into_tools {
+    ($($t:ident),+) => {
+        impl<S: State, $($t: Tool<S> + 'static),+> IntoTools<S> for ($($t,)+) {
+            #[allow(non_snake_case)]
+            fn into_tools(self) -> Vec<DynTool<S>> {
+                let ($($t,)+) = self;
+                vec![$(Arc::new($t) as DynTool<S>),+]
+            }
+        }
+    };
+}
+
+tuple_into_tools!(A);
+tuple_into_tools!(A, B);
+tuple_into_tools!(A, B, C);
+tuple_into_tools!(A, B, C, D);
+tuple_into_tools!(A, B, C, D, E);
+tuple_into_tools!(A, B, C, D, E, F);
+tuple_into_tools!(A, B, C, D, E, F, G);
+tuple_into_tools!(A, B, C, D, E, F, G, H);
+tuple_into_tools!(A, B, C, D, E, F, G, H, I);
+tuple_into_tools!(A, B, C, D, E, F, G, H, I, J);
+tuple_into_tools!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_into_tools!(A, B, C, D, E, F, G, H, I, J, K, L);
+
 /// What a tool returns.
 ///
 /// Plain text is the common case (`String` and `&str` convert into it). A tool that changes

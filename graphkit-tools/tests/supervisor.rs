@@ -673,7 +673,7 @@ async fn the_supervisors_own_tools_answer_and_return_to_the_supervisor() {
             worker("42", math_runs.clone()),
         )],
     )
-    .tools([Arc::new(clock) as graphkit_tools::DynTool<AgentState>])
+    .tools((clock,))
     .compile()
     .unwrap();
     let done = team

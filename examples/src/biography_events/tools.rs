@@ -3,7 +3,6 @@
 //! supervisor calls it. Their output mappings turn the child's final state into the
 //! supervisor's update: the events to merge, the URL crawled, one tool call.
 
-use std::sync::Arc;
 
 use graphkit_llm::{AssistantMessage, Message, ToolCall};
 use graphkit_tools::{GraphTool, OnToolError, ToolNode, ToolOutput, ToolRuntime};
@@ -80,11 +79,7 @@ pub fn tool_node(deps: &Deps) -> Result<ToolNode<BiographyState>, graphkit::Erro
             Ok(ToolOutput::update(update, reply))
         },
     );
-    Ok(ToolNode::new([
-        Arc::new(url_crawler) as _,
-        Arc::new(further_event_research) as _,
-    ])
-    .on_error(OnToolError::FailNode))
+    Ok(ToolNode::new((url_crawler, further_event_research)).on_error(OnToolError::FailNode))
 }
 
 /// The supervisor's call of `tool` (`url_crawler` on `url`, or `further_event_research`)

@@ -18,7 +18,7 @@ pub use worker::Worker;
 use crate::agent::ModelNode;
 use crate::node::{TOOLS_NODE, ToolNode, tools_condition};
 use crate::state::MessagesState;
-use crate::tool::DynTool;
+use crate::tool::{DynTool, IntoTools};
 use handoff::{HandoffRules, HandoffTool, handoff_back_messages, handoff_tool_name};
 use worker::RunWorker;
 
@@ -140,8 +140,8 @@ impl<S: MessagesState> Supervisor<S> {
 
     /// Tools the supervisor may call itself, besides the handoffs.
     #[must_use]
-    pub fn tools(mut self, tools: impl IntoIterator<Item = DynTool<S>>) -> Self {
-        self.tools.extend(tools);
+    pub fn tools(mut self, tools: impl IntoTools<S>) -> Self {
+        self.tools.extend(tools.into_tools());
         self
     }
 
