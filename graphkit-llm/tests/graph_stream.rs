@@ -112,3 +112,51 @@ async fn outside_a_graph_streaming_forwards_nothing_and_still_works() {
         .expect("message");
     assert_eq!(reply.content, "plain");
 }
+
+#[tokio::test]
+async fn a_same_state_subgraph_s_model_call_is_streamed_once() {
+    async fn summarize(
+        state: Arc<Chat>,
+        model: graphkit::RunContext<ScriptedModel>,
+    ) -> Result<ChatUpdate, graphkit_llm::LlmError> {
+        let reply = model.stream(&state.messages).await?.final_message().await?;
+        Ok(ChatUpdate::new().messages(vec![Message::from(reply)]))
+    }
+    let mut child = StateGraph::<Chat>::new();
+    child
+        .add_node("summarize", summarize)
+        .add_edge(START, "summarize");
+    let mut parent = StateGraph::<Chat>::new();
+    parent
+        .add_subgraph("child", child.compile().expect("child"))
+        .add_edge(START, "child");
+    let graph = parent
+        .compile()
+        .expect("parent")
+        .with_context(ScriptedModel::new([
+            AssistantMessage::text("done"),
+            AssistantMessage::text("done"),
+        ]));
+    for subgraphs in [false, true] {
+        let config = graphkit::RunConfig::new().subgraphs(subgraphs);
+        let input = ChatUpdate::new().messages(vec![Message::user("hi")]);
+        let events: Vec<_> = graph
+            .stream_with(input, config, StreamMode::Messages)
+            .map(|e| e.expect("event"))
+            .collect()
+            .await;
+        let text: String = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                StreamPayload::Messages { payload, .. } => {
+                    match MessageStreamEvent::from_value(payload.clone()) {
+                        Some(MessageStreamEvent::Chunk { chunk, .. }) => Some(chunk.content),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "done", "subgraphs {subgraphs}: {events:#?}");
+    }
+}

@@ -3,7 +3,6 @@
 //! supervisor calls it. Their output mappings turn the child's final state into the
 //! supervisor's update: the events to merge, the URL crawled, one tool call.
 
-
 use graphkit_llm::{AssistantMessage, Message, ToolCall};
 use graphkit_tools::{GraphTool, OnToolError, ToolNode, ToolOutput, ToolRuntime};
 use schemars::JsonSchema;
