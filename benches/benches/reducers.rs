@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use graphkit::{KeyedUpdate, State, StepWrites};
+use graphkit::reducers::StepWrites;
+use graphkit::{KeyedUpdate, State};
 use graphkit_benches::workloads::react::{Message, Role};
 use serde::{Deserialize, Serialize};
 

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use graphkit::nodes::SyncNodeWithContext;
 use graphkit::{
     CompiledGraph, END, Input, NodeContext, START, SendTo, State, StateGraph, SyncNode,
-    SyncNodeWithContext,
 };
 use graphkit_benches::Mode;
 use graphkit_benches::case::run_config;

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use graphkit::{CompiledGraph, END, START, StateGraph, StreamMode, StreamModes, StreamWriter};
+use graphkit::streaming::StreamModes;
+use graphkit::{CompiledGraph, END, START, StateGraph, StreamMode, StreamWriter};
 use graphkit_benches::case::run_config;
 use graphkit_benches::workloads::sequential::{Counter, CounterUpdate, input, node_name};
 

@@ -8,7 +8,7 @@
 //!   "args", "id", "type": "tool_call"}]}`) in values, updates and the `messages` stream,
 //!   and LangChain-shaped input messages are read back into graphkit-llm messages.
 
-use graphkit::{Field, ReducerKind};
+use graphkit::reducers::{Field, ReducerKind};
 use graphkit_llm::{MessageStreamEvent, new_message_id};
 use serde_json::{Map, Value, json};
 
@@ -302,7 +302,7 @@ pub(crate) fn stream_message_to_langchain(payload: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use graphkit::ReducerKind;
+    use graphkit::reducers::ReducerKind;
 
     const FIELDS: &[Field] = &[
         Field {

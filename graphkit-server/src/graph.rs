@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use graphkit::checkpoint::ListOptions;
+use graphkit::streaming::{StreamEvent, StreamModes};
 use graphkit::{
     Command, CompiledGraph, END, Interrupt, InterruptKind, Resume, RunConfig, RunInput, START,
-    SendTo, State, StateSnapshot, StreamEvent, StreamMode, StreamModes, StreamPayload,
+    SendTo, State, StateSnapshot, StreamMode, StreamPayload,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -55,8 +56,8 @@ pub(crate) enum EventKind {
     Updates { node: String, update: Value },
     Messages { node: String, payload: Value },
     Custom(Value),
-    Task(graphkit::TaskEvent),
-    Checkpoint(graphkit::CheckpointEvent),
+    Task(graphkit::streaming::TaskEvent),
+    Checkpoint(graphkit::streaming::CheckpointEvent),
 }
 
 pub(crate) type GraphEvents = BoxStream<'static, Result<GraphEvent, graphkit::Error>>;
@@ -154,16 +155,19 @@ impl<S: State> TypedGraph<S> {
         }
     }
 
-    fn gotos(goto: &Value) -> Result<Vec<graphkit::Goto>> {
-        let one = |v: &Value| -> Result<graphkit::Goto> {
+    fn gotos(goto: &Value) -> Result<Vec<graphkit::nodes::Goto>> {
+        let one = |v: &Value| -> Result<graphkit::nodes::Goto> {
             match v {
-                Value::String(node) => Ok(graphkit::Goto::Node(node.as_str().into())),
+                Value::String(node) => Ok(graphkit::nodes::Goto::Node(node.as_str().into())),
                 Value::Object(send) => {
                     let node = send.get("node").and_then(Value::as_str).ok_or_else(|| {
                         ServerError::Validation("a Send in command.goto needs a `node`".into())
                     })?;
                     let arg = send.get("arg").cloned().unwrap_or(Value::Null);
-                    Ok(graphkit::Goto::Send(SendTo::new(node.to_owned(), arg)))
+                    Ok(graphkit::nodes::Goto::Send(SendTo::new(
+                        node.to_owned(),
+                        arg,
+                    )))
                 }
                 other => Err(ServerError::Validation(format!(
                     "command.goto must name a node, a Send or a list of them, not {}",
@@ -382,8 +386,8 @@ impl<S: State> ServedGraph for TypedGraph<S> {
                 let nodes: Vec<String> = self.node_names();
                 for target in Self::gotos(goto)? {
                     let name = match &target {
-                        graphkit::Goto::Node(n) => n.to_string(),
-                        graphkit::Goto::Send(s) => s.node().to_owned(),
+                        graphkit::nodes::Goto::Node(n) => n.to_string(),
+                        graphkit::nodes::Goto::Send(s) => s.node().to_owned(),
                     };
                     if name != END && !nodes.contains(&name) {
                         return Err(ServerError::Validation(format!(

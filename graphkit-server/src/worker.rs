@@ -353,7 +353,7 @@ impl Translator {
                 }
             }
             EventKind::Task(task) => {
-                use graphkit::TaskEventKind as K;
+                use graphkit::streaming::TaskEventKind as K;
                 let id = Uuid::new_v5(
                     &Uuid::NAMESPACE_OID,
                     format!("{}:{}:{}:{}", self.run_id, task.step, task.index, task.node)

@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{
-    CompileOptions, CompiledGraph, END, Error, KeyedUpdate, NodeOutput, START, StateGraph,
-};
+use graphkit::nodes::NodeOutput;
+use graphkit::{CompileOptions, CompiledGraph, END, Error, KeyedUpdate, START, StateGraph};
 use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest, Message};
 
 use crate::node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};

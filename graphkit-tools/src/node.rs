@@ -5,10 +5,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
-use graphkit::{
-    BoxError, BoxedNode, Command, CommandGraph, END, Goto, IntoNode, KeyedUpdate, NodeContext,
-    NodeOutput,
-};
+use graphkit::error::BoxError;
+use graphkit::nodes::{BoxedNode, CommandGraph, Goto, IntoNode, NodeOutput};
+use graphkit::{Command, END, KeyedUpdate, NodeContext};
 use graphkit_llm::{Message, ToolCall, ToolSpec};
 
 use crate::error::ToolError;

@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use graphkit::checkpoint::InMemorySaver;
+use graphkit::error::BoxError;
 use graphkit::{
-    BoxError, Command, CompileOptions, CompiledGraph, KeyedUpdate, NodeContext, RunConfig, START,
-    State, StateGraph, StreamMode, StreamPayload,
+    Command, CompileOptions, CompiledGraph, KeyedUpdate, NodeContext, RunConfig, START, State,
+    StateGraph, StreamMode, StreamPayload,
 };
 use graphkit_llm::{AssistantMessage, Message, ScriptedModel, ToolCall};
 use graphkit_tools::{

@@ -133,7 +133,7 @@ async fn lists_tools_and_calls_echo_and_add_over_stdio() {
         .run_with(ToolRuntime::detached(state.clone(), "", ""))
         .await
         .unwrap();
-    let graphkit::NodeOutput::Update(update) = out else {
+    let graphkit::nodes::NodeOutput::Update(update) = out else {
         panic!("one messages update expected")
     };
     let mut done = state;

@@ -35,7 +35,8 @@ pub struct SendTo {
 /// name allocates no name at all.
 ///
 /// ```
-/// use graphkit::{NodeName, SendTo};
+/// use graphkit::SendTo;
+/// use graphkit::nodes::NodeName;
 ///
 /// let by_literal = SendTo::new("work", 1);
 /// let by_string = SendTo::new(format!("wo{}", "rk"), 2);

@@ -56,35 +56,76 @@ pub mod sql;
 mod state;
 pub mod store;
 
-pub use command::{Command, CommandGraph, Goto, NodeName, RunInput, SendTo};
-pub use context::config::{
-    DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
-};
+pub use command::{Command, RunInput, SendTo};
+pub use context::config::{Durability, RetryPolicy, RunConfig};
 pub use context::node_context::NodeContext;
 pub use context::run_context::RunContext;
-pub use context::stream::{
-    CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload, StreamWriter,
-    TaskEvent, TaskEventKind,
-};
-pub use error::{BoxError, Error, ParentCommand};
-pub use graph::builder::{CompileOptions, NodeOptions, StateGraph};
+pub use context::stream::{StreamMode, StreamPayload, StreamWriter};
+pub use error::Error;
+pub use graph::builder::{CompileOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
-pub use graph::edge::{EdgeSources, IntoRoute};
-pub use graph::node::{
-    BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode,
-    SyncNodeWithContext,
-};
+pub use graph::node::{Input, SyncNode};
 pub use graph::{END, INPUT, START};
 #[doc(hidden)]
 pub use interrupt::InterruptSignal;
 pub use interrupt::{Interrupt, InterruptKind, Resume};
-pub use run::{Outcome, Paused, RunStream, UpdateAs};
-pub use snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
-pub use state::{
-    Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
-    LastValue, ListOp, MergeByKey, Reducer, ReducerKind, State, StateUpdate, StepWrites, Summable,
-    append_capped, merge_by,
-};
+pub use run::{Outcome, Paused, UpdateAs};
+pub use snapshot::StateSnapshot;
+pub use state::{AppendUpdate, Keyed, KeyedUpdate, State};
+
+/// What a typical graph uses, for `use graphkit::prelude::*;`: the state derive and trait,
+/// the builder and compiled graph, `START`/`END`, the node arguments, commands, run
+/// configuration and outcome, and the update types of list and keyed fields.
+pub mod prelude {
+    pub use crate::{
+        AppendUpdate, Command, CompileOptions, CompiledGraph, END, Error, Input, Keyed,
+        KeyedUpdate, NodeContext, Outcome, Paused, RunConfig, RunContext, RunInput, START, SendTo,
+        State, StateGraph, StreamMode, StreamPayload, SyncNode, UpdateAs,
+    };
+}
+
+/// Reducers: how each state field merges its updates. Fields pick one with
+/// `#[reducer(..)]`; these types matter when writing a reducer of your own or applying
+/// updates by hand.
+pub mod reducers {
+    pub use crate::state::{
+        Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
+        LastValue, ListOp, MergeByKey, Reducer, ReducerKind, StateUpdate, StepWrites, Summable,
+        append_capped, merge_by,
+    };
+}
+
+/// Nodes, routers and edges as the builder sees them: the traits a function must satisfy
+/// to be a node ([`IntoNode`](nodes::IntoNode)), what a node may take
+/// ([`FromContext`](nodes::FromContext)) and return ([`IntoNodeOutput`](nodes::IntoNodeOutput)),
+/// what a router returns ([`IntoRoute`](nodes::IntoRoute)), and per-node options.
+pub mod nodes {
+    pub use crate::command::{CommandGraph, Goto, NodeName};
+    pub use crate::graph::builder::NodeOptions;
+    pub use crate::graph::edge::{EdgeSources, IntoRoute};
+    pub use crate::graph::node::{
+        BoxedNode, FromContext, Input, IntoNode, IntoNodeOutput, NodeOutput, SyncNode,
+        SyncNodeWithContext,
+    };
+}
+
+/// Streaming a run: modes, events and the stream itself.
+pub mod streaming {
+    pub use crate::context::stream::{
+        CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload,
+        StreamWriter, TaskEvent, TaskEventKind,
+    };
+    pub use crate::run::RunStream;
+}
+
+/// Running: configuration, retries, outcomes and the snapshots of a thread.
+pub mod running {
+    pub use crate::context::config::{
+        DEFAULT_RECURSION_LIMIT, Durability, RetryPolicy, RetryPredicate, RunConfig,
+    };
+    pub use crate::run::{Outcome, Paused, RunStream, UpdateAs};
+    pub use crate::snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot};
+}
 
 /// `#[derive(State)]`: see [`State`](trait@State).
 pub use graphkit_derive::State;

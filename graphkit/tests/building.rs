@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{Command, END, Error, NodeOptions, START, State, StateGraph, SyncNode};
+use graphkit::nodes::NodeOptions;
+use graphkit::{Command, END, Error, START, State, StateGraph, SyncNode};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]

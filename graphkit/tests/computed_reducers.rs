@@ -6,10 +6,8 @@
 use std::sync::Arc;
 
 use graphkit::checkpoint::{CheckpointRecord, Checkpointer, InMemorySaver, ListOptions};
-use graphkit::{
-    AppendUpdate, CompileOptions, END, Error, Field, ReducerKind, RunConfig, START, State,
-    StateGraph, StateUpdate, append_capped, merge_by,
-};
+use graphkit::reducers::{Field, ReducerKind, StateUpdate, append_capped, merge_by};
+use graphkit::{AppendUpdate, CompileOptions, END, Error, RunConfig, START, State, StateGraph};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 

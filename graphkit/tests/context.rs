@@ -28,7 +28,9 @@ impl Greeter for English {
     }
 }
 
-fn one_node<Args>(node: impl graphkit::IntoNode<Reply, Args>) -> graphkit::CompiledGraph<Reply> {
+fn one_node<Args>(
+    node: impl graphkit::nodes::IntoNode<Reply, Args>,
+) -> graphkit::CompiledGraph<Reply> {
     let mut graph = StateGraph::<Reply>::new();
     graph
         .add_node("greet", node)

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use graphkit::nodes::NodeOptions;
 use graphkit::{
-    Command, END, Error, Input, NodeContext, NodeOptions, RetryPolicy, RunConfig, START, SendTo,
-    State, StateGraph, SyncNode,
+    Command, END, Error, Input, NodeContext, RetryPolicy, RunConfig, START, SendTo, State,
+    StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -332,7 +333,7 @@ async fn retries_stop_at_max_attempts_and_report_them() {
 }
 
 /// How many times a node failing with `error` runs under `policy` (the run fails).
-async fn attempts_of(policy: RetryPolicy, error: fn() -> graphkit::BoxError) -> usize {
+async fn attempts_of(policy: RetryPolicy, error: fn() -> graphkit::error::BoxError) -> usize {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let mut g = StateGraph::<Log>::new();
@@ -617,8 +618,8 @@ async fn a_compiled_graph_serves_concurrent_runs() {
 
 #[tokio::test]
 async fn a_node_can_return_several_updates_with_routes_and_sends() {
-    async fn fan(_: Arc<Log>) -> graphkit::NodeOutput<Log> {
-        graphkit::NodeOutput::Writes {
+    async fn fan(_: Arc<Log>) -> graphkit::nodes::NodeOutput<Log> {
+        graphkit::nodes::NodeOutput::Writes {
             updates: vec![
                 LogUpdate::new().seen(vec!["one".into()]),
                 LogUpdate::new().seen(vec!["two".into()]),

@@ -163,7 +163,7 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
             if first {
                 Err("flaky failure".into())
             } else {
-                Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec!["flaky".into()]))
+                Ok::<_, graphkit::error::BoxError>(ChatUpdate::new().log(vec!["flaky".into()]))
             }
         }
     })
@@ -229,7 +229,7 @@ async fn pending_sends_are_restored_with_their_inputs() {
             if fail {
                 Err("first try fails".into())
             } else {
-                Ok::<_, graphkit::BoxError>(ChatUpdate::new().log(vec![format!("w{n}")]))
+                Ok::<_, graphkit::error::BoxError>(ChatUpdate::new().log(vec![format!("w{n}")]))
             }
         }
     })

@@ -4,10 +4,10 @@
 
 use std::collections::HashMap;
 
-use graphkit::{
-    Append, AppendUpdate, Error, Keyed, KeyedOp, KeyedUpdate, KeyedVec, ListOp, MergeByKey,
-    Reducer, State, StateUpdate, StepWrites,
+use graphkit::reducers::{
+    Append, KeyedOp, KeyedVec, ListOp, MergeByKey, Reducer, StateUpdate, StepWrites,
 };
+use graphkit::{AppendUpdate, Error, Keyed, KeyedUpdate, State};
 use proptest::prelude::*;
 use serde::{Deserialize, Serialize};
 

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use graphkit::streaming::{StreamEvent, TaskEventKind};
 use graphkit::{
-    END, Error, NodeContext, RunConfig, START, State, StateGraph, StreamEvent, StreamMode,
-    StreamPayload, StreamWriter, TaskEventKind,
+    END, Error, NodeContext, RunConfig, START, State, StateGraph, StreamMode, StreamPayload,
+    StreamWriter,
 };
 use serde::{Deserialize, Serialize};
 
@@ -32,7 +33,7 @@ fn counting_graph() -> graphkit::CompiledGraph<Counter> {
     g.compile().unwrap()
 }
 
-async fn collect(stream: graphkit::RunStream<Counter>) -> Vec<StreamEvent<Counter>> {
+async fn collect(stream: graphkit::streaming::RunStream<Counter>) -> Vec<StreamEvent<Counter>> {
     stream.map(|e| e.unwrap()).collect().await
 }
 

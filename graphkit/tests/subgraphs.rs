@@ -155,7 +155,8 @@ async fn a_failing_subgraph_names_the_subgraph_node_and_the_inner_node() {
 #[tokio::test]
 async fn a_same_state_subgraph_emits_no_empty_update_for_its_input() {
     use futures::StreamExt;
-    use graphkit::{StateUpdate, StreamMode, StreamPayload};
+    use graphkit::reducers::StateUpdate;
+    use graphkit::{StreamMode, StreamPayload};
     let mut child = StateGraph::<Doc>::new();
     child.add_node("c1", step("c1")).add_edge(START, "c1");
     let mut parent = StateGraph::<Doc>::new();

@@ -6,9 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use graphkit::checkpoint::InMemorySaver;
-use graphkit::{
-    CompileOptions, END, NodeOptions, RetryPolicy, RunConfig, START, State, StateGraph,
-};
+use graphkit::nodes::NodeOptions;
+use graphkit::{CompileOptions, END, RetryPolicy, RunConfig, START, State, StateGraph};
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;

@@ -1,8 +1,7 @@
 //! W3 `fanout_send`: map-reduce with W `Send`s from START, then one reduce.
 
-use graphkit::{
-    CompiledGraph, END, Input, NodeContext, START, SendTo, State, StateGraph, SyncNodeWithContext,
-};
+use graphkit::nodes::SyncNodeWithContext;
+use graphkit::{CompiledGraph, END, Input, NodeContext, START, SendTo, State, StateGraph};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Case, Mode, graph_case};

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{CompiledGraph, END, Keyed, KeyedVec, START, State, StateGraph, SyncNode};
+use graphkit::reducers::KeyedVec;
+use graphkit::{CompiledGraph, END, Keyed, START, State, StateGraph, SyncNode};
 use serde::{Deserialize, Serialize};
 
 use crate::case::{Case, Mode, graph_case};

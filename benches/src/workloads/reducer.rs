@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use graphkit::nodes::SyncNodeWithContext;
 use graphkit::{
-    CompiledGraph, END, Input, KeyedUpdate, NodeContext, START, SendTo, State, StateGraph,
-    SyncNode, SyncNodeWithContext,
+    CompiledGraph, END, Input, KeyedUpdate, NodeContext, START, SendTo, State, StateGraph, SyncNode,
 };
 use serde::{Deserialize, Serialize};
 
@@ -106,7 +106,7 @@ fn wire<S: State>(
     produce: fn(&S) -> S::Update,
     produce_batch: fn(i64) -> S::Update,
 ) where
-    S::Update: graphkit::IntoNodeOutput<S>,
+    S::Update: graphkit::nodes::IntoNodeOutput<S>,
 {
     match (shape, mode) {
         (Shape::Loop, Mode::Sync) => graph.add_node("produce", SyncNode::new(produce)),

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use graphkit::{AppendUpdate, Goto, Input, RunConfig, SendTo};
+use graphkit::nodes::Goto;
+use graphkit::{AppendUpdate, Input, RunConfig, SendTo};
 use graphkit_llm::checks::{non_empty, required_headings, word_range};
 use graphkit_llm::{CallOptions, ChatModel, Message};
 use graphkit_tools::prebuilt::arxiv::Arxiv;

@@ -170,7 +170,7 @@ pub async fn run_arxiv_research(
             // a pending write at once); the step's updates come when all are done.
             StreamPayload::Task(task)
                 if &*task.node == EXPANDER
-                    && matches!(task.kind, graphkit::TaskEventKind::End { .. }) =>
+                    && matches!(task.kind, graphkit::streaming::TaskEventKind::End { .. }) =>
             {
                 expanded += 1;
                 options

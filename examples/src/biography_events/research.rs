@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{BoxError, CompiledGraph, END, NodeContext, START, StateGraph};
+use graphkit::error::BoxError;
+use graphkit::{CompiledGraph, END, NodeContext, START, StateGraph};
 use graphkit_llm::{ChatModel, Message};
 use serde_json::json;
 

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{BoxError, NodeContext};
+use graphkit::NodeContext;
+use graphkit::error::BoxError;
 use graphkit_llm::{ChatModel, Message};
 use serde_json::json;
 

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use graphkit::{BoxError, Goto, Input, NodeContext, SendTo};
+use graphkit::error::BoxError;
+use graphkit::nodes::Goto;
+use graphkit::{Input, NodeContext, SendTo};
 use graphkit_llm::{ChatModel, LlmError, Message, PriceTable};
 use graphkit_tools::prebuilt::search::SearchBackend;
 use schemars::JsonSchema;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use graphkit::{BoxError, KeyedUpdate, NodeContext};
+use graphkit::error::BoxError;
+use graphkit::{KeyedUpdate, NodeContext};
 use graphkit_llm::{CallOptions, ChatModel, ChatRequest, Message, ToolSpec};
 use graphkit_tools::TOOLS_NODE;
 use serde_json::{Value, json};

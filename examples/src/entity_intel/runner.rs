@@ -474,7 +474,7 @@ async fn drive(
                 }
             }
             StreamPayload::Task(task) => {
-                if matches!(task.kind, graphkit::TaskEventKind::Start) {
+                if matches!(task.kind, graphkit::streaming::TaskEventKind::Start) {
                     let what = match &*task.node {
                         super::nodes::RESEARCH_AGENT => "research_agent: model call".to_owned(),
                         super::nodes::GENERATE_TODOS => "generate_todos: model call".to_owned(),

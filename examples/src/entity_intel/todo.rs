@@ -1,7 +1,8 @@
 //! The seed's todo list: one todo per research direction, with the seed's statuses
 //! (`pending`, `in_progress`, `completed`, `blocked`) and priorities, merged by id.
 
-use graphkit::{Keyed, KeyedUpdate, MergeByKey, Reducer};
+use graphkit::reducers::{MergeByKey, Reducer};
+use graphkit::{Keyed, KeyedUpdate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use graphkit::{AppendUpdate, BoxError, StreamWriter};
+use graphkit::error::BoxError;
+use graphkit::{AppendUpdate, StreamWriter};
 use graphkit_llm::{ChatModel, LlmError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

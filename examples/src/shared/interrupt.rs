@@ -3,7 +3,8 @@
 //! still holds, so `--resume` loses nothing that was saved).
 
 use futures::StreamExt;
-use graphkit::{Error as GraphError, RunStream, State, StreamEvent, StreamPayload};
+use graphkit::streaming::{RunStream, StreamEvent};
+use graphkit::{Error as GraphError, State, StreamPayload};
 use tokio_util::sync::CancellationToken;
 
 use super::ExampleError;

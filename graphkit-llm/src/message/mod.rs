@@ -315,7 +315,8 @@ impl Keyed for Message {
 
 #[cfg(test)]
 mod tests {
-    use graphkit::{KeyedUpdate, MergeByKey, Reducer};
+    use graphkit::KeyedUpdate;
+    use graphkit::reducers::{MergeByKey, Reducer};
     use serde_json::json;
 
     use super::*;

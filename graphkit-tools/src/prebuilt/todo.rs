@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use graphkit::{Keyed, KeyedOp, KeyedUpdate};
+use graphkit::reducers::KeyedOp;
+use graphkit::{Keyed, KeyedUpdate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -104,7 +105,10 @@ impl TodoList {
     /// The reducer: upsert and remove items by id (`#[reducer(with = TodoList::merge,
     /// update = KeyedUpdate<TodoItem>)]`).
     pub fn merge(list: &mut TodoList, update: KeyedUpdate<TodoItem>) {
-        <graphkit::MergeByKey as graphkit::Reducer<Vec<TodoItem>>>::reduce(&mut list.items, update);
+        <graphkit::reducers::MergeByKey as graphkit::reducers::Reducer<Vec<TodoItem>>>::reduce(
+            &mut list.items,
+            update,
+        );
     }
 
     /// The item with this id.

@@ -6,9 +6,9 @@ mod worker;
 
 use std::sync::Arc;
 
+use graphkit::nodes::{Goto, NodeOptions, NodeOutput};
 use graphkit::{
-    CompileOptions, CompiledGraph, END, Error, Goto, KeyedUpdate, NodeContext, NodeOptions,
-    NodeOutput, START, StateGraph,
+    CompileOptions, CompiledGraph, END, Error, KeyedUpdate, NodeContext, START, StateGraph,
 };
 use graphkit_llm::{ChatModel, Message};
 

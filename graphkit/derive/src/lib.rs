@@ -205,10 +205,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         let ty = &f.ty;
         match &f.kind {
             Kind::LastValue | Kind::Add => quote!(#ty),
-            Kind::Append => quote!(<#gk::Append as #gk::Reducer<#ty>>::Update),
-            Kind::MergeByKey => quote!(<#gk::MergeByKey as #gk::Reducer<#ty>>::Update),
+            Kind::Append => quote!(<#gk::reducers::Append as #gk::reducers::Reducer<#ty>>::Update),
+            Kind::MergeByKey => {
+                quote!(<#gk::reducers::MergeByKey as #gk::reducers::Reducer<#ty>>::Update)
+            }
             Kind::MergeBy { .. } | Kind::Capped { .. } => {
-                quote!(#gk::AppendUpdate<<#ty as #gk::__private::ListField>::Item>)
+                quote!(#gk::reducers::AppendUpdate<<#ty as #gk::__private::ListField>::Item>)
             }
             Kind::Custom {
                 update: Some(u), ..
@@ -268,15 +270,15 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             ),
             Kind::Append | Kind::MergeByKey => {
                 let (tag, reducer) = match f.kind {
-                    Kind::Append => (quote!(Append), quote!(#gk::Append)),
-                    _ => (quote!(MergeByKey), quote!(#gk::MergeByKey)),
+                    Kind::Append => (quote!(Append), quote!(#gk::reducers::Append)),
+                    _ => (quote!(MergeByKey), quote!(#gk::reducers::MergeByKey)),
                 };
                 (
                     tag,
                     combining_builder(ident, &fname, &uty),
                     quote! {
                         if let Some(value) = update.#ident {
-                            <#reducer as #gk::Reducer<#ty>>::reduce_in_step(
+                            <#reducer as #gk::reducers::Reducer<#ty>>::reduce_in_step(
                                 &mut self.#ident,
                                 value,
                                 writes.field(#index, #fname),
@@ -291,7 +293,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 quote! {
                     if let Some(value) = update.#ident {
                         if writes.field(#index, #fname).admit(value.clear)? {
-                            #gk::merge_by(&mut self.#ident, value, #key);
+                            #gk::reducers::merge_by(&mut self.#ident, value, #key);
                         }
                     }
                 },
@@ -302,7 +304,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 quote! {
                     if let Some(value) = update.#ident {
                         if writes.field(#index, #fname).admit(value.clear)? {
-                            #gk::append_capped(&mut self.#ident, value, #max, #fold);
+                            #gk::reducers::append_capped(&mut self.#ident, value, #max, #fold);
                         }
                     }
                 },
@@ -314,7 +316,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                     #[must_use]
                     pub fn #ident(mut self, delta: #ty) -> Self {
                         self.#ident = Some(match self.#ident.take() {
-                            Some(previous) => #gk::Summable::add_saturating(previous, delta),
+                            Some(previous) => #gk::reducers::Summable::add_saturating(previous, delta),
                             None => delta,
                         });
                         self
@@ -322,7 +324,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 },
                 quote! {
                     if let Some(value) = update.#ident {
-                        if !#gk::Summable::add_checked(&mut self.#ident, value) {
+                        if !#gk::reducers::Summable::add_checked(&mut self.#ident, value) {
                             return ::core::result::Result::Err(#gk::Error::AddOverflow { field: #fname });
                         }
                     }
@@ -354,7 +356,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         };
         field_infos.push(quote! {
-            #gk::Field { name: #fname, reducer: #gk::ReducerKind::#kind_tokens }
+            #gk::reducers::Field { name: #fname, reducer: #gk::reducers::ReducerKind::#kind_tokens }
         });
         builders.push(builder);
         applies.push(apply);
@@ -401,7 +403,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             #(#builders)*
         }
 
-        impl #gk::StateUpdate for #update {
+        impl #gk::reducers::StateUpdate for #update {
             fn is_empty(&self) -> bool {
                 true #(&& self.#idents.is_none())*
             }
@@ -416,12 +418,12 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         impl #gk::State for #name {
             type Update = #update;
 
-            const FIELDS: &'static [#gk::Field] = &[#(#field_infos),*];
+            const FIELDS: &'static [#gk::reducers::Field] = &[#(#field_infos),*];
 
             fn apply(
                 &mut self,
                 update: Self::Update,
-                writes: &mut #gk::StepWrites,
+                writes: &mut #gk::reducers::StepWrites,
             ) -> ::core::result::Result<(), #gk::Error> {
                 let _ = &writes;
                 #(#applies)*
@@ -435,9 +437,9 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             }
         }
 
-        impl #gk::IntoNodeOutput<#name> for #update {
-            fn into_node_output(self) -> ::core::result::Result<#gk::NodeOutput<#name>, #gk::BoxError> {
-                Ok(#gk::NodeOutput::Update(self))
+        impl #gk::nodes::IntoNodeOutput<#name> for #update {
+            fn into_node_output(self) -> ::core::result::Result<#gk::nodes::NodeOutput<#name>, #gk::error::BoxError> {
+                Ok(#gk::nodes::NodeOutput::Update(self))
             }
         }
 

@@ -401,7 +401,8 @@ impl RetryPolicy {
     /// transient one from a bug there. A predicate can build on it:
     ///
     /// ```
-    /// use graphkit::{BoxError, Error, RetryPolicy};
+    /// use graphkit::{Error, RetryPolicy};
+    /// use graphkit::error::BoxError;
     ///
     /// let policy = RetryPolicy::new(3).retry_on(|e: &BoxError| {
     ///     !e.to_string().contains("HTTP 400") && RetryPolicy::retries_by_default(e)

@@ -45,7 +45,8 @@ impl StreamMode {
 /// A set of [`StreamMode`]s.
 ///
 /// ```
-/// use graphkit::{StreamMode, StreamModes};
+/// use graphkit::StreamMode;
+/// use graphkit::streaming::StreamModes;
 ///
 /// let modes = StreamModes::from([StreamMode::Updates, StreamMode::Custom]);
 /// assert!(modes.contains(StreamMode::Custom));

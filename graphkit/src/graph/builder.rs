@@ -18,7 +18,8 @@ use crate::store::Store;
 ///
 /// ```
 /// use std::time::Duration;
-/// use graphkit::{NodeOptions, RetryPolicy};
+/// use graphkit::RetryPolicy;
+/// use graphkit::nodes::NodeOptions;
 ///
 /// let options = NodeOptions::new()
 ///     .retry(RetryPolicy::new(3))
@@ -201,7 +202,7 @@ impl<S: State> StateGraph<S> {
         }
     }
 
-    /// Adds a node: an `async fn` or closure taking [`FromContext`](crate::FromContext)
+    /// Adds a node: an `async fn` or closure taking [`FromContext`](crate::nodes::FromContext)
     /// arguments (usually `Arc<S>`) and returning an update, a `Command` or a `Result`
     /// of those; or a [`SyncNode`](crate::SyncNode).
     pub fn add_node<Args>(&mut self, name: &str, node: impl IntoNode<S, Args>) -> &mut Self {
@@ -255,7 +256,8 @@ impl<S: State> StateGraph<S> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use graphkit::{BoxedNode, START, END, State, StateGraph};
+    /// use graphkit::{START, END, State, StateGraph};
+    /// use graphkit::nodes::BoxedNode;
     /// # use serde::{Deserialize, Serialize};
     /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
     /// # struct Doc { #[reducer(append)] log: Vec<String> }

@@ -16,7 +16,8 @@ use super::append::AppendUpdate;
 /// summary too). Keep `fold` pure, like every reducer: checkpoints replay it.
 ///
 /// ```
-/// use graphkit::{AppendUpdate, append_capped};
+/// use graphkit::AppendUpdate;
+/// use graphkit::reducers::append_capped;
 ///
 /// // The summary here just counts what it has absorbed.
 /// fn fold(summary: Option<String>, folded: Vec<String>) -> String {

@@ -20,7 +20,8 @@ use crate::error::Error;
 /// plain JSON list.
 ///
 /// ```
-/// use graphkit::{Keyed, KeyedUpdate, KeyedVec, MergeByKey, Reducer};
+/// use graphkit::{Keyed, KeyedUpdate};
+/// use graphkit::reducers::{KeyedVec, MergeByKey, Reducer};
 ///
 /// #[derive(Clone, Debug, PartialEq)]
 /// struct Msg { id: String, text: String }

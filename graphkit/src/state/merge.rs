@@ -38,7 +38,8 @@ pub enum KeyedOp<T: Keyed> {
 /// An update to a merge-by-key field: operations applied in order.
 ///
 /// ```
-/// use graphkit::{Keyed, KeyedUpdate, MergeByKey, Reducer};
+/// use graphkit::{Keyed, KeyedUpdate};
+/// use graphkit::reducers::{MergeByKey, Reducer};
 ///
 /// #[derive(Clone, Debug, PartialEq)]
 /// struct Doc { id: u32, text: &'static str }

@@ -28,7 +28,8 @@ use super::append::AppendUpdate;
 /// update with no keyed item is a plain append.
 ///
 /// ```
-/// use graphkit::{AppendUpdate, merge_by};
+/// use graphkit::AppendUpdate;
+/// use graphkit::reducers::merge_by;
 ///
 /// #[derive(Clone, Debug, PartialEq)]
 /// struct Fact { kind: &'static str, doi: Option<&'static str>, text: &'static str }

@@ -7,7 +7,7 @@ use crate::error::Error;
 
 /// How updates to one state field merge into its current value.
 ///
-/// A reducer is a type-level tag: `#[reducer(append)]` on a field selects [`Append`],
+/// A reducer is a type-level tag: `#[reducer(append)]` on a field selects [`Append`](super::Append),
 /// and the derived update type carries `Option<<Append as Reducer<Vec<T>>>::Update>` for
 /// that field. Reducers are pure: the same updates in the same order give the same value.
 pub trait Reducer<T> {
@@ -65,7 +65,7 @@ pub struct Add;
 #[diagnostic::on_unimplemented(
     message = "`#[reducer(add)]` cannot sum a field of type `{Self}`",
     label = "not a number `add` can sum",
-    note = "`add` sums integers (with overflow checks), floats and `Duration`s; implement `graphkit::Summable` for your own number type, or append to a `Vec` with `#[reducer(append)]`"
+    note = "`add` sums integers (with overflow checks), floats and `Duration`s; implement `graphkit::reducers::Summable` for your own number type, or append to a `Vec` with `#[reducer(append)]`"
 )]
 pub trait Summable: Sized {
     /// Adds `delta` in place; `false` (and `self` unchanged) when the sum does not fit.

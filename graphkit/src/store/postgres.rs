@@ -36,7 +36,7 @@ const SCHEMA: Schema = Schema {
     }],
 };
 
-/// A [`Store`] in PostgreSQL; it may share the database (and pool) of a
+/// A [`Store`](crate::store::Store) in PostgreSQL; it may share the database (and pool) of a
 /// [`PostgresSaver`].
 ///
 /// ```no_run

@@ -37,7 +37,7 @@ const SCHEMA: Schema = Schema {
     }],
 };
 
-/// A [`Store`] in an SQLite database; it may share the file (and pool) of a
+/// A [`Store`](crate::store::Store) in an SQLite database; it may share the file (and pool) of a
 /// [`SqliteSaver`](crate::checkpoint::SqliteSaver).
 ///
 /// ```no_run

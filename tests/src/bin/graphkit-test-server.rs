@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use graphkit::error::BoxError;
 use graphkit::store::Store;
-use graphkit::{BoxError, CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
+use graphkit::{CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
 use graphkit_server::{Server, cli, demo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
