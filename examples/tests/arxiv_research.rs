@@ -432,7 +432,7 @@ async fn the_synthesizer_cites_only_references_with_an_extended_summary() {
         ..ResearchState::default()
     };
     let d = deps(Arc::new(model.clone()), &server, None);
-    let update = ar::synthesizer(Arc::new(state), Arc::new(d.nodes))
+    let update = ar::synthesizer(Arc::new(state), graphkit::RunContext(Arc::new(d.nodes)))
         .await
         .unwrap();
     let mut after = ResearchState::default();

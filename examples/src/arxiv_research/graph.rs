@@ -83,27 +83,15 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
     let supervisor = build_supervisor(deps)?;
-    let shared = Arc::new(deps.nodes.clone());
-    let (for_planner, for_expander, for_synthesizer) =
-        (Arc::clone(&shared), Arc::clone(&shared), shared);
     let mut graph = StateGraph::<ResearchState>::new();
     graph
-        .add_node(PLANNER, move |state: Arc<ResearchState>| {
-            nodes::planner(state, Arc::clone(&for_planner))
-        })
+        .add_node(PLANNER, nodes::planner)
         .add_node(STEP_ITERATOR, nodes::step_iterator)
         .add_subgraph(SUPERVISOR, supervisor)
         .add_node(FACT_GATE, nodes::fact_gate)
         .add_node(ADVANCE, nodes::advance)
-        .add_node(
-            EXPANDER,
-            move |state: Arc<ResearchState>, input: graphkit::Input<super::state::Fact>| {
-                nodes::expander(state, input, Arc::clone(&for_expander))
-            },
-        )
-        .add_node(SYNTHESIZER, move |state: Arc<ResearchState>| {
-            nodes::synthesizer(state, Arc::clone(&for_synthesizer))
-        })
+        .add_node(EXPANDER, nodes::expander)
+        .add_node(SYNTHESIZER, nodes::synthesizer)
         .add_node(FINISH, nodes::finish)
         .add_edge(START, PLANNER)
         .add_edge(PLANNER, STEP_ITERATOR)
@@ -118,5 +106,8 @@ pub fn build_graph(
         .add_edge(EXPANDER, SYNTHESIZER)
         .add_edge(SYNTHESIZER, FINISH)
         .add_edge(FINISH, END);
-    graph.compile_with(options)
+    // The planner, expander and synthesizer read their models and corpus as context.
+    Ok(graph
+        .compile_with(options)?
+        .with_context(deps.nodes.clone()))
 }

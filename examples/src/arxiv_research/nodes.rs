@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use graphkit::RunContext;
 use graphkit::nodes::Goto;
 use graphkit::{AppendUpdate, Input, RunConfig, SendTo};
 use graphkit_llm::checks::{non_empty, required_headings, word_range};
@@ -72,7 +73,7 @@ impl std::fmt::Debug for NodeDeps {
 ///
 /// # Errors
 /// An empty topic; a model that gives no usable plan (after one retry).
-pub async fn planner(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResult {
+pub async fn planner(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) -> NodeResult {
     if state.plan.as_ref().is_some_and(|p| !p.steps.is_empty()) {
         return Ok(ResearchStateUpdate::new());
     }
@@ -255,7 +256,7 @@ pub(crate) struct ExtendedSummary {
 pub async fn expander(
     state: Arc<ResearchState>,
     Input(reference): Input<Fact>,
-    deps: Arc<NodeDeps>,
+    deps: RunContext<NodeDeps>,
 ) -> NodeResult {
     let (source, text) = paper_text(&deps.arxiv, &reference).await;
     let main_query = state
@@ -322,7 +323,7 @@ pub(crate) struct ReportBody {
 ///
 /// # Errors
 /// A model that gives no acceptable report (after one retry).
-pub async fn synthesizer(state: Arc<ResearchState>, deps: Arc<NodeDeps>) -> NodeResult {
+pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) -> NodeResult {
     let sources: Vec<(usize, &Fact)> = state
         .facts
         .iter()

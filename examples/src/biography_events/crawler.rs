@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use graphkit::RunContext;
 use graphkit::error::BoxError;
 use graphkit::{CompiledGraph, END, NodeContext, START, StateGraph};
 use graphkit_llm::{BoundModel, CallOptions, ChatModel, Message};
@@ -33,31 +34,19 @@ const MAX_CHUNKS: usize = 40;
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).
 pub fn build(deps: &Deps) -> Result<CompiledGraph<CrawlState>, graphkit::Error> {
-    let (a, b, c, d) = (deps.clone(), deps.clone(), deps.clone(), deps.clone());
     let mut graph = StateGraph::<CrawlState>::new();
     graph
-        .add_node(
-            CRAWL_AND_CHUNK,
-            move |s: Arc<CrawlState>, ctx: NodeContext| crawl_and_chunk(s, ctx, a.clone()),
-        )
-        .add_node(
-            CATEGORIZE_CHUNKS,
-            move |s: Arc<CrawlState>, ctx: NodeContext| categorize_chunks(s, ctx, b.clone()),
-        )
-        .add_node(
-            SUMMARIZE_EVENTS,
-            move |s: Arc<CrawlState>, ctx: NodeContext| summarize_events(s, ctx, c.clone()),
-        )
-        .add_node(
-            STRUCTURE_EVENTS,
-            move |s: Arc<CrawlState>, ctx: NodeContext| structure_events(s, ctx, d.clone()),
-        )
+        .add_node(CRAWL_AND_CHUNK, crawl_and_chunk)
+        .add_node(CATEGORIZE_CHUNKS, categorize_chunks)
+        .add_node(SUMMARIZE_EVENTS, summarize_events)
+        .add_node(STRUCTURE_EVENTS, structure_events)
         .add_edge(START, CRAWL_AND_CHUNK)
         .add_edge(CRAWL_AND_CHUNK, CATEGORIZE_CHUNKS)
         .add_edge(CATEGORIZE_CHUNKS, SUMMARIZE_EVENTS)
         .add_edge(SUMMARIZE_EVENTS, STRUCTURE_EVENTS)
         .add_edge(STRUCTURE_EVENTS, END);
-    graph.compile()
+    // The nodes read the models and the crawler as context.
+    Ok(graph.compile()?.with_context(deps.clone()))
 }
 
 /// The workflow's model at temperature 0 with an output budget.
@@ -68,7 +57,7 @@ pub fn model(deps: &Deps, max_tokens: u32) -> BoundModel<Arc<dyn ChatModel>> {
 async fn crawl_and_chunk(
     state: Arc<CrawlState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<CrawlStateUpdate, BoxError> {
     let pages = deps
         .search
@@ -117,7 +106,7 @@ pub fn chunk(content: &str) -> Vec<String> {
 async fn categorize_chunks(
     state: Arc<CrawlState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<CrawlStateUpdate, BoxError> {
     if state.chunks.is_empty() {
         return Ok(CrawlStateUpdate::new().categorized(Vec::new()));
@@ -175,7 +164,7 @@ async fn categorize_chunks(
 async fn summarize_events(
     state: Arc<CrawlState>,
     _ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<CrawlStateUpdate, BoxError> {
     let life: Vec<String> = state
         .categorized
@@ -197,7 +186,7 @@ async fn summarize_events(
 async fn structure_events(
     state: Arc<CrawlState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<CrawlStateUpdate, BoxError> {
     if state.events_summary.trim().is_empty() {
         return Ok(CrawlStateUpdate::new().events(Vec::new()));

@@ -1,9 +1,7 @@
 //! The supervisor graph, with the url_crawler and further_event_research graphs as its
 //! tools (run by the `tools` node).
 
-use std::sync::Arc;
-
-use graphkit::{CompileOptions, CompiledGraph, END, NodeContext, START, StateGraph};
+use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
 
 use super::Deps;
 use super::state::BiographyState;
@@ -32,47 +30,15 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<BiographyState>, graphkit::Error> {
     let tools = tool_node(deps)?;
-    let (d1, d2, d3, d4, d5) = (
-        deps.clone(),
-        deps.clone(),
-        deps.clone(),
-        deps.clone(),
-        deps.clone(),
-    );
 
     let mut graph = StateGraph::<BiographyState>::new();
     graph
-        .add_node(
-            CHECK_INITIAL_GAPS,
-            move |s: Arc<BiographyState>, ctx: NodeContext| {
-                supervisor::check_initial_gaps(s, ctx, d1.clone())
-            },
-        )
-        .add_node(
-            URL_FINDER,
-            move |s: Arc<BiographyState>, ctx: NodeContext| {
-                supervisor::url_finder(s, ctx, d2.clone())
-            },
-        )
+        .add_node(CHECK_INITIAL_GAPS, supervisor::check_initial_gaps)
+        .add_node(URL_FINDER, supervisor::url_finder)
         .add_node(TOOLS, tools)
-        .add_node(
-            MERGE_EVENTS,
-            move |s: Arc<BiographyState>, ctx: NodeContext| {
-                supervisor::merge_events_node(s, ctx, d3.clone())
-            },
-        )
-        .add_node(
-            THINK_TOOL,
-            move |s: Arc<BiographyState>, ctx: NodeContext| {
-                supervisor::think_tool(s, ctx, d4.clone())
-            },
-        )
-        .add_node(
-            SUPERVISOR,
-            move |s: Arc<BiographyState>, ctx: NodeContext| {
-                supervisor::supervisor(s, ctx, d5.clone())
-            },
-        )
+        .add_node(MERGE_EVENTS, supervisor::merge_events_node)
+        .add_node(THINK_TOOL, supervisor::think_tool)
+        .add_node(SUPERVISOR, supervisor::supervisor)
         .add_node(FINISH, supervisor::finish)
         .add_edge(START, CHECK_INITIAL_GAPS)
         .add_conditional_edges(
@@ -86,5 +52,6 @@ pub fn build_graph(
         .add_edge(THINK_TOOL, SUPERVISOR)
         .add_conditional_edges(SUPERVISOR, supervisor::route, [TOOLS, FINISH])
         .add_edge(FINISH, END);
-    graph.compile_with(options)
+    // The supervisor's nodes read the models and the crawler as context.
+    Ok(graph.compile_with(options)?.with_context(deps.clone()))
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use graphkit::RunContext;
 use graphkit::error::BoxError;
 use graphkit::{CompiledGraph, END, NodeContext, START, StateGraph};
 use graphkit_llm::{ChatModel, Message};
@@ -31,31 +32,23 @@ const PAGE_CHARS: usize = 4000;
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).
 pub fn build(deps: &Deps) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
-    let (a, b, c) = (deps.clone(), deps.clone(), deps.clone());
     let mut graph = StateGraph::<ResearchState>::new();
     graph
-        .add_node(FIND_GAPS, move |s: Arc<ResearchState>, ctx: NodeContext| {
-            find_gaps(s, ctx, a.clone())
-        })
-        .add_node(
-            SEARCH_GAPS,
-            move |s: Arc<ResearchState>, ctx: NodeContext| search_gaps(s, ctx, b.clone()),
-        )
-        .add_node(
-            EXTRACT_UPDATES,
-            move |s: Arc<ResearchState>, ctx: NodeContext| extract_updates(s, ctx, c.clone()),
-        )
+        .add_node(FIND_GAPS, find_gaps)
+        .add_node(SEARCH_GAPS, search_gaps)
+        .add_node(EXTRACT_UPDATES, extract_updates)
         .add_edge(START, FIND_GAPS)
         .add_edge(FIND_GAPS, SEARCH_GAPS)
         .add_edge(SEARCH_GAPS, EXTRACT_UPDATES)
         .add_edge(EXTRACT_UPDATES, END);
-    graph.compile()
+    // The nodes read the models and the crawler as context.
+    Ok(graph.compile()?.with_context(deps.clone()))
 }
 
 async fn find_gaps(
     state: Arc<ResearchState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<ResearchStateUpdate, BoxError> {
     let with_gaps: Vec<&Event> = state
         .events
@@ -126,7 +119,7 @@ async fn find_gaps(
 async fn search_gaps(
     state: Arc<ResearchState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<ResearchStateUpdate, BoxError> {
     let mut results = Vec::new();
     for target in &state.targets {
@@ -159,7 +152,7 @@ async fn search_gaps(
 async fn extract_updates(
     state: Arc<ResearchState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<ResearchStateUpdate, BoxError> {
     let mut updates = Vec::new();
     let mut calls = 0;

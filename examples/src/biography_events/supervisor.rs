@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use graphkit::NodeContext;
+use graphkit::RunContext;
 use graphkit::error::BoxError;
 use graphkit_llm::{ChatModel, Message};
 use serde_json::json;
@@ -41,7 +42,7 @@ pub(crate) const FINISH: &str = "finish";
 pub(crate) async fn check_initial_gaps(
     state: Arc<BiographyState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let Some(initial) = state.initial_events.as_ref().filter(|e| !e.is_empty()) else {
         return Ok(Update::new());
@@ -108,7 +109,7 @@ pub(crate) fn after_gap_check(state: &BiographyState) -> &'static str {
 pub async fn url_finder(
     state: Arc<BiographyState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let limits = &state.limits;
     let person = &state.person_to_research;
@@ -150,7 +151,7 @@ pub(crate) fn next_url(state: &BiographyState) -> Option<&String> {
 pub(crate) async fn merge_events_node(
     state: Arc<BiographyState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let known = &state.events;
     let (by_id, others): (Vec<Event>, Vec<Event>) = state
@@ -223,7 +224,7 @@ pub(crate) async fn merge_events_node(
 pub async fn think_tool(
     state: Arc<BiographyState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let recent_from = state.messages.len().saturating_sub(3);
     let uncrawled = state
@@ -281,7 +282,7 @@ pub async fn think_tool(
 pub async fn supervisor(
     state: Arc<BiographyState>,
     ctx: NodeContext,
-    deps: Deps,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let (stop, next, model_calls) = decide(&state, &deps).await;
     if let Some(reason) = &stop {

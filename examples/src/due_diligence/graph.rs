@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use graphkit::{CompileOptions, CompiledGraph, END, Input, NodeContext, START, StateGraph};
+use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
 
 use super::nodes::{
     self, ANALYZE_AND_REFLECT, Deps, EXECUTE_SEARCH, GENERATE_QUERIES, INITIALIZE, MAP_CONNECTIONS,
-    SYNTHESIZE_REPORT, SearchTask, fan_out_searches, route_after_reflection,
+    SYNTHESIZE_REPORT, fan_out_searches, route_after_reflection,
 };
 use super::state::DueDiligenceState as S;
 
@@ -28,34 +28,14 @@ pub fn build_graph(
     deps: Arc<Deps>,
     options: CompileOptions,
 ) -> Result<CompiledGraph<S>, graphkit::Error> {
-    let d = [(); 6].map(|()| Arc::clone(&deps));
-    let [d_init, d_queries, d_search, d_reflect, d_connect, d_report] = d;
     let mut graph = StateGraph::<S>::new();
     graph
-        .add_node(INITIALIZE, move |state: Arc<S>| {
-            nodes::initialize(state, Arc::clone(&d_init))
-        })
-        .add_node(GENERATE_QUERIES, move |state: Arc<S>, ctx: NodeContext| {
-            nodes::generate_queries(state, ctx, Arc::clone(&d_queries))
-        })
-        .add_node(
-            EXECUTE_SEARCH,
-            move |state: Arc<S>, task: Input<SearchTask>| {
-                nodes::execute_search(state, task, Arc::clone(&d_search))
-            },
-        )
-        .add_node(
-            ANALYZE_AND_REFLECT,
-            move |state: Arc<S>, ctx: NodeContext| {
-                nodes::analyze_and_reflect(state, ctx, Arc::clone(&d_reflect))
-            },
-        )
-        .add_node(MAP_CONNECTIONS, move |state: Arc<S>| {
-            nodes::map_connections(state, Arc::clone(&d_connect))
-        })
-        .add_node(SYNTHESIZE_REPORT, move |state: Arc<S>| {
-            nodes::synthesize_report(state, Arc::clone(&d_report))
-        })
+        .add_node(INITIALIZE, nodes::initialize)
+        .add_node(GENERATE_QUERIES, nodes::generate_queries)
+        .add_node(EXECUTE_SEARCH, nodes::execute_search)
+        .add_node(ANALYZE_AND_REFLECT, nodes::analyze_and_reflect)
+        .add_node(MAP_CONNECTIONS, nodes::map_connections)
+        .add_node(SYNTHESIZE_REPORT, nodes::synthesize_report)
         .add_edge(START, INITIALIZE)
         .add_edge(INITIALIZE, GENERATE_QUERIES)
         .add_conditional_edges(
@@ -71,5 +51,6 @@ pub fn build_graph(
         )
         .add_edge(MAP_CONNECTIONS, SYNTHESIZE_REPORT)
         .add_edge(SYNTHESIZE_REPORT, END);
-    graph.compile_with(options)
+    // The nodes read the models, the search backend and the audit log as context.
+    Ok(graph.compile_with(options)?.with_shared_context(deps))
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use graphkit::error::BoxError;
 use graphkit::nodes::Goto;
-use graphkit::{Input, NodeContext, SendTo};
+use graphkit::{Input, NodeContext, RunContext, SendTo};
 use graphkit_llm::{ChatModel, LlmError, Message, PriceTable};
 use graphkit_tools::prebuilt::search::SearchBackend;
 use schemars::JsonSchema;
@@ -180,7 +180,7 @@ fn new_session_id() -> String {
 }
 
 /// `initialize`: session id, start time, depth 0, counters at 0.
-pub async fn initialize(state: Arc<S>, deps: Arc<Deps>) -> Result<Update, BoxError> {
+pub async fn initialize(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
     let session_id = new_session_id();
     let start = now_ms();
     let session = S {
@@ -206,7 +206,7 @@ pub async fn initialize(state: Arc<S>, deps: Arc<Deps>) -> Result<Update, BoxErr
 pub async fn generate_queries(
     state: Arc<S>,
     ctx: NodeContext,
-    deps: Arc<Deps>,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     deps.audit(&state, "node_start", json!({"node": GENERATE_QUERIES}))?;
     let mut usage = Usage::default();
@@ -306,7 +306,7 @@ pub(crate) fn fan_out_searches(state: &S) -> Vec<Goto> {
 pub async fn execute_search(
     state: Arc<S>,
     Input(task): Input<SearchTask>,
-    deps: Arc<Deps>,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let started_at = rfc3339(now_ms());
     let started = Instant::now();
@@ -402,7 +402,7 @@ async fn search_once(
 pub async fn analyze_and_reflect(
     state: Arc<S>,
     ctx: NodeContext,
-    deps: Arc<Deps>,
+    deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     deps.audit(&state, "node_start", json!({"node": ANALYZE_AND_REFLECT}))?;
     let depth = state.current_depth;
@@ -622,7 +622,7 @@ pub(crate) fn route_after_reflection(state: &S) -> &'static str {
 }
 
 /// `map_connections`: the entity graph, patterns, suspicious connections, importance.
-pub async fn map_connections(state: Arc<S>, deps: Arc<Deps>) -> Result<Update, BoxError> {
+pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
     deps.audit(&state, "node_start", json!({"node": MAP_CONNECTIONS}))?;
     let mut usage = Usage::default();
     let (graph, errors) = match deps
@@ -666,7 +666,7 @@ pub async fn map_connections(state: Arc<S>, deps: Arc<Deps>) -> Result<Update, B
 
 /// `synthesize_report`: the 18 sections, plus metadata; saves
 /// `reports/{session_id}_report.json` and the HTML rendering.
-pub async fn synthesize_report(state: Arc<S>, deps: Arc<Deps>) -> Result<Update, BoxError> {
+pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
     deps.audit(&state, "node_start", json!({"node": SYNTHESIZE_REPORT}))?;
     let mut usage = Usage::default();
     let (sections, errors) = match deps

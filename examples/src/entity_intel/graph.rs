@@ -1,8 +1,6 @@
 //! The graph: `generate_todos` → `research_agent` ⇄ `tools` → `finalize_output`.
 
-use std::sync::Arc;
-
-use graphkit::{CompileOptions, CompiledGraph, END, NodeContext, START, StateGraph};
+use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
 use graphkit_tools::{TOOLS_NODE, ToolNode};
 
 use super::nodes::{
@@ -30,34 +28,17 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<EntityIntelResearchState>, graphkit::Error> {
     let tool_node = ToolNode::new(research_tools(tools)).max_concurrency(4);
-    let agent = Arc::new(AgentDeps {
+    let agent = AgentDeps {
         tool_specs: tool_node.specs(),
         ..agent
-    });
-    let (for_todos, for_agent) = (Arc::clone(&agent), agent);
-    let outputs = tools.outputs.clone();
+    };
 
     let mut graph = StateGraph::<EntityIntelResearchState>::new();
     graph
-        .add_node(
-            GENERATE_TODOS,
-            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
-                nodes::generate_todos(state, ctx, Arc::clone(&for_todos))
-            },
-        )
-        .add_node(
-            RESEARCH_AGENT,
-            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
-                nodes::research_agent(state, ctx, Arc::clone(&for_agent))
-            },
-        )
+        .add_node(GENERATE_TODOS, nodes::generate_todos)
+        .add_node(RESEARCH_AGENT, nodes::research_agent)
         .add_node(TOOLS_NODE, tool_node)
-        .add_node(
-            FINALIZE_OUTPUT,
-            move |state: Arc<EntityIntelResearchState>, ctx: NodeContext| {
-                nodes::finalize_output(state, ctx, outputs.clone())
-            },
-        )
+        .add_node(FINALIZE_OUTPUT, nodes::finalize_output)
         .add_edge(START, GENERATE_TODOS)
         .add_edge(GENERATE_TODOS, RESEARCH_AGENT)
         .add_conditional_edges(
@@ -71,5 +52,9 @@ pub fn build_graph(
             [TOOLS_NODE, RESEARCH_AGENT, FINALIZE_OUTPUT],
         )
         .add_edge(FINALIZE_OUTPUT, END);
-    graph.compile_with(options)
+    // The nodes read the models and where outputs go as context.
+    Ok(graph
+        .compile_with(options)?
+        .with_context(agent)
+        .with_context(tools.outputs.clone()))
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use graphkit::RunContext;
 use graphkit::error::BoxError;
 use graphkit::{KeyedUpdate, NodeContext};
 use graphkit_llm::{CallOptions, ChatModel, ChatRequest, Message, ToolSpec};
@@ -75,7 +76,7 @@ pub struct AgentDeps {
 pub(crate) async fn generate_todos(
     state: Arc<S>,
     ctx: NodeContext,
-    deps: Arc<AgentDeps>,
+    deps: RunContext<AgentDeps>,
 ) -> Result<Update, BoxError> {
     if !state.todo_list.todos.is_empty() {
         return Ok(Update::new());
@@ -141,7 +142,7 @@ pub(crate) async fn generate_todos(
 pub async fn research_agent(
     state: Arc<S>,
     ctx: NodeContext,
-    deps: Arc<AgentDeps>,
+    deps: RunContext<AgentDeps>,
 ) -> Result<Update, BoxError> {
     let limits = &deps.limits;
     let now = now_ms();
@@ -496,7 +497,7 @@ pub(crate) fn should_continue_or_finalize(state: &S) -> &'static str {
 pub(crate) async fn finalize_output(
     state: Arc<S>,
     ctx: NodeContext,
-    outputs: OutputFolder,
+    outputs: RunContext<OutputFolder>,
 ) -> Result<Update, BoxError> {
     let list = &state.todo_list;
     let blocked: Vec<Value> = list

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph, StreamWriter};
+use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
 
 use super::nodes::{
     self, ACCUMULATE, CHECK_COMPLETION, EXECUTE_SUB_AGENTS, INITIALIZATION, PLANNING, ResearchDeps,
@@ -20,40 +20,14 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<ResearchAgentState>, graphkit::Error> {
     let threshold = deps.confidence_threshold;
-    let (d1, d2, d3, d4) = (
-        Arc::clone(&deps),
-        Arc::clone(&deps),
-        Arc::clone(&deps),
-        Arc::clone(&deps),
-    );
     let mut graph = StateGraph::<ResearchAgentState>::new();
     graph
-        .add_node(
-            INITIALIZATION,
-            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
-                nodes::initialization(state, writer, Arc::clone(&d1))
-            },
-        )
-        .add_node(
-            PLANNING,
-            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
-                nodes::planning(state, writer, Arc::clone(&d2))
-            },
-        )
-        .add_node(
-            EXECUTE_SUB_AGENTS,
-            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
-                nodes::execute_sub_agents(state, writer, Arc::clone(&d3))
-            },
-        )
+        .add_node(INITIALIZATION, nodes::initialization)
+        .add_node(PLANNING, nodes::planning)
+        .add_node(EXECUTE_SUB_AGENTS, nodes::execute_sub_agents)
         .add_node(ACCUMULATE, nodes::accumulate)
         .add_node(CHECK_COMPLETION, |_: Arc<ResearchAgentState>| async {})
-        .add_node(
-            SYNTHESIS,
-            move |state: Arc<ResearchAgentState>, writer: StreamWriter| {
-                nodes::synthesis(state, writer, Arc::clone(&d4))
-            },
-        )
+        .add_node(SYNTHESIS, nodes::synthesis)
         .add_edge(START, INITIALIZATION)
         .add_edge(INITIALIZATION, PLANNING)
         .add_edge(PLANNING, EXECUTE_SUB_AGENTS)
@@ -65,5 +39,6 @@ pub fn build_graph(
             [PLANNING, SYNTHESIS, END],
         )
         .add_edge(SYNTHESIS, END);
-    graph.compile_with(options)
+    // The nodes read the models, tools and settings as context.
+    Ok(graph.compile_with(options)?.with_shared_context(deps))
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use graphkit::RunContext;
 use graphkit::error::BoxError;
 use graphkit::{AppendUpdate, StreamWriter};
 use graphkit_llm::{ChatModel, LlmError};
@@ -95,7 +96,7 @@ fn emit(writer: &StreamWriter, marker: Marker) {
 pub async fn initialization(
     state: Arc<ResearchAgentState>,
     writer: StreamWriter,
-    deps: Arc<ResearchDeps>,
+    deps: RunContext<ResearchDeps>,
 ) -> Result<ResearchAgentStateUpdate, BoxError> {
     emit(&writer, Marker::Phase(ResearchPhase::Planning));
     emit(&writer, Marker::thinking("Discovering MCP tools..."));
@@ -162,7 +163,7 @@ pub async fn initialization(
 pub async fn planning(
     state: Arc<ResearchAgentState>,
     writer: StreamWriter,
-    deps: Arc<ResearchDeps>,
+    deps: RunContext<ResearchDeps>,
 ) -> Result<ResearchAgentStateUpdate, BoxError> {
     let iteration = state.iteration_count + 1;
     emit(&writer, Marker::Phase(ResearchPhase::Planning));
@@ -270,7 +271,7 @@ pub async fn planning(
 pub async fn execute_sub_agents(
     state: Arc<ResearchAgentState>,
     writer: StreamWriter,
-    deps: Arc<ResearchDeps>,
+    deps: RunContext<ResearchDeps>,
 ) -> Result<ResearchAgentStateUpdate, BoxError> {
     let calls = state.pending_sub_agent_calls.clone();
     let mut last_phase = None;
@@ -432,7 +433,7 @@ pub fn check_completion(state: &ResearchAgentState, threshold: f32) -> &'static 
 pub async fn synthesis(
     state: Arc<ResearchAgentState>,
     writer: StreamWriter,
-    deps: Arc<ResearchDeps>,
+    deps: RunContext<ResearchDeps>,
 ) -> ResearchAgentStateUpdate {
     emit(&writer, Marker::Phase(ResearchPhase::Synthesizing));
     emit(&writer, Marker::Progress(90));
