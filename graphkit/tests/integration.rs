@@ -9,6 +9,7 @@ mod checkpoint_conformance;
 mod compile_fail;
 mod computed_reducers;
 mod crash_recovery;
+mod deferred;
 mod drawing;
 mod execution;
 mod migrations;
