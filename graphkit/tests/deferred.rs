@@ -344,6 +344,35 @@ async fn a_deferred_node_s_updates_stream_like_any_node_s() {
     );
 }
 
+#[tokio::test]
+async fn a_deferred_node_in_a_subgraph_waits_for_the_subgraph_only() {
+    let mut child = StateGraph::<Trace>::new();
+    child
+        .add_node("c_short", visit("c_short"))
+        .add_node("c_long_1", visit("c_long_1"))
+        .add_node("c_long_2", visit("c_long_2"))
+        .add_node_with("c_last", visit("c_last"), deferred())
+        .add_edge(START, "c_short")
+        .add_edge(START, "c_long_1")
+        .add_edge("c_long_1", "c_long_2")
+        .add_edge("c_short", "c_last")
+        .add_edge("c_long_2", "c_last");
+    let mut g = StateGraph::<Trace>::new();
+    g.add_subgraph("sub", child.compile().unwrap())
+        .add_node("p_1", visit("p_1"))
+        .add_node("p_2", visit("p_2"))
+        .add_edge(START, "sub")
+        .add_edge(START, "p_1")
+        .add_edge("p_1", "p_2");
+    let out = run(g).await;
+    // The child run, inside the parent's step 1, ends with `c_last`; the parent's `p_2`
+    // (step 2) does not hold it.
+    assert_eq!(
+        out.log,
+        ["p_1", "c_long_1", "c_short", "c_long_2", "c_last", "p_2"]
+    );
+}
+
 // ---- compile()
 
 #[tokio::test]
