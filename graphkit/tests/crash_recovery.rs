@@ -413,15 +413,15 @@ async fn crash_while_deferred_waits_and_resume(test: &str, backend: &str, dir: &
     let config = RunConfig::new().thread_id(&thread);
     let waiting = deferred_graph(Some(saver), dir.join("read.log"), false)
         .get_state(&config)
-        .await
-        .expect("the thread's state");
+        .await;
+    // Killed before anything is asserted, so a failed assertion leaves no child hanging.
+    first.kill().expect("SIGKILL the child");
+    let _ = first.wait();
+    let waiting = waiting.expect("the thread's state");
     assert_eq!(
         (waiting.next, waiting.deferred),
         (vec!["slow".to_string()], vec!["last".to_string()])
     );
-
-    first.kill().expect("SIGKILL the child");
-    let _ = first.wait();
 
     let resumed = spawn_child(test, "deferred-resume", backend, &log, &thread);
     assert_resumed_once(
