@@ -152,6 +152,11 @@ pub struct ConceptsDoctests;
 #[doc = include_str!("../../docs/howto-map-reduce.md")]
 pub struct HowtoMapReduceDoctests;
 
+/// docs/howto-deferred-nodes.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-deferred-nodes.md")]
+pub struct HowtoDeferredNodesDoctests;
+
 /// docs/howto-loops.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-loops.md")]

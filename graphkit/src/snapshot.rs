@@ -26,8 +26,15 @@ use crate::state::State;
 pub struct StateSnapshot<S = Value> {
     /// The state.
     pub values: S,
-    /// The nodes the next super-step runs (empty when the run finished).
+    /// The nodes the next super-step runs (empty when the run finished). A deferred node
+    /// that waits for the run's other tasks is not among them until they are done: see
+    /// [`deferred`](Self::deferred).
     pub next: Vec<String>,
+    /// The [deferred](crate::NodeOptions::defer) nodes that were triggered and wait for
+    /// everything else to finish, in the order they were first triggered (a node once per
+    /// `SendTo` to it). They run in the first step where nothing else is left, so they
+    /// are in no step's `next` before that one; empty when none waits.
+    pub deferred: Vec<String>,
     /// The thread (for a subgraph, the parent's).
     pub thread_id: String,
     /// The checkpoint namespace: `""` for the graph's own checkpoints, the child's
@@ -103,6 +110,7 @@ impl<S: State> StateSnapshot<S> {
         Ok(StateSnapshot {
             values,
             next: self.next,
+            deferred: self.deferred,
             thread_id: self.thread_id,
             checkpoint_ns: self.checkpoint_ns,
             checkpoint_id: self.checkpoint_id,

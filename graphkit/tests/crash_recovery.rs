@@ -7,7 +7,7 @@
 
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::sync::Arc;
@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use graphkit::checkpoint::Checkpointer;
-use graphkit::{CompileOptions, END, Error, RunConfig, RunInput, START, State, StateGraph};
+use graphkit::{
+    CompileOptions, END, Error, NodeOptions, RunConfig, RunInput, START, State, StateGraph,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -54,7 +56,8 @@ fn read_log(path: &Path) -> Vec<String> {
 }
 
 /// A node that adds `amount` to the total and its name to `done`, and logs its name to
-/// `log` once it completed; with `hang`, it logs `{name}-started` and hangs instead.
+/// `log` once it completed; with `hang`, it logs `{name}-started` (and prints it on its
+/// own line of stdout) and hangs instead.
 fn logging_node(
     name: &'static str,
     amount: u64,
@@ -67,6 +70,7 @@ fn logging_node(
         Box::pin(async move {
             if hang {
                 log_line(&log, &format!("{name}-started"));
+                println!("{name}-started");
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
             log_line(&log, name);
@@ -133,6 +137,35 @@ fn subgraph_graph(
     compile(g, saver)
 }
 
+/// a → {short, long}; long → slow; short → last, a deferred node: `short` triggers it in
+/// step 2, and it waits for `slow` (step 3), which hangs when `block` is set, so the run
+/// can be killed while `last` waits. Nothing else triggers `last`: if the wait were lost,
+/// it would never run.
+fn deferred_graph(
+    saver: Option<Arc<dyn Checkpointer>>,
+    log: PathBuf,
+    block: bool,
+) -> graphkit::CompiledGraph<Work> {
+    let mut g = StateGraph::<Work>::new();
+    g.add_node("a", logging_node("a", 1, &log, false))
+        .add_node("short", logging_node("short", 10, &log, false))
+        .add_node("long", logging_node("long", 100, &log, false))
+        .add_node("slow", logging_node("slow", 1000, &log, block))
+        .add_node_with(
+            "last",
+            logging_node("last", 10000, &log, false),
+            NodeOptions::new().defer(),
+        )
+        .add_edge(START, "a")
+        .add_edge("a", "short")
+        .add_edge("a", "long")
+        .add_edge("long", "slow")
+        .add_edge("short", "last")
+        .add_edge("slow", END)
+        .add_edge("last", END);
+    compile(g, saver)
+}
+
 async fn open_saver(backend: &str) -> Arc<dyn Checkpointer> {
     if let Some(path) = backend.strip_prefix("sqlite:") {
         #[cfg(feature = "sqlite")]
@@ -177,10 +210,17 @@ async fn child(role: &str) {
                 .await;
             panic!("the run should have been killed, but it ended with {result:?}");
         }
-        "resume" | "sub-resume" => {
+        "deferred-run" => {
+            let result = deferred_graph(Some(saver), log, true)
+                .invoke_with(WorkUpdate::new(), thread)
+                .await;
+            panic!("the run should have been killed, but it ended with {result:?}");
+        }
+        "resume" | "sub-resume" | "deferred-resume" => {
             let graph = match role {
                 "resume" => graph(Some(saver), log, false),
-                _ => subgraph_graph(Some(saver), log, false),
+                "sub-resume" => subgraph_graph(Some(saver), log, false),
+                _ => deferred_graph(Some(saver), log, false),
             };
             let done = graph
                 .invoke_with(RunInput::Continue, thread)
@@ -343,6 +383,93 @@ async fn crash_inside_subgraph_and_resume(test: &str, backend: &str, dir: &Path)
 
     let resumed = spawn_child(test, "sub-resume", backend, &log, &thread);
     assert_resumed_once(resumed, &expected, &log, &["a", "c1", "slow", "c2", "z"]);
+}
+
+/// Kills a run while a deferred node waits for a hanging branch, resumes it in a new
+/// process, and checks that the deferred node ran once, at the end.
+async fn crash_while_deferred_waits_and_resume(test: &str, backend: &str, dir: &Path) {
+    let thread = format!("crash-deferred-{}-{}", std::process::id(), rand_suffix());
+    let expected = deferred_graph(None, dir.join("reference.log"), false)
+        .invoke(WorkUpdate::new())
+        .await
+        .expect("reference run");
+
+    let log = dir.join("completions.log");
+    let mut first = spawn_child(test, "deferred-run", backend, &log, &thread);
+    // `slow` starts only after the checkpoint that ends step 2 (where `last` began to
+    // wait) was saved: read the child's stdout up to the line that says so (it ends the
+    // test harness's `test ... ` line).
+    let stdout = first.stdout.take().expect("the child's stdout");
+    let reading = tokio::task::spawn_blocking(move || {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.ends_with("slow-started"))
+    });
+    // A bound, so that a child stuck before `slow` fails the test instead of hanging it.
+    let started = tokio::time::timeout(Duration::from_secs(120), reading).await;
+    if !matches!(started, Ok(Ok(true))) {
+        let _ = first.kill();
+        panic!("the child did not start `slow`: {started:?}");
+    }
+
+    let saver = open_saver(backend).await;
+    let config = RunConfig::new().thread_id(&thread);
+    let waiting = deferred_graph(Some(saver), dir.join("read.log"), false)
+        .get_state(&config)
+        .await;
+    // Killed before anything is asserted, so a failed assertion leaves no child hanging.
+    first.kill().expect("SIGKILL the child");
+    let _ = first.wait();
+    let waiting = waiting.expect("the thread's state");
+    assert_eq!(
+        (waiting.next, waiting.deferred),
+        (vec!["slow".to_string()], vec!["last".to_string()])
+    );
+
+    let resumed = spawn_child(test, "deferred-resume", backend, &log, &thread);
+    assert_resumed_once(
+        resumed,
+        &expected,
+        &log,
+        &["a", "short", "long", "slow", "last"],
+    );
+    let completions = read_log(&log);
+    assert_eq!(completions.last().map(String::as_str), Some("last"));
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_run_killed_while_a_deferred_node_waits_runs_it_once_when_resumed() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let backend = format!("sqlite:{}", dir.path().join("threads.sqlite").display());
+    crash_while_deferred_waits_and_resume(
+        "sqlite_run_killed_while_a_deferred_node_waits_runs_it_once_when_resumed",
+        &backend,
+        dir.path(),
+    )
+    .await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_run_killed_while_a_deferred_node_waits_runs_it_once_when_resumed() {
+    if let Ok(role) = std::env::var(ROLE) {
+        return child(&role).await;
+    }
+    let Some(backend) = postgres_backend("deferred crash") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    crash_while_deferred_waits_and_resume(
+        "postgres_run_killed_while_a_deferred_node_waits_runs_it_once_when_resumed",
+        &backend,
+        dir.path(),
+    )
+    .await;
 }
 
 #[cfg(feature = "sqlite")]

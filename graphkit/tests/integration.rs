@@ -10,6 +10,7 @@ mod compile_fail;
 mod computed_reducers;
 mod context;
 mod crash_recovery;
+mod deferred;
 mod drawing;
 mod execution;
 mod migrations;

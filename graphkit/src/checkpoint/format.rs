@@ -1,5 +1,6 @@
 //! The payload graphkit writes into a [`CheckpointRecord`]: a full state or a delta, the
-//! next tasks, join progress; and the payload of a [`PendingWrite`].
+//! next tasks, join progress, held tasks of deferred nodes; and the payload of a
+//! [`PendingWrite`].
 //!
 //! Encoded as JSON. A delta holds the updates the step applied, in apply order; since
 //! reducers are pure, replaying deltas on the nearest earlier snapshot rebuilds the state.
@@ -55,6 +56,10 @@ pub(crate) struct Body<S: State> {
     /// Join progress.
     #[serde(default)]
     pub(crate) joins: Vec<Vec<bool>>,
+    /// Tasks of deferred nodes held until nothing else is left to run (absent when none
+    /// are, and in checkpoints written before deferred nodes existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) deferred: Vec<TaskRecord>,
 }
 
 /// What a pending write holds.
@@ -190,6 +195,7 @@ pub(crate) async fn load<S: State>(
             writes: Vec::new(),
             next: base_body.next,
             joins: base_body.joins,
+            deferred: base_body.deferred,
         },
     );
     while let Some(record) = chain.pop() {

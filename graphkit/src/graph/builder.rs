@@ -14,7 +14,8 @@ use crate::graph::{END, START};
 use crate::state::State;
 use crate::store::Store;
 
-/// Options of one node: retry policy, timeout, and the targets its `Command`s may name.
+/// Options of one node: retry policy, timeout, the targets its `Command`s may name, and
+/// whether it is [deferred](Self::defer).
 ///
 /// ```
 /// use std::time::Duration;
@@ -31,10 +32,11 @@ pub struct NodeOptions {
     pub(crate) retry: Option<RetryPolicy>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) destinations: Option<Vec<Arc<str>>>,
+    pub(crate) defer: bool,
 }
 
 impl NodeOptions {
-    /// No retry, no timeout, destinations unknown.
+    /// No retry, no timeout, destinations unknown, not deferred.
     pub fn new() -> Self {
         Self::default()
     }
@@ -61,6 +63,55 @@ impl NodeOptions {
         T: Into<Arc<str>>,
     {
         self.destinations = Some(targets.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Defers the node (LangGraph's `add_node(..., defer=True)`): when it is triggered
+    /// while other tasks of the run are still to run, it waits, and runs in the first step
+    /// where nothing else is left — once, however many times it was triggered meanwhile.
+    ///
+    /// This is how an aggregator waits for the longest of several branches of different
+    /// lengths (a plain edge would run it after the shortest, and again after each other
+    /// branch), or a final summary waits for everything else. Several deferred nodes that
+    /// wait together run together, in one step. A `SendTo` to a deferred node waits too,
+    /// and runs once per send. What waits is saved in every checkpoint, so a run
+    /// interrupted or stopped meanwhile still runs the node when it is resumed;
+    /// [`StateSnapshot::deferred`](crate::StateSnapshot::deferred) shows it.
+    /// See `docs/howto-deferred-nodes.md`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::{END, NodeOptions, START, State, StateGraph, SyncNode};
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Log { #[reducer(append)] seen: Vec<String> }
+    ///
+    /// fn visit(name: &'static str) -> SyncNode<impl Fn(&Log) -> LogUpdate> {
+    ///     SyncNode::new(move |_: &Log| LogUpdate::new().seen(vec![name.to_string()]))
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut graph = StateGraph::<Log>::new();
+    /// graph
+    ///     .add_node("short", visit("short"))
+    ///     .add_node("long_1", visit("long_1"))
+    ///     .add_node("long_2", visit("long_2"))
+    ///     .add_node_with("summary", visit("summary"), NodeOptions::new().defer())
+    ///     .add_edge(START, "short")
+    ///     .add_edge(START, "long_1")
+    ///     .add_edge("long_1", "long_2")
+    ///     .add_edge("short", "summary")
+    ///     .add_edge("long_2", "summary")
+    ///     .add_edge("summary", END);
+    /// let log = graph.compile()?.invoke(LogUpdate::new()).await?;
+    /// // `short` triggered `summary` in step 1, but it waited for `long_2`.
+    /// assert_eq!(log.seen, ["long_1", "short", "long_2", "summary"]);
+    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// ```
+    #[must_use]
+    pub fn defer(mut self) -> Self {
+        self.defer = true;
         self
     }
 }
@@ -209,7 +260,8 @@ impl<S: State> StateGraph<S> {
         self.add_node_with(name, node, NodeOptions::default())
     }
 
-    /// Adds a node with options (retry, timeout, declared `Command` destinations).
+    /// Adds a node with options (retry, timeout, declared `Command` destinations,
+    /// [`defer`](NodeOptions::defer)).
     pub fn add_node_with<Args, N: IntoNode<S, Args>>(
         &mut self,
         name: &str,

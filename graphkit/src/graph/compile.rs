@@ -210,6 +210,7 @@ fn compile<S: State>(
         ranks[*id] = rank;
     }
 
+    let has_deferred = graph.nodes.iter().any(|n| n.options.defer);
     let nodes = graph
         .nodes
         .into_iter()
@@ -226,6 +227,7 @@ fn compile<S: State>(
             decoder: decl.decoder,
             interrupt_before: interrupt_before[id],
             interrupt_after: interrupt_after[id],
+            defer: decl.options.defer,
             rank: ranks[id],
             edges,
             branches,
@@ -240,6 +242,7 @@ fn compile<S: State>(
             start_edges,
             start_branches,
             joins,
+            has_deferred,
             shape: Arc::new(shape),
             checkpointer: options.checkpointer,
             store: options.store,

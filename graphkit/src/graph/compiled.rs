@@ -50,6 +50,7 @@ impl<S: State> Clone for NodeSpec<S> {
             decoder: self.decoder,
             interrupt_before: self.interrupt_before,
             interrupt_after: self.interrupt_after,
+            defer: self.defer,
             rank: self.rank,
             edges: self.edges.clone(),
             branches: self.branches.clone(),
@@ -69,6 +70,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) decoder: Option<InputDecoder>,
     pub(crate) interrupt_before: bool,
     pub(crate) interrupt_after: bool,
+    /// Waits until nothing else is left to run (`NodeOptions::defer`).
+    pub(crate) defer: bool,
     /// Position of the name in byte order: the apply order of edge-triggered tasks.
     pub(crate) rank: usize,
     pub(crate) edges: Vec<Dest>,
@@ -89,6 +92,7 @@ impl<S: State> Clone for GraphCore<S> {
             by_name: self.by_name.clone(),
             start_edges: self.start_edges.clone(),
             start_branches: self.start_branches.clone(),
+            has_deferred: self.has_deferred,
             joins: self
                 .joins
                 .iter()
@@ -111,6 +115,8 @@ pub(crate) struct GraphCore<S: State> {
     pub(crate) start_edges: Vec<Dest>,
     pub(crate) start_branches: Vec<Branch<S>>,
     pub(crate) joins: Vec<JoinSpec>,
+    /// Some node is deferred: only then does planning look for tasks to hold back.
+    pub(crate) has_deferred: bool,
     pub(crate) shape: Arc<Shape>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) store: Option<Arc<dyn Store>>,

@@ -16,22 +16,39 @@ pub(crate) struct Task {
     pub(crate) input: Option<Packet>,
 }
 
-/// Join progress of a run: which sources of each join have finished since it last fired.
-pub(crate) struct JoinProgress(pub(crate) Vec<Vec<bool>>);
+/// What planning carries from one step to the next besides the state: which sources of
+/// each join have finished since it last fired, and the tasks of deferred nodes held back
+/// until nothing else is left to run (a deferred node joins on the whole run).
+pub(crate) struct JoinProgress {
+    /// Per join edge, per source: finished since the join last fired.
+    pub(crate) seen: Vec<Vec<bool>>,
+    /// The held tasks of deferred nodes, in the order they were first triggered: one per
+    /// node for edges, joins, routers and `Command`s, one per `Send`.
+    pub(crate) deferred: Vec<Task>,
+}
 
 impl JoinProgress {
     pub(crate) fn new<S: State>(core: &GraphCore<S>) -> Self {
-        Self(core.joins.iter().map(|j| vec![false; j.sources]).collect())
+        Self {
+            seen: core.joins.iter().map(|j| vec![false; j.sources]).collect(),
+            deferred: Vec::new(),
+        }
     }
 
-    /// Progress as stored in a checkpoint; reset if the graph's joins changed since.
-    pub(crate) fn restore<S: State>(core: &GraphCore<S>, stored: Vec<Vec<bool>>) -> Self {
+    /// Progress as stored in a checkpoint; join progress is reset if the graph's joins
+    /// changed since. Held tasks stay held whatever changed: they run at the end.
+    pub(crate) fn restore<S: State>(
+        core: &GraphCore<S>,
+        stored: Vec<Vec<bool>>,
+        deferred: Vec<Task>,
+    ) -> Self {
         let fits = stored.len() == core.joins.len()
             && stored
                 .iter()
                 .zip(&core.joins)
                 .all(|(s, j)| s.len() == j.sources);
-        if fits { Self(stored) } else { Self::new(core) }
+        let seen = if fits { stored } else { Self::new(core).seen };
+        Self { seen, deferred }
     }
 }
 
@@ -167,14 +184,19 @@ impl<'a, S: State> Planner<'a, S> {
         Ok(())
     }
 
-    fn finish(self) -> Vec<Task> {
+    fn finish(self, held: &mut Vec<Task>, others: bool) -> Vec<Task> {
         let mut tasks = Vec::new();
-        self.finish_into(&mut tasks);
+        self.finish_into(&mut tasks, held, others);
         tasks
     }
 
-    /// Appends the planned tasks to `tasks`.
-    fn finish_into(mut self, tasks: &mut Vec<Task>) {
+    /// Appends the planned tasks to `tasks`. Tasks of deferred nodes go to `held` instead,
+    /// and everything held is released into the plan when nothing else is planned (and
+    /// `others`, tasks planned elsewhere for the same step, is false).
+    fn finish_into(mut self, tasks: &mut Vec<Task>, held: &mut Vec<Task>, others: bool) {
+        if self.core.has_deferred {
+            self.hold_deferred(held, others || !tasks.is_empty());
+        }
         for &id in self.triggered.iter() {
             self.flags[id] = false;
         }
@@ -198,6 +220,44 @@ impl<'a, S: State> Planner<'a, S> {
             tasks.append(&mut self.sends);
         }
     }
+
+    /// Moves the tasks of deferred nodes from the plan to `held` (a node triggered again
+    /// while held is not held twice); if then nothing else is planned and not `others`,
+    /// moves everything held back into the plan: the run's other branches are done.
+    fn hold_deferred(&mut self, held: &mut Vec<Task>, others: bool) {
+        let core = self.core;
+        let nodes = &core.nodes;
+        let flags = &mut *self.flags;
+        self.triggered.retain(|&id| {
+            if !nodes[id].defer {
+                return true;
+            }
+            flags[id] = false;
+            if !held.iter().any(|t| t.input.is_none() && t.node == id) {
+                held.push(Task {
+                    node: id,
+                    input: None,
+                });
+            }
+            false
+        });
+        if self.sends.iter().any(|t| nodes[t.node].defer) {
+            let (deferred, sends): (Vec<Task>, Vec<Task>) = std::mem::take(&mut self.sends)
+                .into_iter()
+                .partition(|t| nodes[t.node].defer);
+            held.extend(deferred);
+            self.sends = sends;
+        }
+        if others || !self.triggered.is_empty() || !self.sends.is_empty() {
+            return;
+        }
+        for task in held.drain(..) {
+            match task.input {
+                None => self.trigger(Dest::Node(task.node)),
+                Some(_) => self.sends.push(task),
+            }
+        }
+    }
 }
 
 impl<S: State> Drop for Planner<'_, S> {
@@ -211,9 +271,11 @@ impl<S: State> Drop for Planner<'_, S> {
 }
 
 /// The first step's tasks: edges and routers out of START, on the state after the input.
+/// Deferred nodes among them are held in `joins` if anything else starts.
 pub(crate) fn start_tasks<S: State>(
     core: &GraphCore<S>,
     state: &S,
+    joins: &mut JoinProgress,
     scratch: &mut PlanScratch,
 ) -> Result<Vec<Task>, Error> {
     let mut planner = Planner::new(core, scratch);
@@ -223,24 +285,29 @@ pub(crate) fn start_tasks<S: State>(
     for branch in &core.start_branches {
         planner.route(crate::graph::START, branch, state)?;
     }
-    Ok(planner.finish())
+    Ok(planner.finish(&mut joins.deferred, false))
 }
 
-/// The tasks a run's input routes to (`Command::goto` given as run input).
+/// The tasks a run's input routes to (`Command::goto` given as run input). `others` says
+/// whether the step they join has tasks already (deferred nodes wait for those).
 pub(crate) fn goto_tasks<S: State>(
     core: &GraphCore<S>,
     gotos: Vec<Goto>,
+    joins: &mut JoinProgress,
     scratch: &mut PlanScratch,
+    others: bool,
 ) -> Result<Vec<Task>, Error> {
     let mut planner = Planner::new(core, scratch);
     for goto in gotos {
         planner.goto("the run's input", goto, None)?;
     }
-    Ok(planner.finish())
+    Ok(planner.finish(&mut joins.deferred, others))
 }
 
 /// The next step's tasks, after the tasks `done` ran (in apply order) and their writes were
-/// applied to `state`. `gotos[i]` are the `Command` targets of `done[i]`.
+/// applied to `state`. `gotos[i]` are the `Command` targets of `done[i]`. Tasks of deferred
+/// nodes are held in `joins` while anything else runs, and are the next step's tasks when
+/// nothing else does.
 pub(crate) fn next_tasks<S: State>(
     core: &GraphCore<S>,
     done: &[Task],
@@ -272,7 +339,7 @@ pub(crate) fn next_tasks_into<S: State>(
             planner.trigger(dest);
         }
         for &(join, position) in &node.joins {
-            let seen = &mut joins.0[join];
+            let seen = &mut joins.seen[join];
             seen[position] = true;
             if seen.iter().all(|s| *s) {
                 seen.iter_mut().for_each(|s| *s = false);
@@ -288,7 +355,7 @@ pub(crate) fn next_tasks_into<S: State>(
             planner.route(&node.name, branch, state)?;
         }
     }
-    planner.finish_into(tasks);
+    planner.finish_into(tasks, &mut joins.deferred, false);
     Ok(())
 }
 

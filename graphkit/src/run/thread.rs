@@ -16,7 +16,8 @@ use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
 use crate::run::apply::apply_finished_or_keep;
 use crate::run::persist::{
-    Persist, TaskWriteRef, goto_records, pending_step, restore_tasks, task_records, tasks_of,
+    Persist, Planned, TaskWriteRef, goto_records, pending_step, restore_joins, restore_tasks,
+    tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
 use crate::snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot, SubgraphView};
@@ -137,6 +138,7 @@ impl<S: State> CompiledGraph<S> {
                 .filter(|t| conflict.is_some() || t.result.is_none())
                 .map(|t| t.name.clone())
                 .collect(),
+            deferred: loaded.body.deferred.into_iter().map(|t| t.node).collect(),
             tasks,
             thread_id: record.thread_id,
             checkpoint_ns: record.checkpoint_ns,
@@ -376,13 +378,13 @@ impl<S: State> CompiledGraph<S> {
                 Some((loaded, saved_writes)) => {
                     let pending = pending_step(&self.core, &loaded.record, &saved_writes)?;
                     let planned = restore_tasks(&self.core, &loaded.record, loaded.body.next)?;
-                    (
-                        loaded.state,
-                        JoinProgress::restore(&self.core, loaded.body.joins),
-                        planned,
-                        Some(pending),
-                        saved_writes,
-                    )
+                    let joins = restore_joins(
+                        &self.core,
+                        &loaded.record,
+                        loaded.body.joins,
+                        loaded.body.deferred,
+                    )?;
+                    (loaded.state, joins, planned, Some(pending), saved_writes)
                 }
                 None => (
                     S::default(),
@@ -454,7 +456,7 @@ impl<S: State> CompiledGraph<S> {
                 }
                 Writer::Input => {
                     joins = JoinProgress::new(&self.core);
-                    let next = plan::start_tasks(&self.core, &state, &mut scratch)?;
+                    let next = plan::start_tasks(&self.core, &state, &mut joins, &mut scratch)?;
                     (next, CheckpointSource::Input, INPUT)
                 }
                 Writer::KeepNext => (planned, CheckpointSource::Update, INPUT),
@@ -483,8 +485,7 @@ impl<S: State> CompiledGraph<S> {
                     source,
                     &state,
                     &writes,
-                    &task_records(&self.core, &next),
-                    &joins.0,
+                    &Planned::of(&self.core, &next, &joins),
                     &[writer_name],
                 )
                 .await?;

@@ -28,8 +28,8 @@ use crate::context::config::Durability;
 
 pub(crate) use lock::ThreadRelease;
 pub(crate) use pending::{PendingRef, TaskSaver};
-pub(crate) use records::{TaskWriteRef, goto_records, output_ref, task_records};
-pub(crate) use restore::{PendingStep, pending_step, restore_tasks, tasks_of};
+pub(crate) use records::{Planned, TaskWriteRef, goto_records, output_ref};
+pub(crate) use restore::{PendingStep, pending_step, restore_joins, restore_tasks, tasks_of};
 
 use save::BackgroundWriter;
 

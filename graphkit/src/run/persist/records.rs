@@ -8,7 +8,7 @@ use crate::checkpoint::format::{GotoRecord, TaskRecord};
 use crate::command::Goto;
 use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
-use crate::run::plan::Task;
+use crate::run::plan::{JoinProgress, Task};
 use crate::state::State;
 
 /// One task's writes, borrowed for encoding (same JSON shape as `format::TaskWrite`).
@@ -35,7 +35,7 @@ pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
         .collect()
 }
 
-pub(crate) fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec<TaskRecord> {
+fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec<TaskRecord> {
     tasks
         .iter()
         .map(|t| TaskRecord {
@@ -43,6 +43,29 @@ pub(crate) fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec
             input: t.input.as_ref().map(|p| p.to_json().unwrap_or(Value::Null)),
         })
         .collect()
+}
+
+/// What a checkpoint plans after it, ready to encode: the next step's tasks, join
+/// progress, and the held tasks of deferred nodes.
+pub(crate) struct Planned<'a> {
+    pub(crate) next: Vec<TaskRecord>,
+    pub(crate) joins: &'a [Vec<bool>],
+    pub(crate) deferred: Vec<TaskRecord>,
+}
+
+impl<'a> Planned<'a> {
+    /// The tasks `next` after a checkpoint, with the run's `joins`.
+    pub(crate) fn of<S: State>(
+        core: &GraphCore<S>,
+        next: &[Task],
+        joins: &'a JoinProgress,
+    ) -> Self {
+        Self {
+            next: task_records(core, next),
+            joins: &joins.seen,
+            deferred: task_records(core, &joins.deferred),
+        }
+    }
 }
 
 /// The writes of a task output, borrowed for a pending write.

@@ -11,7 +11,7 @@ use crate::command::{Goto, Packet, SendTo};
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::interrupt::{Interrupt, InterruptKind};
-use crate::run::plan::Task;
+use crate::run::plan::{JoinProgress, Task};
 use crate::state::State;
 
 /// What a loaded checkpoint says about the step it was waiting to run.
@@ -176,6 +176,17 @@ pub(crate) fn restore_tasks<S: State>(
             Ok(Task { node, input })
         })
         .collect()
+}
+
+/// Rebuilds the join progress a checkpoint saved, with its held tasks of deferred nodes.
+pub(crate) fn restore_joins<S: State>(
+    core: &GraphCore<S>,
+    record: &CheckpointRecord,
+    joins: Vec<Vec<bool>>,
+    deferred: Vec<TaskRecord>,
+) -> Result<JoinProgress, Error> {
+    let deferred = restore_tasks(core, record, deferred)?;
+    Ok(JoinProgress::restore(core, joins, deferred))
 }
 
 /// The checkpoint that planned `record`'s pending step, when the step moved to `record`

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Persist;
-use super::records::TaskWriteRef;
+use super::records::{Planned, TaskWriteRef};
 use crate::checkpoint::format::{self, TaskRecord};
 use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, new_checkpoint_id, now_ms,
@@ -32,17 +32,19 @@ struct BodyRef<'a, S: State> {
     writes: &'a [TaskWriteRef<'a, S>],
     next: &'a [TaskRecord],
     joins: &'a [Vec<bool>],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    deferred: &'a [TaskRecord],
 }
 
 impl Persist {
-    /// Saves a checkpoint after `writes` were applied to `state`; returns its id.
+    /// Saves a checkpoint after `writes` were applied to `state`, planning `planned`;
+    /// returns it.
     pub(crate) async fn save<S: State>(
         &mut self,
         source: CheckpointSource,
         state: &S,
         writes: &[TaskWriteRef<'_, S>],
-        next: &[TaskRecord],
-        joins: &[Vec<bool>],
+        planned: &Planned<'_>,
         ran: &[&str],
     ) -> Result<CheckpointRecord, Error> {
         // Without a checkpoint per step the parent holds an older state, so only a full
@@ -57,8 +59,9 @@ impl Persist {
             let body = BodyRef::<S> {
                 state: None,
                 writes,
-                next,
-                joins,
+                next: &planned.next,
+                joins: planned.joins,
+                deferred: &planned.deferred,
             };
             Some(format::encode(&body, "checkpoint delta")?)
         };
@@ -73,8 +76,9 @@ impl Persist {
                 let body = BodyRef::<S> {
                     state: Some(state),
                     writes: if self.nested { writes } else { &[] },
-                    next,
-                    joins,
+                    next: &planned.next,
+                    joins: planned.joins,
+                    deferred: &planned.deferred,
                 };
                 let full = format::encode(&body, "checkpoint state")?;
                 self.chain_len = 0;

@@ -26,7 +26,7 @@ use crate::run::Done;
 use crate::run::apply::{self, RecordedWrite};
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
-use crate::run::persist::{PendingStep, Persist, TaskWriteRef, ThreadRelease, task_records};
+use crate::run::persist::{PendingStep, Persist, Planned, TaskWriteRef, ThreadRelease};
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::state::State;
 use start::Start;
@@ -459,7 +459,13 @@ impl<S: State> Runner<S> {
         }
         if let Some(p) = persist.filter(|p| !p.per_step()) {
             let record = p
-                .save(CheckpointSource::Loop, &self.state, &[], &[], &joins.0, &[])
+                .save(
+                    CheckpointSource::Loop,
+                    &self.state,
+                    &[],
+                    &Planned::of(core, &[], &joins),
+                    &[],
+                )
                 .await?;
             self.emitter.checkpoint(&record, core, &[]);
         }
@@ -566,8 +572,7 @@ impl<S: State> Runner<S> {
                 CheckpointSource::Loop,
                 &self.state,
                 &writes,
-                &task_records(core, next),
-                &joins.0,
+                &Planned::of(core, next, joins),
                 &ran,
             )
             .await?;

@@ -11,8 +11,8 @@ use crate::error::Error;
 use crate::graph::compiled::GraphCore;
 use crate::interrupt::{InterruptKind, Resume};
 use crate::run::persist::{
-    PendingRef, PendingStep, Persist, TaskWriteRef, goto_records, pending_step, restore_tasks,
-    task_records,
+    PendingRef, PendingStep, Persist, Planned, TaskWriteRef, goto_records, pending_step,
+    restore_joins, restore_tasks,
 };
 use crate::run::plan::{self, JoinProgress, PlanScratch, Task};
 use crate::state::{State, StateUpdate, StepWrites};
@@ -154,9 +154,9 @@ impl<S: State> Runner<S> {
         {
             self.state = loaded.state;
         }
-        let joins = JoinProgress::new(core);
+        let mut joins = JoinProgress::new(core);
         let recorded = self.apply_input(update, persist.as_deref())?;
-        let tasks = plan::start_tasks(core, &self.state, scratch)?;
+        let tasks = plan::start_tasks(core, &self.state, &mut joins, scratch)?;
         if let Some(p) = persist {
             self.save_input(core, p, recorded.as_ref(), &[], &tasks, &joins)
                 .await?;
@@ -243,9 +243,11 @@ impl<S: State> Runner<S> {
         };
         let records = goto_records(&goto);
         if writes.is_none() && goto.is_empty() {
-            start.tasks = plan::start_tasks(core, &self.state, scratch)?;
+            start.tasks = plan::start_tasks(core, &self.state, &mut start.joins, scratch)?;
         } else {
-            add_tasks(&mut start.tasks, plan::goto_tasks(core, goto, scratch)?);
+            let others = !start.tasks.is_empty();
+            let tasks = plan::goto_tasks(core, goto, &mut start.joins, scratch, others)?;
+            add_tasks(&mut start.tasks, tasks);
         }
         if let Some(p) = persist {
             if recorded.is_some() || !records.is_empty() || writes.is_none() {
@@ -285,7 +287,12 @@ impl<S: State> Runner<S> {
         };
         let pending = pending_step(core, &loaded.record, &writes)?;
         let tasks = restore_tasks(core, &loaded.record, loaded.body.next)?;
-        let joins = JoinProgress::restore(core, loaded.body.joins);
+        let joins = restore_joins(
+            core,
+            &loaded.record,
+            loaded.body.joins,
+            loaded.body.deferred,
+        )?;
         self.state = loaded.state;
         if self.checkpoint_to_load().is_some()
             && persist.per_step()
@@ -298,8 +305,7 @@ impl<S: State> Runner<S> {
                     CheckpointSource::Fork,
                     &self.state,
                     &[] as &[TaskWriteRef<'_, S>],
-                    &task_records(core, &tasks),
-                    &joins.0,
+                    &Planned::of(core, &tasks, &joins),
                     &[],
                 )
                 .await?;
@@ -369,8 +375,7 @@ impl<S: State> Runner<S> {
                 CheckpointSource::Input,
                 &self.state,
                 &writes,
-                &task_records(core, tasks),
-                &joins.0,
+                &Planned::of(core, tasks, joins),
                 &[],
             )
             .await?;

@@ -11,7 +11,7 @@ use crate::graph::compiled::GraphCore;
 use crate::graph::node::NodeOutput;
 use crate::interrupt::{Interrupt, InterruptKind, InterruptSignal};
 use crate::run::apply::apply_finished;
-use crate::run::persist::{PendingRef, Persist, output_ref, task_records};
+use crate::run::persist::{PendingRef, Persist, Planned, output_ref};
 use crate::run::plan::{JoinProgress, Task};
 use crate::state::State;
 
@@ -68,16 +68,9 @@ impl<S: State> Runner<S> {
     ) -> Result<(), Error> {
         let node = |index: usize| &*core.nodes[stopped.tasks[index].node].name;
         if !persist.per_step() {
-            let next = task_records(core, stopped.tasks);
+            let planned = Planned::of(core, stopped.tasks, joins);
             let record = persist
-                .save(
-                    CheckpointSource::Loop,
-                    &self.state,
-                    &[],
-                    &next,
-                    &joins.0,
-                    &[],
-                )
+                .save(CheckpointSource::Loop, &self.state, &[], &planned, &[])
                 .await?;
             for (index, output) in stopped.outputs {
                 let pending = PendingRef::Output(output_ref(node(*index), output));
@@ -150,16 +143,9 @@ impl<S: State> Runner<S> {
             return Err(Error::NoCheckpointer("interrupt_before / interrupt_after"));
         };
         if !p.per_step() {
-            let records = task_records(core, next);
-            p.save(
-                CheckpointSource::Loop,
-                &self.state,
-                &[],
-                &records,
-                &joins.0,
-                &[],
-            )
-            .await?;
+            let planned = Planned::of(core, next, joins);
+            p.save(CheckpointSource::Loop, &self.state, &[], &planned, &[])
+                .await?;
         }
         let label = if kind == InterruptKind::After {
             "after"
