@@ -15,9 +15,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use graphkit::checkpoint::Checkpointer;
-use graphkit::{
-    CompileOptions, END, Error, NodeOptions, RunConfig, RunInput, START, State, StateGraph,
-};
+use graphkit::nodes::NodeOptions;
+use graphkit::{CompileOptions, END, Error, RunConfig, RunInput, START, State, StateGraph};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -392,7 +391,8 @@ async fn crash_while_deferred_waits_and_resume(test: &str, backend: &str, dir: &
     let expected = deferred_graph(None, dir.join("reference.log"), false)
         .invoke(WorkUpdate::new())
         .await
-        .expect("reference run");
+        .expect("reference run")
+        .into_state();
 
     let log = dir.join("completions.log");
     let mut first = spawn_child(test, "deferred-run", backend, &log, &thread);

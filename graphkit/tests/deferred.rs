@@ -12,10 +12,10 @@ use futures::StreamExt;
 use graphkit::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, InMemorySaver, ListOptions,
 };
+use graphkit::nodes::{Goto, IntoNode, NodeOptions};
 use graphkit::{
-    Command, CompileOptions, CompiledGraph, Durability, END, Error, Goto, Input, InterruptKind,
-    IntoNode, NodeContext, NodeOptions, RunConfig, RunInput, START, SendTo, State, StateGraph,
-    StreamMode, StreamPayload,
+    Command, CompileOptions, CompiledGraph, Durability, END, Error, Input, InterruptKind,
+    NodeContext, RunConfig, RunInput, START, SendTo, State, StateGraph, StreamMode, StreamPayload,
 };
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +95,7 @@ async fn run(g: StateGraph<Trace>) -> Trace {
         .invoke(TraceUpdate::new())
         .await
         .unwrap()
+        .into_state()
 }
 
 #[tokio::test]
@@ -243,7 +244,8 @@ async fn a_deferred_reduce_waits_for_every_send_chain() {
     let out = map_reduce(deferred())
         .invoke(TraceUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let mapped = [
         "plan", "work 3", "work 1", "work 2", "work 2", "work 1", "work 1",
     ];
@@ -254,7 +256,8 @@ async fn a_deferred_reduce_waits_for_every_send_chain() {
     let eager = map_reduce(NodeOptions::new())
         .invoke(TraceUpdate::new())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         eager.steps,
         ["plan@1", "collect@3", "collect@4", "collect@5"]
@@ -423,13 +426,13 @@ fn paused_branches(saver: Arc<dyn Checkpointer>) -> CompiledGraph<Trace> {
 /// at the end, having seen everything.
 async fn held_aggregate_survives_the_pause(saver: Arc<dyn Checkpointer>, config: RunConfig) {
     let graph = paused_branches(saver);
-    let err = graph
+    let paused = graph
         .invoke_with(TraceUpdate::new(), config.clone())
         .await
-        .unwrap_err();
+        .unwrap();
     assert!(
-        matches!(&err, Error::Interrupted { interrupts, .. } if interrupts[0].kind == InterruptKind::Before && interrupts[0].node == "long_3"),
-        "{err}"
+        matches!(paused.interrupts(), [stop] if stop.kind == InterruptKind::Before && stop.node == "long_3"),
+        "{paused:?}"
     );
     let paused = graph.get_state(&config).await.unwrap();
     assert_eq!(paused.values.log, ["fan", "long_1", "short", "long_2"]);
@@ -439,7 +442,8 @@ async fn held_aggregate_survives_the_pause(saver: Arc<dyn Checkpointer>, config:
     let out = graph
         .invoke_with(RunInput::Continue, config.clone())
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         out.log,
         ["fan", "long_1", "short", "long_2", "long_3", "aggregate"]
@@ -490,7 +494,8 @@ async fn a_command_input_routing_to_a_waiting_deferred_node_does_not_run_it_earl
         graph
             .invoke_with(TraceUpdate::new(), config.clone())
             .await
-            .is_err()
+            .unwrap()
+            .is_paused()
     );
     // Paused before `long_3`, with `aggregate` waiting: a `goto` to it joins the wait.
     let out = graph
@@ -499,7 +504,8 @@ async fn a_command_input_routing_to_a_waiting_deferred_node_does_not_run_it_earl
             config.clone(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         out.log,
         ["fan", "long_1", "short", "long_2", "long_3", "aggregate"]
@@ -514,7 +520,8 @@ async fn the_history_shows_the_deferred_node_waiting_then_next() {
     graph
         .invoke_with(TraceUpdate::new(), thread("h"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     let mut history = graph
         .get_state_history(&thread("h"), &ListOptions::default())
         .await
@@ -571,7 +578,8 @@ async fn a_run_that_fails_while_a_deferred_node_waits_resumes_and_runs_it_once()
     let out = graph
         .invoke_with(RunInput::Continue, thread("f"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         out.log,
         ["fan", "long_1", "short", "long_2", "long_3", "aggregate"]
@@ -612,7 +620,8 @@ async fn a_checkpoint_saved_before_deferred_nodes_existed_still_loads() {
     let out = graph
         .invoke_with(RunInput::Continue, thread("old"))
         .await
-        .unwrap();
+        .unwrap()
+        .into_state();
     assert_eq!(
         out.log,
         ["fan", "long_1", "short", "long_2", "long_3", "aggregate"]

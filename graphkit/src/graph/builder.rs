@@ -81,7 +81,8 @@ impl NodeOptions {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use graphkit::{END, NodeOptions, START, State, StateGraph, SyncNode};
+    /// use graphkit::{END, START, State, StateGraph, SyncNode};
+    /// use graphkit::nodes::NodeOptions;
     /// use serde::{Deserialize, Serialize};
     ///
     /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
@@ -104,7 +105,7 @@ impl NodeOptions {
     ///     .add_edge("short", "summary")
     ///     .add_edge("long_2", "summary")
     ///     .add_edge("summary", END);
-    /// let log = graph.compile()?.invoke(LogUpdate::new()).await?;
+    /// let log = graph.compile()?.invoke(LogUpdate::new()).await?.into_state();
     /// // `short` triggered `summary` in step 1, but it waited for `long_2`.
     /// assert_eq!(log.seen, ["long_1", "short", "long_2", "summary"]);
     /// # Ok::<(), graphkit::Error>(()) }).unwrap();
