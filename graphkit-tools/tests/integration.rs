@@ -3,6 +3,7 @@
 //! <file>::` runs one file's tests.
 
 mod fetch_guard;
+mod from_langgraph;
 mod graph_tool;
 mod local_corpus_queries;
 mod mcp;
