@@ -54,7 +54,7 @@ pub use message::{
     AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, TrimStrategy, Usage,
     UserMessage, approximate_tokens, count_tokens, new_message_id, trim_messages,
 };
-pub use model::{BoundModel, ChatModel};
+pub use model::{BoundModel, ChatModel, Model};
 pub use providers::anthropic::AnthropicModel;
 pub use providers::ollama::OllamaModel;
 pub use providers::openai::OpenAiModel;

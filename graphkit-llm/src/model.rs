@@ -152,6 +152,33 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
 }
 
+/// The model a node takes as an argument: the graph's (or the run's) context value of
+/// type `dyn ChatModel`, given with `graph.compile()?.with_shared_context(model)` where
+/// `model: Arc<dyn ChatModel>`. It is a [`ChatModel`] itself.
+///
+/// ```
+/// use std::sync::Arc;
+/// use graphkit::{END, START, State, StateGraph};
+/// use graphkit_llm::{ChatModel, LlmError, Message, Model, ScriptedModel};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// # struct Chat { answer: String }
+///
+/// async fn ask(_: Arc<Chat>, model: Model) -> Result<ChatUpdate, LlmError> {
+///     let reply = model.invoke(&[Message::user("2 + 2?")]).await?;
+///     Ok(ChatUpdate::new().answer(reply.content))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut graph = StateGraph::<Chat>::new();
+/// graph.add_node("ask", ask).add_edge(START, "ask").add_edge("ask", END);
+/// let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new(["4"]));
+/// let graph = graph.compile()?.with_shared_context(model);
+/// assert_eq!(graph.invoke(ChatUpdate::new()).await?.into_state().answer, "4");
+/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// ```
+pub type Model = graphkit::RunContext<dyn ChatModel>;
+
 /// A model read from the graph's or the run's context is a model: a node taking
 /// `RunContext<M>` (or `RunContext<dyn ChatModel>`) calls it, or wraps it
 /// (`model.with_structured_output::<T>()`, `model.bind_tools(..)`), without cloning or

@@ -73,6 +73,10 @@ type Validator<T> = dyn Fn(&T) -> std::result::Result<(), String> + Send + Sync;
 pub struct StructuredModel<M, T> {
     model: M,
     format: ResponseFormat,
+    /// `true` when `T` is not an object (a list, a string, a number, an enum of strings):
+    /// providers want an object at the top, so the schema asks for `{"value": ...}` and the
+    /// reply's `value` is the `T`.
+    wrapped: bool,
     retries: usize,
     check_schema: bool,
     validators: Vec<Arc<Validator<T>>>,
@@ -96,6 +100,7 @@ impl<M: Clone, T> Clone for StructuredModel<M, T> {
         Self {
             model: self.model.clone(),
             format: self.format.clone(),
+            wrapped: self.wrapped,
             retries: self.retries,
             check_schema: self.check_schema,
             validators: self.validators.clone(),
@@ -105,9 +110,15 @@ impl<M: Clone, T> Clone for StructuredModel<M, T> {
 
 impl<M, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
     pub(crate) fn new(model: M) -> Self {
+        let mut format = ResponseFormat::for_type::<T>();
+        let wrapped = format.schema.get("type").and_then(Value::as_str) != Some("object");
+        if wrapped {
+            format.schema = wrap_in_object(std::mem::take(&mut format.schema));
+        }
         Self {
             model,
-            format: ResponseFormat::for_type::<T>(),
+            format,
+            wrapped,
             retries: DEFAULT_RETRIES,
             check_schema: true,
             validators: Vec::new(),
@@ -233,6 +244,12 @@ impl<M, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
         {
             return Err(violations.iter().map(ToString::to_string).collect());
         }
+        if self.wrapped {
+            value = value
+                .get_mut("value")
+                .map(Value::take)
+                .ok_or_else(|| vec!["missing required property `value`".to_owned()])?;
+        }
         let parsed: T = serde_json::from_value(value)
             .map_err(|e| vec![format!("the JSON does not fit the expected shape: {e}")])?;
         let failed: Vec<String> = self
@@ -249,6 +266,28 @@ impl<M, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
 }
 
 /// The follow-up message after a rejected reply: every problem, then what to do.
+/// `{"value": schema}` as an object schema, with the schema's definitions moved to the top
+/// (where its `$ref`s point).
+fn wrap_in_object(mut schema: Value) -> Value {
+    let defs = schema.as_object_mut().and_then(|map| map.remove("$defs"));
+    let description = schema.get("description").cloned();
+    let mut wrapper = serde_json::json!({
+        "type": "object",
+        "properties": { "value": schema },
+        "required": ["value"],
+        "additionalProperties": false,
+    });
+    if let Some(map) = wrapper.as_object_mut() {
+        if let Some(defs) = defs {
+            map.insert("$defs".into(), defs);
+        }
+        if let Some(description) = description {
+            map.insert("description".into(), description);
+        }
+    }
+    wrapper
+}
+
 fn correction(format: &str, problems: &[String]) -> String {
     let mut text = String::from("Your reply was not accepted:\n");
     for problem in problems {

@@ -455,3 +455,57 @@ async fn schema_validation_can_be_turned_off_for_hand_written_schemas() {
         .expect("serde alone decides");
     assert_eq!(odd.0, 7);
 }
+
+/// A mood, as a plain string enum.
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Mood {
+    Happy,
+    Sad,
+}
+
+#[tokio::test]
+async fn a_type_that_is_not_an_object_is_asked_for_as_the_value_of_one() {
+    let model = ScriptedModel::new([
+        r#"{"value": ["lions", "owls"]}"#,
+        r#"{"value": 3}"#,
+        r#"{"value": "sad"}"#,
+        r#"["lions"]"#,
+        r#"{"value": ["owls"]}"#,
+    ]);
+    let ask = [Message::user("?")];
+    let list: Vec<String> = model
+        .clone()
+        .with_structured_output()
+        .invoke(&ask)
+        .await
+        .unwrap();
+    assert_eq!(list, ["lions", "owls"]);
+    let count: usize = model
+        .clone()
+        .with_structured_output()
+        .invoke(&ask)
+        .await
+        .unwrap();
+    assert_eq!(count, 3);
+    let mood: Mood = model
+        .clone()
+        .with_structured_output()
+        .invoke(&ask)
+        .await
+        .unwrap();
+    assert_eq!(mood, Mood::Sad);
+    // The schema sent is an object with the type's schema as its `value`.
+    let format = model.requests()[0].response_format.clone().unwrap();
+    assert_eq!(format.schema["type"], "object");
+    assert_eq!(format.schema["required"], json!(["value"]));
+    assert_eq!(format.schema["properties"]["value"]["type"], "array");
+    // A bare list is not accepted: the model is asked again, and the second reply is.
+    let again: Vec<String> = model
+        .clone()
+        .with_structured_output()
+        .invoke(&ask)
+        .await
+        .unwrap();
+    assert_eq!(again, ["owls"]);
+}

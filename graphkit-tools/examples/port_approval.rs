@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::{Command, CompileOptions, END, Error, NodeContext, RunConfig, START, StateGraph};
-use graphkit_llm::{ChatModel, LlmError, Message};
+use graphkit_llm::{ChatModel, LlmError, Message, Model};
 use graphkit_tools::{AgentState, AgentStateUpdate, ToolNode, tool_fn, tools_condition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -24,8 +24,6 @@ struct Email {
     to: String,
     body: String,
 }
-
-type Model = graphkit::RunContext<dyn ChatModel>;
 
 async fn agent(state: Arc<AgentState>, model: Model) -> Result<AgentStateUpdate, LlmError> {
     Ok(AgentStateUpdate::new().messages([model.invoke(&state.messages).await?.into()]))

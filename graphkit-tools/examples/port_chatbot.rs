@@ -11,8 +11,8 @@
 // port: begin
 use std::sync::Arc;
 
-use graphkit::{END, RunContext, START, StateGraph};
-use graphkit_llm::{ChatModel, LlmError, Message};
+use graphkit::{END, START, StateGraph};
+use graphkit_llm::{ChatModel, LlmError, Message, Model};
 use graphkit_tools::{AgentState, AgentStateUpdate, ToolNode, tool_fn, tools_condition};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -22,8 +22,6 @@ struct Pair {
     a: f64,
     b: f64,
 }
-
-type Model = RunContext<dyn ChatModel>;
 
 async fn chatbot(state: Arc<AgentState>, model: Model) -> Result<AgentStateUpdate, LlmError> {
     Ok(AgentStateUpdate::new().messages([model.invoke(&state.messages).await?.into()]))

@@ -11,26 +11,10 @@
 // port: begin
 use std::sync::Arc;
 
-use graphkit::{END, Input, RunContext, START, SendTo, State, StateGraph};
+use graphkit::{END, Input, START, SendTo, State, StateGraph};
 use graphkit_llm::error::Result;
-use graphkit_llm::{ChatModel, Message};
-use schemars::JsonSchema;
+use graphkit_llm::{ChatModel, Message, Model};
 use serde::{Deserialize, Serialize};
-
-#[derive(Deserialize, JsonSchema)]
-struct Subjects {
-    subjects: Vec<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct Joke {
-    joke: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct BestJoke {
-    id: usize,
-}
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
 struct Overall {
@@ -41,23 +25,20 @@ struct Overall {
     best_joke: String,
 }
 
-type Model = RunContext<dyn ChatModel>;
-
 async fn generate_topics(state: Arc<Overall>, model: Model) -> Result<OverallUpdate> {
     let prompt = Message::user(format!("Name three subjects related to {}.", state.topic));
-    let out: Subjects = model.with_structured_output().invoke(&[prompt]).await?;
-    Ok(OverallUpdate::new().subjects(out.subjects))
+    let subjects: Vec<String> = model.with_structured_output().invoke(&[prompt]).await?;
+    Ok(OverallUpdate::new().subjects(subjects))
 }
 
 fn continue_to_jokes(state: &Overall) -> Vec<SendTo> {
-    let send = |subject: &String| SendTo::new("generate_joke", subject.clone());
-    state.subjects.iter().map(send).collect()
+    SendTo::each("generate_joke", state.subjects.clone())
 }
 
 async fn generate_joke(Input(subject): Input<String>, model: Model) -> Result<OverallUpdate> {
     let prompt = Message::user(format!("Write a joke about {subject}."));
-    let out: Joke = model.with_structured_output().invoke(&[prompt]).await?;
-    Ok(OverallUpdate::new().jokes(vec![out.joke]))
+    let joke: String = model.with_structured_output().invoke(&[prompt]).await?;
+    Ok(OverallUpdate::new().jokes(vec![joke]))
 }
 
 async fn best_joke(state: Arc<Overall>, model: Model) -> Result<OverallUpdate> {
@@ -66,8 +47,8 @@ async fn best_joke(state: Arc<Overall>, model: Model) -> Result<OverallUpdate> {
         prompt += &format!("\n{i}: {joke}");
     }
     let prompt = Message::user(prompt);
-    let best: BestJoke = model.with_structured_output().invoke(&[prompt]).await?;
-    Ok(OverallUpdate::new().best_joke(state.jokes[best.id].clone()))
+    let best: usize = model.with_structured_output().invoke(&[prompt]).await?;
+    Ok(OverallUpdate::new().best_joke(state.jokes[best].clone()))
 }
 
 #[tokio::main]
@@ -96,20 +77,20 @@ fn scripted_model() -> Arc<dyn ChatModel> {
     Arc::new(graphkit_llm::FunctionModel::from_text(|messages| {
         let prompt = messages.last().map(Message::text).unwrap_or_default();
         if prompt.starts_with("Name three subjects") {
-            r#"{"subjects": ["cats", "owls", "penguins"]}"#.to_owned()
+            r#"{"value": ["cats", "owls", "penguins"]}"#.to_owned()
         } else if let Some(subject) = prompt.strip_prefix("Write a joke about ") {
             let joke = match subject.trim_end_matches('.') {
                 "owls" => "Owls give a hoot about homework.",
                 "cats" => "Cats never lose an argument: they just walk off.",
                 _ => "Penguins dress formally for every occasion.",
             };
-            serde_json::json!({ "joke": joke }).to_string()
+            serde_json::json!({ "value": joke }).to_string()
         } else {
             assert!(
                 prompt.contains("1: Owls give a hoot"),
                 "jokes in the order sent"
             );
-            r#"{"id": 1}"#.to_owned()
+            r#"{"value": 1}"#.to_owned()
         }
     }))
 }

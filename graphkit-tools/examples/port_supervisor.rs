@@ -11,13 +11,11 @@
 // port: begin
 use std::sync::Arc;
 
-use graphkit::{Command, END, RunContext, START, StateGraph};
-use graphkit_llm::{ChatModel, LlmError, Message};
+use graphkit::{Command, END, START, StateGraph};
+use graphkit_llm::{ChatModel, LlmError, Message, Model};
 use graphkit_tools::{AgentState, AgentStateUpdate};
 use schemars::JsonSchema;
 use serde::Deserialize;
-
-type Model = RunContext<dyn ChatModel>;
 
 #[derive(Deserialize, JsonSchema)]
 struct Route {

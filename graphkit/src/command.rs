@@ -106,6 +106,31 @@ impl SendTo {
         }
     }
 
+    /// One `SendTo` to `node` per input: the map step of a map-reduce, as a router
+    /// returns it.
+    ///
+    /// ```
+    /// use graphkit::SendTo;
+    ///
+    /// let subjects = vec!["lions".to_string(), "owls".to_string()];
+    /// let sends = SendTo::each("joke", subjects.iter().cloned());
+    /// assert_eq!(sends.len(), 2);
+    /// assert_eq!(sends[1].node(), "joke");
+    /// ```
+    pub fn each<T>(node: impl Into<NodeName>, inputs: impl IntoIterator<Item = T>) -> Vec<Self>
+    where
+        T: Serialize + Clone + std::marker::Send + Sync + 'static,
+    {
+        let node = node.into();
+        inputs
+            .into_iter()
+            .map(|input| Self {
+                node: node.clone(),
+                input: Packet::new(input),
+            })
+            .collect()
+    }
+
     /// The target node.
     pub fn node(&self) -> &str {
         &self.node
