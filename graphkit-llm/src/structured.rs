@@ -238,6 +238,10 @@ impl<M, T: JsonSchema + DeserializeOwned> StructuredModel<M, T> {
     /// The reply as a `T`, or every problem found (each written for the model).
     fn accept(&self, content: &str) -> std::result::Result<T, Vec<String>> {
         let mut value = parse_json(content).map_err(|e| vec![e])?;
+        // A reply that gives the bare value instead of `{"value": ...}` is taken as it.
+        if self.wrapped && value.get("value").is_none() {
+            value = serde_json::json!({ "value": value });
+        }
         drop_optional_nulls(&mut value, &self.format.schema);
         if self.check_schema
             && let Err(violations) = validate(&value, &self.format.schema)

@@ -470,8 +470,7 @@ async fn a_type_that_is_not_an_object_is_asked_for_as_the_value_of_one() {
         r#"{"value": ["lions", "owls"]}"#,
         r#"{"value": 3}"#,
         r#"{"value": "sad"}"#,
-        r#"["lions"]"#,
-        r#"{"value": ["owls"]}"#,
+        r#"["owls"]"#,
     ]);
     let ask = [Message::user("?")];
     let list: Vec<String> = model
@@ -500,7 +499,7 @@ async fn a_type_that_is_not_an_object_is_asked_for_as_the_value_of_one() {
     assert_eq!(format.schema["type"], "object");
     assert_eq!(format.schema["required"], json!(["value"]));
     assert_eq!(format.schema["properties"]["value"]["type"], "array");
-    // A bare list is not accepted: the model is asked again, and the second reply is.
+    // A reply that gives the bare value is taken as it.
     let again: Vec<String> = model
         .clone()
         .with_structured_output()
