@@ -65,6 +65,12 @@ pub use stream::ChatStream;
 pub use structured::{DEFAULT_RETRIES, StructuredModel};
 pub use transport::ClientOptions;
 
+/// docs/llm.md, compiled as doctests (the blocks that need a provider's key are compiled,
+/// not run).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/llm.md")]
+pub struct LlmDoctests;
+
 /// docs/structured-output.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/structured-output.md")]

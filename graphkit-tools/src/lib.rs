@@ -70,6 +70,11 @@ pub use state::MessagesState;
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, IntoTools, Tool, ToolOutput, ToolRuntime, parse_args};
 
+/// docs/tools.md, compiled as doctests (the MCP block is compiled, not run).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/tools.md")]
+pub struct ToolsDoctests;
+
 /// docs/supervisor.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/supervisor.md")]

@@ -202,6 +202,12 @@ pub struct ObservabilityDoctests;
 #[doc = include_str!("../../docs/node-errors.md")]
 pub struct NodeErrorsDoctests;
 
+/// docs/persistence-backends.md, compiled as doctests (opening the databases only with the
+/// `sqlite` and `postgres` features on, and not run).
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/persistence-backends.md")]
+pub struct PersistenceBackendsDoctests;
+
 /// docs/index.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/index.md")]
