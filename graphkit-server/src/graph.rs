@@ -407,7 +407,7 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         config: RunConfig,
         modes: StreamModes,
     ) -> Result<GraphEvents> {
-        let input = self.run_input(request, config.get_thread_id()).await?;
+        let input = self.run_input(request, config.thread_id.as_deref()).await?;
         let stream = self.graph.stream_with(input, config, modes);
         // The worker learns of a pause from the stream's last item: the run's outcome turned
         // into `Error::NotFinished` (with its interrupts) once the events are over.
@@ -463,7 +463,7 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         }
         let as_node = as_node.map_or(graphkit::UpdateAs::LastWriter, graphkit::UpdateAs::Node);
         let written = self.graph.update_state(&config, update, as_node).await?;
-        Ok(written.get_checkpoint_id().unwrap_or_default().to_owned())
+        Ok(written.checkpoint_id.unwrap_or_default())
     }
 
     async fn outcome(&self, thread_id: &str) -> Result<ThreadOutcome> {

@@ -158,7 +158,7 @@ impl<S: MessagesState> ToolNode<S> {
                     "tool",
                     tool = %call.name,
                     call_id = %call.id,
-                    thread_id = runtime.config().get_thread_id(),
+                    thread_id = runtime.config().thread_id.as_deref(),
                 );
                 tracing::Instrument::instrument(call_one(Arc::clone(&tools), call, runtime), span)
             }))

@@ -36,7 +36,8 @@ impl OutputFolder {
             Self::FromState => Ok(PathBuf::from(&state.output_directory)),
             Self::PerThread(root) => {
                 let thread = config
-                    .get_thread_id()
+                    .thread_id
+                    .as_deref()
                     .ok_or("the research outputs go to a folder per thread: run on a thread")?;
                 let mut parts = Path::new(thread).components();
                 match (parts.next(), parts.next()) {

@@ -38,16 +38,22 @@ pub const DEFAULT_RECURSION_LIMIT: usize = 10_007;
 ///     .recursion_limit(50)
 ///     .max_concurrency(4)
 ///     .with_value("user", "ada");
-/// assert_eq!(config.get_recursion_limit(), 50);
+/// assert_eq!(config.recursion_limit, 50);
 /// assert_eq!(config.value("user").and_then(|v| v.as_str()), Some("ada"));
 /// ```
 #[derive(Clone)]
 pub struct RunConfig {
-    pub(crate) recursion_limit: usize,
-    pub(crate) max_concurrency: Option<usize>,
+    /// The most super-steps a run may take (set with [`recursion_limit`](Self::recursion_limit)).
+    pub recursion_limit: usize,
+    /// How many tasks of a step run at once, if bounded (set with
+    /// [`max_concurrency`](Self::max_concurrency)).
+    pub max_concurrency: Option<usize>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) thread_id: Option<String>,
-    pub(crate) checkpoint_id: Option<String>,
+    /// The thread the run's checkpoints belong to (set with [`thread_id`](Self::thread_id)).
+    pub thread_id: Option<String>,
+    /// The checkpoint to start from, if not the thread's newest (set with
+    /// [`checkpoint_id`](Self::checkpoint_id)).
+    pub checkpoint_id: Option<String>,
     pub(crate) subgraphs: bool,
     pub(crate) values: Map<String, Value>,
     pub(crate) interrupt_before: Vec<Arc<str>>,
@@ -250,26 +256,6 @@ impl RunConfig {
     /// The extra checkpoint metadata (see [`with_checkpoint_metadata`](Self::with_checkpoint_metadata)).
     pub fn checkpoint_metadata(&self) -> &Map<String, Value> {
         &self.checkpoint_metadata
-    }
-
-    /// The recursion limit in force.
-    pub fn get_recursion_limit(&self) -> usize {
-        self.recursion_limit
-    }
-
-    /// The concurrency bound, if any.
-    pub fn get_max_concurrency(&self) -> Option<usize> {
-        self.max_concurrency
-    }
-
-    /// The thread id, if any.
-    pub fn get_thread_id(&self) -> Option<&str> {
-        self.thread_id.as_deref()
-    }
-
-    /// The checkpoint to start from, if any.
-    pub fn get_checkpoint_id(&self) -> Option<&str> {
-        self.checkpoint_id.as_deref()
     }
 
     /// A user value.

@@ -41,7 +41,8 @@ fn store_of(ctx: &NodeContext) -> Result<(Arc<dyn Store>, String), BoxError> {
         .ok_or("the test graphs need the server's store")?;
     let thread = ctx
         .config()
-        .get_thread_id()
+        .thread_id
+        .as_deref()
         .ok_or("the test graphs need a thread")?
         .to_owned();
     Ok((store, thread))
