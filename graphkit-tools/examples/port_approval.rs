@@ -14,15 +14,15 @@ use std::sync::Arc;
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::{Command, CompileOptions, END, Error, NodeContext, RunConfig, START, StateGraph};
 use graphkit_llm::{ChatModel, LlmError, Message, Model};
-use graphkit_tools::{AgentState, AgentStateUpdate, ToolNode, tool_fn, tools_condition};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use graphkit_tools::{
+    AgentState, AgentStateUpdate, MessagesState, ToolNode, tool, tools_condition,
+};
 use serde_json::json;
 
-#[derive(Deserialize, JsonSchema)]
-struct Email {
-    to: String,
-    body: String,
+/// Send an email.
+#[tool]
+async fn send_email(to: String, body: String) -> String {
+    format!("Sent to {to}: {body}")
 }
 
 async fn agent(state: Arc<AgentState>, model: Model) -> Result<AgentStateUpdate, LlmError> {
@@ -30,8 +30,7 @@ async fn agent(state: Arc<AgentState>, model: Model) -> Result<AgentStateUpdate,
 }
 
 async fn review(state: Arc<AgentState>, ctx: NodeContext) -> Result<Command<AgentState>, Error> {
-    let last = state.messages.last().expect("routed here on a tool call");
-    let call = &last.tool_calls()[0];
+    let call = &state.last_tool_calls()[0];
     let question = json!({"question": "Send this email?", "args": call.arguments});
     let answer: String = ctx.interrupt_as(question)?;
     if answer == "yes" {
@@ -44,9 +43,6 @@ async fn review(state: Arc<AgentState>, ctx: NodeContext) -> Result<Command<Agen
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let send_email = tool_fn("send_email", "Send an email.", |e: Email| async move {
-        Ok(format!("Sent to {}: {}", e.to, e.body))
-    });
     let tools = ToolNode::new((send_email,));
     let model: Arc<dyn ChatModel> = Arc::new(scripted_model().bind_tools(tools.specs()));
 

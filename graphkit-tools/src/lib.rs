@@ -70,6 +70,28 @@ pub use state::MessagesState;
 pub use supervisor::{HANDOFF_PREFIX, OutputMode, SUPERVISOR_NODE, Supervisor, Worker};
 pub use tool::{DynTool, IntoTools, Tool, ToolOutput, ToolRuntime, parse_args};
 
+/// Makes an async fn a [`Tool`]: a unit struct of the function's name, for any state,
+/// named after the function, described by its doc comment (what the model reads), its
+/// parameters the arguments (their JSON Schema is derived from their types). The function
+/// returns text (`String`, `&str`), a [`ToolOutput`], or a `Result` of those whose error is
+/// shown to the model.
+///
+/// ```
+/// use graphkit_tools::{AgentState, Tool, ToolNode, tool};
+///
+/// /// Send an email.
+/// #[tool]
+/// async fn send_email(to: String, body: String) -> String {
+///     format!("Sent to {to}: {body}")
+/// }
+///
+/// let node = ToolNode::<AgentState>::new((send_email,));
+/// assert_eq!(Tool::<AgentState>::description(&send_email), "Send an email.");
+/// assert_eq!(Tool::<AgentState>::parameters(&send_email)["required"], serde_json::json!(["to", "body"]));
+/// # let _ = node;
+/// ```
+pub use graphkit_derive::tool;
+
 /// docs/tools.md, compiled as doctests (the MCP block is compiled, not run).
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/tools.md")]
@@ -95,4 +117,15 @@ pub struct McpServerDoctests;
 pub mod __private {
     pub use graphkit::{KeyedUpdate, State};
     pub use graphkit_llm::Message;
+
+    /// What `#[tool]`'s generated code names.
+    pub mod tool {
+        pub use crate::{Tool, ToolError, ToolOutput, ToolRuntime, parse_args};
+        pub use async_trait::async_trait;
+        pub use graphkit::State;
+        pub use graphkit_llm::schema_for;
+        pub use schemars;
+        pub use serde;
+        pub use serde_json::Value;
+    }
 }

@@ -4,7 +4,7 @@
 //! tool whose list it carries.
 
 use graphkit::{KeyedUpdate, State};
-use graphkit_llm::Message;
+use graphkit_llm::{Message, ToolCall};
 
 /// A graph state with a conversation: the contract between your state type and the
 /// [`ToolNode`](crate::ToolNode), [`tools_condition`](crate::tools_condition) and the
@@ -43,6 +43,12 @@ pub trait MessagesState: State {
 
     /// An update of the state that changes only the messages.
     fn messages_update(update: KeyedUpdate<Message>) -> Self::Update;
+
+    /// The tool calls of the last message: empty unless it is an assistant message that
+    /// calls tools (what a node routed to by `tools_condition` acts on).
+    fn last_tool_calls(&self) -> &[ToolCall] {
+        self.messages().last().map_or(&[], Message::tool_calls)
+    }
 }
 
 /// Implements [`MessagesState`] for a `#[derive(State)]` struct whose field `$field` is a

@@ -367,3 +367,50 @@ async fn a_command_tool_can_route_and_its_siblings_still_answer() {
     let texts: Vec<&str> = done.messages.iter().skip(2).map(Message::text).collect();
     assert_eq!(texts, ["slept", "handing off", "reviewed"]);
 }
+
+/// Adds two integers.
+#[graphkit_tools::tool]
+async fn add(a: i64, b: i64) -> String {
+    (a + b).to_string()
+}
+
+/// Divides a by b.
+#[graphkit_tools::tool]
+async fn divide(a: i64, b: i64) -> Result<String, String> {
+    a.checked_div(b)
+        .map(|q| q.to_string())
+        .ok_or_else(|| "cannot divide by zero".to_owned())
+}
+
+#[tokio::test]
+async fn a_tool_attribute_makes_a_documented_async_fn_a_tool() {
+    use graphkit_tools::Tool;
+    assert_eq!(Tool::<AgentState>::name(&add), "add");
+    assert_eq!(Tool::<AgentState>::description(&add), "Adds two integers.");
+    let schema = Tool::<AgentState>::parameters(&add);
+    assert_eq!(schema["required"], json!(["a", "b"]));
+    assert_eq!(schema["properties"]["a"]["type"], "integer");
+
+    let calls = vec![
+        ToolCall::new("add", json!({"a": 2, "b": 3})).with_id("c1"),
+        ToolCall::new("divide", json!({"a": 1, "b": 0})).with_id("c2"),
+        ToolCall::new("add", json!({"a": "two"})).with_id("c3"),
+    ];
+    let done = run_tools(ToolNode::new((add, divide)), asking(calls))
+        .await
+        .unwrap();
+    let answers = tool_messages(&done);
+    assert_eq!(answers[0], ("c1".into(), "5".into(), false));
+    // An `Err` of the function and arguments that do not fit are shown to the model.
+    assert_eq!(answers[1].0, "c2");
+    assert!(
+        answers[1].1.contains("cannot divide by zero"),
+        "{answers:?}"
+    );
+    assert!(answers[1].2);
+    assert!(answers[2].2, "{answers:?}");
+    assert!(
+        answers[2].1.contains("invalid arguments for `add`"),
+        "{answers:?}"
+    );
+}

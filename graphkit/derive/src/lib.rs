@@ -446,3 +446,152 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         #from_impl
     })
 }
+
+/// `#[tool]` on an async fn makes it a graphkit-tools `Tool`: a unit struct of the
+/// function's name that implements `Tool<S>` for every state, named after the function,
+/// described by its doc comment, with the parameters as the arguments' JSON Schema. Used
+/// through `graphkit_tools::tool`; see there.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(
+            Span::call_site(),
+            "#[tool] takes no arguments: the function's name is the tool's name and its doc comment the description",
+        )
+        .to_compile_error()
+        .into();
+    }
+    let function = parse_macro_input!(item as syn::ItemFn);
+    expand_tool(function)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+fn expand_tool(mut function: syn::ItemFn) -> syn::Result<Tokens> {
+    let sig = &function.sig;
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new(
+            sig.fn_token.span(),
+            "#[tool] needs an `async fn`",
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "#[tool] functions cannot be generic: the arguments' schema is fixed",
+        ));
+    }
+    let name = sig.ident.clone();
+    let name_str = name.to_string();
+    let vis = function.vis.clone();
+    let description = function
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) => Some(s.value().trim().to_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if description.is_empty() {
+        return Err(syn::Error::new(
+            name.span(),
+            "a #[tool] needs a doc comment: it is the description the model reads",
+        ));
+    }
+    let mut fields = Vec::new();
+    let mut names = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Typed(pat) => match &*pat.pat {
+                syn::Pat::Ident(ident) => {
+                    let field = &ident.ident;
+                    let ty = &pat.ty;
+                    fields.push(quote!(#field: #ty));
+                    names.push(field.clone());
+                }
+                other => {
+                    return Err(syn::Error::new(
+                        other.span(),
+                        "a #[tool] parameter is a plain name: `query: String`",
+                    ));
+                }
+            },
+            syn::FnArg::Receiver(r) => {
+                return Err(syn::Error::new(
+                    r.span(),
+                    "a #[tool] is a free function, not a method",
+                ));
+            }
+        }
+    }
+    let returns_result = match &sig.output {
+        syn::ReturnType::Type(_, ty) => matches!(&**ty, Type::Path(p)
+            if p.path.segments.last().is_some_and(|s| s.ident == "Result")),
+        syn::ReturnType::Default => false,
+    };
+    let inner = format_ident!("__{}_tool_body", name);
+    function.sig.ident = inner.clone();
+    function.vis = syn::Visibility::Inherited;
+    function.attrs.retain(|a| !a.path().is_ident("doc"));
+    let call = quote!(#inner(#(#names),*).await);
+    let output = if returns_result {
+        quote!(::core::result::Result::Ok(#call.map_err(|e| tk::ToolError::Failed(e.to_string()))?.into()))
+    } else {
+        quote!(::core::result::Result::Ok(#call.into()))
+    };
+    let docs = function_docs(&description);
+    Ok(quote! {
+        #docs
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, Default)]
+        #vis struct #name;
+
+        const _: () = {
+            use ::graphkit_tools::__private::tool as tk;
+
+            #[derive(tk::serde::Deserialize, tk::schemars::JsonSchema)]
+            #[serde(crate = "::graphkit_tools::__private::tool::serde")]
+            #[schemars(crate = "::graphkit_tools::__private::tool::schemars")]
+            struct Arguments { #(#fields),* }
+
+            #function
+
+            #[tk::async_trait]
+            impl<S: tk::State> tk::Tool<S> for #name {
+                fn name(&self) -> &str {
+                    #name_str
+                }
+
+                fn description(&self) -> &str {
+                    #description
+                }
+
+                fn parameters(&self) -> tk::Value {
+                    tk::schema_for::<Arguments>()
+                }
+
+                async fn call(
+                    &self,
+                    args: tk::Value,
+                    _runtime: tk::ToolRuntime<S>,
+                ) -> ::core::result::Result<tk::ToolOutput<S>, tk::ToolError> {
+                    let Arguments { #(#names),* } = tk::parse_args(#name_str, args)?;
+                    #output
+                }
+            }
+        };
+    })
+}
+
+fn function_docs(description: &str) -> Tokens {
+    let lines = description.lines().map(|line| format!(" {line}"));
+    quote!(#(#[doc = #lines])*)
+}
