@@ -116,20 +116,18 @@ where
 
     /// Turns the child run's error into the error the model reads.
     fn child_error(&self, error: Error) -> ToolError {
-        let message = match error {
-            paused if paused.pause_payload().is_some() => format!(
-                "paused to ask a human ({}), which it cannot do when called as a tool; carry on without that answer, or ask the user yourself",
-                paused
-                    .pause_payload()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            ),
-            Error::ParentCommand { node, .. } => format!(
+        let message = if let Some(payload) = error.pause_payload() {
+            format!(
+                "paused to ask a human ({payload}), which it cannot do when called as a tool; carry on without that answer, or ask the user yourself"
+            )
+        } else if let Error::ParentCommand { node, .. } = &error {
+            format!(
                 "failed: its node `{node}` sent a Command to a parent graph, which a graph called as a tool cannot do (map the final state to a Command in the tool's output instead)"
-            ),
-            other => format!(
-                "failed: {other}. Try again with different arguments, or continue without this tool"
-            ),
+            )
+        } else {
+            format!(
+                "failed: {error}. Try again with different arguments, or continue without this tool"
+            )
         };
         ToolError::Graph {
             tool: self.name.clone(),
