@@ -410,7 +410,7 @@ impl<S: State> CompiledGraph<S> {
                 .iter()
                 .map(|task| &*self.core.nodes[task.node].name)
                 .collect();
-            let mut conflict = None;
+            let mut writes_conflict = false;
             if !keeps_step {
                 // The update ends the stopped step: what its finished tasks wrote is applied
                 // first (as `get_state` shows it, with the same conflict checks), and the
@@ -421,7 +421,8 @@ impl<S: State> CompiledGraph<S> {
                     .iter()
                     .map(|(index, updates, _)| (*index, updates.as_slice()))
                     .collect();
-                conflict = apply_finished_or_keep(&self.core, &mut state, &planned, &writes);
+                writes_conflict =
+                    apply_finished_or_keep(&self.core, &mut state, &planned, &writes).is_some();
             }
             state.apply_update(update.clone())?;
             let mut scratch = plan::PlanScratch::new(&self.core);
@@ -464,7 +465,7 @@ impl<S: State> CompiledGraph<S> {
             // The checkpoint records the finished tasks' writes (when applied) before the
             // update's, as the state was built.
             let mut writes: Vec<TaskWriteRef<'_, S>> = Vec::with_capacity(finished.len() + 1);
-            if !keeps_step && conflict.is_none() {
+            if !keeps_step && !writes_conflict {
                 for (index, updates, task_gotos) in &finished {
                     if let Some(task) = planned_names.get(*index) {
                         writes.push(TaskWriteRef {
