@@ -12,9 +12,15 @@ use crate::measure::process_cpu_time;
 /// Errors of the suite.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
-    /// A graph failed to build or to run.
+    /// A graph failed to run.
     #[error("graph error: {0}")]
     Graph(#[from] graphkit::Error),
+    /// A graph failed to build.
+    #[error("graph does not compile: {0}")]
+    Build(#[from] graphkit::BuildError),
+    /// A checkpointer used directly failed.
+    #[error("storage error: {0}")]
+    Storage(#[from] graphkit::error::StorageError),
     /// The tokio runtime could not be built, or a child process could not be started.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -426,7 +432,7 @@ pub fn graph_case<S: State>(
     name: impl Into<String>,
     workload: &'static str,
     mode: Mode,
-    build: impl Fn(Mode) -> Result<CompiledGraph<S>, graphkit::Error> + Send + Sync + 'static,
+    build: impl Fn(Mode) -> Result<CompiledGraph<S>, graphkit::BuildError> + Send + Sync + 'static,
     input: impl Fn() -> S::Update + Clone + Send + Sync + 'static,
     checksum: ChecksumFn<S>,
 ) -> Case {

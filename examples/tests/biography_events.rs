@@ -573,7 +573,7 @@ async fn a_run_that_crashed_mid_crawl_resumes_from_its_checkpoint_and_ends_like_
 #[tokio::test]
 async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
     use futures::StreamExt;
-    use graphkit::{CompileOptions, RunConfig, StreamMode, StreamPayload};
+    use graphkit::{CompileOptions, RunConfig, Scoped, StreamMode, StreamPayload};
     use graphkit_examples::biography_events::{BiographyStateUpdate, Deps, build_graph};
 
     let deps = Deps {
@@ -594,7 +594,11 @@ async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
     let mut seen = Vec::new();
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
-        if let StreamPayload::SubgraphUpdates { node, .. } = event.payload {
+        if let StreamPayload::Updates {
+            node,
+            update: Scoped::Subgraph(_),
+        } = event.payload
+        {
             let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
             let tool_node = namespace[0].split(':').next().unwrap_or("").to_owned();
             seen.push(format!("{tool_node}/{}/{node}", namespace[1]));

@@ -175,7 +175,7 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 /// let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new(["4"]));
 /// let graph = graph.compile()?.with_shared_context(model);
 /// assert_eq!(graph.invoke(ChatUpdate::new()).await?.into_state().answer, "4");
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 pub type Model = graphkit::RunContext<dyn ChatModel>;
 

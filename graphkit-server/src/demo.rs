@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use graphkit::{CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
+use graphkit::{BuildError, CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -75,7 +75,7 @@ async fn human(_: Arc<AgentState>, ctx: NodeContext) -> Result<AgentStateUpdate,
 ///
 /// # Errors
 /// Never in practice: the graph is fixed and valid.
-pub fn agent_graph() -> Result<CompiledGraph<AgentState>, Error> {
+pub fn agent_graph() -> Result<CompiledGraph<AgentState>, BuildError> {
     let mut graph = StateGraph::<AgentState>::new();
     graph
         .add_node("respond", respond)

@@ -40,6 +40,9 @@ pub enum ServerError {
     /// A graph operation failed (its message says what to do).
     #[error(transparent)]
     Graph(#[from] graphkit::Error),
+    /// A checkpointer or store failed, or refused a key (its message says what to do).
+    #[error(transparent)]
+    Storage(#[from] graphkit::error::StorageError),
     /// The storage backend failed; retry, or check that the database is reachable.
     #[error("storage backend: {0}")]
     Backend(String),
@@ -59,6 +62,7 @@ impl ServerError {
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Graph(error) => graph_error_status(error),
+            Self::Storage(error) => storage_error_status(error),
             Self::Backend(_) | Self::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -80,12 +84,20 @@ fn graph_error_status(error: &graphkit::Error) -> StatusCode {
         | E::InvalidRunInput(_)
         | E::InvalidRunConfig(_)
         | E::BadResume { .. }
-        | E::InvalidStoreKey(_)
         | E::InputType { .. }
         | E::Serde { .. }
         | E::SecondOverwrite { .. }
         | E::RemovedKeyNotFound { .. }
         | E::InvalidConcurrentUpdate { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        E::Storage(error) => storage_error_status(error),
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A refused store key is the request's fault (422); the rest is the server's (500).
+fn storage_error_status(error: &graphkit::error::StorageError) -> StatusCode {
+    match error {
+        graphkit::error::StorageError::InvalidStoreKey(_) => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

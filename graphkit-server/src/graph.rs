@@ -10,7 +10,7 @@ use graphkit::checkpoint::ListOptions;
 use graphkit::streaming::{StreamEvent, StreamModes};
 use graphkit::{
     Command, CompiledGraph, END, Interrupt, InterruptKind, Resume, RunConfig, RunInput, START,
-    SendTo, State, StateSnapshot, StreamMode, StreamPayload,
+    Scoped, SendTo, State, StateSnapshot, StreamMode, StreamPayload,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -195,7 +195,7 @@ impl<S: State> TypedGraph<S> {
         };
         let mut built: Command<S> = match &command.resume {
             None => Command::new(),
-            Some(resume) => Command::resume_with(self.resume_of(resume, thread_id).await?),
+            Some(resume) => Command::from(self.resume_of(resume, thread_id).await?),
         };
         if let Some(update) = &command.update {
             built = built.update(self.parse_update(update.clone(), "command.update")?);
@@ -302,15 +302,21 @@ fn update_list_to_langgraph(result: Value) -> Value {
 
 fn event_json<S: State>(event: StreamEvent<S>) -> Option<GraphEvent> {
     let kind = match event.payload {
-        StreamPayload::Values(state) => {
+        StreamPayload::Values(Scoped::Root(state)) => {
             EventKind::Values(to_langchain(serde_json::to_value(&state).ok()?))
         }
-        StreamPayload::Updates { node, update } => EventKind::Updates {
+        StreamPayload::Updates {
+            node,
+            update: Scoped::Root(update),
+        } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(serde_json::to_value(&update).ok()?),
         },
-        StreamPayload::SubgraphValues(value) => EventKind::Values(to_langchain(value)),
-        StreamPayload::SubgraphUpdates { node, update } => EventKind::Updates {
+        StreamPayload::Values(Scoped::Subgraph(value)) => EventKind::Values(to_langchain(value)),
+        StreamPayload::Updates {
+            node,
+            update: Scoped::Subgraph(update),
+        } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(update),
         },

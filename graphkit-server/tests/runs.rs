@@ -743,3 +743,46 @@ async fn a_graceful_stop_ends_open_streams_and_puts_the_running_run_back_in_the_
     assert_eq!(run.status, RunStatus::Pending);
     assert_eq!(run.worker_id, None);
 }
+
+/// The dependency a served graph reads from its context (the host gives it when registering).
+struct Greeter {
+    salutation: String,
+}
+
+#[derive(graphkit::State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Greeting {
+    name: String,
+    greeting: String,
+}
+
+async fn greet(
+    state: std::sync::Arc<Greeting>,
+    greeter: graphkit::RunContext<Greeter>,
+) -> GreetingUpdate {
+    GreetingUpdate::new().greeting(format!("{}, {}!", greeter.salutation, state.name))
+}
+
+#[tokio::test]
+async fn a_graph_with_a_context_is_served_with_the_hosts_value() {
+    let mut graph = graphkit::StateGraph::<Greeting>::new();
+    graph
+        .add_node("greet", greet)
+        .add_edge(graphkit::START, "greet")
+        .add_edge("greet", graphkit::END);
+    let graph = graph
+        .compile()
+        .expect("the graph compiles")
+        .with_context(Greeter {
+            salutation: "Good morning".into(),
+        });
+    let s = TestServer::start_with(|server| server.graph_without_schema("greeter", graph)).await;
+    let thread = s.thread().await;
+    let done = wait(
+        &s,
+        &thread,
+        json!({"assistant_id": "greeter", "input": {"name": "Ada"}}),
+        StatusCode::OK,
+    )
+    .await;
+    assert_eq!(done["greeting"], "Good morning, Ada!", "{done}");
+}

@@ -201,11 +201,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             event.namespace.join(" / ")
         };
-        match event.payload {
-            StreamPayload::Updates { node, .. } | StreamPayload::SubgraphUpdates { node, .. } => {
-                println!("  {namespace:<20} {node}");
-            }
-            _ => {}
+        if let StreamPayload::Updates { node, .. } = event.payload {
+            println!("  {namespace:<20} {node}");
         }
     }
     let done = events

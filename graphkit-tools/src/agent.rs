@@ -3,7 +3,10 @@
 use std::sync::Arc;
 
 use graphkit::nodes::NodeOutput;
-use graphkit::{CompileOptions, CompiledGraph, END, Error, KeyedUpdate, START, StateGraph};
+use graphkit::error::BoxError;
+use graphkit::{
+    BuildError, CompileOptions, CompiledGraph, END, KeyedUpdate, NodeContext, START, StateGraph,
+};
 use graphkit_llm::{AssistantMessage, ChatModel, ChatRequest, Message};
 
 use crate::node::{OnToolError, TOOLS_NODE, ToolNode, tools_condition};
@@ -42,10 +45,11 @@ pub const AGENT_NODE: &str = "agent";
 ///     .compile()?;
 /// let done = agent.invoke(AgentState::user("2 + 2?")).await?.into_state();
 /// assert_eq!(done.messages.last().map(|m| m.text()), Some("4"));
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 pub struct ReactAgent<S: MessagesState> {
-    model: Arc<dyn ChatModel>,
+    /// `None`: read from the run's context ([`ReactAgent::from_context`]).
+    model: Option<Arc<dyn ChatModel>>,
     tools: ToolNode<S>,
     system_prompt: Option<String>,
     max_iterations: usize,
@@ -54,7 +58,10 @@ pub struct ReactAgent<S: MessagesState> {
 impl<S: MessagesState> std::fmt::Debug for ReactAgent<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReactAgent")
-            .field("model", &self.model.model_name())
+            .field(
+                "model",
+                &self.model.as_ref().map_or("(from the run context)", |m| m.model_name()),
+            )
             .field("tools", &self.tools)
             .field("system_prompt", &self.system_prompt)
             .field("max_iterations", &self.max_iterations)
@@ -72,7 +79,44 @@ impl<S: MessagesState> ReactAgent<S> {
     /// [`new`](Self::new) with a shared model (what `init_chat_model` returns).
     pub fn from_shared(model: Arc<dyn ChatModel>, tools: impl IntoTools<S>) -> Self {
         Self {
-            model,
+            model: Some(model),
+            tools: ToolNode::new(tools),
+            system_prompt: None,
+            max_iterations: 25,
+        }
+    }
+
+    /// An agent whose model comes from the run's context, `RunContext<dyn ChatModel>`
+    /// ([`graphkit_llm::Model`]): give it to the compiled agent with
+    /// `with_shared_context::<dyn ChatModel>(model)`, or per run with
+    /// [`RunConfig::with_shared_context`](graphkit::RunConfig::with_shared_context). A run's
+    /// value wins over the graph's, so each run may pick its model (LangGraph's dynamic
+    /// model). Without either, the model node fails with `Error::MissingContext`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use graphkit::RunConfig;
+    /// use graphkit_llm::{AssistantMessage, ChatModel, ScriptedModel};
+    /// use graphkit_tools::{AgentState, ReactAgent};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// // Test doubles: each answers with its one scripted message.
+    /// let house: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([AssistantMessage::text("house model")]));
+    /// let premium: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([AssistantMessage::text("premium model")]));
+    /// let agent = ReactAgent::<AgentState>::from_context(())
+    ///     .compile()?
+    ///     .with_shared_context(house);
+    /// let by_default = agent.invoke(AgentState::user("hi")).await?.into_state();
+    /// assert_eq!(by_default.messages.last().map(|m| m.text()), Some("house model"));
+    ///
+    /// let this_run = RunConfig::new().with_shared_context(premium);
+    /// let chosen = agent.invoke_with(AgentState::user("hi"), this_run).await?.into_state();
+    /// assert_eq!(chosen.messages.last().map(|m| m.text()), Some("premium model"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    pub fn from_context(tools: impl IntoTools<S>) -> Self {
+        Self {
+            model: None,
             tools: ToolNode::new(tools),
             system_prompt: None,
             max_iterations: 25,
@@ -118,9 +162,9 @@ impl<S: MessagesState> ReactAgent<S> {
         let model_node = Arc::new(model_node);
         let mut graph = StateGraph::<S>::new();
         graph
-            .add_node(AGENT_NODE, move |state: Arc<S>| {
+            .add_node(AGENT_NODE, move |state: Arc<S>, ctx: NodeContext| {
                 let node = Arc::clone(&model_node);
-                async move { node.call::<S>(&state).await.map(NodeOutput::Update) }
+                async move { node.run::<S>(&state, &ctx).await }
             })
             .add_node(TOOLS_NODE, self.tools)
             .add_edge(START, AGENT_NODE)
@@ -133,7 +177,7 @@ impl<S: MessagesState> ReactAgent<S> {
     ///
     /// # Errors
     /// Graph validation errors (none for the plain agent).
-    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
         self.graph().compile()
     }
 
@@ -141,7 +185,7 @@ impl<S: MessagesState> ReactAgent<S> {
     ///
     /// # Errors
     /// Graph validation errors.
-    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, BuildError> {
         self.graph().compile_with(options)
     }
 }
@@ -149,15 +193,30 @@ impl<S: MessagesState> ReactAgent<S> {
 /// The model node of an agent: calls the model with the system prompt, the conversation
 /// and the tools, and adds its reply (the supervisor uses it too).
 pub(crate) struct ModelNode {
-    pub(crate) model: Arc<dyn ChatModel>,
+    /// `None`: the run's `RunContext<dyn ChatModel>`.
+    pub(crate) model: Option<Arc<dyn ChatModel>>,
     pub(crate) tools: Vec<graphkit_llm::ToolSpec>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) max_iterations: usize,
 }
 
 impl ModelNode {
-    pub(crate) async fn call<S: MessagesState>(
+    /// The node: the model's reply as the node's update.
+    pub(crate) async fn run<S: MessagesState>(
         &self,
+        state: &S,
+        ctx: &NodeContext,
+    ) -> Result<NodeOutput<S>, BoxError> {
+        let model = match &self.model {
+            Some(model) => Arc::clone(model),
+            None => ctx.require_context::<dyn ChatModel>()?,
+        };
+        Ok(NodeOutput::Update(self.call::<S>(&*model, state).await?))
+    }
+
+    async fn call<S: MessagesState>(
+        &self,
+        model: &dyn ChatModel,
         state: &S,
     ) -> Result<S::Update, graphkit_llm::LlmError> {
         let history = state.messages();
@@ -167,7 +226,7 @@ impl ModelNode {
         }
         messages.extend_from_slice(history);
         let request = ChatRequest::new(messages).with_tools(self.tools.clone());
-        let mut reply = self.model.invoke_request(request).await?;
+        let mut reply = model.invoke_request(request).await?;
         if !reply.tool_calls.is_empty() && calls_this_turn(history) + 1 >= self.max_iterations {
             let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
             reply = AssistantMessage {

@@ -67,7 +67,7 @@ type OutputFn<S, C> = dyn Fn(C, &ToolRuntime<S>) -> Result<ToolOutput<S>, ToolEr
 /// let runtime = ToolRuntime::detached(AgentState::default(), "call_1", "count_words");
 /// let out = tool.call(serde_json::json!({"text": "three little words"}), runtime).await.unwrap();
 /// assert!(matches!(out, ToolOutput::Content(text) if text == "3 words"));
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), graphkit::BuildError>(()) }).unwrap();
 /// ```
 pub struct GraphTool<S: State, C: State, A> {
     name: String,

@@ -34,7 +34,7 @@
 //! let agent = ReactAgent::<AgentState>::new(model, (add,)).compile()?;
 //! let done = agent.invoke(AgentState::user("What is 2 + 3?")).await?.into_state();
 //! assert_eq!(done.messages[2].text(), "5"); // the tool's answer
-//! # Ok::<(), graphkit::Error>(()) }).unwrap();
+//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 //! ```
 //!
 //! The guide page `docs/tools.md` explains each part; `docs/supervisor.md` and

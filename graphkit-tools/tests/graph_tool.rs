@@ -12,8 +12,8 @@ use futures::StreamExt;
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::error::BoxError;
 use graphkit::{
-    Command, CompileOptions, CompiledGraph, KeyedUpdate, NodeContext, RunConfig, START, State,
-    StateGraph, StreamMode, StreamPayload,
+    Command, CompileOptions, CompiledGraph, KeyedUpdate, NodeContext, RunConfig, START, Scoped,
+    State, StateGraph, StreamMode, StreamPayload,
 };
 use graphkit_llm::{AssistantMessage, Message, ScriptedModel, ToolCall};
 use graphkit_tools::{
@@ -207,9 +207,10 @@ async fn the_childs_events_stream_under_the_tool_nodes_and_the_calls_namespace()
         let event = event.unwrap();
         let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
         match event.payload {
-            StreamPayload::SubgraphUpdates { node, update } => {
-                child_events.push((namespace, format!("update {node} {}", update["words"])))
-            }
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Subgraph(update),
+            } => child_events.push((namespace, format!("update {node} {}", update["words"]))),
             StreamPayload::Custom { node, payload } => {
                 child_events.push((namespace, format!("custom {node} {payload}")))
             }

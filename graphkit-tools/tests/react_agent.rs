@@ -150,3 +150,47 @@ async fn the_agent_graph_can_be_drawn_and_extended() {
     let texts: Vec<&str> = done.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["hi", "hello", "(greeted)"]);
 }
+
+#[tokio::test]
+async fn an_agent_reads_its_model_from_the_context_and_a_run_may_choose_another() {
+    // Test doubles: each model has one scripted reply per run below.
+    let house: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new([
+        AssistantMessage::with_tool_calls("", vec![ToolCall::new("add", json!({"a": 2, "b": 3}))]),
+        AssistantMessage::text("5, said the house model"),
+    ]));
+    let premium: Arc<dyn ChatModel> =
+        Arc::new(ScriptedModel::new([AssistantMessage::text("premium")]));
+    let agent = ReactAgent::<AgentState>::from_context([add()])
+        .compile()
+        .unwrap()
+        .with_shared_context(house);
+
+    let done = agent
+        .invoke(AgentState::user("2 + 3?"))
+        .await
+        .unwrap()
+        .into_state();
+    let texts: Vec<&str> = done.messages.iter().map(Message::text).collect();
+    assert_eq!(texts, ["2 + 3?", "", "5", "5, said the house model"]);
+
+    let chosen = agent
+        .invoke_with(
+            AgentState::user("hi"),
+            graphkit::RunConfig::new().with_shared_context(premium),
+        )
+        .await
+        .unwrap()
+        .into_state();
+    assert_eq!(chosen.messages.last().map(Message::text), Some("premium"));
+}
+
+#[tokio::test]
+async fn an_agent_without_a_model_in_its_context_says_how_to_give_one() {
+    let agent = ReactAgent::<AgentState>::from_context([add()])
+        .compile()
+        .unwrap();
+    let err = agent.invoke(AgentState::user("hi")).await.unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("dyn graphkit_llm"), "{message}");
+    assert!(message.contains("with_shared_context"), "{message}");
+}

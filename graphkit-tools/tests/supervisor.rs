@@ -13,7 +13,7 @@ use futures::StreamExt;
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::{
     CompileOptions, CompiledGraph, Error, KeyedUpdate, NodeContext, RunConfig, RunInput, START,
-    State, StateGraph, StreamMode, StreamPayload,
+    Scoped, State, StateGraph, StreamMode, StreamPayload,
 };
 use graphkit_llm::{AssistantMessage, FunctionModel, Message, ToolCall};
 use graphkit_tools::{AgentState, AgentStateUpdate, OutputMode, Supervisor, Worker};
@@ -306,14 +306,16 @@ async fn duplicate_worker_names_are_rejected_at_build() {
         ],
     )
     .compile();
-    assert!(matches!(result, Err(Error::DuplicateNode(name)) if name == "math"));
+    assert!(matches!(result, Err(graphkit::BuildError::DuplicateNode(name)) if name == "math"));
 
     let reserved = Supervisor::new(
         boss(vec![], counter()),
         [Worker::new("supervisor", "Me?", worker("1", counter()))],
     )
     .compile();
-    assert!(matches!(reserved, Err(Error::DuplicateNode(name)) if name == "supervisor"));
+    assert!(
+        matches!(reserved, Err(graphkit::BuildError::DuplicateNode(name)) if name == "supervisor")
+    );
 }
 
 #[tokio::test]
@@ -338,10 +340,14 @@ async fn the_workers_events_stream_under_their_namespace() {
         let event = event.unwrap();
         let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
         match event.payload {
-            StreamPayload::Updates { node, .. } => seen.push((namespace, format!("update {node}"))),
-            StreamPayload::SubgraphUpdates { node, .. } => {
-                seen.push((namespace, format!("child update {node}")))
-            }
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(_),
+            } => seen.push((namespace, format!("update {node}"))),
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Subgraph(_),
+            } => seen.push((namespace, format!("child update {node}"))),
             StreamPayload::Custom { node, payload } => {
                 seen.push((namespace, format!("custom {node} {payload}")))
             }

@@ -51,7 +51,8 @@ async fn run_tools(
         .add_edge(TOOLS_NODE, END);
     let input: graphkit_tools::AgentStateUpdate =
         graphkit_tools::AgentStateUpdate::new().messages(KeyedUpdate::upsert(state.messages));
-    g.compile()?
+    g.compile()
+        .expect("the graph compiles")
         .invoke(input)
         .await
         .map(graphkit::Outcome::into_state)

@@ -18,7 +18,7 @@ async fn note(_: Arc<Research>) -> ResearchUpdate {
     ResearchUpdate::new()
 }
 
-fn main() -> Result<(), graphkit::Error> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -27,7 +27,7 @@ fn review(state: &Essay) -> &'static str {
 }
 
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), graphkit::Error> {
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // RUST_LOG picks what is logged (for example RUST_LOG=graphkit=debug); off by default.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -295,15 +295,15 @@ impl<S: State> Command<S> {
     /// let resume: Command<S> = Command::resume("yes");
     /// ```
     pub fn resume(value: impl Into<Value>) -> Self {
-        Self::resume_with(Resume::Value(value.into()))
+        Self::from(Resume::Value(value.into()))
     }
 
-    /// A command that resumes a paused thread with [`Resume::by_id`] (or any [`Resume`]).
-    pub fn resume_with(resume: Resume) -> Self {
-        Self {
-            resume: Some(resume),
-            ..Self::default()
-        }
+    /// A command that answers several pending interrupts (from parallel tasks) by their ids
+    /// ([`Interrupt::id`](crate::Interrupt::id)): [`Resume::by_id`] as a command.
+    pub fn resume_by_id<K: Into<String>, V: Into<Value>>(
+        answers: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        Self::from(Resume::by_id(answers))
     }
 
     /// Sets the state update.
@@ -400,6 +400,16 @@ impl<S: State> From<Command<S>> for RunInput<S> {
                 None => Self::Continue,
             },
             command => Self::Command(command),
+        }
+    }
+}
+
+/// A command that resumes with a prepared [`Resume`] and does nothing else.
+impl<S: State> From<Resume> for Command<S> {
+    fn from(resume: Resume) -> Self {
+        Self {
+            resume: Some(resume),
+            ..Self::default()
         }
     }
 }

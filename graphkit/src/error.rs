@@ -5,24 +5,14 @@ use std::time::Duration;
 /// A boxed error from user code (a node, a router, a tool).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
-/// Everything that can go wrong when building or running a graph.
+/// What running a compiled graph (invoking, streaming, reading or updating its threads)
+/// can fail with. Building a graph fails with [`BuildError`]; a checkpointer or store with
+/// [`StorageError`], which a run passes on as [`Error::Storage`].
 ///
 /// Messages name the node or field involved and say what to do.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A node name was used twice.
-    #[error("node `{0}` is added twice; give each node a unique name")]
-    DuplicateNode(String),
-
-    /// A node used a reserved name.
-    #[error("`{0}` is a reserved name (START, END and INPUT are built in); rename the node")]
-    ReservedName(String),
-
-    /// A node name is empty or contains characters that break drawings and namespaces.
-    #[error("node name `{0}` is invalid: use a non-empty name without `:`, `|` or newlines")]
-    InvalidName(String),
-
     /// A checkpoint namespace given to read a subgraph's checkpoints does not lead to a
     /// subgraph node of this graph.
     #[error(
@@ -35,44 +25,23 @@ pub enum Error {
         node: String,
     },
 
-    /// An edge, router or option names a node that was never added.
+    /// An argument names a node the graph does not have (`update_state`'s `as_node`,
+    /// `RunConfig::interrupt_before`).
     #[error(
-        "{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name"
+        "{context} names node `{node}`, which is not a node of this graph; use one of its node names"
     )]
     UnknownNode {
-        /// Where the name was used (for example "edge from `plan`").
+        /// Where the name was used.
         context: String,
         /// The missing node.
         node: String,
     },
 
-    /// Nothing starts at START.
+    /// Another run holds the thread.
     #[error(
-        "the graph has no entry point; add `add_edge(START, \"first_node\")` or a conditional edge from START"
+        "thread `{0}` is busy: another run is using it; wait for it to finish or use another thread id"
     )]
-    NoEntry,
-
-    /// A node cannot be reached from START.
-    #[error(
-        "node `{0}` cannot be reached from START; add an edge into it, declare it as a router target, or remove it"
-    )]
-    Unreachable(String),
-
-    /// A loop of static edges that can never end.
-    #[error(
-        "nodes {0} form a loop of static edges that never reaches END; make one of those edges conditional"
-    )]
-    EndlessLoop(String),
-
-    /// A node can never reach END.
-    #[error(
-        "node `{0}` has no path to END; add an edge (or a declared router target) that leads to END"
-    )]
-    NoPathToEnd(String),
-
-    /// An edge that cannot exist (out of END, into START, a join without sources).
-    #[error("invalid edge: {0}")]
-    InvalidEdge(String),
+    ThreadBusy(String),
 
     /// Two tasks of one super-step wrote the same last-value field.
     #[error(
@@ -292,55 +261,6 @@ pub enum Error {
         checkpoint_id: Option<String>,
     },
 
-    /// A stored checkpoint could not be read (corrupt, truncated, or the state type changed).
-    #[error(
-        "checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be read: {message}; fork from an earlier checkpoint or delete the thread"
-    )]
-    CorruptCheckpoint {
-        /// The thread.
-        thread_id: String,
-        /// The checkpoint.
-        checkpoint_id: String,
-        /// What is wrong.
-        message: String,
-    },
-
-    /// A checkpoint was written by a newer graphkit.
-    #[error(
-        "checkpoint `{checkpoint_id}` of thread `{thread_id}` has format version {found}, but this build reads up to {supported}; upgrade graphkit to read it"
-    )]
-    CheckpointVersion {
-        /// The thread.
-        thread_id: String,
-        /// The checkpoint.
-        checkpoint_id: String,
-        /// The version found.
-        found: u32,
-        /// The newest version this build reads.
-        supported: u32,
-    },
-
-    /// Another run holds the thread.
-    #[error(
-        "thread `{0}` is busy: another run is using it; wait for it to finish or use another thread id"
-    )]
-    ThreadBusy(String),
-
-    /// The checkpoint or store backend failed (database unreachable, disk full, ...).
-    #[error("{backend} failed: {message}")]
-    Backend {
-        /// Which backend ("sqlite checkpointer", "postgres store", ...).
-        backend: &'static str,
-        /// The backend's error.
-        message: String,
-    },
-
-    /// A store namespace part or key is invalid.
-    #[error(
-        "invalid store {0}: namespace parts and keys must be non-empty and free of control characters"
-    )]
-    InvalidStoreKey(String),
-
     /// A blocking entry point was called from inside an async runtime.
     #[error(
         "a blocking graphkit call (invoke_blocking) ran inside an async runtime, where it would stall it; use the async method (invoke) instead"
@@ -380,7 +300,7 @@ pub enum Error {
     #[error("the run was cancelled")]
     Cancelled,
 
-    /// A state value could not be serialized or deserialized.
+    /// A value (state, an interrupt payload or a resume value) could not be serialized or deserialized.
     #[error("could not (de)serialize {what}: {source}")]
     Serde {
         /// What was being converted.
@@ -390,10 +310,142 @@ pub enum Error {
         source: serde_json::Error,
     },
 
-    /// The OpenTelemetry exporter could not be set up or could not export (feature `otel`).
-    #[error("telemetry: {0}; check the OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) and headers")]
-    Telemetry(String),
+    /// A checkpointer or store failed while the run used it.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
+
+/// What [`StateGraph::compile`](crate::StateGraph::compile) finds wrong with a graph's
+/// structure. Nothing here can happen once a graph is compiled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A node name was used twice.
+    #[error("node `{0}` is added twice; give each node a unique name")]
+    DuplicateNode(String),
+
+    /// A node used a reserved name.
+    #[error("`{0}` is a reserved name (START, END and INPUT are built in); rename the node")]
+    ReservedName(String),
+
+    /// A node name is empty or contains characters that break drawings and namespaces.
+    #[error("node name `{0}` is invalid: use a non-empty name without `:`, `|` or newlines")]
+    InvalidName(String),
+
+    /// An edge, router or option names a node that was never added.
+    #[error(
+        "{context} names node `{node}`, which does not exist; add it with `add_node(\"{node}\", ...)` or fix the name"
+    )]
+    UnknownNode {
+        /// Where the name was used (for example "edge from `plan`").
+        context: String,
+        /// The missing node.
+        node: String,
+    },
+
+    /// Nothing starts at START.
+    #[error(
+        "the graph has no entry point; add `add_edge(START, \"first_node\")` or a conditional edge from START"
+    )]
+    NoEntry,
+
+    /// A node cannot be reached from START.
+    #[error(
+        "node `{0}` cannot be reached from START; add an edge into it, declare it as a router target, or remove it"
+    )]
+    Unreachable(String),
+
+    /// A loop of static edges that can never end.
+    #[error(
+        "nodes {0} form a loop of static edges that never reaches END; make one of those edges conditional"
+    )]
+    EndlessLoop(String),
+
+    /// A node can never reach END.
+    #[error(
+        "node `{0}` has no path to END; add an edge (or a declared router target) that leads to END"
+    )]
+    NoPathToEnd(String),
+
+    /// An edge that cannot exist (out of END, into START, a join without sources).
+    #[error("invalid edge: {0}")]
+    InvalidEdge(String),
+}
+
+/// What a [`Checkpointer`](crate::checkpoint::Checkpointer) or a
+/// [`Store`](crate::store::Store) can fail with. A run passes it on as
+/// [`Error::Storage`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The checkpoint or store backend failed (database unreachable, disk full, ...).
+    #[error("{backend} failed: {message}")]
+    Backend {
+        /// Which backend ("sqlite checkpointer", "postgres store", ...).
+        backend: &'static str,
+        /// The backend's error.
+        message: String,
+    },
+
+    /// A store namespace part or key is invalid.
+    #[error(
+        "invalid store {0}: namespace parts and keys must be non-empty and free of control characters"
+    )]
+    InvalidStoreKey(String),
+
+    /// A stored checkpoint could not be read (corrupt, truncated, or the state type changed).
+    #[error(
+        "checkpoint `{checkpoint_id}` of thread `{thread_id}` cannot be read: {message}; fork from an earlier checkpoint or delete the thread"
+    )]
+    CorruptCheckpoint {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// A checkpoint was written by a newer graphkit.
+    #[error(
+        "checkpoint `{checkpoint_id}` of thread `{thread_id}` has format version {found}, but this build reads up to {supported}; upgrade graphkit to read it"
+    )]
+    CheckpointVersion {
+        /// The thread.
+        thread_id: String,
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// The version found.
+        found: u32,
+        /// The newest version this build reads.
+        supported: u32,
+    },
+
+    /// A value could not be encoded for storage or decoded from it.
+    #[error("could not (de)serialize {what}: {source}")]
+    Serde {
+        /// What was being converted.
+        what: String,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl StorageError {
+    /// A backend failure: `backend` names it ("sqlite checkpointer", "postgres store", ...).
+    pub fn backend(backend: &'static str, message: impl std::fmt::Display) -> Self {
+        Self::Backend {
+            backend,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// What setting up or flushing the OpenTelemetry exporter can fail with (feature `otel`).
+#[derive(Debug, thiserror::Error)]
+#[error("telemetry: {0}; check the OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT) and headers")]
+pub struct TelemetryError(pub(crate) String);
 
 impl Error {
     /// The payload a node paused with, when this is a node's pause passing through `?`
@@ -415,11 +467,10 @@ impl Error {
     /// [`RetryPolicy`]: crate::RetryPolicy
     pub fn may_pass(&self) -> bool {
         match self {
-            Self::Backend { .. }
+            Self::Storage(StorageError::Backend { .. })
             | Self::ThreadBusy(_)
             | Self::NodeTimeout { .. }
-            | Self::Runtime(_)
-            | Self::Telemetry(_) => true,
+            | Self::Runtime(_) => true,
             Self::NodeFailed { source, .. } => {
                 source.downcast_ref::<Self>().is_none_or(Self::may_pass)
             }

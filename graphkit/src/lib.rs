@@ -30,7 +30,7 @@
 //!
 //! let done = graph.invoke(ChatUpdate::new()).await?.into_state();
 //! assert_eq!(done.log, ["turn 0", "turn 1", "turn 2"]);
-//! # Ok::<(), graphkit::Error>(()) }).unwrap();
+//! # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 //! ```
 //!
 //! The guide in `docs/` explains the concepts (state, reducers, super-steps, edges, `Send`,
@@ -60,8 +60,8 @@ pub use command::{Command, RunInput, SendTo};
 pub use context::config::{Durability, RetryPolicy, RunConfig};
 pub use context::node_context::NodeContext;
 pub use context::run_context::RunContext;
-pub use context::stream::{StreamMode, StreamPayload, StreamWriter};
-pub use error::Error;
+pub use context::stream::{Scoped, StreamMode, StreamPayload, StreamWriter};
+pub use error::{BuildError, Error};
 pub use graph::builder::{CompileOptions, StateGraph};
 pub use graph::compiled::CompiledGraph;
 pub use graph::node::{Input, SyncNode};
@@ -78,9 +78,9 @@ pub use state::{AppendUpdate, Keyed, KeyedUpdate, State};
 /// configuration and outcome, and the update types of list and keyed fields.
 pub mod prelude {
     pub use crate::{
-        AppendUpdate, Command, CompileOptions, CompiledGraph, END, Error, Input, Keyed,
-        KeyedUpdate, NodeContext, Outcome, Paused, RunConfig, RunContext, RunInput, START, SendTo,
-        State, StateGraph, StreamMode, StreamPayload, SyncNode, UpdateAs,
+        AppendUpdate, BuildError, Command, CompileOptions, CompiledGraph, END, Error, Input, Keyed,
+        KeyedUpdate, NodeContext, Outcome, Paused, RunConfig, RunContext, RunInput, START, Scoped,
+        SendTo, State, StateGraph, StreamMode, StreamPayload, SyncNode, UpdateAs,
     };
 }
 
@@ -112,7 +112,7 @@ pub mod nodes {
 /// Streaming a run: modes, events and the stream itself.
 pub mod streaming {
     pub use crate::context::stream::{
-        CheckpointEvent, Namespace, StreamEvent, StreamMode, StreamModes, StreamPayload,
+        CheckpointEvent, Namespace, Scoped, StreamEvent, StreamMode, StreamModes, StreamPayload,
         StreamWriter, TaskEvent, TaskEventKind,
     };
     pub use crate::run::RunStream;

@@ -10,7 +10,7 @@
 //! use tracing_subscriber::layer::SubscriberExt;
 //! use tracing_subscriber::util::SubscriberInitExt;
 //!
-//! # fn main() -> Result<(), graphkit::Error> {
+//! # fn main() -> Result<(), graphkit::error::TelemetryError> {
 //! // Sends to http://localhost:4318/v1/traces unless OTEL_EXPORTER_OTLP_ENDPOINT says otherwise.
 //! let otel = graphkit::otel::OtelExporter::new("my-agent").install()?;
 //! tracing_subscriber::registry()
@@ -35,7 +35,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracerProvider, Tracer};
 use tracing_opentelemetry::OpenTelemetryLayer;
 
-use crate::error::{Error, Result};
+use crate::error::TelemetryError;
 
 /// The `tracing` layer that records spans into OpenTelemetry.
 ///
@@ -98,8 +98,8 @@ impl OtelExporter {
 
     /// Builds the exporter and its batch processor (a background thread).
     ///
-    /// Fails with [`Error::Telemetry`] when the endpoint or a header is invalid.
-    pub fn install(self) -> Result<OtelGuard> {
+    /// Fails with [`TelemetryError`] when the endpoint or a header is invalid.
+    pub fn install(self) -> Result<OtelGuard, TelemetryError> {
         // The exporter's reqwest client needs a rustls crypto provider: ring, unless the
         // application installed one (graphkit-llm's `http::install_tls_provider` does the same).
         if rustls::crypto::CryptoProvider::get_default().is_none() {
@@ -118,7 +118,7 @@ impl OtelExporter {
             builder = builder.with_timeout(timeout);
         }
         let exporter = builder.build().map_err(|error| {
-            Error::Telemetry(format!("the OTLP exporter could not be built: {error}"))
+            TelemetryError(format!("the OTLP exporter could not be built: {error}"))
         })?;
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
@@ -153,17 +153,17 @@ impl OtelGuard {
     }
 
     /// Exports every span finished so far, waiting for the collector's answer.
-    pub fn flush(&self) -> Result<()> {
+    pub fn flush(&self) -> Result<(), TelemetryError> {
         self.provider
             .force_flush()
-            .map_err(|error| Error::Telemetry(format!("flushing spans failed: {error}")))
+            .map_err(|error| TelemetryError(format!("flushing spans failed: {error}")))
     }
 
     /// Flushes and stops the exporter.
-    pub fn shutdown(self) -> Result<()> {
-        self.provider.shutdown().map_err(|error| {
-            Error::Telemetry(format!("shutting the exporter down failed: {error}"))
-        })
+    pub fn shutdown(self) -> Result<(), TelemetryError> {
+        self.provider
+            .shutdown()
+            .map_err(|error| TelemetryError(format!("shutting the exporter down failed: {error}")))
     }
 }
 

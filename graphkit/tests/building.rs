@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use graphkit::nodes::NodeOptions;
-use graphkit::{Command, END, Error, START, State, StateGraph, SyncNode};
+use graphkit::{BuildError, Command, END, START, State, StateGraph, SyncNode};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
@@ -41,7 +41,7 @@ fn an_edge_to_an_unknown_node_names_it() {
         .add_edge("a", "typo");
     let err = g.compile().unwrap_err();
     assert!(
-        matches!(&err, Error::UnknownNode { node, .. } if node == "typo"),
+        matches!(&err, BuildError::UnknownNode { node, .. } if node == "typo"),
         "{err}"
     );
     assert!(err.to_string().contains("add_node(\"typo\""), "{err}");
@@ -53,7 +53,7 @@ fn an_unknown_router_target_is_caught_at_compile_time() {
     g.add_node("a", noop)
         .add_edge(START, "a")
         .add_conditional_edges("a", |_: &S| END, ["b", END]);
-    assert!(matches!(g.compile(), Err(Error::UnknownNode { node, .. }) if node == "b"));
+    assert!(matches!(g.compile(), Err(BuildError::UnknownNode { node, .. }) if node == "b"));
 }
 
 #[test]
@@ -62,22 +62,22 @@ fn duplicate_and_reserved_names_are_refused() {
     g.add_node("a", noop)
         .add_node("a", noop)
         .add_edge(START, "a");
-    assert!(matches!(g.compile(), Err(Error::DuplicateNode(n)) if n == "a"));
+    assert!(matches!(g.compile(), Err(BuildError::DuplicateNode(n)) if n == "a"));
 
     let mut g = graph();
     g.add_node(END, noop);
-    assert!(matches!(g.compile(), Err(Error::ReservedName(_))));
+    assert!(matches!(g.compile(), Err(BuildError::ReservedName(_))));
 
     let mut g = graph();
     g.add_node("a:b", noop);
-    assert!(matches!(g.compile(), Err(Error::InvalidName(_))));
+    assert!(matches!(g.compile(), Err(BuildError::InvalidName(_))));
 }
 
 #[test]
 fn a_graph_without_entry_is_refused() {
     let mut g = graph();
     g.add_node("a", noop).add_edge("a", END);
-    assert!(matches!(g.compile(), Err(Error::NoEntry)));
+    assert!(matches!(g.compile(), Err(BuildError::NoEntry)));
 }
 
 #[test]
@@ -88,7 +88,7 @@ fn an_unreachable_node_is_named() {
         .add_edge(START, "a")
         .add_edge("a", END)
         .add_edge("orphan", END);
-    assert!(matches!(g.compile(), Err(Error::Unreachable(n)) if n == "orphan"));
+    assert!(matches!(g.compile(), Err(BuildError::Unreachable(n)) if n == "orphan"));
 }
 
 #[test]
@@ -108,7 +108,7 @@ fn a_node_reached_only_by_a_command_is_reachable_when_the_node_may_route() {
         .add_node("b", noop)
         .add_node("c", noop)
         .add_edge(START, "a");
-    assert!(matches!(g.compile(), Err(Error::Unreachable(n)) if n == "c"));
+    assert!(matches!(g.compile(), Err(BuildError::Unreachable(n)) if n == "c"));
 }
 
 #[test]
@@ -122,7 +122,7 @@ fn a_loop_of_static_edges_is_refused() {
         .add_edge("b", END);
     let err = g.compile().unwrap_err();
     assert!(
-        matches!(&err, Error::EndlessLoop(names) if names.contains("`a`") && names.contains("`b`")),
+        matches!(&err, BuildError::EndlessLoop(names) if names.contains("`a`") && names.contains("`b`")),
         "{err}"
     );
 }
@@ -135,7 +135,7 @@ fn a_conditional_loop_that_can_never_exit_has_no_path_to_end() {
         .add_edge(START, "a")
         .add_conditional_edges("a", |_: &S| "b", ["b"])
         .add_edge("b", "a");
-    assert!(matches!(g.compile(), Err(Error::NoPathToEnd(n)) if n == "a" || n == "b"));
+    assert!(matches!(g.compile(), Err(BuildError::NoPathToEnd(n)) if n == "a" || n == "b"));
 }
 
 #[test]
@@ -153,12 +153,12 @@ fn edges_out_of_end_or_into_start_are_refused() {
     g.add_node("a", noop)
         .add_edge(START, "a")
         .add_edge(END, "a");
-    assert!(matches!(g.compile(), Err(Error::InvalidEdge(_))));
+    assert!(matches!(g.compile(), Err(BuildError::InvalidEdge(_))));
     let mut g = graph();
     g.add_node("a", noop)
         .add_edge(START, "a")
         .add_edge("a", START);
-    assert!(matches!(g.compile(), Err(Error::InvalidEdge(_))));
+    assert!(matches!(g.compile(), Err(BuildError::InvalidEdge(_))));
 }
 
 #[test]
@@ -182,7 +182,7 @@ fn a_path_map_target_that_is_not_a_node_is_caught_at_compile_time() {
         .add_conditional_edges_mapped("a", |_: &S| "done", [("done", END), ("more", "typo")]);
     let err = g.compile().unwrap_err();
     assert!(
-        matches!(&err, Error::UnknownNode { node, .. } if node == "typo"),
+        matches!(&err, BuildError::UnknownNode { node, .. } if node == "typo"),
         "{err}"
     );
 }

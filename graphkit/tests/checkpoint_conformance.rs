@@ -9,12 +9,12 @@
 use crate::backend_support;
 
 use backend_support::unique;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-use graphkit::Error;
 use graphkit::checkpoint::{
     CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, FORMAT_VERSION,
     InMemorySaver, ListOptions, PendingWrite, new_checkpoint_id,
 };
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use graphkit::error::StorageError;
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------
@@ -672,7 +672,7 @@ async fn a_newer_format_version_is_refused_by_name(saver: &dyn Checkpointer) {
         .await
         .expect_err("a newer version is refused");
     match error {
-        Error::CheckpointVersion {
+        StorageError::CheckpointVersion {
             thread_id,
             checkpoint_id,
             found,
@@ -688,7 +688,7 @@ async fn a_newer_format_version_is_refused_by_name(saver: &dyn Checkpointer) {
     }
     assert!(matches!(
         saver.list(&thread, "", &ListOptions::default()).await,
-        Err(Error::CheckpointVersion { .. })
+        Err(StorageError::CheckpointVersion { .. })
     ));
     let older = saver
         .get(&thread, "", Some(&records[0].checkpoint_id))
@@ -712,9 +712,9 @@ async fn a_corrupt_row_is_reported_by_name_and_the_rest_still_reads(
     let bad = &records[1];
     corrupt(&thread, &bad.checkpoint_id).await;
 
-    let assert_names_the_row = |result: Result<_, Error>, what: &str| match result {
-        Err(error @ Error::CorruptCheckpoint { .. }) => {
-            let Error::CorruptCheckpoint {
+    let assert_names_the_row = |result: Result<_, StorageError>, what: &str| match result {
+        Err(error @ StorageError::CorruptCheckpoint { .. }) => {
+            let StorageError::CorruptCheckpoint {
                 thread_id,
                 checkpoint_id,
                 ..

@@ -14,8 +14,9 @@ use graphkit::checkpoint::{
 };
 use graphkit::nodes::{Goto, IntoNode, NodeOptions};
 use graphkit::{
-    Command, CompileOptions, CompiledGraph, Durability, END, Error, Input, InterruptKind,
-    NodeContext, RunConfig, RunInput, START, SendTo, State, StateGraph, StreamMode, StreamPayload,
+    BuildError, Command, CompileOptions, CompiledGraph, Durability, END, Input, InterruptKind,
+    NodeContext, RunConfig, RunInput, START, Scoped, SendTo, State, StateGraph, StreamMode,
+    StreamPayload,
 };
 use serde::{Deserialize, Serialize};
 
@@ -336,7 +337,11 @@ async fn a_deferred_node_s_updates_stream_like_any_node_s() {
         nodes,
         ["fan", "long_1", "short", "long_2", "long_3", "aggregate"]
     );
-    let StreamPayload::Updates { update, .. } = &events[5].payload else {
+    let StreamPayload::Updates {
+        update: Scoped::Root(update),
+        ..
+    } = &events[5].payload
+    else {
         unreachable!()
     };
     let mut seen = Vec::new();
@@ -401,7 +406,7 @@ async fn compile_accepts_a_deferred_node_wherever_a_node_may_stand() {
     g.add_node("a", visit("a"))
         .add_node_with("orphan", visit("orphan"), deferred())
         .add_edge(START, "a");
-    assert!(matches!(g.compile(), Err(Error::Unreachable(n)) if n == "orphan"));
+    assert!(matches!(g.compile(), Err(BuildError::Unreachable(n)) if n == "orphan"));
 }
 
 // ---- checkpoints

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use graphkit::error::StorageError;
 use graphkit::nodes::NodeOptions;
 use graphkit::{
     Command, END, Error, Input, NodeContext, RetryPolicy, RunConfig, START, SendTo, State,
@@ -379,10 +380,12 @@ async fn the_default_retry_rule_does_not_retry_graphkits_deterministic_errors() 
     );
     // May pass: every attempt.
     assert_eq!(
-        attempts_of(RetryPolicy::new(3), || Box::new(Error::Backend {
-            backend: "sqlite",
-            message: "database is locked".into(),
-        }))
+        attempts_of(RetryPolicy::new(3), || Box::new(Error::Storage(
+            StorageError::Backend {
+                backend: "sqlite",
+                message: "database is locked".into(),
+            }
+        )))
         .await,
         3
     );

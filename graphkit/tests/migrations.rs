@@ -7,7 +7,7 @@
 use crate::backend_support;
 
 use backend_support::unique;
-use graphkit::Error;
+use graphkit::error::StorageError;
 use graphkit::sql::{Migration, Schema};
 
 /// A database of either kind, through the one runner of each.
@@ -19,7 +19,7 @@ enum Database {
 }
 
 impl Database {
-    async fn migrate(&self, schema: &Schema) -> Result<(), Error> {
+    async fn migrate(&self, schema: &Schema) -> Result<(), StorageError> {
         match self {
             #[cfg(feature = "sqlite")]
             Self::Sqlite(pool) => graphkit::sql::migrate_sqlite(pool, "test", schema).await,
@@ -107,7 +107,7 @@ async fn a_failing_step_leaves_nothing_behind(db: &Database) {
     ];
     let failed = db.migrate(&schema(component, steps)).await;
     assert!(
-        matches!(&failed, Err(Error::Backend { message, .. }) if message.starts_with("schema migration failed")),
+        matches!(&failed, Err(StorageError::Backend { message, .. }) if message.starts_with("schema migration failed")),
         "{failed:?}"
     );
     assert_eq!(db.versions(component).await, [0_i64; 0]);
@@ -134,7 +134,7 @@ async fn a_database_migrated_by_a_newer_build_is_refused(db: &Database) {
         .await
     );
     let refused = db.migrate(&schema(component, steps)).await;
-    let Err(Error::Backend { message, .. }) = refused else {
+    let Err(StorageError::Backend { message, .. }) = refused else {
         panic!("a newer database must be refused: {refused:?}");
     };
     assert_eq!(

@@ -7,6 +7,7 @@ use std::time::Duration;
 use graphkit::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, InMemorySaver, new_checkpoint_id,
 };
+use graphkit::error::StorageError;
 use graphkit::{
     CompileOptions, END, Error, RetryPolicy, RunConfig, RunInput, START, State, StateGraph,
     SyncNode,
@@ -137,11 +138,14 @@ async fn a_checkpoint_with_an_absurd_step_is_corrupt_not_a_panic() {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, Error::CorruptCheckpoint { message, .. } if message.contains("step")),
+            matches!(&err, Error::Storage(StorageError::CorruptCheckpoint { message, .. }) if message.contains("step")),
             "{name}: {err}"
         );
         let err = graph.get_state(&thread(name)).await.unwrap_err();
-        assert!(matches!(err, Error::CorruptCheckpoint { .. }), "{err}");
+        assert!(
+            matches!(err, Error::Storage(StorageError::CorruptCheckpoint { .. })),
+            "{err}"
+        );
     }
 }
 

@@ -8,10 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use graphkit::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, InMemorySaver, ListOptions,
 };
+use graphkit::error::StorageError;
 use graphkit::store::{InMemoryStore, Store};
 use graphkit::{
     Command, CompileOptions, END, Error, Input, InterruptKind, NodeContext, Outcome, Paused,
-    Resume, RunConfig, RunInput, START, SendTo, State, StateGraph, SyncNode, UpdateAs,
+    RunConfig, RunInput, START, Scoped, SendTo, State, StateGraph, SyncNode, UpdateAs,
 };
 use serde::{Deserialize, Serialize};
 
@@ -466,12 +467,12 @@ async fn interrupts_from_parallel_tasks_are_resumed_by_id() {
         .unwrap_err();
     assert!(matches!(err, Error::BadResume { .. }), "{err}");
 
-    let by_id = Resume::by_id([
+    let by_id = Command::resume_by_id([
         (interrupts[0].id.clone(), "yes"),
         (interrupts[1].id.clone(), "no"),
     ]);
     let out = graph
-        .invoke_with(Command::resume_with(by_id), thread("par"))
+        .invoke_with(by_id, thread("par"))
         .await
         .unwrap()
         .into_state();
@@ -709,7 +710,7 @@ async fn bad_checkpoints_give_clear_errors_and_the_rest_keeps_working() {
         .unwrap();
     let err = graph.get_state(&thread("truncated")).await.unwrap_err();
     assert!(
-        matches!(&err, Error::CorruptCheckpoint { thread_id, checkpoint_id, .. } if thread_id == "truncated" && checkpoint_id == "0001"),
+        matches!(&err, Error::Storage(StorageError::CorruptCheckpoint { thread_id, checkpoint_id, .. }) if thread_id == "truncated" && checkpoint_id == "0001"),
         "{err}"
     );
 
@@ -719,7 +720,10 @@ async fn bad_checkpoints_give_clear_errors_and_the_rest_keeps_working() {
         .unwrap();
     let err = graph.get_state(&thread("future")).await.unwrap_err();
     assert!(
-        matches!(err, Error::CheckpointVersion { found: 99, .. }),
+        matches!(
+            err,
+            Error::Storage(StorageError::CheckpointVersion { found: 99, .. })
+        ),
         "{err}"
     );
 
@@ -742,7 +746,10 @@ async fn bad_checkpoints_give_clear_errors_and_the_rest_keeps_working() {
         .invoke_with(RunInput::Continue, thread("old-type"))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::CorruptCheckpoint { .. }));
+    assert!(matches!(
+        err,
+        Error::Storage(StorageError::CorruptCheckpoint { .. })
+    ));
 
     assert_eq!(
         graph.get_state(&thread("good")).await.unwrap().values.log,
@@ -1303,14 +1310,18 @@ async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wro
         .iter()
         .find(|i| i.payload == "approve alice?")
         .unwrap();
-    let answer = Command::resume_with(Resume::by_id([(alice.id.clone(), "yes")]));
+    let answer = Command::resume_by_id([(alice.id.clone(), "yes")]);
     let mut stream = graph.stream_with(answer, thread("half"), StreamMode::Updates);
     let mut updates = Vec::new();
     let mut end = None;
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) => {
-                if let StreamPayload::Updates { node, update } = event.payload {
+                if let StreamPayload::Updates {
+                    node,
+                    update: Scoped::Root(update),
+                } = event.payload
+                {
                     updates.push((node.to_string(), update.log));
                 }
             }

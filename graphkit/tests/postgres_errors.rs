@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use graphkit::checkpoint::PostgresSaver;
 
-fn message(result: Result<PostgresSaver, graphkit::Error>) -> String {
+fn message(result: Result<PostgresSaver, graphkit::error::StorageError>) -> String {
     match result {
         Ok(_) => panic!("expected the connection to fail"),
         Err(err) => err.to_string(),

@@ -8,7 +8,7 @@
 use crate::backend_support;
 
 use backend_support::unique;
-use graphkit::Error;
+use graphkit::error::StorageError;
 use graphkit::store::{Item, SearchQuery, Store};
 use serde_json::{Value, json};
 
@@ -402,9 +402,9 @@ async fn list_namespaces_below_a_prefix_to_a_depth(store: &dyn Store) {
 
 async fn invalid_namespaces_and_keys_are_refused(store: &dyn Store) {
     let root = unique("invalid");
-    let refused = |result: Result<(), Error>, what: &str| {
+    let refused = |result: Result<(), StorageError>, what: &str| {
         assert!(
-            matches!(result, Err(Error::InvalidStoreKey(_))),
+            matches!(result, Err(StorageError::InvalidStoreKey(_))),
             "{what}: {result:?}"
         );
     };

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use graphkit::streaming::{StreamEvent, TaskEventKind};
 use graphkit::{
-    END, Error, NodeContext, RunConfig, START, State, StateGraph, StreamMode, StreamPayload,
-    StreamWriter,
+    END, Error, NodeContext, RunConfig, START, Scoped, State, StateGraph, StreamMode,
+    StreamPayload, StreamWriter,
 };
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +43,7 @@ async fn values_mode_streams_the_state_after_the_input_and_each_step() {
     let values: Vec<u32> = events
         .iter()
         .map(|e| match &e.payload {
-            StreamPayload::Values(s) => s.n,
+            StreamPayload::Values(Scoped::Root(s)) => s.n,
             other => panic!("unexpected {other:?}"),
         })
         .collect();
@@ -56,7 +56,10 @@ async fn updates_mode_names_each_node() {
     assert_eq!(events.len(), 2);
     for event in &events {
         match &event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(update),
+            } => {
                 assert_eq!(&**node, "inc");
                 assert_eq!(update.n, Some(1));
             }
@@ -210,10 +213,21 @@ async fn subgraph_events_carry_their_namespace() {
     );
     let child_update = events
         .iter()
-        .find(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. }))
+        .find(|e| {
+            matches!(
+                e.payload,
+                StreamPayload::Updates {
+                    update: Scoped::Subgraph(_),
+                    ..
+                }
+            )
+        })
         .unwrap();
     match &child_update.payload {
-        StreamPayload::SubgraphUpdates { node, update } => {
+        StreamPayload::Updates {
+            node,
+            update: Scoped::Subgraph(update),
+        } => {
             assert_eq!(&**node, "speak");
             assert_eq!(update["words"]["items"][0], "hello");
         }
@@ -221,7 +235,15 @@ async fn subgraph_events_carry_their_namespace() {
     }
     let root_update = events
         .iter()
-        .find(|e| matches!(e.payload, StreamPayload::Updates { .. }))
+        .find(|e| {
+            matches!(
+                e.payload,
+                StreamPayload::Updates {
+                    update: Scoped::Root(_),
+                    ..
+                }
+            )
+        })
         .unwrap();
     assert!(root_update.namespace.is_empty());
 
@@ -231,11 +253,13 @@ async fn subgraph_events_carry_their_namespace() {
         .map(|e| e.unwrap())
         .collect()
         .await;
-    assert!(
-        !events
-            .iter()
-            .any(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. }))
-    );
+    assert!(!events.iter().any(|e| matches!(
+        e.payload,
+        StreamPayload::Updates {
+            update: Scoped::Subgraph(_),
+            ..
+        }
+    )));
     assert!(
         events
             .iter()

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use graphkit::checkpoint::{Checkpointer, InMemorySaver, ListOptions};
 use graphkit::{
     Command, CompileOptions, CompiledGraph, END, Error, NodeContext, Resume, RunConfig, RunInput,
-    START, State, StateGraph,
+    START, Scoped, State, StateGraph,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -725,10 +725,16 @@ async fn streamed_updates(
         let Ok(event) = event else { break };
         let ns: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
         match event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(update),
+            } => {
                 seen.push((ns, node.to_string(), serde_json::to_value(update).unwrap()));
             }
-            StreamPayload::SubgraphUpdates { node, update } => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Subgraph(update),
+            } => {
                 seen.push((ns, node.to_string(), update));
             }
             _ => {}

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use graphkit::{Command, END, Error, START, State, StateGraph};
+use graphkit::{Command, END, Error, START, Scoped, State, StateGraph};
 use serde::{Deserialize, Serialize};
 
 #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
@@ -170,7 +170,10 @@ async fn a_same_state_subgraph_emits_no_empty_update_for_its_input() {
         .stream(DocUpdate::new(), StreamMode::Updates)
         .filter_map(|e| async move {
             match e.unwrap().payload {
-                StreamPayload::Updates { node, update } => Some((node.to_string(), update)),
+                StreamPayload::Updates {
+                    node,
+                    update: Scoped::Root(update),
+                } => Some((node.to_string(), update)),
                 _ => None,
             }
         })

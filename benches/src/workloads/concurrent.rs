@@ -72,7 +72,7 @@ pub fn builder(mode: Mode, work: Work) -> StateGraph<Small> {
 }
 
 /// [`builder`], compiled.
-pub fn graph(mode: Mode, work: Work) -> Result<CompiledGraph<Small>, graphkit::Error> {
+pub fn graph(mode: Mode, work: Work) -> Result<CompiledGraph<Small>, graphkit::BuildError> {
     builder(mode, work).compile()
 }
 

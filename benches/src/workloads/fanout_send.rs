@@ -41,7 +41,7 @@ fn reduce(state: &MapReduce) -> MapReduceUpdate {
 }
 
 /// `START →? fan (n Sends to work)`, `work → reduce → END`.
-pub fn graph(mode: Mode) -> Result<CompiledGraph<MapReduce>, graphkit::Error> {
+pub fn graph(mode: Mode) -> Result<CompiledGraph<MapReduce>, graphkit::BuildError> {
     let mut graph = StateGraph::<MapReduce>::new();
     match mode {
         Mode::Sync => graph

@@ -33,7 +33,7 @@ fn join(state: &Fanout) -> FanoutUpdate {
 }
 
 /// `START → split → worker_i (W edges) → [all workers] → join → END`.
-pub fn graph(width: usize, mode: Mode) -> Result<CompiledGraph<Fanout>, graphkit::Error> {
+pub fn graph(width: usize, mode: Mode) -> Result<CompiledGraph<Fanout>, graphkit::BuildError> {
     let mut graph = StateGraph::<Fanout>::new();
     let workers: Vec<String> = (0..width).map(worker_name).collect();
     match mode {

@@ -165,7 +165,7 @@ pub fn builder(rounds: usize, mode: Mode) -> StateGraph<Chat> {
 }
 
 /// [`builder`], compiled.
-pub fn graph(rounds: usize, mode: Mode) -> Result<CompiledGraph<Chat>, graphkit::Error> {
+pub fn graph(rounds: usize, mode: Mode) -> Result<CompiledGraph<Chat>, graphkit::BuildError> {
     builder(rounds, mode).compile()
 }
 

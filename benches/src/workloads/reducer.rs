@@ -178,7 +178,10 @@ fn merge_batch(batch: i64) -> MergeMapUpdate {
 }
 
 /// The append graph of `shape`.
-pub fn append_graph(shape: Shape, mode: Mode) -> Result<CompiledGraph<AppendLog>, graphkit::Error> {
+pub fn append_graph(
+    shape: Shape,
+    mode: Mode,
+) -> Result<CompiledGraph<AppendLog>, graphkit::BuildError> {
     let mut graph = StateGraph::<AppendLog>::new();
     wire(
         &mut graph,
@@ -192,7 +195,10 @@ pub fn append_graph(shape: Shape, mode: Mode) -> Result<CompiledGraph<AppendLog>
 }
 
 /// The merge graph of `shape`.
-pub fn merge_graph(shape: Shape, mode: Mode) -> Result<CompiledGraph<MergeMap>, graphkit::Error> {
+pub fn merge_graph(
+    shape: Shape,
+    mode: Mode,
+) -> Result<CompiledGraph<MergeMap>, graphkit::BuildError> {
     let mut graph = StateGraph::<MergeMap>::new();
     wire(
         &mut graph,

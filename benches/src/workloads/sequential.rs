@@ -44,7 +44,7 @@ pub fn builder(n: usize, mode: Mode) -> StateGraph<Counter> {
 }
 
 /// [`builder`], compiled.
-pub fn graph(n: usize, mode: Mode) -> Result<CompiledGraph<Counter>, graphkit::Error> {
+pub fn graph(n: usize, mode: Mode) -> Result<CompiledGraph<Counter>, graphkit::BuildError> {
     builder(n, mode).compile()
 }
 

@@ -132,7 +132,7 @@ pub fn builder(steps: i64, mode: Mode) -> StateGraph<Wide> {
 }
 
 /// [`builder`], compiled.
-pub fn graph(steps: i64, mode: Mode) -> Result<CompiledGraph<Wide>, graphkit::Error> {
+pub fn graph(steps: i64, mode: Mode) -> Result<CompiledGraph<Wide>, graphkit::BuildError> {
     builder(steps, mode).compile()
 }
 

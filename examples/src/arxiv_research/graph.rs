@@ -39,7 +39,7 @@ pub struct GraphDeps {
 /// [`graphkit::Error`] when the graph does not validate (a bug).
 pub(crate) fn build_supervisor(
     deps: &GraphDeps,
-) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
+) -> Result<CompiledGraph<ResearchState>, graphkit::BuildError> {
     // Every reply is bounded, so a weak model cannot talk forever.
     let bounded = |model: &Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
         Arc::new(
@@ -81,7 +81,7 @@ pub(crate) fn build_supervisor(
 pub fn build_graph(
     deps: &GraphDeps,
     options: CompileOptions,
-) -> Result<CompiledGraph<ResearchState>, graphkit::Error> {
+) -> Result<CompiledGraph<ResearchState>, graphkit::BuildError> {
     let supervisor = build_supervisor(deps)?;
     let mut graph = StateGraph::<ResearchState>::new();
     graph

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use graphkit::checkpoint::Checkpointer;
 use graphkit::{
-    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
+    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, Scoped, StreamMode,
     StreamPayload,
 };
 use serde_json::{Value, json};
@@ -149,7 +149,10 @@ pub async fn run_arxiv_research(
             break;
         };
         match event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(update),
+            } => {
                 let plain = plain_update::<ResearchState>(&update);
                 if let Some(steps) = plain["plan"]["steps"].as_array() {
                     total_steps = steps.len();

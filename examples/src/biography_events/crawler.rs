@@ -33,7 +33,7 @@ const MAX_CHUNKS: usize = 40;
 ///
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).
-pub fn build(deps: &Deps) -> Result<CompiledGraph<CrawlState>, graphkit::Error> {
+pub fn build(deps: &Deps) -> Result<CompiledGraph<CrawlState>, graphkit::BuildError> {
     let mut graph = StateGraph::<CrawlState>::new();
     graph
         .add_node(CRAWL_AND_CHUNK, crawl_and_chunk)

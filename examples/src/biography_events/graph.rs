@@ -24,11 +24,11 @@ use super::tools::tool_node;
 /// graph (see [`tool_node`]), whose output mapping writes the events to merge.
 ///
 /// # Errors
-/// [`graphkit::Error`] if the graph does not validate (a bug) or the options are unusable.
+/// [`graphkit::BuildError`] if the graph does not validate (a bug) or the options are unusable.
 pub fn build_graph(
     deps: &Deps,
     options: CompileOptions,
-) -> Result<CompiledGraph<BiographyState>, graphkit::Error> {
+) -> Result<CompiledGraph<BiographyState>, graphkit::BuildError> {
     let tools = tool_node(deps)?;
 
     let mut graph = StateGraph::<BiographyState>::new();

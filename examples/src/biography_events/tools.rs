@@ -43,8 +43,8 @@ pub(crate) struct ResearchArgs {
 /// supervisor, whose decisions are rules, not a model that could read the error.
 ///
 /// # Errors
-/// [`graphkit::Error`] if a tool graph does not validate (a bug).
-pub fn tool_node(deps: &Deps) -> Result<ToolNode<BiographyState>, graphkit::Error> {
+/// [`graphkit::BuildError`] if a tool graph does not validate (a bug).
+pub fn tool_node(deps: &Deps) -> Result<ToolNode<BiographyState>, graphkit::BuildError> {
     let sites = deps.sites.clone();
     let url_crawler = GraphTool::new(
         URL_CRAWLER,

@@ -27,7 +27,7 @@ use super::state::DueDiligenceState as S;
 pub fn build_graph(
     deps: Arc<Deps>,
     options: CompileOptions,
-) -> Result<CompiledGraph<S>, graphkit::Error> {
+) -> Result<CompiledGraph<S>, graphkit::BuildError> {
     let mut graph = StateGraph::<S>::new();
     graph
         .add_node(INITIALIZE, nodes::initialize)

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use graphkit::{
-    CompileOptions, Error as GraphError, RunConfig, RunInput, StreamMode, StreamPayload,
+    CompileOptions, Error as GraphError, RunConfig, RunInput, Scoped, StreamMode, StreamPayload,
 };
 use graphkit_llm::ChatModel;
 use graphkit_tools::prebuilt::search::SearchBackend;
@@ -216,7 +216,10 @@ pub async fn run_due_diligence(
                     emit_json_line(&json!({"type": "event", "node": &*node, "event": payload}));
                 }
             }
-            StreamPayload::Updates { node, update } if options.target.stream => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(update),
+            } if options.target.stream => {
                 let plain = plain_update::<DueDiligenceState>(&update);
                 emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
             }

@@ -26,7 +26,7 @@ pub fn build_graph(
     agent: AgentDeps,
     tools: &ToolDeps,
     options: CompileOptions,
-) -> Result<CompiledGraph<EntityIntelResearchState>, graphkit::Error> {
+) -> Result<CompiledGraph<EntityIntelResearchState>, graphkit::BuildError> {
     let tool_node = ToolNode::new(research_tools(tools)).max_concurrency(4);
     let agent = AgentDeps {
         tool_specs: tool_node.specs(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use graphkit::{
-    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, StreamMode,
+    CompileOptions, CompiledGraph, Error as GraphError, RunConfig, RunInput, Scoped, StreamMode,
     StreamPayload,
 };
 use graphkit_llm::ChatModel;
@@ -453,7 +453,10 @@ async fn drive(
                     );
                 }
             }
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates {
+                node,
+                update: Scoped::Root(update),
+            } => {
                 let plain = plain_update::<EntityIntelResearchState>(&update);
                 let count = |k: &str| plain[k].as_u64().unwrap_or(0);
                 options.target.progress.usage(

@@ -18,7 +18,7 @@ use super::state::ResearchAgentState;
 pub fn build_graph(
     deps: Arc<ResearchDeps>,
     options: CompileOptions,
-) -> Result<CompiledGraph<ResearchAgentState>, graphkit::Error> {
+) -> Result<CompiledGraph<ResearchAgentState>, graphkit::BuildError> {
     let threshold = deps.confidence_threshold;
     let mut graph = StateGraph::<ResearchAgentState>::new();
     graph

@@ -43,9 +43,15 @@ pub enum ExampleError {
     /// A model could not be created or called.
     #[error("model: {0}")]
     Model(#[from] graphkit_llm::LlmError),
-    /// The graph failed to build or to run.
+    /// The graph failed to run.
     #[error("graph: {0}")]
     Graph(#[from] graphkit::Error),
+    /// The graph failed to build (a bug in the workflow: its structure is fixed).
+    #[error("graph does not compile: {0}")]
+    Build(#[from] graphkit::BuildError),
+    /// A checkpointer or store used directly failed.
+    #[error("storage: {0}")]
+    Storage(#[from] graphkit::error::StorageError),
 }
 
 impl ExampleError {

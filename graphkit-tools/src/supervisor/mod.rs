@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use graphkit::nodes::{Goto, NodeOptions, NodeOutput};
 use graphkit::{
-    CompileOptions, CompiledGraph, END, Error, KeyedUpdate, NodeContext, START, StateGraph,
+    BuildError, CompileOptions, CompiledGraph, END, Error, KeyedUpdate, NodeContext, START,
+    StateGraph,
 };
 use graphkit_llm::{ChatModel, Message};
 
@@ -82,7 +83,7 @@ pub enum OutputMode {
 /// let texts: Vec<&str> = done.messages.iter().map(Message::text).collect();
 /// assert!(texts.contains(&"42"));
 /// assert_eq!(texts.last(), Some(&"The answer is 42."));
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 pub struct Supervisor<S: MessagesState> {
     model: Arc<dyn ChatModel>,
@@ -188,9 +189,9 @@ impl<S: MessagesState> Supervisor<S> {
     /// [`TOOLS_NODE`] and one per worker.
     ///
     /// # Errors
-    /// [`Error::DuplicateNode`] when two workers share a name (or their handoff tool
+    /// [`BuildError::DuplicateNode`] when two workers share a name (or their handoff tool
     /// names collide, or a worker is named like a node or tool of the supervisor).
-    pub fn graph(self) -> Result<StateGraph<S>, Error> {
+    pub fn graph(self) -> Result<StateGraph<S>, BuildError> {
         let handoffs = self.handoff_tools()?;
         let mut tools: Vec<DynTool<S>> = handoffs
             .into_iter()
@@ -199,7 +200,7 @@ impl<S: MessagesState> Supervisor<S> {
         tools.extend(self.tools);
         let tool_node = ToolNode::new(tools);
         let model_node = Arc::new(ModelNode {
-            model: self.model,
+            model: Some(self.model),
             tools: tool_node.specs(),
             system_prompt: self.system_prompt,
             // The handoff limit bounds the turn; the run's recursion limit bounds the rest.
@@ -211,9 +212,9 @@ impl<S: MessagesState> Supervisor<S> {
 
         let mut graph = StateGraph::<S>::new();
         graph
-            .add_node(SUPERVISOR_NODE, move |state: Arc<S>| {
+            .add_node(SUPERVISOR_NODE, move |state: Arc<S>, ctx: NodeContext| {
                 let node = Arc::clone(&model_node);
-                async move { node.call::<S>(&state).await.map(NodeOutput::Update) }
+                async move { node.run::<S>(&state, &ctx).await }
             })
             .add_node_with(
                 TOOLS_NODE,
@@ -251,7 +252,7 @@ impl<S: MessagesState> Supervisor<S> {
     ///
     /// # Errors
     /// As [`graph`](Self::graph), and graph validation errors.
-    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
         self.graph()?.compile()
     }
 
@@ -259,12 +260,12 @@ impl<S: MessagesState> Supervisor<S> {
     ///
     /// # Errors
     /// As [`compile`](Self::compile).
-    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, BuildError> {
         self.graph()?.compile_with(options)
     }
 
     /// One handoff tool per worker; refuses duplicate and colliding names.
-    fn handoff_tools(&self) -> Result<Vec<HandoffTool>, Error> {
+    fn handoff_tools(&self) -> Result<Vec<HandoffTool>, BuildError> {
         let mut names: Vec<String> = Vec::with_capacity(self.workers.len());
         for worker in &self.workers {
             let name = &worker.name;
@@ -272,11 +273,11 @@ impl<S: MessagesState> Supervisor<S> {
                 || name == TOOLS_NODE
                 || self.workers.iter().filter(|w| &w.name == name).count() > 1;
             if taken {
-                return Err(Error::DuplicateNode(name.clone()));
+                return Err(BuildError::DuplicateNode(name.clone()));
             }
             let tool = handoff_tool_name(name);
             if names.contains(&tool) || self.tools.iter().any(|t| t.name() == tool) {
-                return Err(Error::DuplicateNode(tool));
+                return Err(BuildError::DuplicateNode(tool));
             }
             names.push(tool);
         }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CheckpointRecord, Checkpointer, FORMAT_VERSION};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::state::State;
 
 /// A planned task as stored: its node, and its Send input as JSON.
@@ -80,15 +80,15 @@ pub(crate) enum Pending<S: State> {
     Error { message: String },
 }
 
-pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, Error> {
-    serde_json::to_vec(value).map_err(|source| Error::Serde {
+pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, StorageError> {
+    serde_json::to_vec(value).map_err(|source| StorageError::Serde {
         what: what.to_owned(),
         source,
     })
 }
 
-fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> Error {
-    Error::CorruptCheckpoint {
+fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> StorageError {
+    StorageError::CorruptCheckpoint {
         thread_id: record.thread_id.clone(),
         checkpoint_id: record.checkpoint_id.clone(),
         message: message.into(),
@@ -101,9 +101,9 @@ fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> Error {
 pub(crate) const MAX_STORED_STEP: i64 = 1 << 48;
 
 /// Decodes a record's body, checking its format version and its step.
-pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>, Error> {
+pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>, StorageError> {
     if record.format_version > FORMAT_VERSION {
-        return Err(Error::CheckpointVersion {
+        return Err(StorageError::CheckpointVersion {
             thread_id: record.thread_id.clone(),
             checkpoint_id: record.checkpoint_id.clone(),
             found: record.format_version,
@@ -134,7 +134,7 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
 pub(crate) fn decode_pending<S: State>(
     record: &CheckpointRecord,
     payload: &[u8],
-) -> Result<Pending<S>, Error> {
+) -> Result<Pending<S>, StorageError> {
     serde_json::from_slice(payload)
         .map_err(|e| corrupt(record, format!("a pending write does not decode ({e})")))
 }
@@ -154,7 +154,7 @@ pub(crate) struct Loaded<S: State> {
 pub(crate) async fn load<S: State>(
     saver: &dyn Checkpointer,
     record: CheckpointRecord,
-) -> Result<Loaded<S>, Error> {
+) -> Result<Loaded<S>, StorageError> {
     let mut chain = vec![record];
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(last) = chain.last().filter(|r| !r.is_snapshot) {
@@ -178,7 +178,7 @@ pub(crate) async fn load<S: State>(
         }
     }
     let Some(base) = chain.pop() else {
-        return Err(Error::Backend {
+        return Err(StorageError::Backend {
             backend: "checkpoint loader",
             message: "empty chain".into(),
         });

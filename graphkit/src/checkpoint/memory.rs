@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite};
-use crate::error::Error;
+use crate::error::StorageError;
 
 type Key = (String, String);
 
@@ -49,7 +49,7 @@ impl InMemorySaver {
 
 #[async_trait]
 impl Checkpointer for InMemorySaver {
-    async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
+    async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
         let mut inner = self.lock();
         let list = inner
             .threads
@@ -68,7 +68,7 @@ impl Checkpointer for InMemorySaver {
         checkpoint_ns: &str,
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), StorageError> {
         let mut inner = self.lock();
         let saved = inner
             .writes
@@ -92,7 +92,7 @@ impl Checkpointer for InMemorySaver {
         thread_id: &str,
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
-    ) -> Result<Option<CheckpointTuple>, Error> {
+    ) -> Result<Option<CheckpointTuple>, StorageError> {
         let inner = self.lock();
         let Some(list) = inner
             .threads
@@ -123,7 +123,7 @@ impl Checkpointer for InMemorySaver {
         thread_id: &str,
         checkpoint_ns: &str,
         options: &ListOptions,
-    ) -> Result<Vec<CheckpointRecord>, Error> {
+    ) -> Result<Vec<CheckpointRecord>, StorageError> {
         let inner = self.lock();
         let Some(list) = inner
             .threads
@@ -151,14 +151,14 @@ impl Checkpointer for InMemorySaver {
             .collect())
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
         let mut inner = self.lock();
         inner.threads.retain(|(thread, _), _| thread != thread_id);
         inner.writes.retain(|(thread, _, _), _| thread != thread_id);
         Ok(())
     }
 
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
         let mut inner = self.lock();
         let mut gone = Vec::new();
         for ((thread, ns), records) in inner.threads.iter_mut() {
@@ -181,7 +181,7 @@ impl Checkpointer for InMemorySaver {
         Ok(gone.len() as u64)
     }
 
-    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
         let mut inner = self.lock();
         match inner.locks.get(thread_id) {
             Some(holder) => Ok(holder == run_id),
@@ -192,7 +192,7 @@ impl Checkpointer for InMemorySaver {
         }
     }
 
-    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
         let mut inner = self.lock();
         if inner
             .locks

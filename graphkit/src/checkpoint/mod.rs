@@ -26,7 +26,7 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::error::Error;
+use crate::error::StorageError;
 
 pub use memory::InMemorySaver;
 #[cfg(feature = "postgres")]
@@ -37,7 +37,7 @@ pub use sqlite::{SqliteSaver, SqliteSync};
 /// The version of the stored checkpoint format this build writes and reads.
 ///
 /// A record with a greater version was written by a newer graphkit and is refused with
-/// [`Error::CheckpointVersion`]; older versions stay readable.
+/// [`StorageError::CheckpointVersion`]; older versions stay readable.
 pub const FORMAT_VERSION: u32 = 1;
 
 /// What created a checkpoint.
@@ -144,11 +144,11 @@ pub struct ListOptions {
 #[async_trait]
 pub trait Checkpointer: Send + Sync + Debug + 'static {
     /// Saves a checkpoint. Saving an id that exists replaces it.
-    async fn put(&self, record: CheckpointRecord) -> Result<(), Error>;
+    async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError>;
 
     /// Saves several checkpoints, in order, at once where the backend can (one transaction
     /// for SQLite). The background writer of `Durability::Async` uses it to group commits.
-    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
+    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), StorageError> {
         for record in records {
             self.put(record).await?;
         }
@@ -163,7 +163,7 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         checkpoint_ns: &str,
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
-    ) -> Result<(), Error>;
+    ) -> Result<(), StorageError>;
 
     /// The checkpoint with this id, or the newest of the thread when `checkpoint_id` is None.
     async fn get(
@@ -171,7 +171,7 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         thread_id: &str,
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
-    ) -> Result<Option<CheckpointTuple>, Error>;
+    ) -> Result<Option<CheckpointTuple>, StorageError>;
 
     /// The thread's checkpoints, newest first.
     async fn list(
@@ -179,24 +179,24 @@ pub trait Checkpointer: Send + Sync + Debug + 'static {
         thread_id: &str,
         checkpoint_ns: &str,
         options: &ListOptions,
-    ) -> Result<Vec<CheckpointRecord>, Error>;
+    ) -> Result<Vec<CheckpointRecord>, StorageError>;
 
     /// Deletes every checkpoint and pending write of the thread (all namespaces).
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), Error>;
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError>;
 
     /// Deletes the checkpoints of one run on a thread (those whose metadata `run_id` is
     /// `run_id`, in every namespace) with their pending writes, and returns how many
     /// checkpoints went. A server rolls a cancelled run back with it; name the run with
     /// [`RunConfig::with_checkpoint_metadata`](crate::RunConfig::with_checkpoint_metadata).
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error>;
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError>;
 
     /// Takes the thread for one run. Returns `false` if another live run (in this process
     /// or another) holds it. A holder that died (its process was killed, its connection
     /// dropped) must not keep the thread locked.
-    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error>;
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError>;
 
     /// Releases the thread if `run_id` holds it.
-    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error>;
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError>;
 }
 
 /// A new checkpoint id: 32 hex digits, the first 16 the current time in microseconds and

@@ -19,7 +19,7 @@ use super::sql::{
     metadata_text,
 };
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::postgres::{advisory_key, close, connect_pool};
 use crate::sql::{Migration, Schema, backend_error, migrate_postgres};
 
@@ -106,19 +106,19 @@ impl PostgresSaver {
     /// `postgres://user@[::1]:5432/db` for an IPv6 address) and migrates its schema.
     /// Gives up after [`CONNECT_TIMEOUT`](Self::CONNECT_TIMEOUT) with the cause
     /// (connection refused, unknown host, no answer).
-    pub async fn connect(url: &str) -> Result<Self, Error> {
+    pub async fn connect(url: &str) -> Result<Self, StorageError> {
         Self::connect_with_timeout(url, Self::CONNECT_TIMEOUT).await
     }
 
     /// [`connect`](Self::connect) with its own connect timeout.
-    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, Error> {
+    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, StorageError> {
         Self::from_pool(connect_pool(url, BACKEND, timeout).await?).await
     }
 
     /// Uses an existing pool (for example one shared with a
     /// [`PostgresStore`](crate::store::PostgresStore)), migrating its schema first. Each
     /// thread lock held takes one more connection, outside the pool's limit.
-    pub async fn from_pool(pool: PgPool) -> Result<Self, Error> {
+    pub async fn from_pool(pool: PgPool) -> Result<Self, StorageError> {
         migrate_postgres(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self {
             pool,
@@ -138,7 +138,7 @@ fn thread_lock_key(thread_id: &str) -> i64 {
 
 #[async_trait]
 impl Checkpointer for PostgresSaver {
-    async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
+    async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
         let metadata = metadata_text(&record)?;
         bind_checkpoint!(
             sqlx::query(POSTGRES.insert_checkpoint.as_str()),
@@ -157,7 +157,7 @@ impl Checkpointer for PostgresSaver {
         checkpoint_ns: &str,
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
         for write in &writes {
@@ -175,7 +175,7 @@ impl Checkpointer for PostgresSaver {
         thread_id: &str,
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
-    ) -> Result<Option<CheckpointTuple>, Error> {
+    ) -> Result<Option<CheckpointTuple>, StorageError> {
         get_checkpoint!(
             &self.pool,
             POSTGRES,
@@ -192,7 +192,7 @@ impl Checkpointer for PostgresSaver {
         thread_id: &str,
         checkpoint_ns: &str,
         options: &ListOptions,
-    ) -> Result<Vec<CheckpointRecord>, Error> {
+    ) -> Result<Vec<CheckpointRecord>, StorageError> {
         list_checkpoints!(
             &self.pool,
             POSTGRES,
@@ -204,14 +204,14 @@ impl Checkpointer for PostgresSaver {
         .await
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
         execute_each!(tx, &POSTGRES.delete_thread, err, thread_id);
         tx.commit().await.map_err(err)
     }
 
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
         let mut tx = self.pool.begin().await.map_err(err)?;
         let deleted = execute_each!(tx, &POSTGRES.delete_run, err, thread_id, run_id);
@@ -219,7 +219,7 @@ impl Checkpointer for PostgresSaver {
         Ok(deleted)
     }
 
-    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         // Held across the round trip so two runs of this process cannot both take the thread.
         let mut locks = self.locks.lock().await;
@@ -246,7 +246,7 @@ impl Checkpointer for PostgresSaver {
         Ok(taken)
     }
 
-    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
         let held = {
             let mut locks = self.locks.lock().await;
             match locks.get(thread_id) {

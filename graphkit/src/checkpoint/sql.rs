@@ -7,7 +7,7 @@ use futures::{Stream, TryStreamExt};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::{CheckpointRecord, CheckpointSource, FORMAT_VERSION, ListOptions, PendingWrite};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::{Dialect, backend_error};
 
 /// The savers' statements in one dialect, each built from the one definition in
@@ -155,7 +155,7 @@ pub(crate) use execute_each;
 
 /// `Checkpointer::get` of an SQL saver: the checkpoint `$checkpoint_id` (the latest when
 /// `None`) of a thread and namespace, with its pending writes; a future of
-/// `Result<Option<CheckpointTuple>, Error>`. (Macros rather than functions generic over the
+/// `Result<Option<CheckpointTuple>, StorageError>`. (Macros rather than functions generic over the
 /// pool: sqlx's bounds for one body over both databases outweigh the body.)
 macro_rules! get_checkpoint {
     ($pool:expr, $statements:expr, $backend:expr, $thread_id:expr, $checkpoint_ns:expr, $checkpoint_id:expr) => {
@@ -189,7 +189,7 @@ macro_rules! get_checkpoint {
                     $crate::checkpoint::sql::decode_write(row, thread_id, &record.checkpoint_id)
                 })
                 .collect::<Result<_, _>>()?;
-            Ok::<_, $crate::error::Error>(Some($crate::checkpoint::CheckpointTuple {
+            Ok::<_, $crate::error::StorageError>(Some($crate::checkpoint::CheckpointTuple {
                 record,
                 pending_writes,
             }))
@@ -198,7 +198,7 @@ macro_rules! get_checkpoint {
 }
 pub(crate) use get_checkpoint;
 
-/// `Checkpointer::list` of an SQL saver; a future of `Result<Vec<CheckpointRecord>, Error>`.
+/// `Checkpointer::list` of an SQL saver; a future of `Result<Vec<CheckpointRecord>, StorageError>`.
 macro_rules! list_checkpoints {
     ($pool:expr, $statements:expr, $backend:expr, $thread_id:expr, $checkpoint_ns:expr, $options:expr) => {{
         let (thread_id, checkpoint_ns, options): (&str, &str, &$crate::checkpoint::ListOptions) =
@@ -215,20 +215,20 @@ macro_rules! list_checkpoints {
 pub(crate) use list_checkpoints;
 
 /// A checkpoint's metadata as stored (JSON text).
-pub(crate) fn metadata_text(record: &CheckpointRecord) -> Result<String, Error> {
-    serde_json::to_string(&record.metadata).map_err(|source| Error::Serde {
+pub(crate) fn metadata_text(record: &CheckpointRecord) -> Result<String, StorageError> {
+    serde_json::to_string(&record.metadata).map_err(|source| StorageError::Serde {
         what: "checkpoint metadata".to_owned(),
         source,
     })
 }
 
-/// Reads one checkpoint row; anything that does not decode is a [`Error::CorruptCheckpoint`]
+/// Reads one checkpoint row; anything that does not decode is a [`StorageError::CorruptCheckpoint`]
 /// for that row.
 pub(crate) fn decode_record<'r, R>(
     row: &'r R,
     thread_id: &str,
     checkpoint_ns: &str,
-) -> Result<CheckpointRecord, Error>
+) -> Result<CheckpointRecord, StorageError>
 where
     R: Row,
     &'static str: ColumnIndex<R>,
@@ -240,12 +240,12 @@ where
 {
     let checkpoint_id: String =
         row.try_get("checkpoint_id")
-            .map_err(|e| Error::CorruptCheckpoint {
+            .map_err(|e| StorageError::CorruptCheckpoint {
                 thread_id: thread_id.to_owned(),
                 checkpoint_id: "<unreadable id>".to_owned(),
                 message: format!("column checkpoint_id: {e}"),
             })?;
-    let corrupt = |message: String| Error::CorruptCheckpoint {
+    let corrupt = |message: String| StorageError::CorruptCheckpoint {
         thread_id: thread_id.to_owned(),
         checkpoint_id: checkpoint_id.clone(),
         message,
@@ -258,7 +258,7 @@ where
     let format_version = u32::try_from(format_version)
         .map_err(|_| corrupt(format!("format_version {format_version} is not a version")))?;
     if format_version > FORMAT_VERSION {
-        return Err(Error::CheckpointVersion {
+        return Err(StorageError::CheckpointVersion {
             thread_id: thread_id.to_owned(),
             checkpoint_id,
             found: format_version,
@@ -297,14 +297,14 @@ pub(crate) fn decode_write<'r, R>(
     row: &'r R,
     thread_id: &str,
     checkpoint_id: &str,
-) -> Result<PendingWrite, Error>
+) -> Result<PendingWrite, StorageError>
 where
     R: Row,
     &'static str: ColumnIndex<R>,
     String: Decode<'r, R::Database> + Type<R::Database>,
     Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
 {
-    let column = |name: &str, e: sqlx::Error| Error::CorruptCheckpoint {
+    let column = |name: &str, e: sqlx::Error| StorageError::CorruptCheckpoint {
         thread_id: thread_id.to_owned(),
         checkpoint_id: checkpoint_id.to_owned(),
         message: format!("pending write column {name}: {e}"),
@@ -330,7 +330,7 @@ pub(crate) async fn read_list<R>(
     thread_id: &str,
     checkpoint_ns: &str,
     options: &ListOptions,
-) -> Result<Vec<CheckpointRecord>, Error>
+) -> Result<Vec<CheckpointRecord>, StorageError>
 where
     R: Row,
     &'static str: ColumnIndex<R>,

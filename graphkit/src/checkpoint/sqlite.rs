@@ -21,7 +21,7 @@ use super::sqlite_lock::{
 };
 use super::sqlite_writer::{self, Writer};
 use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::sqlite::{in_memory_pool, open_pool};
 use crate::sql::{Migration, Schema, backend_error, migrate_sqlite};
 
@@ -96,12 +96,12 @@ pub struct SqliteSaver {
 impl SqliteSaver {
     /// Opens (creating if needed) the database file at `path`, in WAL mode with a busy
     /// timeout, and migrates its schema.
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StorageError> {
         Self::open_with(path, SqliteSync::Full).await
     }
 
     /// [`open`](Self::open) with a chosen fsync policy.
-    pub async fn open_with(path: impl AsRef<Path>, sync: SqliteSync) -> Result<Self, Error> {
+    pub async fn open_with(path: impl AsRef<Path>, sync: SqliteSync) -> Result<Self, StorageError> {
         let path = path.as_ref();
         let pool = open_pool(path, BACKEND, sync).await?;
         let mut saver = Self::from_pool(pool).await?;
@@ -121,13 +121,13 @@ impl SqliteSaver {
     }
 
     /// A private database in memory, lost when the saver is dropped (for tests).
-    pub async fn in_memory() -> Result<Self, Error> {
+    pub async fn in_memory() -> Result<Self, StorageError> {
         Self::from_pool(in_memory_pool(BACKEND).await?).await
     }
 
     /// Uses an existing pool (for example one shared with a [`SqliteStore`](crate::store::SqliteStore)),
     /// migrating its schema first.
-    pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
+    pub async fn from_pool(pool: SqlitePool) -> Result<Self, StorageError> {
         migrate_sqlite(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self { pool, writer: None })
     }
@@ -142,7 +142,7 @@ impl SqliteSaver {
 
 #[async_trait]
 impl Checkpointer for SqliteSaver {
-    async fn put(&self, record: CheckpointRecord) -> Result<(), Error> {
+    async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
         let metadata = metadata_text(&record)?;
         if let Some(writer) = &self.writer {
             return writer
@@ -154,11 +154,11 @@ impl Checkpointer for SqliteSaver {
         insert_checkpoint(&self.pool, &record, metadata).await
     }
 
-    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), Error> {
+    async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), StorageError> {
         let records = records
             .into_iter()
             .map(|record| Ok((metadata_text(&record)?, record)))
-            .collect::<Result<Vec<_>, Error>>()?;
+            .collect::<Result<Vec<_>, StorageError>>()?;
         if let Some(writer) = &self.writer {
             return writer
                 .run("saving checkpoints", move |conn| {
@@ -180,7 +180,7 @@ impl Checkpointer for SqliteSaver {
         checkpoint_ns: &str,
         checkpoint_id: &str,
         writes: Vec<PendingWrite>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), StorageError> {
         if let Some(writer) = &self.writer {
             let at = (
                 thread_id.to_owned(),
@@ -210,7 +210,7 @@ impl Checkpointer for SqliteSaver {
         thread_id: &str,
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
-    ) -> Result<Option<CheckpointTuple>, Error> {
+    ) -> Result<Option<CheckpointTuple>, StorageError> {
         get_checkpoint!(
             &self.pool,
             SQLITE,
@@ -227,7 +227,7 @@ impl Checkpointer for SqliteSaver {
         thread_id: &str,
         checkpoint_ns: &str,
         options: &ListOptions,
-    ) -> Result<Vec<CheckpointRecord>, Error> {
+    ) -> Result<Vec<CheckpointRecord>, StorageError> {
         list_checkpoints!(
             &self.pool,
             SQLITE,
@@ -239,14 +239,14 @@ impl Checkpointer for SqliteSaver {
         .await
     }
 
-    async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         execute_each!(tx, &SQLITE.delete_thread, err, thread_id);
         tx.commit().await.map_err(err)
     }
 
-    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, Error> {
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
         let deleted = execute_each!(tx, &SQLITE.delete_run, err, thread_id, run_id);
@@ -254,7 +254,7 @@ impl Checkpointer for SqliteSaver {
         Ok(deleted)
     }
 
-    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, Error> {
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
         let me = Holder::current();
         if let Some(writer) = &self.writer {
             let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
@@ -318,7 +318,7 @@ impl Checkpointer for SqliteSaver {
         Ok(false)
     }
 
-    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), Error> {
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
         if let Some(writer) = &self.writer {
             let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
             return writer
@@ -344,7 +344,7 @@ async fn insert_checkpoint<'e, E>(
     executor: E,
     record: &CheckpointRecord,
     metadata: String,
-) -> Result<(), Error>
+) -> Result<(), StorageError>
 where
     E: sqlx::Executor<'e, Database = sqlx::Sqlite>,
 {

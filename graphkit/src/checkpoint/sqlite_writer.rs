@@ -25,7 +25,7 @@ use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, took_over,
 };
 use super::{CheckpointRecord, PendingWrite, now_ms};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::sqlite::{BUSY_TIMEOUT, SqliteSync, retry_while_locked};
 
 /// The writer connection (`None` once the saver was closed).
@@ -41,7 +41,7 @@ impl Writer {
     /// WAL mode already: the journal mode is stored in the file). While another process
     /// holds the file in a state SQLite will not wait on, opening starts over until the busy
     /// timeout has passed, as the pool's opening does.
-    pub(super) async fn open(path: &Path, sync: SqliteSync) -> Result<Self, Error> {
+    pub(super) async fn open(path: &Path, sync: SqliteSync) -> Result<Self, StorageError> {
         let connection = retry_while_locked(is_busy, || std::future::ready(connect(path, sync)))
             .await
             .map_err(|e| failed(&format!("cannot open {} for writing", path.display()), e))?;
@@ -72,7 +72,7 @@ impl Writer {
         self: &Arc<Self>,
         doing: &'static str,
         work: F,
-    ) -> Result<T, Error>
+    ) -> Result<T, StorageError>
     where
         T: Send + 'static,
         F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -89,13 +89,15 @@ impl Writer {
         let writer = Arc::clone(self);
         let waiting = move || writer.run_waiting(doing, &work);
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => runtime
-                .spawn_blocking(waiting)
-                .await
-                .map_err(|e| Error::Backend {
-                    backend: BACKEND,
-                    message: format!("{doing}: the write's thread failed: {e}"),
-                })?,
+            Ok(runtime) => {
+                runtime
+                    .spawn_blocking(waiting)
+                    .await
+                    .map_err(|e| StorageError::Backend {
+                        backend: BACKEND,
+                        message: format!("{doing}: the write's thread failed: {e}"),
+                    })?
+            }
             Err(_) => waiting(),
         }
     }
@@ -105,7 +107,7 @@ impl Writer {
         &self,
         doing: &'static str,
         work: &dyn Fn(&mut Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, Error> {
+    ) -> Result<T, StorageError> {
         let mut guard = self
             .connection
             .lock()
@@ -256,15 +258,15 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-fn failed(doing: &str, error: rusqlite::Error) -> Error {
-    Error::Backend {
+fn failed(doing: &str, error: rusqlite::Error) -> StorageError {
+    StorageError::Backend {
         backend: BACKEND,
         message: format!("{doing}: {error}"),
     }
 }
 
-fn closed(doing: &str) -> Error {
-    Error::Backend {
+fn closed(doing: &str) -> StorageError {
+    StorageError::Backend {
         backend: BACKEND,
         message: format!("{doing}: the saver was closed; open it again to write"),
     }

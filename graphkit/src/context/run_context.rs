@@ -91,7 +91,7 @@ impl fmt::Debug for ContextValues {
 /// let config = RunConfig::new().with_context(Persona { name: "Ada".into() });
 /// let out = graph.compile()?.invoke_with(ReplyUpdate::new(), config).await?.into_state();
 /// assert_eq!(out.text, "hello from Ada");
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 pub struct RunContext<C: ?Sized>(pub Arc<C>);
 

@@ -138,23 +138,15 @@ pub struct StreamEvent<S: State> {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StreamPayload<S: State> {
-    /// The full state after a super-step ([`StreamMode::Values`]).
-    Values(S),
-    /// One node's update ([`StreamMode::Updates`]).
+    /// The full state after a super-step ([`StreamMode::Values`]), of the root graph or of
+    /// a subgraph (see [`Scoped`]).
+    Values(Scoped<S>),
+    /// One node's update ([`StreamMode::Updates`]), in the root graph or in a subgraph.
     Updates {
         /// The node that returned it.
         node: Arc<str>,
         /// The update.
-        update: S::Update,
-    },
-    /// A subgraph's state after one of its super-steps, as JSON (its type differs from `S`).
-    SubgraphValues(Value),
-    /// A subgraph node's update, as JSON.
-    SubgraphUpdates {
-        /// The subgraph's node.
-        node: Arc<str>,
-        /// The update.
-        update: Value,
+        update: Scoped<S::Update>,
     },
     /// A token or message from a chat model ([`StreamMode::Messages`]).
     Messages {
@@ -174,6 +166,67 @@ pub enum StreamPayload<S: State> {
     Task(TaskEvent),
     /// A checkpoint was saved ([`StreamMode::Checkpoints`]).
     Checkpoint(CheckpointEvent),
+}
+
+/// A state or an update, from the root graph (typed) or from a subgraph. A subgraph's
+/// state type is its own, so its data comes as JSON; [`StreamEvent::namespace`] says which
+/// subgraph. Match `Scoped::Root(update)` for the root graph's data only.
+///
+/// ```
+/// use graphkit::streaming::Scoped;
+///
+/// let root: Scoped<u32> = Scoped::Root(7);
+/// let child: Scoped<u32> = Scoped::Subgraph(serde_json::json!({"n": 1}));
+/// assert_eq!(root.root(), Some(&7));
+/// assert_eq!(child.to_json()["n"], 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scoped<T> {
+    /// The root graph's own data, typed.
+    Root(T),
+    /// A subgraph's data, as JSON.
+    Subgraph(Value),
+}
+
+impl<T> Scoped<T> {
+    /// The root graph's data, or `None` for a subgraph's.
+    pub fn root(&self) -> Option<&T> {
+        match self {
+            Self::Root(data) => Some(data),
+            Self::Subgraph(_) => None,
+        }
+    }
+
+    /// The root graph's data, or `None` for a subgraph's.
+    pub fn into_root(self) -> Option<T> {
+        match self {
+            Self::Root(data) => Some(data),
+            Self::Subgraph(_) => None,
+        }
+    }
+}
+
+impl<T: serde::Serialize> Scoped<T> {
+    /// The data as JSON, whatever the level (`Null` if the root's data cannot be
+    /// serialized, which a derived state never fails).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Root(data) => serde_json::to_value(data).unwrap_or(Value::Null),
+            Self::Subgraph(value) => value.clone(),
+        }
+    }
+
+    /// The data as the type `U` (a subgraph's own state or update type, when you know
+    /// it; the root's data is converted through JSON).
+    ///
+    /// # Errors
+    /// When the data does not deserialize as `U`.
+    pub fn decode<U: serde::de::DeserializeOwned>(&self) -> Result<U, serde_json::Error> {
+        match self {
+            Self::Root(data) => serde_json::from_value(serde_json::to_value(data)?),
+            Self::Subgraph(value) => U::deserialize(value),
+        }
+    }
 }
 
 /// A task's life cycle event.
@@ -254,8 +307,11 @@ impl<S: State> From<RawEvent> for StreamEvent<S> {
             RawPayload::Messages { node, payload } => StreamPayload::Messages { node, payload },
             RawPayload::Custom { node, payload } => StreamPayload::Custom { node, payload },
             RawPayload::Task(task) => StreamPayload::Task(task),
-            RawPayload::Values(value) => StreamPayload::SubgraphValues(value),
-            RawPayload::Updates { node, update } => StreamPayload::SubgraphUpdates { node, update },
+            RawPayload::Values(value) => StreamPayload::Values(Scoped::Subgraph(value)),
+            RawPayload::Updates { node, update } => StreamPayload::Updates {
+                node,
+                update: Scoped::Subgraph(update),
+            },
             RawPayload::Checkpoint(c) => StreamPayload::Checkpoint(c),
         };
         Self {

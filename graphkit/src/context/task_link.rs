@@ -52,7 +52,8 @@ impl TaskLink {
         };
         self.saver
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
-            .await
+            .await?;
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
 use crate::context::config::RetryPolicy;
-use crate::error::{BoxError, Error};
+use crate::error::{BoxError, BuildError};
 use crate::graph::draw::Shape;
 use crate::graph::edge::{EdgeSources, IntoRoute, RouterFn};
 use crate::graph::node::{BoxedNode, InputDecoder, IntoNode, NodeRunner};
@@ -108,7 +108,7 @@ impl NodeOptions {
     /// let log = graph.compile()?.invoke(LogUpdate::new()).await?.into_state();
     /// // `short` triggered `summary` in step 1, but it waited for `long_2`.
     /// assert_eq!(log.seen, ["long_1", "short", "long_2", "summary"]);
-    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
     /// ```
     #[must_use]
     pub fn defer(mut self) -> Self {
@@ -224,7 +224,7 @@ pub(crate) struct BranchDecl<S: State> {
 ///     .add_conditional_edges("bump", |s: &Count| if s.n < 3 { "bump" } else { END }, ["bump", END]);
 /// let graph = graph.compile()?;
 /// assert_eq!(graph.invoke(CountUpdate::new()).await?.into_state().n, 3);
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 pub struct StateGraph<S: State> {
     pub(crate) nodes: Vec<NodeDecl<S>>,
@@ -232,7 +232,7 @@ pub struct StateGraph<S: State> {
     pub(crate) edges: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) joins: Vec<(Vec<Arc<str>>, Arc<str>)>,
     pub(crate) branches: Vec<BranchDecl<S>>,
-    pub(crate) errors: Vec<Error>,
+    pub(crate) errors: Vec<BuildError>,
 }
 
 impl<S: State> Default for StateGraph<S> {
@@ -287,11 +287,11 @@ impl<S: State> StateGraph<S> {
         subgraph: Option<Arc<Shape>>,
     ) -> &mut Self {
         if name == START || name == END || name == crate::graph::INPUT {
-            self.errors.push(Error::ReservedName(name.to_owned()));
+            self.errors.push(BuildError::ReservedName(name.to_owned()));
         } else if name.is_empty() || name.contains([':', '|', '\n']) {
-            self.errors.push(Error::InvalidName(name.to_owned()));
+            self.errors.push(BuildError::InvalidName(name.to_owned()));
         } else if !self.names.insert(name.into()) {
-            self.errors.push(Error::DuplicateNode(name.to_owned()));
+            self.errors.push(BuildError::DuplicateNode(name.to_owned()));
         } else {
             self.nodes.push(NodeDecl {
                 name: name.into(),
@@ -345,7 +345,7 @@ impl<S: State> StateGraph<S> {
     pub fn add_edge(&mut self, from: impl EdgeSources, to: &str) -> &mut Self {
         let mut sources = from.into_sources();
         if sources.is_empty() {
-            self.errors.push(Error::InvalidEdge(format!(
+            self.errors.push(BuildError::InvalidEdge(format!(
                 "an edge into `{to}` has no source"
             )));
         } else if sources.len() == 1 {
@@ -412,7 +412,7 @@ impl<S: State> StateGraph<S> {
     ///     .add_edge("publish", END);
     /// let graph = graph.compile()?;
     /// assert!(graph.draw_mermaid().contains("write -.->|\"good\"| publish"));
-    /// # Ok::<(), graphkit::Error>(())
+    /// # Ok::<(), graphkit::BuildError>(())
     /// ```
     pub fn add_conditional_edges_mapped<R, I, L, T>(
         &mut self,

@@ -10,7 +10,7 @@ use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, Reversed};
 
-use crate::error::Error;
+use crate::error::BuildError;
 use crate::graph::builder::{CompileOptions, StateGraph};
 use crate::graph::compiled::{Branch, CompiledGraph, Dest, GraphCore, JoinSpec, NodeId, NodeSpec};
 use crate::graph::draw::{EdgeKind, Shape, ShapeEdge, ShapeNode};
@@ -24,7 +24,7 @@ impl<S: State> StateGraph<S> {
     /// The first problem found: a duplicate or reserved name, an edge or router target
     /// that names no node, no entry point, a node unreachable from START, a loop of static
     /// edges that can never end, or a node with no path to END.
-    pub fn compile(self) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile(self) -> Result<CompiledGraph<S>, BuildError> {
         compile(self, CompileOptions::default())
     }
 
@@ -45,9 +45,9 @@ impl<S: State> StateGraph<S> {
     /// let graph = graph.compile_with(
     ///     CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())).interrupt_before(["publish"]),
     /// )?;
-    /// # Ok::<(), graphkit::Error>(())
+    /// # Ok::<(), graphkit::BuildError>(())
     /// ```
-    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, Error> {
+    pub fn compile_with(self, options: CompileOptions) -> Result<CompiledGraph<S>, BuildError> {
         compile(self, options)
     }
 }
@@ -55,7 +55,7 @@ impl<S: State> StateGraph<S> {
 fn compile<S: State>(
     mut graph: StateGraph<S>,
     options: CompileOptions,
-) -> Result<CompiledGraph<S>, Error> {
+) -> Result<CompiledGraph<S>, BuildError> {
     if !graph.errors.is_empty() {
         return Err(graph.errors.swap_remove(0));
     }
@@ -65,12 +65,12 @@ fn compile<S: State>(
         .enumerate()
         .map(|(i, n)| (Arc::clone(&n.name), i))
         .collect();
-    let dest = |name: &str, context: &dyn Fn() -> String| -> Result<Dest, Error> {
+    let dest = |name: &str, context: &dyn Fn() -> String| -> Result<Dest, BuildError> {
         if name == END {
             return Ok(Dest::End);
         }
         if name == START {
-            return Err(Error::InvalidEdge(format!(
+            return Err(BuildError::InvalidEdge(format!(
                 "{} leads into START; START can only be a source",
                 context()
             )));
@@ -78,17 +78,17 @@ fn compile<S: State>(
         by_name
             .get(name)
             .map(|&id| Dest::Node(id))
-            .ok_or_else(|| Error::UnknownNode {
+            .ok_or_else(|| BuildError::UnknownNode {
                 context: context(),
                 node: name.to_owned(),
             })
     };
-    let source = |name: &str, context: &dyn Fn() -> String| -> Result<Option<NodeId>, Error> {
+    let source = |name: &str, context: &dyn Fn() -> String| -> Result<Option<NodeId>, BuildError> {
         if name == START {
             return Ok(None);
         }
         if name == END {
-            return Err(Error::InvalidEdge(format!(
+            return Err(BuildError::InvalidEdge(format!(
                 "{} starts at END; nothing runs after END",
                 context()
             )));
@@ -96,7 +96,7 @@ fn compile<S: State>(
         by_name
             .get(name)
             .map(|&id| Some(id))
-            .ok_or_else(|| Error::UnknownNode {
+            .ok_or_else(|| BuildError::UnknownNode {
                 context: context(),
                 node: name.to_owned(),
             })
@@ -122,7 +122,7 @@ fn compile<S: State>(
         for (position, name) in sources.iter().enumerate() {
             match source(name, &ctx)? {
                 None => {
-                    return Err(Error::InvalidEdge(format!(
+                    return Err(BuildError::InvalidEdge(format!(
                         "{}: START cannot be part of a join",
                         ctx()
                     )));
@@ -153,7 +153,7 @@ fn compile<S: State>(
                 .find(|(i, (label, _))| path_map[..*i].iter().any(|(l, _)| l == label))
                 .map(|(_, entry)| entry)
         {
-            return Err(Error::InvalidEdge(format!(
+            return Err(BuildError::InvalidEdge(format!(
                 "{} maps the label `{label}` twice; give each label one target",
                 ctx()
             )));
@@ -178,16 +178,16 @@ fn compile<S: State>(
         }
     }
     if start_edges.is_empty() && start_branches.is_empty() {
-        return Err(Error::NoEntry);
+        return Err(BuildError::NoEntry);
     }
 
-    let interrupt_flags = |names: &[Arc<str>], what: &str| -> Result<Vec<bool>, Error> {
+    let interrupt_flags = |names: &[Arc<str>], what: &str| -> Result<Vec<bool>, BuildError> {
         let mut flags = vec![false; graph.nodes.len()];
         for name in names {
             match by_name.get(name) {
                 Some(&id) => flags[id] = true,
                 None => {
-                    return Err(Error::UnknownNode {
+                    return Err(BuildError::UnknownNode {
                         context: format!("`{what}`"),
                         node: name.to_string(),
                     });
@@ -343,7 +343,7 @@ fn validate_structure<S: State>(
     graph: &StateGraph<S>,
     by_name: &HashMap<Arc<str>, NodeId>,
     shape: &Shape,
-) -> Result<(), Error> {
+) -> Result<(), BuildError> {
     let n = graph.nodes.len();
     let start = NodeIndex::new(n);
     let end = NodeIndex::new(n + 1);
@@ -384,7 +384,7 @@ fn validate_structure<S: State>(
         reachable[i.index()] = true;
     }
     if let Some(node) = graph.nodes.iter().enumerate().find(|(i, _)| !reachable[*i]) {
-        return Err(Error::Unreachable(node.1.name.to_string()));
+        return Err(BuildError::Unreachable(node.1.name.to_string()));
     }
 
     // Static edges always fire, so a cycle made of them alone never ends.
@@ -410,7 +410,7 @@ fn validate_structure<S: State>(
                 .map(|n| format!("`{n}`"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Err(Error::EndlessLoop(listed));
+            return Err(BuildError::EndlessLoop(listed));
         }
     }
 
@@ -426,7 +426,7 @@ fn validate_structure<S: State>(
         .enumerate()
         .find(|(i, _)| !reaches_end[*i])
     {
-        return Err(Error::NoPathToEnd(node.1.name.to_string()));
+        return Err(BuildError::NoPathToEnd(node.1.name.to_string()));
     }
     Ok(())
 }

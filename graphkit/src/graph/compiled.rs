@@ -217,7 +217,7 @@ impl<S: State> CompiledGraph<S> {
     /// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
     /// let graph = graph.compile()?.with_context(Style { greeting: "hello" });
     /// assert_eq!(graph.invoke(ReplyUpdate::new()).await?.into_state().text, "hello!");
-    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
     /// ```
     #[must_use]
     pub fn with_context<C: Send + Sync + 'static>(&self, value: C) -> Self {

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use crate::checkpoint::CheckpointRecord;
 use crate::context::node_context::NodeContext;
 use crate::context::stream::{
-    CheckpointEvent, Namespace, RawEvent, RawPayload, StreamEvent, StreamMode, StreamModes,
+    CheckpointEvent, Namespace, RawEvent, RawPayload, Scoped, StreamEvent, StreamMode, StreamModes,
     StreamPayload, StreamTarget,
 };
 use crate::graph::compiled::GraphCore;
@@ -97,7 +97,7 @@ impl<S: State> Emitter<S> {
             return;
         }
         if self.typed.is_some() {
-            self.typed(StreamPayload::Values(state.clone()));
+            self.typed(StreamPayload::Values(Scoped::Root(state.clone())));
         } else if let Ok(value) = serde_json::to_value(state) {
             self.raw(RawPayload::Values(value));
         }
@@ -125,7 +125,7 @@ impl<S: State> Emitter<S> {
         if self.typed.is_some() {
             self.typed(StreamPayload::Updates {
                 node,
-                update: update.clone(),
+                update: Scoped::Root(update.clone()),
             });
         } else if let Ok(update) = serde_json::to_value(update) {
             self.raw(RawPayload::Updates { node, update });

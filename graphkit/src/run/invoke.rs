@@ -82,7 +82,7 @@ impl<S: State> CompiledGraph<S> {
     ///     })
     ///     .add_edge(START, "twice");
     /// assert_eq!(parent.compile()?.invoke(CountUpdate::new()).await?.into_state().n, 2);
-    /// # Ok::<(), graphkit::Error>(()) }).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
     /// ```
     ///
     /// # Errors

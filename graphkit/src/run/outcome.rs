@@ -32,7 +32,7 @@ use crate::interrupt::Interrupt;
 /// }
 /// let done = graph.invoke_with(Command::resume("yes"), thread).await?;
 /// assert_eq!(done.into_state().text, "\"yes\"");
-/// # Ok::<(), graphkit::Error>(()) }).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
 #[must_use = "a run may have paused: take the state with `into_state()`, or check `is_paused()`"]
 #[derive(Debug, Clone)]

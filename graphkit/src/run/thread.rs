@@ -261,7 +261,7 @@ impl<S: State> CompiledGraph<S> {
     /// let child = snapshot.tasks[0].state.as_ref().expect("the child saved checkpoints");
     /// assert_eq!(child.next, ["ask"]);
     /// assert_eq!(child.values["log"], serde_json::json!(["draft"]));
-    /// # Ok::<(), Error>(()) }).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
     /// ```
     ///
     /// # Errors
@@ -544,7 +544,10 @@ impl<S: State> CompiledGraph<S> {
 
     /// Deletes every checkpoint of a thread.
     pub async fn delete_thread(&self, thread_id: &str) -> Result<(), Error> {
-        self.saver("delete_thread")?.delete_thread(thread_id).await
+        Ok(self
+            .saver("delete_thread")?
+            .delete_thread(thread_id)
+            .await?)
     }
 }
 

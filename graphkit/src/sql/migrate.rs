@@ -11,7 +11,7 @@
 
 use super::{Dialect, backend_error};
 use crate::clock::now_ms;
-use crate::error::Error;
+use crate::error::StorageError;
 
 /// One step of a schema's history. Versions count 1, 2, 3, ...; once released, a step is
 /// never edited: a change is a new step with the next version.
@@ -59,10 +59,14 @@ impl Schema {
 
     /// The steps a database at version `applied` lacks, or the error for a database that a
     /// newer build migrated.
-    fn steps_after(&self, applied: i64, backend: &'static str) -> Result<&[Migration], Error> {
+    fn steps_after(
+        &self,
+        applied: i64,
+        backend: &'static str,
+    ) -> Result<&[Migration], StorageError> {
         let known = self.newest();
         if applied > known {
-            return Err(Error::Backend {
+            return Err(StorageError::Backend {
                 backend,
                 message: format!(
                     "the database's {} schema is at version {applied}, newer than this build knows ({known}); upgrade {}",
@@ -101,7 +105,7 @@ pub async fn migrate_sqlite(
     pool: &sqlx::SqlitePool,
     backend: &'static str,
     schema: &Schema,
-) -> Result<(), Error> {
+) -> Result<(), StorageError> {
     use super::sqlite::{is_locked, retry_while_locked};
     use sqlx::AssertSqlSafe;
 
@@ -146,7 +150,7 @@ pub async fn migrate_postgres(
     pool: &sqlx::PgPool,
     backend: &'static str,
     schema: &Schema,
-) -> Result<(), Error> {
+) -> Result<(), StorageError> {
     use super::postgres::advisory_key;
     use sqlx::AssertSqlSafe;
 

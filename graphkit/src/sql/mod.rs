@@ -20,7 +20,7 @@ pub use migrate::migrate_postgres;
 pub use migrate::migrate_sqlite;
 pub use migrate::{Migration, Schema};
 
-use crate::error::Error;
+use crate::error::StorageError;
 
 /// The SQL dialect a statement is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,10 +70,14 @@ fn dollar_placeholders(statement: &str) -> String {
     text
 }
 
-/// An [`Error::Backend`] saying what was being done. A database's own error gives its
+/// An [`StorageError::Backend`] saying what was being done. A database's own error gives its
 /// message and SQLSTATE code, without the server's C source position that PostgreSQL's
 /// display adds (`at line 1234` of some server file, which only confuses).
-pub(crate) fn backend_error(backend: &'static str, doing: &str, error: sqlx::Error) -> Error {
+pub(crate) fn backend_error(
+    backend: &'static str,
+    doing: &str,
+    error: sqlx::Error,
+) -> StorageError {
     let message = match &error {
         sqlx::Error::Database(db) => match db.code() {
             Some(code) => format!("{doing}: {} (SQLSTATE {code})", db.message()),
@@ -81,7 +85,7 @@ pub(crate) fn backend_error(backend: &'static str, doing: &str, error: sqlx::Err
         },
         other => format!("{doing}: {other}"),
     };
-    Error::Backend { backend, message }
+    StorageError::Backend { backend, message }
 }
 
 /// How many rows a statement's `LIMIT` lets through: `limit`, or all of them.

@@ -7,7 +7,7 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 use super::backend_error;
-use crate::error::Error;
+use crate::error::StorageError;
 
 /// A 64-bit advisory lock key for `name` (FNV-1a): stable across processes, builds and
 /// graphkit versions, which every process sharing the database must agree on.
@@ -24,7 +24,7 @@ pub(crate) async fn connect_pool(
     url: &str,
     backend: &'static str,
     timeout: Duration,
-) -> Result<PgPool, Error> {
+) -> Result<PgPool, StorageError> {
     let options = connect_options(url, backend)?;
     // One direct attempt first: the pool retries a refused connection until its
     // acquire timeout and then says only "timed out"; this reports the cause at once.
@@ -36,7 +36,7 @@ pub(crate) async fn connect_pool(
     };
     match tokio::time::timeout(timeout, PgConnection::connect_with(&options)).await {
         Err(_) => {
-            return Err(Error::Backend {
+            return Err(StorageError::Backend {
                 backend,
                 message: format!(
                     "cannot connect to {where_to}: no answer within {timeout:?}; check the host and port, or raise the connect timeout"
@@ -62,8 +62,8 @@ pub(crate) async fn connect_pool(
 
 /// The connect options of `url`; an IPv6 literal host (`[::1]`) loses its brackets, which
 /// the URL keeps but a socket address must not have.
-fn connect_options(url: &str, backend: &'static str) -> Result<PgConnectOptions, Error> {
-    let options = PgConnectOptions::from_str(url).map_err(|e| Error::Backend {
+fn connect_options(url: &str, backend: &'static str) -> Result<PgConnectOptions, StorageError> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| StorageError::Backend {
         backend,
         message: format!(
             "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"

@@ -9,7 +9,7 @@ use sqlx::sqlite::{
 };
 
 use super::backend_error;
-use crate::error::Error;
+use crate::error::StorageError;
 
 /// How long a statement waits for another connection's write lock before failing.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,7 +55,7 @@ pub(crate) async fn open_pool(
     path: &Path,
     backend: &'static str,
     sync: SqliteSync,
-) -> Result<SqlitePool, Error> {
+) -> Result<SqlitePool, StorageError> {
     let options = connect_options(path, sync);
     let connect = || {
         SqlitePoolOptions::new()
@@ -72,7 +72,7 @@ pub(crate) async fn open_pool(
 
 /// One connection to a private in-memory database, kept open as long as the pool lives
 /// (each connection to `:memory:` would otherwise see its own empty database).
-pub(crate) async fn in_memory_pool(backend: &'static str) -> Result<SqlitePool, Error> {
+pub(crate) async fn in_memory_pool(backend: &'static str) -> Result<SqlitePool, StorageError> {
     let options = SqliteConnectOptions::new().in_memory(true);
     SqlitePoolOptions::new()
         .max_connections(1)

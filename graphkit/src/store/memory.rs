@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Item, SearchQuery, Store, matches_filter, validate_key};
 use crate::clock::now_ms;
-use crate::error::Error;
+use crate::error::StorageError;
 
 /// A [`Store`] in memory; everything is lost when the process exits.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ fn has_prefix(namespace: &[String], prefix: &[&str]) -> bool {
 
 #[async_trait]
 impl Store for InMemoryStore {
-    async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error> {
+    async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), StorageError> {
         validate_key(namespace, Some(key))?;
         let now = now_ms();
         let mut items = self.lock();
@@ -66,7 +66,7 @@ impl Store for InMemoryStore {
         Ok(())
     }
 
-    async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error> {
+    async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, StorageError> {
         validate_key(namespace, Some(key))?;
         Ok(self
             .lock()
@@ -74,13 +74,17 @@ impl Store for InMemoryStore {
             .cloned())
     }
 
-    async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error> {
+    async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), StorageError> {
         validate_key(namespace, Some(key))?;
         self.lock().remove(&(owned(namespace), key.to_owned()));
         Ok(())
     }
 
-    async fn search(&self, prefix: &[&str], query: &SearchQuery) -> Result<Vec<Item>, Error> {
+    async fn search(
+        &self,
+        prefix: &[&str],
+        query: &SearchQuery,
+    ) -> Result<Vec<Item>, StorageError> {
         validate_key(prefix, None)?;
         Ok(self
             .lock()
@@ -98,7 +102,7 @@ impl Store for InMemoryStore {
         &self,
         prefix: &[&str],
         max_depth: Option<usize>,
-    ) -> Result<Vec<Vec<String>>, Error> {
+    ) -> Result<Vec<Vec<String>>, StorageError> {
         validate_key(prefix, None)?;
         let mut namespaces: Vec<Vec<String>> = self
             .lock()

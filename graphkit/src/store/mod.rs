@@ -14,7 +14,7 @@ mod sqlite;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::error::Error;
+use crate::error::StorageError;
 
 pub use memory::InMemoryStore;
 #[cfg(feature = "postgres")]
@@ -51,20 +51,21 @@ pub struct SearchQuery {
 /// Cross-thread key-value memory with namespaces.
 ///
 /// Items are returned by `search` ordered by namespace, then key. Namespace parts and keys
-/// are non-empty strings; an empty one is an error ([`Error::InvalidStoreKey`]).
+/// are non-empty strings; an empty one is an error ([`StorageError::InvalidStoreKey`]).
 #[async_trait]
 pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// Inserts or replaces a document.
-    async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), Error>;
+    async fn put(&self, namespace: &[&str], key: &str, value: Value) -> Result<(), StorageError>;
 
     /// A document, if present.
-    async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, Error>;
+    async fn get(&self, namespace: &[&str], key: &str) -> Result<Option<Item>, StorageError>;
 
     /// Deletes a document (no error if absent).
-    async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), Error>;
+    async fn delete(&self, namespace: &[&str], key: &str) -> Result<(), StorageError>;
 
     /// Documents whose namespace starts with `prefix` and that match the query.
-    async fn search(&self, prefix: &[&str], query: &SearchQuery) -> Result<Vec<Item>, Error>;
+    async fn search(&self, prefix: &[&str], query: &SearchQuery)
+    -> Result<Vec<Item>, StorageError>;
 
     /// Distinct namespaces that start with `prefix`, truncated to `max_depth` parts if
     /// given, sorted.
@@ -72,17 +73,19 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         &self,
         prefix: &[&str],
         max_depth: Option<usize>,
-    ) -> Result<Vec<Vec<String>>, Error>;
+    ) -> Result<Vec<Vec<String>>, StorageError>;
 }
 
 /// Checks namespace parts and a key: non-empty, no ASCII control characters.
-pub(crate) fn validate_key(namespace: &[&str], key: Option<&str>) -> Result<(), Error> {
+pub(crate) fn validate_key(namespace: &[&str], key: Option<&str>) -> Result<(), StorageError> {
     let bad = |s: &str| s.is_empty() || s.chars().any(|c| c.is_ascii_control());
     if let Some(part) = namespace.iter().find(|p| bad(p)) {
-        return Err(Error::InvalidStoreKey(format!("namespace part {part:?}")));
+        return Err(StorageError::InvalidStoreKey(format!(
+            "namespace part {part:?}"
+        )));
     }
     if let Some(key) = key.filter(|k| bad(k)) {
-        return Err(Error::InvalidStoreKey(format!("key {key:?}")));
+        return Err(StorageError::InvalidStoreKey(format!("key {key:?}")));
     }
     Ok(())
 }

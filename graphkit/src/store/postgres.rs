@@ -10,7 +10,7 @@ use sqlx::postgres::PgPool;
 
 use super::sql::POSTGRES;
 use crate::checkpoint::PostgresSaver;
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::postgres::connect_pool;
 use crate::sql::{Migration, Schema, migrate_postgres};
 
@@ -54,12 +54,12 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects to the database at `url` and migrates its schema, giving up after
     /// [`PostgresSaver::CONNECT_TIMEOUT`] with the cause.
-    pub async fn connect(url: &str) -> Result<Self, Error> {
+    pub async fn connect(url: &str) -> Result<Self, StorageError> {
         Self::from_pool(connect_pool(url, BACKEND, PostgresSaver::CONNECT_TIMEOUT).await?).await
     }
 
     /// Uses an existing pool, migrating its schema first.
-    pub async fn from_pool(pool: PgPool) -> Result<Self, Error> {
+    pub async fn from_pool(pool: PgPool) -> Result<Self, StorageError> {
         migrate_postgres(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self { pool })
     }

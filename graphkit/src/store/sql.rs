@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::{Item, SearchQuery, matches_filter};
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::{Dialect, backend_error, sql_limit};
 
 /// The separator of namespace parts in the `namespace` column.
@@ -88,8 +88,8 @@ impl Statements {
 }
 
 /// A store value as stored (JSON text).
-pub(crate) fn value_text(value: &Value) -> Result<String, Error> {
-    serde_json::to_string(value).map_err(|source| Error::Serde {
+pub(crate) fn value_text(value: &Value) -> Result<String, StorageError> {
+    serde_json::to_string(value).map_err(|source| StorageError::Serde {
         what: "a store value".to_owned(),
         source,
     })
@@ -114,7 +114,7 @@ pub(crate) async fn read_search<R>(
     mut rows: impl Stream<Item = Result<R, sqlx::Error>> + Unpin,
     backend: &'static str,
     query: &SearchQuery,
-) -> Result<Vec<Item>, Error>
+) -> Result<Vec<Item>, StorageError>
 where
     R: Row,
     &'static str: ColumnIndex<R>,
@@ -163,8 +163,8 @@ pub(crate) fn cut_namespaces(rows: &[String], max_depth: Option<usize>) -> Vec<V
     namespaces
 }
 
-/// Reads one item row; a row that does not decode is an [`Error::Backend`] naming the item.
-pub(crate) fn decode_item<'r, R>(backend: &'static str, row: &'r R) -> Result<Item, Error>
+/// Reads one item row; a row that does not decode is an [`StorageError::Backend`] naming the item.
+pub(crate) fn decode_item<'r, R>(backend: &'static str, row: &'r R) -> Result<Item, StorageError>
 where
     R: Row,
     &'static str: ColumnIndex<R>,
@@ -178,7 +178,7 @@ where
     let key: String = row
         .try_get("key")
         .map_err(|e| error("reading an item", e))?;
-    let unreadable = |what: String| Error::Backend {
+    let unreadable = |what: String| StorageError::Backend {
         backend,
         message: format!(
             "item {key:?} in namespace {:?} cannot be read: {what}",
@@ -215,7 +215,7 @@ macro_rules! impl_sql_store {
                 namespace: &[&str],
                 key: &str,
                 value: serde_json::Value,
-            ) -> Result<(), $crate::error::Error> {
+            ) -> Result<(), $crate::error::StorageError> {
                 use $crate::store::sql::{join, value_text};
                 $crate::store::validate_key(namespace, Some(key))?;
                 sqlx::query($statements.put.as_str())
@@ -233,7 +233,7 @@ macro_rules! impl_sql_store {
                 &self,
                 namespace: &[&str],
                 key: &str,
-            ) -> Result<Option<$crate::store::Item>, $crate::error::Error> {
+            ) -> Result<Option<$crate::store::Item>, $crate::error::StorageError> {
                 use $crate::store::sql::{decode_item, join};
                 $crate::store::validate_key(namespace, Some(key))?;
                 sqlx::query($statements.get.as_str())
@@ -251,7 +251,7 @@ macro_rules! impl_sql_store {
                 &self,
                 namespace: &[&str],
                 key: &str,
-            ) -> Result<(), $crate::error::Error> {
+            ) -> Result<(), $crate::error::StorageError> {
                 use $crate::store::sql::join;
                 $crate::store::validate_key(namespace, Some(key))?;
                 sqlx::query($statements.delete.as_str())
@@ -267,7 +267,7 @@ macro_rules! impl_sql_store {
                 &self,
                 prefix: &[&str],
                 query: &$crate::store::SearchQuery,
-            ) -> Result<Vec<$crate::store::Item>, $crate::error::Error> {
+            ) -> Result<Vec<$crate::store::Item>, $crate::error::StorageError> {
                 use $crate::store::sql::{prefix_bounds, read_search, search_paging};
                 $crate::store::validate_key(prefix, None)?;
                 let (exact, low, high) = prefix_bounds(prefix);
@@ -286,7 +286,7 @@ macro_rules! impl_sql_store {
                 &self,
                 prefix: &[&str],
                 max_depth: Option<usize>,
-            ) -> Result<Vec<Vec<String>>, $crate::error::Error> {
+            ) -> Result<Vec<Vec<String>>, $crate::error::StorageError> {
                 use $crate::store::sql::{cut_namespaces, prefix_bounds};
                 $crate::store::validate_key(prefix, None)?;
                 let (exact, low, high) = prefix_bounds(prefix);

@@ -11,7 +11,7 @@ use sqlx::sqlite::SqlitePool;
 
 use super::sql::SQLITE;
 use crate::checkpoint::SqliteSync;
-use crate::error::Error;
+use crate::error::StorageError;
 use crate::sql::sqlite::{in_memory_pool, open_pool};
 use crate::sql::{Migration, Schema, migrate_sqlite};
 
@@ -57,17 +57,17 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`, in WAL mode with a busy
     /// timeout, and migrates its schema.
-    pub async fn open(path: impl AsRef<Path>) -> Result<Self, Error> {
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StorageError> {
         Self::from_pool(open_pool(path.as_ref(), BACKEND, SqliteSync::Full).await?).await
     }
 
     /// A private database in memory, lost when the store is dropped (for tests).
-    pub async fn in_memory() -> Result<Self, Error> {
+    pub async fn in_memory() -> Result<Self, StorageError> {
         Self::from_pool(in_memory_pool(BACKEND).await?).await
     }
 
     /// Uses an existing pool, migrating its schema first.
-    pub async fn from_pool(pool: SqlitePool) -> Result<Self, Error> {
+    pub async fn from_pool(pool: SqlitePool) -> Result<Self, StorageError> {
         migrate_sqlite(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self { pool })
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use clap::Parser;
 use graphkit::error::BoxError;
 use graphkit::store::Store;
-use graphkit::{CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
+use graphkit::{BuildError, CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
 use graphkit_server::{Server, cli, demo};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -86,7 +86,7 @@ async fn work(_: Arc<Steps>, ctx: NodeContext) -> Result<StepsUpdate, BoxError> 
     Ok(StepsUpdate::new().done(vec!["work".to_owned()]))
 }
 
-fn steps_graph() -> Result<CompiledGraph<Steps>, Error> {
+fn steps_graph() -> Result<CompiledGraph<Steps>, BuildError> {
     let mut graph = StateGraph::<Steps>::new();
     let names = ["step_1", "step_2", "step_3", "step_4"];
     for name in names {
@@ -100,7 +100,7 @@ fn steps_graph() -> Result<CompiledGraph<Steps>, Error> {
     graph.compile()
 }
 
-fn tally_graph() -> Result<CompiledGraph<Steps>, Error> {
+fn tally_graph() -> Result<CompiledGraph<Steps>, BuildError> {
     let mut graph = StateGraph::<Steps>::new();
     graph
         .add_node("work", work)

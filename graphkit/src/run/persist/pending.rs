@@ -67,7 +67,8 @@ impl Persist {
         };
         self.saver
             .put_writes(&self.thread_id, &self.ns, checkpoint_id, vec![write])
-            .await
+            .await?;
+        Ok(())
     }
 
     /// Saves `writes` (pending writes loaded from an earlier checkpoint) against the
@@ -78,7 +79,8 @@ impl Persist {
         };
         self.saver
             .put_writes(&self.thread_id, &self.ns, checkpoint_id, writes)
-            .await
+            .await?;
+        Ok(())
     }
 }
 
@@ -163,6 +165,7 @@ impl TaskSaver {
         };
         self.saver
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
-            .await
+            .await?;
+        Ok(())
     }
 }

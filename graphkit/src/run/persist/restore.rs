@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::checkpoint::format::{self, GotoRecord, Pending, TaskRecord};
 use crate::checkpoint::{CheckpointRecord, PendingWrite};
 use crate::command::{Goto, Packet, SendTo};
-use crate::error::Error;
+use crate::error::{Error, StorageError};
 use crate::graph::compiled::GraphCore;
 use crate::interrupt::{Interrupt, InterruptKind};
 use crate::run::plan::{JoinProgress, Task};
@@ -51,7 +51,7 @@ pub(crate) fn pending_step<S: State>(
     record: &CheckpointRecord,
     writes: &[PendingWrite],
 ) -> Result<PendingStep<S>, Error> {
-    let corrupt = |message: String| Error::CorruptCheckpoint {
+    let corrupt = |message: String| StorageError::CorruptCheckpoint {
         thread_id: record.thread_id.clone(),
         checkpoint_id: record.checkpoint_id.clone(),
         message,
@@ -138,7 +138,8 @@ pub(crate) fn pending_step<S: State>(
                 return Err(corrupt(format!(
                     "pending write `{}` does not fit its task id",
                     write.task_id
-                )));
+                ))
+                .into());
             }
         }
     }
@@ -153,7 +154,7 @@ pub(crate) fn restore_tasks<S: State>(
 ) -> Result<Vec<Task>, Error> {
     next.into_iter()
         .map(|t| {
-            let corrupt = |message: String| Error::CorruptCheckpoint {
+            let corrupt = |message: String| StorageError::CorruptCheckpoint {
                 thread_id: record.thread_id.clone(),
                 checkpoint_id: record.checkpoint_id.clone(),
                 message,

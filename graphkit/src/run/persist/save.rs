@@ -13,7 +13,7 @@ use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, new_checkpoint_id, now_ms,
 };
 use crate::context::config::Durability;
-use crate::error::Error;
+use crate::error::{Error, StorageError};
 use crate::state::State;
 
 /// Take a full snapshot once the deltas since the last one outweigh it (and at least this
@@ -190,9 +190,8 @@ impl BackgroundWriter {
 
     async fn finish(self) -> Result<(), Error> {
         drop(self.queue);
-        self.done.await.map_err(|e| Error::Backend {
-            backend: "checkpoint writer",
-            message: e.to_string(),
-        })?
+        self.done
+            .await
+            .map_err(|e| StorageError::backend("checkpoint writer", e))?
     }
 }
