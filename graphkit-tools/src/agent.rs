@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use graphkit::nodes::NodeOutput;
 use graphkit::error::BoxError;
+use graphkit::nodes::NodeOutput;
 use graphkit::{
     BuildError, CompileOptions, CompiledGraph, END, KeyedUpdate, NodeContext, START, StateGraph,
 };
@@ -60,7 +60,10 @@ impl<S: MessagesState> std::fmt::Debug for ReactAgent<S> {
         f.debug_struct("ReactAgent")
             .field(
                 "model",
-                &self.model.as_ref().map_or("(from the run context)", |m| m.model_name()),
+                &self
+                    .model
+                    .as_ref()
+                    .map_or("(from the run context)", |m| m.model_name()),
             )
             .field("tools", &self.tools)
             .field("system_prompt", &self.system_prompt)
