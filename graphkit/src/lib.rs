@@ -45,6 +45,7 @@ mod command;
 mod context;
 pub mod error;
 mod filter;
+pub mod func;
 mod graph;
 mod interrupt;
 #[cfg(feature = "otel")]
