@@ -158,6 +158,11 @@ pub struct HowtoMapReduceDoctests;
 #[doc = include_str!("../../docs/howto-deferred-nodes.md")]
 pub struct HowtoDeferredNodesDoctests;
 
+/// docs/functional-api.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/functional-api.md")]
+pub struct FunctionalApiDoctests;
+
 /// docs/howto-loops.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-loops.md")]
