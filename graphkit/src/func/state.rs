@@ -120,6 +120,8 @@ const FIELDS: &[Field] = &[
     },
 ];
 
+// Not suggested when a user's type is not a `State` (deriving is the fix there).
+#[diagnostic::do_not_recommend]
 impl<I: Data, O: Data, P: Data> State for EntrypointState<I, O, P> {
     type Update = EntrypointUpdate<I, O, P>;
 
