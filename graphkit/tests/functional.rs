@@ -469,6 +469,65 @@ async fn a_task_can_run_a_compiled_graph() {
 }
 
 #[tokio::test]
+async fn a_task_called_inside_a_task_is_saved_too() {
+    let runs = Arc::new(Runs::default());
+    let r = Arc::clone(&runs);
+    let workflow = func::entrypoint("nested", move |n: u32, ctx: EntrypointContext<u32>| {
+        let runs = Arc::clone(&r);
+        async move {
+            let outer = ctx
+                .task("outer", move |task| async move {
+                    runs.one.fetch_add(1, Ordering::SeqCst);
+                    assert_eq!(task.call(), "outer#0");
+                    let r = Arc::clone(&runs);
+                    let inner = task
+                        .task("inner", move |inner| async move {
+                            r.two.fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(inner.call(), "outer#0/inner#0");
+                            Ok::<_, Error>(n * 2)
+                        })
+                        .await?;
+                    Ok::<_, Error>(inner + 1)
+                })
+                .await?;
+            let extra: u32 = ctx.interrupt_as("extra?")?;
+            Ok::<_, Error>(outer + extra)
+        }
+    })
+    .unwrap()
+    .with_checkpointer(Arc::new(InMemorySaver::new()));
+
+    let paused = workflow.invoke_with(5, thread("n")).await.unwrap();
+    assert!(paused.is_paused());
+    let done = workflow
+        .invoke_with(Command::resume(100), thread("n"))
+        .await
+        .unwrap();
+    assert_eq!(done.into_state().into_output(), Some(111));
+    assert_eq!(runs.counts(), [1, 1, 0]);
+}
+
+#[tokio::test]
+async fn with_exit_durability_tasks_run_again_after_a_pause_and_the_entrypoint_gets_its_answer() {
+    let runs = Arc::new(Runs::default());
+    let workflow = approve_between_tasks(Arc::clone(&runs));
+    let exit = thread("x").durability(graphkit::Durability::Exit);
+
+    let paused = workflow.invoke_with(4, exit.clone()).await.unwrap();
+    assert!(paused.is_paused());
+    let done = workflow
+        .invoke_with(Command::resume(true), exit)
+        .await
+        .unwrap();
+    assert_eq!(done.into_state().into_output(), Some(53));
+    assert_eq!(
+        runs.counts(),
+        [2, 2, 1],
+        "nothing is saved while an Exit run goes"
+    );
+}
+
+#[tokio::test]
 async fn without_a_checkpointer_tasks_run_and_interrupts_are_refused() {
     let workflow = func::entrypoint("ask", |_: (), ctx: EntrypointContext<String>| async move {
         let answer: String = ctx.interrupt_as("anyone?")?;
