@@ -54,9 +54,7 @@ impl TaskLink {
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
             .await
     }
-}
 
-impl TaskLink {
     /// Saves what an entrypoint's task call recorded (functional API) as a pending write
     /// of this task.
     pub(crate) async fn record_call(&self, record: &CallRecord) -> Result<(), Error> {
