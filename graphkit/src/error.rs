@@ -119,6 +119,16 @@ pub enum Error {
         source: BoxError,
     },
 
+    /// A task of a functional-API entrypoint returned an error or panicked.
+    #[error("task `{task}` failed: {source}")]
+    TaskFailed {
+        /// The task call: its name and call order (`name#0` for the first call).
+        task: String,
+        /// The task's error (or its panic message).
+        #[source]
+        source: BoxError,
+    },
+
     /// A node ran longer than its timeout.
     #[error("node `{node}` timed out after {timeout:?}; raise its timeout or make it faster")]
     NodeTimeout {
@@ -471,7 +481,7 @@ impl Error {
             | Self::ThreadBusy(_)
             | Self::NodeTimeout { .. }
             | Self::Runtime(_) => true,
-            Self::NodeFailed { source, .. } => {
+            Self::NodeFailed { source, .. } | Self::TaskFailed { source, .. } => {
                 source.downcast_ref::<Self>().is_none_or(Self::may_pass)
             }
             _ => false,

@@ -70,6 +70,9 @@ impl Resume {
 pub struct InterruptSignal {
     pub(crate) index: usize,
     pub(crate) payload: Value,
+    /// The functional-API task call that asked (`""` for the entrypoint itself), when
+    /// the interrupt was raised inside an entrypoint.
+    pub(crate) call: Option<std::sync::Arc<str>>,
 }
 
 impl InterruptSignal {

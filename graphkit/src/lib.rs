@@ -45,6 +45,7 @@ mod command;
 mod context;
 pub mod error;
 mod filter;
+pub mod func;
 mod graph;
 mod interrupt;
 #[cfg(feature = "otel")]
@@ -156,6 +157,11 @@ pub struct HowtoMapReduceDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-deferred-nodes.md")]
 pub struct HowtoDeferredNodesDoctests;
+
+/// docs/functional-api.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/functional-api.md")]
+pub struct FunctionalApiDoctests;
 
 /// docs/howto-loops.md, compiled as doctests.
 #[cfg(doctest)]

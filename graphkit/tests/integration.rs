@@ -13,6 +13,7 @@ mod crash_recovery;
 mod deferred;
 mod drawing;
 mod execution;
+mod functional;
 mod migrations;
 mod outside_input;
 mod persistence;

@@ -78,6 +78,35 @@ pub(crate) enum Pending<S: State> {
     Resume(Vec<Value>),
     /// A task failed with this error (it runs again when the thread continues).
     Error { message: String },
+    /// What an entrypoint's task (functional API) recorded while it ran: a finished task
+    /// call's result, or which call asked the question a pause of the task stopped on.
+    Call(CallRecord),
+}
+
+/// A record of the functional API, saved as a pending write of the entrypoint's task so
+/// that the entrypoint, run again, replays its finished task calls and hands each resume
+/// value to the call that asked for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) enum CallRecord {
+    /// The task call `call` (its name and call order) finished with `result`.
+    Result { call: String, result: Value },
+    /// The task's pause number `pause` (counting its resume values) stopped on the
+    /// `index`-th `interrupt` call of call `call` (`""` for the entrypoint itself).
+    Asked {
+        pause: usize,
+        call: String,
+        index: usize,
+    },
+}
+
+impl CallRecord {
+    /// The pending write's task id: unique per record within the task `task`.
+    pub(crate) fn task_id(&self, task: usize) -> String {
+        match self {
+            Self::Result { call, .. } => format!("call:{task}:result:{call}"),
+            Self::Asked { pause, .. } => format!("call:{task}:asked:{pause}"),
+        }
+    }
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, StorageError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checkpoint::format;
+use crate::checkpoint::format::{self, CallRecord};
 use crate::checkpoint::{Checkpointer, PendingWrite};
 use crate::error::Error;
 
@@ -49,6 +49,25 @@ impl TaskLink {
             task_id: format!("resume:{}", self.index),
             node: self.node.to_string(),
             payload,
+        };
+        self.saver
+            .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])
+            .await?;
+        Ok(())
+    }
+
+    /// Saves what an entrypoint's task call recorded (functional API) as a pending write
+    /// of this task.
+    pub(crate) async fn record_call(&self, record: &CallRecord) -> Result<(), Error> {
+        // The `Call` variant of a pending write, which does not depend on the state type.
+        #[derive(Serialize)]
+        enum CallOnly<'a> {
+            Call(&'a CallRecord),
+        }
+        let write = PendingWrite {
+            task_id: record.task_id(self.index),
+            node: self.node.to_string(),
+            payload: format::encode(&CallOnly::Call(record), "pending write")?,
         };
         self.saver
             .put_writes(&self.thread_id, &self.ns, &self.checkpoint_id, vec![write])

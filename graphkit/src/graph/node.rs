@@ -220,6 +220,12 @@ pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
     fn subgraph(&self) -> Option<&dyn crate::snapshot::SubgraphView> {
         None
     }
+
+    /// `true` when the node records its own pending writes while it runs (an
+    /// entrypoint of the functional API saves each finished task call).
+    fn records_calls(&self) -> bool {
+        false
+    }
 }
 
 impl<S: State> NodeRunner<S> {
@@ -228,6 +234,15 @@ impl<S: State> NodeRunner<S> {
         match self {
             Self::Async(f) => f.subgraph(),
             Self::Sync(_) => None,
+        }
+    }
+
+    /// `true` when the node needs its task's place in the thread's checkpoints: a
+    /// subgraph keeps its checkpoints there, an entrypoint its task calls.
+    pub(crate) fn needs_task_link(&self) -> bool {
+        match self {
+            Self::Async(f) => f.subgraph().is_some() || f.records_calls(),
+            Self::Sync(_) => false,
         }
     }
 }

@@ -458,7 +458,7 @@ fn node_context<S: State>(
         scratchpad,
         store: scope.store.cloned(),
         checkpoint: saver
-            .filter(|_| spec.runner.subgraph().is_some())
+            .filter(|_| spec.runner.needs_task_link())
             .map(|s| s.link(&spec.name)),
     }
 }

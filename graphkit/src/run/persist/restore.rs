@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::checkpoint::format::{self, GotoRecord, Pending, TaskRecord};
+use crate::checkpoint::format::{self, CallRecord, GotoRecord, Pending, TaskRecord};
 use crate::checkpoint::{CheckpointRecord, PendingWrite};
 use crate::command::{Goto, Packet, SendTo};
 use crate::error::{Error, StorageError};
@@ -30,6 +30,8 @@ pub(crate) struct PendingStep<S: State> {
     pub(crate) static_interrupts: Vec<Interrupt>,
     /// Errors of tasks that failed, by task index.
     pub(crate) errors: HashMap<usize, String>,
+    /// What entrypoint tasks (functional API) recorded of their calls, by task index.
+    pub(crate) calls: HashMap<usize, Vec<CallRecord>>,
 }
 
 impl<S: State> PendingStep<S> {
@@ -59,6 +61,22 @@ pub(crate) fn pending_step<S: State>(
     let mut step = PendingStep::default();
     for write in writes {
         let pending = format::decode_pending::<S>(record, &write.payload)?;
+        if let Some(rest) = write.task_id.strip_prefix("call:") {
+            let index = rest.split(':').next().and_then(|i| i.parse::<usize>().ok());
+            match (pending, index) {
+                (Pending::Call(call), Some(index)) => {
+                    step.calls.entry(index).or_default().push(call);
+                    continue;
+                }
+                _ => {
+                    return Err(corrupt(format!(
+                        "pending write `{}` does not fit its task id",
+                        write.task_id
+                    ))
+                    .into());
+                }
+            }
+        }
         let (is_resume, index) = match write.task_id.strip_prefix("resume:") {
             Some(rest) => (true, rest.parse::<usize>().ok()),
             None => (false, write.task_id.parse::<usize>().ok()),

@@ -70,13 +70,21 @@ fn task_extras<S: State>(
             .map(|(updates, gotos)| NodeOutput::Writes { updates, gotos }),
         saver: persist.and_then(|p| p.task_saver(i, parallel)),
         scratchpad: match persist {
-            Some(_) => Some(Scratchpad::new(
-                pending
+            Some(_) => {
+                let resume = pending
                     .as_mut()
                     .filter(|p| !p.resume.is_empty())
                     .and_then(|p| p.resume.remove(&i))
-                    .unwrap_or_default(),
-            )),
+                    .unwrap_or_default();
+                let recorded = pending
+                    .as_mut()
+                    .filter(|p| !p.calls.is_empty())
+                    .and_then(|p| p.calls.remove(&i));
+                Some(match recorded {
+                    None => Scratchpad::new(resume),
+                    Some(recorded) => Scratchpad::with_recorded(resume, recorded),
+                })
+            }
             None => inherited.clone(),
         },
     }

@@ -177,6 +177,7 @@ impl<S: State> Runner<S> {
             return Err(Error::Interrupt(InterruptSignal {
                 index: 0,
                 payload: serde_json::Value::Null,
+                call: None,
             }));
         }
         Err(Error::NotFinished {
