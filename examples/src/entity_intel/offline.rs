@@ -4,6 +4,8 @@
 use graphkit_llm::{AssistantMessage, ChatRequest, Message, StandInModel, ToolCall};
 use serde_json::{Value, json};
 
+use crate::shared::prose::{names_in_full, sentences};
+
 use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
 use super::todo::{GeneratedTodo, GeneratedTodoList};
 
@@ -179,7 +181,7 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
         )
         .into();
     };
-    let urls: Vec<String> = result_urls(search).into_iter().take(3).collect();
+    let urls = urls_to_read(search, todo["entityName"].as_str().unwrap_or_default());
     let extracted = has("web_extract");
     if extracted.is_none() && !urls.is_empty() {
         return ToolCall::new("web_extract", json!({"urls": urls})).into();
@@ -193,11 +195,18 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     let sources = findings["sources"].as_array().map_or(0, Vec::len);
     let notes = if sources == 0 {
         format!(
-            "No source about {} was found; all {wanted} fields are recorded as unavailable.",
-            todo["entityName"].as_str().unwrap_or("")
+            "No source about {} was found among the {} search result(s) read; all {wanted} fields are recorded as unavailable.",
+            todo["entityName"].as_str().unwrap_or(""),
+            urls.len()
         )
     } else {
         format!("{found} of {wanted} fields found in {sources} source(s).")
+    };
+    // A todo none of whose fields was found is not done: it is blocked, with the reason.
+    let status = if found == 0 && wanted > 0 {
+        "blocked"
+    } else {
+        "completed"
     };
     let filename = todo["outputFile"]
         .as_str()
@@ -205,7 +214,7 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     vec![
             ToolCall::new(
                 "todo_update",
-                json!({"todo_id": id, "status": "completed", "notes": notes}),
+                json!({"todo_id": id, "status": status, "notes": notes}),
             ),
             ToolCall::new(
                 "agent_write_file",
@@ -219,18 +228,46 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
         .into()
 }
 
-/// The URLs of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in order.
-fn result_urls(reply: &str) -> Vec<String> {
+/// The hits of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in
+/// order, as `(title and snippet, url)`.
+fn result_hits(reply: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = reply.lines().collect();
-    lines
-        .windows(2)
-        .filter(|w| {
-            w[0].split_once(". ")
+    (0..lines.len().saturating_sub(1))
+        .filter(|&i| {
+            lines[i]
+                .split_once(". ")
                 .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
         })
-        .map(|w| w[1].trim().to_owned())
-        .filter(|u| u.contains("://"))
+        .map(|i| {
+            let snippet = lines.get(i + 2).copied().unwrap_or_default();
+            (
+                format!("{}\n{snippet}", lines[i]),
+                lines[i + 1].trim().to_owned(),
+            )
+        })
+        .filter(|(_, u)| u.contains("://"))
         .collect()
+}
+
+/// The pages to read from a `web_search` reply: every hit whose title or snippet names the
+/// entity in full (wherever the ranking put it), then the top hits up to three, so a page
+/// about the entity ranked below other pages is read before concluding nothing was found.
+fn urls_to_read(reply: &str, entity: &str) -> Vec<String> {
+    let hits = result_hits(reply);
+    let mut urls: Vec<String> = hits
+        .iter()
+        .filter(|(text, _)| names_in_full(text, entity))
+        .map(|(_, url)| url.clone())
+        .collect();
+    for (_, url) in &hits {
+        if urls.len() >= 3 {
+            break;
+        }
+        if !urls.contains(url) {
+            urls.push(url.clone());
+        }
+    }
+    urls
 }
 
 /// The pages of a `web_extract` reply (`# title` / `url` / blank / content, pages
@@ -368,41 +405,6 @@ fn value_after_label(line: &str, label: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The sentences of a page: paragraphs with their lines joined (list items and table rows
-/// stay one per line), split after `.`, `!` or `?` followed by a space.
-fn sentences(content: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for paragraph in content.split("\n\n") {
-        let mut joined = String::new();
-        for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if line.starts_with(['-', '*', '|', '#']) {
-                out.push(
-                    line.trim_start_matches(['-', '*', '|', '#', ' '])
-                        .to_owned(),
-                );
-            } else {
-                if !joined.is_empty() {
-                    joined.push(' ');
-                }
-                joined.push_str(line);
-            }
-        }
-        let mut rest = joined.as_str();
-        while let Some(end) = rest
-            .char_indices()
-            .find(|&(i, c)| ".!?".contains(c) && rest[i + 1..].starts_with(' '))
-            .map(|(i, _)| i + 1)
-        {
-            out.push(rest[..end].trim().to_owned());
-            rest = &rest[end..];
-        }
-        if !rest.trim().is_empty() {
-            out.push(rest.trim().to_owned());
-        }
-    }
-    out
-}
-
 /// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause.
 fn after_cue(sentence: &str, cue: &str) -> Option<String> {
     let at = sentence.to_lowercase().find(cue)? + cue.len();
@@ -508,7 +510,16 @@ mod tests {
     #[test]
     fn reads_search_and_extract_replies() {
         let search = "1. About Acme\n   corpus://acme.md\n   Acme makes ...\n\n2. Other\n   corpus://b.md\n   ...";
-        assert_eq!(result_urls(search), ["corpus://acme.md", "corpus://b.md"]);
+        assert_eq!(
+            urls_to_read(search, "Acme"),
+            ["corpus://acme.md", "corpus://b.md"]
+        );
+        let ranked_low = "1. Other\n   corpus://b.md\n   ...\n\n2. Another\n   corpus://c.md\n   ...\n\n\
+                          3. Third\n   corpus://d.md\n   ...\n\n4. Profile\n   corpus://e.md\n   Mira Osei, the CTO";
+        assert_eq!(
+            urls_to_read(ranked_low, "Mira Osei"),
+            ["corpus://e.md", "corpus://b.md", "corpus://c.md"]
+        );
         let pages = pages_of(
             "# About Acme\ncorpus://acme.md\n\n- Legal name: Acme AB\n\n---\n\n# B\ncorpus://b.md\n\ntext",
         );
