@@ -139,7 +139,7 @@ pub async fn fact_gate(state: Arc<ResearchState>, config: RunConfig) -> NodeResu
         ..Fact::new(
             FactKind::Note,
             format!(
-                "{OFF_TOPIC_NOTE} \"{}\": its title and abstract do not name the topic's terms ({})",
+                "{OFF_TOPIC_NOTE} \"{}\": its title and abstract name too few of the topic's terms ({})",
                 f.title.as_deref().unwrap_or_default(),
                 topic_terms(&state.topic).join(", ")
             ),
@@ -232,8 +232,9 @@ pub fn topic_terms(topic: &str) -> Vec<String> {
 }
 
 /// The graph's relevance check on a reference, whatever the model chose: its title and
-/// abstract name more than half of the topic's [`topic_terms`] (at least one when the
-/// model gave no abstract to judge by). A topic with no such term admits everything.
+/// abstract name two of the topic's [`topic_terms`] (both of a two-term topic) and at
+/// least two in five of them (at least one when the model gave no abstract to judge by).
+/// A topic with no such term admits everything.
 pub fn is_on_topic(topic: &str, reference: &Fact) -> bool {
     let terms = topic_terms(topic);
     if terms.is_empty() {
@@ -252,7 +253,7 @@ pub fn is_on_topic(topic: &str, reference: &Fact) -> bool {
     if reference.abstract_text.as_deref().is_none_or(str::is_empty) {
         named >= 1
     } else {
-        named * 2 > terms.len()
+        named >= terms.len().min(2) && named * 5 >= terms.len() * 2
     }
 }
 
