@@ -467,3 +467,110 @@ fn mcp_research_on_a_question_no_event_matches_says_nothing_was_found() {
     let report = mcp_report("Which protests happened in Oceania before 1990?");
     assert!(report.contains("**Nothing found:**"), "{report}");
 }
+
+// ---------------------------------------------------------------------------------------
+// entity-intel
+
+/// The shipped corpus plus a company and its co-founder written in prose only.
+fn entity_corpus() -> tempfile::TempDir {
+    let dir = corpus_of(&[
+        (
+            "brightfen-robotics.md",
+            "# Brightfen Robotics builds harvest arms for vertical farms\n\n\
+             Brightfen Robotics Inc. was founded in 2017 by Dr. Mira Osei and Tomas Lind. The \
+             Leeds-based company makes robotic harvesting arms for indoor farms. In 2022 it \
+             raised GBP 12 million in a Series A round led by Harrow Peak Capital.\n",
+        ),
+        (
+            "mira-osei.md",
+            "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen \
+             Robotics Inc., which she co-founded in 2017. She holds a PhD in mechanical \
+             engineering from the University of Leeds (2014) and previously worked as a \
+             research engineer at Kestrel Automation.\n",
+        ),
+    ]);
+    let shipped = graphkit_examples::shared::search::default_corpus_dir();
+    for entry in std::fs::read_dir(shipped).expect("shipped corpus") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
+        }
+    }
+    dir
+}
+
+#[test]
+fn entity_intel_reads_prose_pages_of_a_new_company_and_its_cofounder_and_blocks_a_nobody() {
+    let corpus = entity_corpus();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.json");
+    std::fs::write(
+        &input,
+        r#"{"bundles": [{"bundleId": "guest_mira_osei_010", "entities": [
+          {"entityType": "PERSON", "name": "Mira Osei", "directions": [
+            {"key": "roleAffiliationConfirmation", "objective": "Confirm Mira Osei's current role.",
+             "fieldsToExtract": ["currentRole", "affiliation", "education"]}]},
+          {"entityType": "BUSINESS", "name": "Brightfen Robotics", "directions": [
+            {"key": "businessIdentityOverview", "objective": "Identify Brightfen Robotics.",
+             "fieldsToExtract": ["foundedYear", "founders", "headquarters", "rounds", "leadInvestors"]}]},
+          {"entityType": "PERSON", "name": "Jonas Varga", "directions": [
+            {"key": "roleAffiliationConfirmation", "objective": "Confirm Jonas Varga's current role.",
+             "fieldsToExtract": ["currentRole", "affiliation"]}]}]}]}"#,
+    )
+    .expect("write input");
+    let run = dir.path().join("run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
+        .args(["entity-intel", "-q", "--input"])
+        .arg(&input)
+        .arg("--corpus")
+        .arg(corpus.path())
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .expect("run the CLI");
+    let bundle = run.join("guest_mira_osei_010");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(bundle.join(name)).unwrap_or_else(|e| {
+                panic!(
+                    "{name}: {e}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            }),
+        )
+        .expect("json")
+    };
+    let person = read("guest_mira_osei_roleAffiliationConfirmation.json");
+    let value = |file: &Value, field: &str| file["fields"][field]["value"].clone();
+    assert_eq!(value(&person, "currentRole"), "chief technology officer");
+    assert_eq!(value(&person, "affiliation"), "Brightfen Robotics Inc.");
+    assert_eq!(
+        value(&person, "education"),
+        "PhD in mechanical engineering from the University of Leeds"
+    );
+    let company = read("biz_brightfen_robotics_businessIdentityOverview.json");
+    assert_eq!(value(&company, "foundedYear"), "2017");
+    assert_eq!(value(&company, "founders"), "Dr. Mira Osei and Tomas Lind");
+    assert_eq!(value(&company, "headquarters"), "Leeds");
+    assert_eq!(value(&company, "leadInvestors"), "Harrow Peak Capital");
+    let master = read("research_complete.json");
+    let status = |name: &str| {
+        master["todoList"]["todos"]
+            .as_array()
+            .expect("todos")
+            .iter()
+            .find(|t| t["entityName"] == name)
+            .map(|t| (t["status"].clone(), t["notes"].clone()))
+            .expect("todo")
+    };
+    assert_eq!(status("Mira Osei").0, "completed");
+    let (varga, notes) = status("Jonas Varga");
+    assert_eq!(varga, "blocked", "nothing about him was found: {notes}");
+    assert!(
+        notes
+            .as_str()
+            .is_some_and(|n| n.starts_with("No source about Jonas Varga")),
+        "{notes}"
+    );
+}

@@ -405,12 +405,77 @@ fn value_after_label(line: &str, label: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause.
+/// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause (a
+/// comma, semicolon or parenthesis; a full stop only at the end, so "Dr. Mira Osei" and
+/// "EUR 2.5 million" stay whole, and "Brightfen Robotics Inc." keeps its "Inc.").
 fn after_cue(sentence: &str, cue: &str) -> Option<String> {
     let at = sentence.to_lowercase().find(cue)? + cue.len();
     let rest = sentence.get(at..)?;
-    let end = rest.find([',', ';', '.', '(', ')']).unwrap_or(rest.len());
-    Some(rest[..end].trim().to_owned()).filter(|v| !v.is_empty())
+    let end = rest.find([',', ';', '(', ')']).unwrap_or(rest.len());
+    let value = rest[..end].trim();
+    let abbreviated = ["Inc.", "Ltd.", "Co.", "Corp.", "Jr.", "Sr."]
+        .iter()
+        .any(|a| value.ends_with(a));
+    let value = if abbreviated {
+        value
+    } else {
+        value.trim_end_matches('.')
+    };
+    Some(value.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Text after `then` that follows `first` in `sentence` (`founded in 2017 by X` with
+/// `founded` and ` by `), up to the end of the clause.
+fn after_cues(sentence: &str, first: &str, then: &str) -> Option<String> {
+    let at = sentence.to_lowercase().find(first)?;
+    after_cue(sentence.get(at..)?, then)
+}
+
+/// A person's role and organisation from `is the ROLE of ORG` (or `at ORG`, `serves as`,
+/// `works as`).
+fn role_and_organisation(sentence: &str) -> Option<(String, Option<String>)> {
+    let clause = [" is the ", " is a ", " is an ", " serves as ", " works as "]
+        .iter()
+        .find_map(|cue| after_cue(sentence, cue))?;
+    let split = [" of ", " at "]
+        .iter()
+        .filter_map(|sep| clause.find(sep).map(|at| (at, sep.len())))
+        .min();
+    Some(match split {
+        Some((at, len)) => (
+            clause[..at].trim().to_owned(),
+            Some(clause[at + len..].trim().to_owned()).filter(|o| !o.is_empty()),
+        ),
+        None => (clause, None),
+    })
+}
+
+/// The degree a sentence states, from the degree's name to the end of the clause (`PhD in
+/// mechanical engineering from the University of Leeds`).
+fn degree_in(sentence: &str) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    let at = [
+        "phd",
+        "doctorate",
+        "master",
+        "bachelor",
+        "msc",
+        "bsc",
+        "mba",
+        "degree in",
+    ]
+    .iter()
+    .filter_map(|d| {
+        lower
+            .match_indices(d)
+            .find(|(i, _)| *i == 0 || !lower[..*i].ends_with(char::is_alphanumeric))
+            .map(|(i, _)| i)
+    })
+    .min()?;
+    let rest = sentence.get(at..)?;
+    let end = rest.find([',', ';', '(']).unwrap_or(rest.len());
+    let value = rest[..end].trim().trim_end_matches('.').trim();
+    Some(value.to_owned()).filter(|v| !v.is_empty())
 }
 
 /// A field's value stated in a sentence of prose, for the field's label (`lead investors`,
@@ -426,7 +491,19 @@ fn value_in_prose(content: &str, label: &str) -> Option<String> {
     } else if has("round") || has("funding") || has("raised") {
         first(&|s| after_cue(s, "raised "))
     } else if has("founder") {
-        first(&|s| after_cue(s, "founded by ").or_else(|| after_cue(s, "co-founded by ")))
+        first(&|s| after_cues(s, "founded", " by "))
+    } else if has("previous") || has("former") || has("past") {
+        first(&|s| {
+            after_cue(s, "previously worked as ")
+                .or_else(|| after_cue(s, "previously "))
+                .or_else(|| after_cue(s, "formerly "))
+        })
+    } else if has("role") || has("title") || has("position") {
+        first(&|s| role_and_organisation(s).map(|(role, _)| role))
+    } else if has("affiliation") || has("employer") || has("organization") {
+        first(&|s| role_and_organisation(s).and_then(|(_, org)| org))
+    } else if has("education") || has("degree") {
+        first(&degree_in)
     } else if has("year") && has("found") {
         first(&|s| {
             let lower = s.to_lowercase();
@@ -503,6 +580,34 @@ mod tests {
         assert_eq!(
             value_in_prose(page, "founded year").as_deref(),
             Some("2018")
+        );
+        let person = "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen Robotics Inc., \
+                      which she co-founded in 2017 with Tomas Lind. She holds a PhD in mechanical engineering \
+                      from the University of Leeds (2014) and previously worked as a research engineer at \
+                      Kestrel Automation.";
+        assert_eq!(
+            value_in_prose(person, "current role").as_deref(),
+            Some("chief technology officer")
+        );
+        assert_eq!(
+            value_in_prose(person, "affiliation").as_deref(),
+            Some("Brightfen Robotics Inc.")
+        );
+        assert_eq!(
+            value_in_prose(person, "education").as_deref(),
+            Some("PhD in mechanical engineering from the University of Leeds")
+        );
+        assert_eq!(
+            value_in_prose(person, "previous roles").as_deref(),
+            Some("a research engineer at Kestrel Automation")
+        );
+        assert_eq!(
+            value_in_prose(
+                "It was founded in 2017 by Dr. Mira Osei and Tomas Lind.",
+                "founders"
+            )
+            .as_deref(),
+            Some("Dr. Mira Osei and Tomas Lind")
         );
         assert_eq!(value_in_prose(page, "patent count"), None);
     }
