@@ -163,6 +163,11 @@ async fn due_diligence_on_a_subject_nobody_wrote_about_is_insufficient_not_low_r
         "{}",
         report["executive_summary"]
     );
+    let summary = report["executive_summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("offline stand-in") && !summary.contains(": low"),
+        "{summary}"
+    );
     assert!(statements(&report, "red_flags").is_empty());
     assert_eq!(report["metadata"]["statistics"]["sources"], 0);
     assert!(

@@ -726,6 +726,10 @@ fn category_of(text: &str) -> &'static str {
     }
 }
 
+/// How the stand-in's executive summary starts: every report it writes says who wrote it.
+const OFFLINE_NOTE: &str =
+    "(Written by the offline stand-in, a deterministic program, not a model.) ";
+
 fn report(data: &Value) -> DueDiligenceReport {
     let subject = str_of(data, "subject");
     let facts = strings(data, "key_facts");
@@ -762,21 +766,23 @@ fn report(data: &Value) -> DueDiligenceReport {
         Some(Severity::Critical) => RiskLevel::Critical,
         Some(Severity::High) => RiskLevel::High,
         Some(_) => RiskLevel::Medium,
+        None if facts.is_empty() && entities.is_empty() => RiskLevel::Insufficient,
         None => RiskLevel::Low,
     };
     let level = format!("{overall_risk:?}").to_lowercase();
-    let executive_summary = match flags.first() {
-        Some(first) => format!(
-            "Overall risk for {subject}: {level}. {} red flag(s) were found, the first: {} {} positive item(s) were found.",
-            flags.len(),
-            first.text,
-            positive.len()
-        ),
-        None => format!(
-            "Overall risk for {subject}: {level}. No red flag was found; {} positive item(s) were found.",
-            positive.len()
-        ),
-    };
+    let executive_summary = OFFLINE_NOTE.to_owned()
+        + &match flags.first() {
+            Some(first) => format!(
+                "Overall risk for {subject}: {level}. {} red flag(s) were found, the first: {} {} positive item(s) were found.",
+                flags.len(),
+                first.text,
+                positive.len()
+            ),
+            None => format!(
+                "Overall risk for {subject}: {level}. No red flag was found; {} positive item(s) were found.",
+                positive.len()
+            ),
+        };
     let sanctions = matching(&all, &["sanction", "designat", "embargo"]);
     let mut gaps = strings(data, "open_gaps");
     if sanctions.is_empty() {
@@ -807,7 +813,7 @@ fn report(data: &Value) -> DueDiligenceReport {
                 .collect(),
         ),
         scope_and_methodology: format!(
-            "{} queries over {} iteration(s) of search and reflection; the loop stopped by {}. Sources: the offline corpus.",
+            "{} queries over {} iteration(s) of search and reflection; the loop stopped by {}. Sources: the offline corpus, read by the offline stand-in (a deterministic program, not a model).",
             strings(data, "queries_executed").len(),
             data.get("depth_reached")
                 .and_then(Value::as_u64)
