@@ -448,3 +448,40 @@ fn aggregation_note(text: &str) -> String {
         None => "The aggregation is empty.".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_becomes_the_tools_filters_and_grouping() {
+        let q = "Which event types dominate in Oceania between 2012 and 2008?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["year"], json!({"gte": 2008, "lte": 2012}));
+        assert!(
+            filters["country"]
+                .as_array()
+                .is_some_and(|c| c.contains(&json!("New Zealand")))
+        );
+        assert_eq!(group_for(q, Some(&filters)), "event_type");
+
+        let q = "How did cyberattacks in Chile end, by conclusion, since 2019?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["event_type"], json!(["cyber_incident"]));
+        assert_eq!(filters["country"], json!(["Chile"]));
+        assert_eq!(filters["year"], json!({"gte": 2019}));
+        assert_eq!(group_for(q, Some(&filters)), "conclusion");
+
+        // A field the filters fix to one value is not the grouping.
+        let q = "How many events did France have before 2005?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["year"], json!({"lt": 2005}));
+        assert_eq!(group_for(q, Some(&filters)), "conclusion");
+
+        assert_eq!(
+            filters_for("Which events in the last 5 years?").expect("filters")["year"],
+            json!({"gte": 2020, "lte": 2024})
+        );
+        assert_eq!(filters_for("Which countries have the most events?"), None);
+    }
+}
