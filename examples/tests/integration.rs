@@ -15,3 +15,4 @@ mod mcp_research_web;
 mod output_safety;
 mod research_cli;
 mod served_workflows;
+mod unseen_inputs;

@@ -92,11 +92,21 @@ fn killed_run(cwd: &Path, out: &Path, thread: &str, extra: &[&str]) {
     let _ = child.wait();
 }
 
-fn all_todos_completed(run: &Path) {
+fn every_todo_done(run: &Path) {
     for bundle in BUNDLES {
         let master = read_json(&run.join(bundle).join("research_complete.json"));
         for todo in master["todoList"]["todos"].as_array().expect("todos") {
-            assert_eq!(todo["status"], "completed", "{todo}");
+            // A todo about which nothing was found (the sample's Tidewell Tracker app) is
+            // blocked with that note; every other one is completed.
+            let nothing_found = todo["notes"]
+                .as_str()
+                .is_some_and(|n| n.contains("No source about"));
+            let expected = if nothing_found {
+                "blocked"
+            } else {
+                "completed"
+            };
+            assert_eq!(todo["status"], expected, "{todo}");
         }
     }
 }
@@ -160,7 +170,7 @@ fn resume_with_only_the_thread_finds_a_run_started_with_out_and_a_failed_resume_
         &["entity-intel", "--quiet", "--resume", "--thread", "far"],
     ));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
-    all_todos_completed(&out);
+    every_todo_done(&out);
     assert!(!dir.path().join("graphkit-runs/entity-intel/far").exists());
 
     let unknown = run(&mut cli(
@@ -334,7 +344,7 @@ fn a_moved_run_folder_resumes_from_its_own_database_and_writes_into_its_new_plac
     .arg(&after));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
     assert!(!before.exists(), "the resume wrote into the old place");
-    all_todos_completed(&after);
+    every_todo_done(&after);
     let summary = read_json(&after.join("run_summary.json"));
     assert!(
         summary["bundles"]
@@ -375,7 +385,7 @@ fn a_postgres_run_resumes_from_postgres() {
     )
     .arg(&out));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
-    all_todos_completed(&out);
+    every_todo_done(&out);
     assert!(
         !out.join("checkpoints.sqlite").exists(),
         "the resume used SQLite instead of the run's PostgreSQL"
@@ -423,7 +433,7 @@ fn ctrl_c_checkpoints_exits_non_zero_and_prints_the_exact_resume_command() {
     let args: Vec<&str> = command.split(' ').skip(1).collect();
     let resumed = run(cli(dir.path(), &args).args(["--offline-delay-ms", "0"]));
     assert!(resumed.status.success(), "{}", stderr(&resumed));
-    all_todos_completed(&out);
+    every_todo_done(&out);
 }
 
 #[test]

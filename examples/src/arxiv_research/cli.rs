@@ -1,5 +1,6 @@
 //! `graphkit-research arxiv-research`: the subcommand's own options and its main.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,9 +60,10 @@ pub struct ArxivResearchArgs {
     #[arg(long, value_name = "SPEC")]
     pub(crate) synthesizer_model: Option<String>,
 
-    /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, served
-    /// from 127.0.0.1) or `live` (export.arxiv.org) [default: offline with the offline
-    /// model, live with a real one].
+    /// Where papers come from: `offline` (the corpus in examples/fixtures/arxiv, or the
+    /// papers.json given with --corpus, served from 127.0.0.1) or `live`
+    /// (export.arxiv.org) [default: offline with the offline model or --corpus, live with a
+    /// real one].
     #[arg(long, value_name = "BACKEND", value_parser = ["offline", "live"])]
     pub arxiv: Option<String>,
 }
@@ -133,7 +135,7 @@ struct ArxivResearch;
 struct ArxivResearchPlan {
     topic: String,
     model_spec: String,
-    backend: &'static str,
+    backend: String,
     top_k: usize,
     k: u32,
     max_concurrency: usize,
@@ -156,7 +158,6 @@ impl Workflow for ArxivResearch {
     fn refuse(common: &CommonArgs) -> Result<(), ExampleError> {
         match CommonArgs::first_given(&[
             (common.input.is_some(), "--input"),
-            (common.corpus.is_some(), "--corpus"),
             (common.print_input_schema, "--print-input-schema"),
         ]) {
             Some(flag) => Err(ExampleError::Usage(format!(
@@ -230,22 +231,42 @@ impl Workflow for ArxivResearch {
         let choice = model_spec.parse::<ModelChoice>()?;
         let models = role_models(&specs, &model_spec, &offline(common))?;
         // The offline corpus is served to the real arXiv client from 127.0.0.1.
+        let corpus: Option<PathBuf> = session.option("corpus", common.corpus.clone())?;
         let offline_arxiv = arxiv_backend
             .as_deref()
-            .map_or(choice.is_offline(), |b| b == "offline");
+            .map_or(choice.is_offline() || corpus.is_some(), |b| b == "offline");
+        if corpus.is_some() && !offline_arxiv {
+            return Err(ExampleError::Usage(
+                "--corpus is a paper corpus served offline; it cannot be used with --arxiv live"
+                    .into(),
+            ));
+        }
         let (server, arxiv, backend) = if offline_arxiv {
-            let server = OfflineArxiv::shipped()?.serve().await?;
+            let (papers, backend) = match &corpus {
+                Some(path) => {
+                    let file = if path.is_dir() {
+                        path.join("papers.json")
+                    } else {
+                        path.clone()
+                    };
+                    (
+                        OfflineArxiv::from_file(&file)?,
+                        format!("the offline corpus {}", file.display()),
+                    )
+                }
+                None => (
+                    OfflineArxiv::shipped()?,
+                    "the offline corpus (examples/fixtures/arxiv)".to_owned(),
+                ),
+            };
+            let server = papers.serve().await?;
             let arxiv = server.client();
-            (
-                Some(server),
-                arxiv,
-                "the offline corpus (examples/fixtures/arxiv)",
-            )
+            (Some(server), arxiv, backend)
         } else {
             (
                 None,
                 graphkit_tools::prebuilt::arxiv::Arxiv::new(),
-                "arXiv (export.arxiv.org)",
+                "arXiv (export.arxiv.org)".to_owned(),
             )
         };
         Ok(ArxivResearchPlan {

@@ -127,18 +127,134 @@ pub async fn fact_gate(state: Arc<ResearchState>, config: RunConfig) -> NodeResu
         .and_then(serde_json::Value::as_u64)
         .and_then(|k| u32::try_from(k).ok())
         .unwrap_or(DEFAULT_MAX_CITATIONS);
-    let (admitted, count) = gate(
-        &state.facts,
-        &state.pending_facts,
-        k,
-        state.step_citation_count,
-    );
+    let (on_topic, off_topic): (Vec<Fact>, Vec<Fact>) = state
+        .pending_facts
+        .iter()
+        .cloned()
+        .partition(|f| !f.is_reference() || is_on_topic(&state.topic, f));
+    let (admitted, count) = gate(&state.facts, &on_topic, k, state.step_citation_count);
     let mut facts = admitted;
+    facts.extend(off_topic.iter().map(|f| Fact {
+        step_idx: Some(state.step_idx),
+        ..Fact::new(
+            FactKind::Note,
+            format!(
+                "{OFF_TOPIC_NOTE} \"{}\": its title and abstract name too few of the topic's terms ({})",
+                f.title.as_deref().unwrap_or_default(),
+                topic_terms(&state.topic).join(", ")
+            ),
+        )
+    }));
     facts.extend(deliverable_facts(&state));
     Ok(ResearchStateUpdate::new()
         .facts(facts)
         .step_citation_count(state.step_citation_count + count)
         .pending_facts(AppendUpdate::clear()))
+}
+
+/// How a note about a reference left out as off-topic starts.
+pub const OFF_TOPIC_NOTE: &str = "not admitted, off-topic:";
+
+/// Words that say nothing about what a topic is (question words, research boilerplate).
+const GENERIC_WORDS: &[&str] = &[
+    "about",
+    "across",
+    "and",
+    "approach",
+    "approaches",
+    "based",
+    "can",
+    "does",
+    "for",
+    "from",
+    "how",
+    "into",
+    "its",
+    "method",
+    "methods",
+    "model",
+    "models",
+    "new",
+    "of",
+    "on",
+    "recent",
+    "survey",
+    "study",
+    "the",
+    "their",
+    "them",
+    "they",
+    "this",
+    "towards",
+    "use",
+    "used",
+    "using",
+    "what",
+    "when",
+    "which",
+    "why",
+    "with",
+    "work",
+    "are",
+    "is",
+    "in",
+    "to",
+    "a",
+    "an",
+    "or",
+    "by",
+    "at",
+    "do",
+    "be",
+    "vs",
+    "versus",
+];
+
+/// A word's stem for matching: its first five letters (`answering` and `answer`,
+/// `generation` and `generative` meet).
+fn stem(word: &str) -> String {
+    word.chars().take(5).collect()
+}
+
+/// The terms of a topic that say what it is about, lowercased, without generic words.
+pub fn topic_terms(topic: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in topic
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !GENERIC_WORDS.contains(&w.as_str()))
+    {
+        if !terms.iter().any(|t| stem(t) == stem(&word)) {
+            terms.push(word);
+        }
+    }
+    terms
+}
+
+/// The graph's relevance check on a reference, whatever the model chose: its title and
+/// abstract name two of the topic's [`topic_terms`] (both of a two-term topic) and at
+/// least two in five of them (at least one when the model gave no abstract to judge by).
+/// A topic with no such term admits everything.
+pub fn is_on_topic(topic: &str, reference: &Fact) -> bool {
+    let terms = topic_terms(topic);
+    if terms.is_empty() {
+        return true;
+    }
+    let text = format!(
+        "{} {}",
+        reference.title.as_deref().unwrap_or_default(),
+        reference.abstract_text.as_deref().unwrap_or_default()
+    );
+    let stems: HashSet<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .map(|w| stem(&w.to_lowercase()))
+        .collect();
+    let named = terms.iter().filter(|t| stems.contains(&stem(t))).count();
+    if reference.abstract_text.as_deref().is_none_or(str::is_empty) {
+        named >= 1
+    } else {
+        named >= terms.len().min(2) && named * 5 >= terms.len() * 2
+    }
 }
 
 /// The gate's decision: the facts admitted from `pending` and how many of them are
@@ -352,7 +468,35 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             .map_err(|e| format!("the synthesizer gave no acceptable report: {e}"))?
             .markdown
     };
-    let mut report = format!("# {}\n\n{}\n", state.topic.trim(), body.trim());
+    let off_topic: Vec<&str> = state
+        .facts
+        .iter()
+        .filter(|f| f.kind == FactKind::Note && f.content.starts_with(OFF_TOPIC_NOTE))
+        .map(|f| f.content.as_str())
+        .collect();
+    let mut report = format!("# {}\n\n", state.topic.trim());
+    if sources.is_empty() {
+        report.push_str(&format!(
+            "**Insufficient evidence.** No paper on this topic was found in the papers searched{}; \
+             this report claims nothing about it.\n\n",
+            if off_topic.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} found were off-topic and left out)", off_topic.len())
+            }
+        ));
+    }
+    report.push_str(body.trim());
+    report.push('\n');
+    if !off_topic.is_empty() {
+        report.push_str("\n## Left out as off-topic\n\n");
+        for note in &off_topic {
+            report.push_str(&format!(
+                "- {}\n",
+                note.trim_start_matches(OFF_TOPIC_NOTE).trim()
+            ));
+        }
+    }
     let uncovered = uncovered_steps(&state);
     if !uncovered.is_empty() {
         report.push_str(&format!(

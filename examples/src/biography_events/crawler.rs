@@ -69,6 +69,12 @@ async fn crawl_and_chunk(
         );
         return Ok(CrawlStateUpdate::new().chunks(Vec::new()));
     };
+    if !super::url_finder::names_person(&page.content, &state.person) {
+        ctx.writer()
+            .custom(json!({"event": "warning", "message": format!(
+            "{} does not name {} in full; its events are not used", state.url, state.person)}));
+        return Ok(CrawlStateUpdate::new().chunks(Vec::new()));
+    }
     Ok(CrawlStateUpdate::new().chunks(chunk(&page.content)))
 }
 

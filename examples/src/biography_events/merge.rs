@@ -113,6 +113,29 @@ pub fn merge_events(
     (merged, changed)
 }
 
+/// The events a life has once (by name, case-insensitive).
+const ONCE_IN_A_LIFE: [&str; 2] = ["birth", "death"];
+
+/// Merges the events a life has only once ([`ONCE_IN_A_LIFE`]) that appear more than
+/// once into the first of them (by [`merge_pair`], so disagreeing dates or places are
+/// flagged as conflicts), keeping the order of the others.
+pub(crate) fn merge_once_in_a_life(events: Vec<Event>) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for event in events {
+        let once = ONCE_IN_A_LIFE
+            .iter()
+            .any(|n| event.name.eq_ignore_ascii_case(n));
+        match out
+            .iter_mut()
+            .find(|e| once && e.name.eq_ignore_ascii_case(&event.name))
+        {
+            Some(first) => *first = merge_pair(first, &event, None),
+            None => out.push(event),
+        }
+    }
+    out
+}
+
 /// Merges one new event into the known event it matches:
 ///
 /// - the id and name of the known event are kept;

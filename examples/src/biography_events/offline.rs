@@ -38,9 +38,12 @@ pub fn offline_model(delay: Duration) -> Arc<dyn ChatModel> {
     Arc::new(stand_in().with_delay(delay))
 }
 
+/// The name the stand-in answers as (and the run summary records as the model).
+pub const STAND_IN_NAME: &str = "biography-offline";
+
 /// The stand-in itself (tests replace single handlers with `on_structured`).
 pub fn stand_in() -> StandInModel {
-    StandInModel::new("biography-offline")
+    StandInModel::new(STAND_IN_NAME)
         .on_structured_json(prompts::THINK_FORMAT, |request| {
             serde_json::to_value(think(request)).map_err(|e| e.to_string())
         })

@@ -134,8 +134,10 @@ async fn search_gaps(
         };
         let urls: Vec<String> = hits.iter().map(|h| h.url.clone()).collect();
         let pages = deps.search.extract(&urls).await.unwrap_or_default();
+        // A page that does not name the person in full is about someone else.
         let pages = pages
             .into_iter()
+            .filter(|p| super::url_finder::names_person(&p.content, &state.person))
             .map(|p| {
                 let site = deps.sites.source_name(&p.url);
                 (p.url, site, crate::shared::truncate(&p.content, PAGE_CHARS))

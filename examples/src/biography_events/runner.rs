@@ -322,6 +322,21 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
         summary.tool_calls,
         cell(&summary.stop_reason)
     );
+    if summary.events == 0 {
+        out.insert_str(
+            out.find("| Date |").unwrap_or(out.len()),
+            &format!(
+                "**Nothing found:** no page on the sites searched names {} in full.\n\n",
+                summary.person
+            ),
+        );
+    }
+    if summary.model == super::offline::STAND_IN_NAME {
+        out.insert_str(
+            out.find("| Date |").unwrap_or(out.len()),
+            "*Written by the offline stand-in (a deterministic program, not a model) from the local corpus.*\n\n",
+        );
+    }
     for e in events {
         out.push_str(&format!(
             "| {} | {}{} | {} | {} | {} |\n",

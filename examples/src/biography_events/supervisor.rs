@@ -194,6 +194,9 @@ pub(crate) async fn merge_events_node(
         matched = matches.matches.len();
         events = merge_events(&events, &others, &matches).0;
     }
+    // Whatever the matching said: a person is born once and dies once, so two births (or
+    // deaths) from two sources are one event whose dates disagree, flagged as a conflict.
+    events = super::merge::merge_once_in_a_life(events);
     let changed = events != before;
     let added = events.len() - before.len();
     let conflicts: usize = events.iter().map(|e| e.conflicts.len()).sum::<usize>()
@@ -297,6 +300,10 @@ pub async fn supervisor(
     Ok(update)
 }
 
+/// How many of the best-ranked pages are read before the run may stop for having enough
+/// (Wikipedia and Britannica offline: a conflict between them is always seen).
+const PAGES_READ_BEFORE_STOPPING: usize = 2;
+
 async fn decide(state: &BiographyState, deps: &Deps) -> (Option<String>, Option<String>, u64) {
     let limits = &state.limits;
     let last = state.messages.last();
@@ -310,7 +317,17 @@ async fn decide(state: &BiographyState, deps: &Deps) -> (Option<String>, Option<
             0,
         );
     }
-    if let Some(entry) = last.filter(|e| e.recommendation.as_deref() == Some("none")) {
+    // The two best-ranked pages url_finder found are read before the run decides it has
+    // enough: the second may contradict (or correct) what the first said.
+    let can_crawl = next_url(state).is_some();
+    let must_crawl = state
+        .urls
+        .iter()
+        .take(PAGES_READ_BEFORE_STOPPING)
+        .any(|u| !state.crawled.contains(u));
+    if let Some(entry) = last.filter(|e| e.recommendation.as_deref() == Some("none"))
+        && !must_crawl
+    {
         let why = entry.think.clone().unwrap_or_default();
         return (
             Some(format!("think_tool recommended stopping: {why}")),
@@ -330,7 +347,7 @@ async fn decide(state: &BiographyState, deps: &Deps) -> (Option<String>, Option<
         );
     }
     let mut model_calls = 0;
-    if full_detail_ratio(&state.events) > limits.full_detail_ratio {
+    if !must_crawl && full_detail_ratio(&state.events) > limits.full_detail_ratio {
         // The deterministic check passed; the prompt confirms (it can only lower the share).
         model_calls = 1;
         let ratio = confirmed_ratio(state, deps).await;
@@ -346,10 +363,10 @@ async fn decide(state: &BiographyState, deps: &Deps) -> (Option<String>, Option<
             );
         }
     }
-    let can_crawl = next_url(state).is_some();
     let recommended = last.and_then(|e| e.recommendation.as_deref());
     let next = match recommended {
         Some(URL_CRAWLER) if can_crawl => URL_CRAWLER,
+        Some("none") if must_crawl => URL_CRAWLER,
         Some(FURTHER_EVENT_RESEARCH) if !state.events.is_empty() => FURTHER_EVENT_RESEARCH,
         _ if state.events.len() >= limits.min_events_for_deepening => FURTHER_EVENT_RESEARCH,
         _ if can_crawl => URL_CRAWLER,

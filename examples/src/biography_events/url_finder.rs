@@ -83,8 +83,16 @@ fn normalized(url: &str) -> String {
         .to_lowercase()
 }
 
+/// Whether `text` is about `person`: it names them in full (`Halina Vosk`, `Halina_Vosk`),
+/// not only by a surname another person shares.
+pub(crate) fn names_person(text: &str, person: &str) -> bool {
+    crate::shared::prose::names_in_full(text, person)
+}
+
 /// Runs the query for `person` and keeps at most `kept` URLs of the top `results` hits on
-/// the sites: deduplicated, one per site (its best hit), sorted by site priority.
+/// the sites that name the person in full (title or snippet; a search engine's hit for a
+/// namesake is someone else's page): deduplicated, one per site (its best hit), sorted by
+/// site priority.
 ///
 /// The site filter is applied to the hits here as well, so a backend that ignores
 /// `site:` (or honours it) gives the same answer.
@@ -107,6 +115,7 @@ pub(crate) async fn find_urls(
     for hit in hits
         .iter()
         .filter(|h| sites.rank(&h.url).is_some())
+        .filter(|h| names_person(&format!("{}\n{}", h.title, h.snippet), person))
         .take(results)
     {
         let rank = sites.rank(&hit.url).unwrap_or(usize::MAX);

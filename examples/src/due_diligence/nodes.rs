@@ -382,19 +382,78 @@ async fn search_once(
     {
         Ok(mut output) => {
             output.query = task.query.clone();
-            if output.sources.is_empty() {
-                output.sources = hits
-                    .iter()
-                    .map(|h| Source {
-                        url: h.url.clone(),
-                        title: h.title.clone(),
-                    })
-                    .collect();
+            let rejected = keep_sources_about_the_subject(state, &mut output, &pages);
+            if !rejected.is_empty() {
+                deps.audit(
+                    state,
+                    "sources_rejected",
+                    json!({"query": task.query, "urls": rejected,
+                           "reason": "the page names neither the subject in full nor an entity found about them"}),
+                )?;
             }
             Ok(Ok(output))
         }
         Err(err) => Ok(Err(format!("extraction failed: {err}"))),
     }
+}
+
+/// The names a page must mention to count as being about the investigation: the subject's
+/// full name, and the names and aliases of the people and organisations found about them so
+/// far (a page about the subject's company is about the investigation; a page about
+/// someone who shares the subject's surname is not).
+fn identifiers(state: &S) -> Vec<&str> {
+    std::iter::once(state.subject.as_str())
+        .chain(
+            state
+                .discovered_entities
+                .iter()
+                .filter(|e| e.entity_type != super::schemas::EntityType::Location)
+                .flat_map(|e| std::iter::once(&e.name).chain(&e.aliases))
+                .map(String::as_str),
+        )
+        .collect()
+}
+
+/// The graph's check on a search's extraction, whatever the model: a source whose page
+/// names none of the [`identifiers`] is dropped, with the key facts that cite it; when the
+/// model listed no source but stated facts, the pages that name an identifier are its
+/// sources. Returns the rejected URLs.
+fn keep_sources_about_the_subject(
+    state: &S,
+    output: &mut WebSearchOutput,
+    pages: &[Value],
+) -> Vec<String> {
+    let names = identifiers(state);
+    let about = |url: &str| {
+        pages
+            .iter()
+            .find(|p| p["url"] == url)
+            .and_then(|p| p["content"].as_str())
+            .is_some_and(|content| {
+                names
+                    .iter()
+                    .any(|n| crate::shared::prose::names_in_full(content, n))
+            })
+    };
+    if output.sources.is_empty() && !output.key_facts.is_empty() {
+        output.sources = pages
+            .iter()
+            .filter(|p| about(p["url"].as_str().unwrap_or("")))
+            .map(|p| Source {
+                url: p["url"].as_str().unwrap_or("").to_owned(),
+                title: p["title"].as_str().unwrap_or("").to_owned(),
+            })
+            .collect();
+    }
+    let (kept, rejected): (Vec<Source>, Vec<Source>) = std::mem::take(&mut output.sources)
+        .into_iter()
+        .partition(|s| about(&s.url));
+    output.sources = kept;
+    let rejected: Vec<String> = rejected.into_iter().map(|s| s.url).collect();
+    output
+        .key_facts
+        .retain(|f| !rejected.iter().any(|url| f.contains(url.as_str())));
+    rejected
 }
 
 /// `analyze_and_reflect`: reflection (strategy model), then the entity merge (search
@@ -682,6 +741,10 @@ pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<
         Ok(sections) => (sections, 0u64),
         Err(err) => (report::fallback_report(&state, &err.to_string()), 1),
     };
+    let mut sections = sections;
+    if report::sources_read(&state) == 0 {
+        report::mark_insufficient(&mut sections, &state.subject);
+    }
     let file = DueDiligenceReportFile {
         report: sections,
         metadata: report::metadata(

@@ -14,6 +14,7 @@ use super::schemas::{
     ReflectionOutput, ReportSection, Risk, RiskAssessment, RiskLevel, SearchQueriesList, Severity,
     Source, Strength, SuspiciousConnection, WebSearchOutput, normalize,
 };
+use crate::shared::prose::{is_fact_sheet, names_in_full, sentences};
 
 /// **Offline stand-in (a test double), not a language model.** A deterministic program
 /// that plays both model roles of the due-diligence graph (strategy and search) so the
@@ -110,15 +111,185 @@ fn parse_fact(fact: &str) -> (&str, &str, &str) {
     (label.trim(), value.trim(), source.trim())
 }
 
+/// The name a lead query starts with (`Caldera Nominees Ltd subcontract payments` →
+/// `Caldera Nominees Ltd`): the longest prefix of its leading capitalised words (two at
+/// least, when it has two) that `content` names in full.
+fn lead_named_in(query: &str, content: &str) -> bool {
+    let run: Vec<&str> = query
+        .split_whitespace()
+        .take_while(|w| w.starts_with(char::is_uppercase))
+        .collect();
+    let least = run.len().min(2);
+    (least.max(1)..=run.len())
+        .rev()
+        .any(|n| least > 0 && names_in_full(content, &run[..n].join(" ")))
+}
+
+/// Whether a page is about the investigation: it names the subject in full, or (for a
+/// lead's query, which does not name the subject) the lead's name. A page that shares only
+/// the subject's surname is someone else's.
+fn about_the_investigation(subject: &str, query: &str, content: &str) -> bool {
+    names_in_full(content, subject)
+        || (!names_in_full(query, subject) && lead_named_in(query, content))
+}
+
+/// Words that make a sentence of prose an adverse finding, and words that make it a
+/// cleared or dismissed one (a neutral item).
+const ADVERSE: &[&str] = &[
+    "sanction",
+    "designated",
+    "embargo",
+    "fraud",
+    "sued",
+    "lawsuit",
+    "indicted",
+    "charged with",
+    "convicted",
+    "brib",
+    "launder",
+    "embezzl",
+    "investigat",
+    "inquiry",
+    "prosecut",
+    "shell company",
+    "fined",
+    "penalt",
+    "arrested",
+    "seized",
+    "misconduct",
+    "default",
+];
+const CLEARED: &[&str] = &[
+    "cleared",
+    "dismissed",
+    "acquitted",
+    "no evidence",
+    "not a party",
+    "withdrawn",
+    "lifted",
+];
+
+/// Corporate suffixes that end an organisation's name in prose.
+const ORG_SUFFIXES: &[&str] = &[
+    "Ltd",
+    "Ltd.",
+    "Limited",
+    "Inc",
+    "Inc.",
+    "LLC",
+    "LLP",
+    "PLC",
+    "SA",
+    "AG",
+    "GmbH",
+    "BV",
+    "NV",
+    "Group",
+    "Holdings",
+    "Partners",
+    "Capital",
+    "Bank",
+    "Corp",
+    "Corp.",
+    "Corporation",
+    "Company",
+    "Trust",
+    "Fund",
+    "Ventures",
+    "Logistics",
+    "Shipping",
+    "Trading",
+    "Freight",
+];
+
+/// The organisations a sentence names: runs of capitalised words that end with a corporate
+/// suffix (`Orvane Freight Ltd`).
+fn organisations_in(sentence: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    for raw in sentence.split_whitespace() {
+        let word = raw.trim_matches(|c: char| ",;:()\"'".contains(c));
+        let word = word.strip_suffix("'s").unwrap_or(word);
+        if word.starts_with(char::is_uppercase) {
+            run.push(word.trim_end_matches('.'));
+        } else {
+            run.clear();
+            continue;
+        }
+        let suffix =
+            ORG_SUFFIXES.contains(&word) || ORG_SUFFIXES.contains(&word.trim_end_matches('.'));
+        if suffix && run.len() >= 2 {
+            let name = run.join(" ");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        if raw.ends_with([',', ';', ':', ')']) || (raw.ends_with('.') && !suffix) {
+            run.clear();
+        }
+    }
+    // `Orvane Freight Ltd` and `Freight Ltd` from one run: keep the longest.
+    let all = out.clone();
+    out.retain(|n| !all.iter().any(|m| m != n && m.ends_with(&format!(" {n}"))));
+    out
+}
+
+/// The key facts of a prose page (no `- **Label:** value` lines), read sentence by
+/// sentence as a model would: the subject as a person, the organisations named beside the
+/// subject, adverse sentences as red flags (or neutral items when they say the matter was
+/// cleared), the organisations in a red flag as leads, and the other sentences that name
+/// the subject as findings. Every fact ends with its page's URL.
+fn prose_facts(subject: &str, url: &str, content: &str) -> Vec<String> {
+    let surname = subject.split_whitespace().last().unwrap_or(subject);
+    let mut facts = Vec::new();
+    let mut push = |fact: String| {
+        let fact = format!("{fact} (source: {url})");
+        if !facts.contains(&fact) {
+            facts.push(fact);
+        }
+    };
+    let sentences = sentences(content);
+    if let Some(first) = sentences
+        .iter()
+        .find(|s| !s.starts_with('#') && names_in_full(s, subject))
+    {
+        push(format!(
+            "Person: {subject} — {}",
+            first.trim_end_matches('.')
+        ));
+    }
+    for sentence in sentences.iter().filter(|s| s.ends_with(['.', '!', '?'])) {
+        let lower = sentence.to_lowercase();
+        let text = sentence.trim_end_matches('.');
+        let names_subject = names_in_full(sentence, surname);
+        let orgs = organisations_in(sentence);
+        for org in &orgs {
+            push(format!("Organization: {org} — named in: {text}"));
+            if names_subject {
+                push(format!("Link: {subject} — named with — {org}"));
+            }
+        }
+        if ADVERSE.iter().any(|k| lower.contains(k)) {
+            if CLEARED.iter().any(|k| lower.contains(k)) {
+                push(format!("Neutral: {text}"));
+            } else {
+                push(format!("Red flag: {text}"));
+                for org in &orgs {
+                    push(format!("See also: {org}"));
+                }
+            }
+        } else if names_subject {
+            push(format!("Finding: {text}"));
+        }
+    }
+    facts
+}
+
 fn web_search(data: &Value) -> WebSearchOutput {
     let subject = str_of(data, "subject");
-    let surname = subject
-        .split_whitespace()
-        .last()
-        .unwrap_or("")
-        .to_lowercase();
+    let query = str_of(data, "query");
     let mut out = WebSearchOutput {
-        query: str_of(data, "query").to_owned(),
+        query: query.to_owned(),
         ..WebSearchOutput::default()
     };
     let mut summary = Vec::new();
@@ -133,31 +304,35 @@ fn web_search(data: &Value) -> WebSearchOutput {
             str_of(page, "url"),
             str_of(page, "content"),
         );
-        if surname.is_empty() || !content.to_lowercase().contains(&surname) {
+        if !about_the_investigation(subject, query, content) {
             continue;
         }
         let first_sentence = content
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('-'))
-            .and_then(|l| l.split(". ").next())
-            .unwrap_or("");
+            .and_then(|l| sentences(l).into_iter().next())
+            .unwrap_or_default();
         summary.push(format!(
             "{title}: {}.",
             first_sentence.trim_end_matches('.')
         ));
-        for line in content.lines() {
-            let Some(rest) = line.trim().strip_prefix("- **") else {
-                continue;
-            };
-            let Some((label, value)) = rest.split_once(":**") else {
-                continue;
-            };
-            out.key_facts.push(format!(
-                "{}: {} (source: {url})",
-                label.trim(),
-                value.trim()
-            ));
+        if is_fact_sheet(content) {
+            for line in content.lines() {
+                let Some(rest) = line.trim().strip_prefix("- **") else {
+                    continue;
+                };
+                let Some((label, value)) = rest.split_once(":**") else {
+                    continue;
+                };
+                out.key_facts.push(format!(
+                    "{}: {} (source: {url})",
+                    label.trim(),
+                    value.trim()
+                ));
+            }
+        } else {
+            out.key_facts.extend(prose_facts(subject, url, content));
         }
         out.sources.push(Source {
             url: url.to_owned(),
@@ -551,6 +726,10 @@ fn category_of(text: &str) -> &'static str {
     }
 }
 
+/// How the stand-in's executive summary starts: every report it writes says who wrote it.
+const OFFLINE_NOTE: &str =
+    "(Written by the offline stand-in, a deterministic program, not a model.) ";
+
 fn report(data: &Value) -> DueDiligenceReport {
     let subject = str_of(data, "subject");
     let facts = strings(data, "key_facts");
@@ -587,21 +766,23 @@ fn report(data: &Value) -> DueDiligenceReport {
         Some(Severity::Critical) => RiskLevel::Critical,
         Some(Severity::High) => RiskLevel::High,
         Some(_) => RiskLevel::Medium,
+        None if facts.is_empty() && entities.is_empty() => RiskLevel::Insufficient,
         None => RiskLevel::Low,
     };
     let level = format!("{overall_risk:?}").to_lowercase();
-    let executive_summary = match flags.first() {
-        Some(first) => format!(
-            "Overall risk for {subject}: {level}. {} red flag(s) were found, the first: {} {} positive item(s) were found.",
-            flags.len(),
-            first.text,
-            positive.len()
-        ),
-        None => format!(
-            "Overall risk for {subject}: {level}. No red flag was found; {} positive item(s) were found.",
-            positive.len()
-        ),
-    };
+    let executive_summary = OFFLINE_NOTE.to_owned()
+        + &match flags.first() {
+            Some(first) => format!(
+                "Overall risk for {subject}: {level}. {} red flag(s) were found, the first: {} {} positive item(s) were found.",
+                flags.len(),
+                first.text,
+                positive.len()
+            ),
+            None => format!(
+                "Overall risk for {subject}: {level}. No red flag was found; {} positive item(s) were found.",
+                positive.len()
+            ),
+        };
     let sanctions = matching(&all, &["sanction", "designat", "embargo"]);
     let mut gaps = strings(data, "open_gaps");
     if sanctions.is_empty() {
@@ -632,7 +813,7 @@ fn report(data: &Value) -> DueDiligenceReport {
                 .collect(),
         ),
         scope_and_methodology: format!(
-            "{} queries over {} iteration(s) of search and reflection; the loop stopped by {}. Sources: the offline corpus.",
+            "{} queries over {} iteration(s) of search and reflection; the loop stopped by {}. Sources: the offline corpus, read by the offline stand-in (a deterministic program, not a model).",
             strings(data, "queries_executed").len(),
             data.get("depth_reached")
                 .and_then(Value::as_u64)

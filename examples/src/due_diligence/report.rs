@@ -13,13 +13,9 @@ use super::schemas::{
 use super::state::DueDiligenceState;
 use crate::shared::time::{now_ms, rfc3339};
 
-/// The metadata of `state`'s report.
-pub fn metadata(
-    state: &DueDiligenceState,
-    strategy: &str,
-    search: &str,
-    usage: UsageTotals,
-) -> ReportMetadata {
+/// How many distinct sources about the subject the searches read (after the graph's
+/// check that each is about the subject).
+pub(crate) fn sources_read(state: &DueDiligenceState) -> usize {
     let mut urls: Vec<&str> = state
         .search_memory
         .iter()
@@ -28,6 +24,30 @@ pub fn metadata(
         .collect();
     urls.sort_unstable();
     urls.dedup();
+    urls.len()
+}
+
+/// The graph's check on the report, whatever the model wrote: with no source about the
+/// subject, the overall risk is [`RiskLevel::Insufficient`] (not "low": nothing found is
+/// not evidence of no risk), and the summary and gaps say so first.
+pub(crate) fn mark_insufficient(report: &mut DueDiligenceReport, subject: &str) {
+    let note = format!(
+        "Insufficient information: no source about {subject} was found, so no risk can be assessed; the absence of red flags here is not evidence of low risk."
+    );
+    report.risk_assessment.overall_risk = RiskLevel::Insufficient;
+    report.executive_summary = format!("{note} {}", report.executive_summary)
+        .trim_end()
+        .to_owned();
+    report.information_gaps.insert(0, note);
+}
+
+/// The metadata of `state`'s report.
+pub fn metadata(
+    state: &DueDiligenceState,
+    strategy: &str,
+    search: &str,
+    usage: UsageTotals,
+) -> ReportMetadata {
     ReportMetadata {
         session_id: state.session_id.clone(),
         subject: state.subject.clone(),
@@ -49,7 +69,7 @@ pub fn metadata(
                 .filter(|s| s.error.is_some())
                 .count(),
             entities: state.discovered_entities.len(),
-            sources: urls.len(),
+            sources: sources_read(state),
             red_flags: state.risk_indicators.red_flags.len(),
             errors: state.error_count,
         },
@@ -101,6 +121,7 @@ fn escape(text: &str) -> String {
 
 fn risk_colour(level: RiskLevel) -> &'static str {
     match level {
+        RiskLevel::Insufficient => "#616161",
         RiskLevel::Low => "#2e7d32",
         RiskLevel::Medium => "#f9a825",
         RiskLevel::High => "#e65100",

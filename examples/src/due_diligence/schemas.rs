@@ -285,7 +285,9 @@ pub enum RiskLevel {
     High,
     /// Do not proceed without escalation.
     Critical,
-    /// Nothing of concern found.
+    /// Too little was found about the subject to assess a risk (no source about them).
+    Insufficient,
+    /// Sources about the subject were read and nothing of concern was found in them.
     #[default]
     #[serde(other)]
     Low,

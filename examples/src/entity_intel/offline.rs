@@ -4,6 +4,8 @@
 use graphkit_llm::{AssistantMessage, ChatRequest, Message, StandInModel, ToolCall};
 use serde_json::{Value, json};
 
+use crate::shared::prose::{names_in_full, sentences};
+
 use super::prompts::{CURRENT_TODO_JSON, DIRECTIONS_MARKER, SUMMARY_MARKER};
 use super::todo::{GeneratedTodo, GeneratedTodoList};
 
@@ -179,7 +181,7 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
         )
         .into();
     };
-    let urls: Vec<String> = result_urls(search).into_iter().take(3).collect();
+    let urls = urls_to_read(search, todo["entityName"].as_str().unwrap_or_default());
     let extracted = has("web_extract");
     if extracted.is_none() && !urls.is_empty() {
         return ToolCall::new("web_extract", json!({"urls": urls})).into();
@@ -193,11 +195,18 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     let sources = findings["sources"].as_array().map_or(0, Vec::len);
     let notes = if sources == 0 {
         format!(
-            "No source about {} was found; all {wanted} fields are recorded as unavailable.",
-            todo["entityName"].as_str().unwrap_or("")
+            "No source about {} was found among the {} search result(s) read; all {wanted} fields are recorded as unavailable.",
+            todo["entityName"].as_str().unwrap_or(""),
+            urls.len()
         )
     } else {
         format!("{found} of {wanted} fields found in {sources} source(s).")
+    };
+    // A todo none of whose fields was found is not done: it is blocked, with the reason.
+    let status = if found == 0 && wanted > 0 {
+        "blocked"
+    } else {
+        "completed"
     };
     let filename = todo["outputFile"]
         .as_str()
@@ -205,7 +214,7 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     vec![
             ToolCall::new(
                 "todo_update",
-                json!({"todo_id": id, "status": "completed", "notes": notes}),
+                json!({"todo_id": id, "status": status, "notes": notes}),
             ),
             ToolCall::new(
                 "agent_write_file",
@@ -219,18 +228,46 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
         .into()
 }
 
-/// The URLs of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in order.
-fn result_urls(reply: &str) -> Vec<String> {
+/// The hits of a `web_search` reply (`N. title` / `   url` / `   snippet` blocks), in
+/// order, as `(title and snippet, url)`.
+fn result_hits(reply: &str) -> Vec<(String, String)> {
     let lines: Vec<&str> = reply.lines().collect();
-    lines
-        .windows(2)
-        .filter(|w| {
-            w[0].split_once(". ")
+    (0..lines.len().saturating_sub(1))
+        .filter(|&i| {
+            lines[i]
+                .split_once(". ")
                 .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
         })
-        .map(|w| w[1].trim().to_owned())
-        .filter(|u| u.contains("://"))
+        .map(|i| {
+            let snippet = lines.get(i + 2).copied().unwrap_or_default();
+            (
+                format!("{}\n{snippet}", lines[i]),
+                lines[i + 1].trim().to_owned(),
+            )
+        })
+        .filter(|(_, u)| u.contains("://"))
         .collect()
+}
+
+/// The pages to read from a `web_search` reply: every hit whose title or snippet names the
+/// entity in full (wherever the ranking put it), then the top hits up to three, so a page
+/// about the entity ranked below other pages is read before concluding nothing was found.
+fn urls_to_read(reply: &str, entity: &str) -> Vec<String> {
+    let hits = result_hits(reply);
+    let mut urls: Vec<String> = hits
+        .iter()
+        .filter(|(text, _)| names_in_full(text, entity))
+        .map(|(_, url)| url.clone())
+        .collect();
+    for (_, url) in &hits {
+        if urls.len() >= 3 {
+            break;
+        }
+        if !urls.contains(url) {
+            urls.push(url.clone());
+        }
+    }
+    urls
 }
 
 /// The pages of a `web_extract` reply (`# title` / `url` / blank / content, pages
@@ -368,47 +405,77 @@ fn value_after_label(line: &str, label: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// The sentences of a page: paragraphs with their lines joined (list items and table rows
-/// stay one per line), split after `.`, `!` or `?` followed by a space.
-fn sentences(content: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for paragraph in content.split("\n\n") {
-        let mut joined = String::new();
-        for line in paragraph.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if line.starts_with(['-', '*', '|', '#']) {
-                out.push(
-                    line.trim_start_matches(['-', '*', '|', '#', ' '])
-                        .to_owned(),
-                );
-            } else {
-                if !joined.is_empty() {
-                    joined.push(' ');
-                }
-                joined.push_str(line);
-            }
-        }
-        let mut rest = joined.as_str();
-        while let Some(end) = rest
-            .char_indices()
-            .find(|&(i, c)| ".!?".contains(c) && rest[i + 1..].starts_with(' '))
-            .map(|(i, _)| i + 1)
-        {
-            out.push(rest[..end].trim().to_owned());
-            rest = &rest[end..];
-        }
-        if !rest.trim().is_empty() {
-            out.push(rest.trim().to_owned());
-        }
-    }
-    out
-}
-
-/// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause.
+/// Text after `cue` in `sentence` (case-insensitive), up to the end of the clause (a
+/// comma, semicolon or parenthesis; a full stop only at the end, so "Dr. Mira Osei" and
+/// "EUR 2.5 million" stay whole, and "Brightfen Robotics Inc." keeps its "Inc.").
 fn after_cue(sentence: &str, cue: &str) -> Option<String> {
     let at = sentence.to_lowercase().find(cue)? + cue.len();
     let rest = sentence.get(at..)?;
-    let end = rest.find([',', ';', '.', '(', ')']).unwrap_or(rest.len());
-    Some(rest[..end].trim().to_owned()).filter(|v| !v.is_empty())
+    let end = rest.find([',', ';', '(', ')']).unwrap_or(rest.len());
+    let value = rest[..end].trim();
+    let abbreviated = ["Inc.", "Ltd.", "Co.", "Corp.", "Jr.", "Sr."]
+        .iter()
+        .any(|a| value.ends_with(a));
+    let value = if abbreviated {
+        value
+    } else {
+        value.trim_end_matches('.')
+    };
+    Some(value.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Text after `then` that follows `first` in `sentence` (`founded in 2017 by X` with
+/// `founded` and ` by `), up to the end of the clause.
+fn after_cues(sentence: &str, first: &str, then: &str) -> Option<String> {
+    let at = sentence.to_lowercase().find(first)?;
+    after_cue(sentence.get(at..)?, then)
+}
+
+/// A person's role and organisation from `is the ROLE of ORG` (or `at ORG`, `serves as`,
+/// `works as`).
+fn role_and_organisation(sentence: &str) -> Option<(String, Option<String>)> {
+    let clause = [" is the ", " is a ", " is an ", " serves as ", " works as "]
+        .iter()
+        .find_map(|cue| after_cue(sentence, cue))?;
+    let split = [" of ", " at "]
+        .iter()
+        .filter_map(|sep| clause.find(sep).map(|at| (at, sep.len())))
+        .min();
+    Some(match split {
+        Some((at, len)) => (
+            clause[..at].trim().to_owned(),
+            Some(clause[at + len..].trim().to_owned()).filter(|o| !o.is_empty()),
+        ),
+        None => (clause, None),
+    })
+}
+
+/// The degree a sentence states, from the degree's name to the end of the clause (`PhD in
+/// mechanical engineering from the University of Leeds`).
+fn degree_in(sentence: &str) -> Option<String> {
+    let lower = sentence.to_lowercase();
+    let at = [
+        "phd",
+        "doctorate",
+        "master",
+        "bachelor",
+        "msc",
+        "bsc",
+        "mba",
+        "degree in",
+    ]
+    .iter()
+    .filter_map(|d| {
+        lower
+            .match_indices(d)
+            .find(|(i, _)| *i == 0 || !lower[..*i].ends_with(char::is_alphanumeric))
+            .map(|(i, _)| i)
+    })
+    .min()?;
+    let rest = sentence.get(at..)?;
+    let end = rest.find([',', ';', '(']).unwrap_or(rest.len());
+    let value = rest[..end].trim().trim_end_matches('.').trim();
+    Some(value.to_owned()).filter(|v| !v.is_empty())
 }
 
 /// A field's value stated in a sentence of prose, for the field's label (`lead investors`,
@@ -424,7 +491,19 @@ fn value_in_prose(content: &str, label: &str) -> Option<String> {
     } else if has("round") || has("funding") || has("raised") {
         first(&|s| after_cue(s, "raised "))
     } else if has("founder") {
-        first(&|s| after_cue(s, "founded by ").or_else(|| after_cue(s, "co-founded by ")))
+        first(&|s| after_cues(s, "founded", " by "))
+    } else if has("previous") || has("former") || has("past") {
+        first(&|s| {
+            after_cue(s, "previously worked as ")
+                .or_else(|| after_cue(s, "previously "))
+                .or_else(|| after_cue(s, "formerly "))
+        })
+    } else if has("role") || has("title") || has("position") {
+        first(&|s| role_and_organisation(s).map(|(role, _)| role))
+    } else if has("affiliation") || has("employer") || has("organization") {
+        first(&|s| role_and_organisation(s).and_then(|(_, org)| org))
+    } else if has("education") || has("degree") {
+        first(&degree_in)
     } else if has("year") && has("found") {
         first(&|s| {
             let lower = s.to_lowercase();
@@ -502,13 +581,50 @@ mod tests {
             value_in_prose(page, "founded year").as_deref(),
             Some("2018")
         );
+        let person = "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen Robotics Inc., \
+                      which she co-founded in 2017 with Tomas Lind. She holds a PhD in mechanical engineering \
+                      from the University of Leeds (2014) and previously worked as a research engineer at \
+                      Kestrel Automation.";
+        assert_eq!(
+            value_in_prose(person, "current role").as_deref(),
+            Some("chief technology officer")
+        );
+        assert_eq!(
+            value_in_prose(person, "affiliation").as_deref(),
+            Some("Brightfen Robotics Inc.")
+        );
+        assert_eq!(
+            value_in_prose(person, "education").as_deref(),
+            Some("PhD in mechanical engineering from the University of Leeds")
+        );
+        assert_eq!(
+            value_in_prose(person, "previous roles").as_deref(),
+            Some("a research engineer at Kestrel Automation")
+        );
+        assert_eq!(
+            value_in_prose(
+                "It was founded in 2017 by Dr. Mira Osei and Tomas Lind.",
+                "founders"
+            )
+            .as_deref(),
+            Some("Dr. Mira Osei and Tomas Lind")
+        );
         assert_eq!(value_in_prose(page, "patent count"), None);
     }
 
     #[test]
     fn reads_search_and_extract_replies() {
         let search = "1. About Acme\n   corpus://acme.md\n   Acme makes ...\n\n2. Other\n   corpus://b.md\n   ...";
-        assert_eq!(result_urls(search), ["corpus://acme.md", "corpus://b.md"]);
+        assert_eq!(
+            urls_to_read(search, "Acme"),
+            ["corpus://acme.md", "corpus://b.md"]
+        );
+        let ranked_low = "1. Other\n   corpus://b.md\n   ...\n\n2. Another\n   corpus://c.md\n   ...\n\n\
+                          3. Third\n   corpus://d.md\n   ...\n\n4. Profile\n   corpus://e.md\n   Mira Osei, the CTO";
+        assert_eq!(
+            urls_to_read(ranked_low, "Mira Osei"),
+            ["corpus://e.md", "corpus://b.md", "corpus://c.md"]
+        );
         let pages = pages_of(
             "# About Acme\ncorpus://acme.md\n\n- Legal name: Acme AB\n\n---\n\n# B\ncorpus://b.md\n\ntext",
         );

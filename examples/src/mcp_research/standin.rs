@@ -13,6 +13,7 @@ use super::prompts::{labelled, section};
 use super::state::{
     AggregationResult, Evidence, Finding, Perspective, Source, SubAgentCall, SubQuestion,
 };
+use super::subagents::report::REPORT_HEADING;
 use super::subagents::{
     Extraction, GapReport, PerspectiveList, ReportDraft, SubQuestionList, ValidationReport,
     compose_report,
@@ -47,6 +48,243 @@ pub(crate) fn field_for(query: &str) -> &'static str {
     }
 }
 
+/// Countries by region, for a question that names a region rather than countries (general
+/// geography, not the dataset's list: a name the data does not have matches nothing).
+const REGIONS: &[(&str, &[&str])] = &[
+    (
+        "europe",
+        &[
+            "Germany",
+            "France",
+            "United Kingdom",
+            "Poland",
+            "Norway",
+            "Iceland",
+            "Spain",
+            "Italy",
+            "Portugal",
+            "Netherlands",
+            "Belgium",
+            "Sweden",
+            "Finland",
+            "Denmark",
+            "Austria",
+            "Switzerland",
+            "Ireland",
+            "Greece",
+            "Czech Republic",
+            "Hungary",
+            "Romania",
+            "Ukraine",
+        ],
+    ),
+    (
+        "asia",
+        &[
+            "India",
+            "China",
+            "Japan",
+            "Indonesia",
+            "Philippines",
+            "Vietnam",
+            "Turkey",
+            "South Korea",
+            "Thailand",
+            "Malaysia",
+            "Pakistan",
+            "Bangladesh",
+            "Singapore",
+        ],
+    ),
+    (
+        "africa",
+        &[
+            "Egypt",
+            "South Africa",
+            "Nigeria",
+            "Kenya",
+            "Ethiopia",
+            "Ghana",
+            "Morocco",
+            "Algeria",
+            "Tanzania",
+        ],
+    ),
+    (
+        "latin america",
+        &[
+            "Mexico",
+            "Brazil",
+            "Colombia",
+            "Argentina",
+            "Chile",
+            "Peru",
+            "Venezuela",
+        ],
+    ),
+    (
+        "south america",
+        &[
+            "Brazil",
+            "Colombia",
+            "Argentina",
+            "Chile",
+            "Peru",
+            "Venezuela",
+            "Ecuador",
+        ],
+    ),
+    ("north america", &["United States", "Canada", "Mexico"]),
+    (
+        "oceania",
+        &["Australia", "New Zealand", "Fiji", "Papua New Guinea"],
+    ),
+];
+
+/// Other words for the event types (`cyberattack` is a `cyber_incident`).
+const TYPE_WORDS: &[(&str, &str)] = &[
+    ("cyberattack", "cyber_incident"),
+    ("cyber attack", "cyber_incident"),
+    ("hack", "cyber_incident"),
+    ("fraud", "financial_fraud"),
+    ("earthquake", "natural_disaster"),
+    ("flood", "natural_disaster"),
+    ("disaster", "natural_disaster"),
+    ("summit", "diplomatic_summit"),
+    ("outbreak", "public_health_alert"),
+    ("epidemic", "public_health_alert"),
+    ("trade deal", "trade_agreement"),
+    ("outage", "infrastructure_failure"),
+];
+
+/// The four-digit years a question names, in order.
+fn years_in(q: &str) -> Vec<(usize, i64)> {
+    let mut out = Vec::new();
+    for (at, _) in q.char_indices().filter(|(_, c)| c.is_ascii_digit()) {
+        if q[..at].ends_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let digits: String = q[at..].chars().take_while(char::is_ascii_digit).collect();
+        if digits.len() == 4
+            && let Ok(year) = digits.parse::<i64>()
+            && (1900..=2100).contains(&year)
+        {
+            out.push((at, year));
+        }
+    }
+    out
+}
+
+/// The time window a question names: `between 2010 and 2015`, `from 2010 to 2015`,
+/// `since 2018`, `after 2018`, `before 2010`, `in 2019`, `the last 5 years` (to 2024,
+/// the dataset's last year).
+fn time_window(q: &str) -> Option<Value> {
+    let years = years_in(q);
+    let word_before = |at: usize| {
+        q[..at]
+            .split_whitespace()
+            .last()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    if let [(_, a), (_, b), ..] = years[..] {
+        return Some(json!({"gte": a.min(b), "lte": a.max(b)}));
+    }
+    if let [(at, year)] = years[..] {
+        return Some(match word_before(at).as_str() {
+            "since" | "from" => json!({"gte": year}),
+            "after" => json!({"gt": year}),
+            "before" => json!({"lt": year}),
+            "until" | "through" => json!({"lte": year}),
+            _ => json!(year),
+        });
+    }
+    let last = q.find("last ")?;
+    let n: i64 = q[last + 5..].split_whitespace().next()?.parse().ok()?;
+    let last_year = i64::from(*super::dataset::YEARS.end());
+    q[last..]
+        .contains("year")
+        .then(|| json!({"gte": last_year - n + 1, "lte": last_year}))
+}
+
+/// The filters a question asks for, as the tool's schema offers them: countries (named,
+/// or by region), event types, conclusions and a time window. `None` when it names none.
+pub(crate) fn filters_for(query: &str) -> Option<Value> {
+    let q = query.to_lowercase();
+    let mut filters = serde_json::Map::new();
+    let mut countries: Vec<&str> = Vec::new();
+    for (region, members) in REGIONS {
+        if q.contains(region) {
+            countries.extend(members.iter());
+        }
+    }
+    for name in REGIONS.iter().flat_map(|(_, members)| members.iter()) {
+        if q.contains(&name.to_lowercase()) && !countries.contains(name) {
+            countries.push(name);
+        }
+    }
+    if !countries.is_empty() {
+        filters.insert("country".into(), json!(countries));
+    }
+    let mut types: Vec<&str> = super::dataset::EVENT_TYPES
+        .iter()
+        .copied()
+        .filter(|t| q.contains(&t.replace('_', " ")))
+        .collect();
+    for (word, kind) in TYPE_WORDS {
+        if q.contains(word) && !types.contains(kind) {
+            types.push(kind);
+        }
+    }
+    if !types.is_empty() {
+        filters.insert("event_type".into(), json!(types));
+    }
+    let conclusions: Vec<&str> = super::dataset::CONCLUSIONS
+        .iter()
+        .copied()
+        .filter(|c| q.contains(&c.replace('_', " ")))
+        .collect();
+    if !conclusions.is_empty() {
+        filters.insert("conclusion".into(), json!(conclusions));
+    }
+    if let Some(window) = time_window(&q) {
+        filters.insert("year".into(), window);
+    }
+    (!filters.is_empty()).then_some(Value::Object(filters))
+}
+
+/// The field to group by: the one the question names (`by conclusion`, `per year`,
+/// `over time`), else [`field_for`]'s guess; a field the filters fix to one value is not
+/// worth grouping by, so then the next one that is not.
+pub(crate) fn group_for(query: &str, filters: Option<&Value>) -> &'static str {
+    let q = query.to_lowercase();
+    let named = [
+        ("country", "country"),
+        ("countries", "country"),
+        ("type", "event_type"),
+        ("kind", "event_type"),
+        ("conclusion", "conclusion"),
+        ("outcome", "conclusion"),
+        ("year", "year"),
+    ]
+    .iter()
+    .find(|(word, _)| q.contains(&format!("by {word}")) || q.contains(&format!("per {word}")))
+    .map(|(_, field)| *field);
+    let fixed = |field: &str| {
+        filters
+            .and_then(|f| f.get(field))
+            .is_some_and(|v| !v.is_array() || v.as_array().is_some_and(|a| a.len() == 1))
+    };
+    let guess = named.unwrap_or_else(|| field_for(query));
+    if !fixed(guess) {
+        return guess;
+    }
+    ["conclusion", "event_type", "country", "year"]
+        .into_iter()
+        .find(|f| !fixed(f))
+        .unwrap_or(guess)
+}
+
 fn plan(req: &ChatRequest) -> PlannerDecision {
     let text = req.last_user_text();
     let query = labelled(text, "Query:");
@@ -66,7 +304,14 @@ fn plan(req: &ChatRequest) -> PlannerDecision {
         .or(enabled.first())
         .copied()
         .unwrap_or_default();
-    let field = field_for(query);
+    let filters = filters_for(query);
+    let field = group_for(query, filters.as_ref());
+    let with_filters = |mut arguments: Value| {
+        if let Some(f) = &filters {
+            arguments["filters"] = f.clone();
+        }
+        arguments
+    };
     let call = |agent: &str, arguments: Value| SubAgentCall {
         agent_name: agent.into(),
         arguments,
@@ -77,19 +322,25 @@ fn plan(req: &ChatRequest) -> PlannerDecision {
                 call("decomposer", json!({ "query": query })),
                 call(
                     "aggregator",
-                    json!({ "tool_name": tool, "group_by": field, "top_n": 10 }),
+                    with_filters(json!({ "tool_name": tool, "group_by": field, "top_n": 10 })),
                 ),
             ],
             next_action: None,
             confidence: Some(0.4),
             reasoning: format!(
-                "(offline stand-in) decompose the question and count events by {field}"
+                "(offline stand-in) decompose the question and count events by {field}{}",
+                filters
+                    .as_ref()
+                    .map(|f| format!(" where {f}"))
+                    .unwrap_or_default()
             ),
         },
         2 => PlannerDecision {
             sub_agent_calls: vec![call(
                 "sampler",
-                json!({ "tool_name": tool, "group_by": field, "samples_per_bucket": 2, "top_n": 5 }),
+                with_filters(
+                    json!({ "tool_name": tool, "group_by": field, "samples_per_bucket": 2, "top_n": 5 }),
+                ),
             )],
             next_action: None,
             confidence: Some(0.6),
@@ -108,7 +359,7 @@ fn plan(req: &ChatRequest) -> PlannerDecision {
 
 fn decompose(text: &str) -> SubQuestionList {
     let query = labelled(text, "Query:");
-    let field = field_for(query).replace('_', " ");
+    let field = group_for(query, filters_for(query).as_ref()).replace('_', " ");
     let questions = [
         format!("How are the events distributed by {field}?"),
         format!("Which {field} values have the most events?"),
@@ -167,7 +418,18 @@ fn report(text: &str) -> ReportDraft {
     let aggregations: Vec<AggregationResult> = section(text, "AGGREGATIONS:");
     let findings: Vec<Finding> = section(text, "FINDINGS:");
     let sources: Vec<Source> = section(text, "SOURCES:");
-    compose_report(labelled(text, "Query:"), &aggregations, &findings, &sources)
+    let query = labelled(text, "Query:");
+    let mut draft = compose_report(query, &aggregations, &findings, &sources);
+    let filters = filters_for(query).map_or_else(|| "none".to_owned(), |f| format!("`{f}`"));
+    draft.markdown = draft.markdown.replacen(
+        REPORT_HEADING,
+        &format!(
+            "{REPORT_HEADING}\n\n*Written by the offline stand-in (a deterministic program, not a \
+             model) from the tools' real numbers. Filters it read from the question: {filters}.*"
+        ),
+        1,
+    );
+    draft
 }
 
 fn aggregation_note(text: &str) -> String {
@@ -184,5 +446,42 @@ fn aggregation_note(text: &str) -> String {
             a.total()
         ),
         None => "The aggregation is empty.".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_becomes_the_tools_filters_and_grouping() {
+        let q = "Which event types dominate in Oceania between 2012 and 2008?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["year"], json!({"gte": 2008, "lte": 2012}));
+        assert!(
+            filters["country"]
+                .as_array()
+                .is_some_and(|c| c.contains(&json!("New Zealand")))
+        );
+        assert_eq!(group_for(q, Some(&filters)), "event_type");
+
+        let q = "How did cyberattacks in Chile end, by conclusion, since 2019?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["event_type"], json!(["cyber_incident"]));
+        assert_eq!(filters["country"], json!(["Chile"]));
+        assert_eq!(filters["year"], json!({"gte": 2019}));
+        assert_eq!(group_for(q, Some(&filters)), "conclusion");
+
+        // A field the filters fix to one value is not the grouping.
+        let q = "How many events did France have before 2005?";
+        let filters = filters_for(q).expect("filters");
+        assert_eq!(filters["year"], json!({"lt": 2005}));
+        assert_eq!(group_for(q, Some(&filters)), "conclusion");
+
+        assert_eq!(
+            filters_for("Which events in the last 5 years?").expect("filters")["year"],
+            json!({"gte": 2020, "lte": 2024})
+        );
+        assert_eq!(filters_for("Which countries have the most events?"), None);
     }
 }

@@ -14,6 +14,7 @@ pub(crate) mod interrupt;
 pub mod logging;
 pub(crate) mod models;
 pub(crate) mod progress;
+pub mod prose;
 pub mod run_dir;
 pub(crate) mod run_target;
 pub mod runs;

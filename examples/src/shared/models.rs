@@ -39,21 +39,44 @@ impl ModelChoice {
     }
 
     /// Builds the model: `offline` for [`ModelChoice::Offline`], the provider otherwise
-    /// (keys and base URLs from the environment; 180 s timeout, 2 retries).
+    /// (keys and base URLs from the environment; each call times out after
+    /// `GRAPHKIT_MODEL_TIMEOUT_SECS` seconds, default 180, and is retried
+    /// `GRAPHKIT_MODEL_RETRIES` times, default 2: size them for a slow local model so a run
+    /// ends in bounded time).
     ///
     /// # Errors
     /// [`ExampleError::Model`] when the provider cannot be set up (a missing key names the
-    /// variable to set).
+    /// variable to set), or [`ExampleError::Usage`] when one of the two variables is not a
+    /// whole number.
     pub fn build(&self, offline: Arc<dyn ChatModel>) -> Result<Arc<dyn ChatModel>, ExampleError> {
         match self {
             Self::Offline => Ok(offline),
             Self::Spec(spec) => {
                 let options = ClientOptions::default()
-                    .timeout(Duration::from_secs(180))
-                    .max_retries(2);
+                    .timeout(Duration::from_secs(env_number(TIMEOUT_VAR, 180)?))
+                    .max_retries(
+                        usize::try_from(env_number(RETRIES_VAR, 2)?).unwrap_or(usize::MAX),
+                    );
                 Ok(spec.build(options)?)
             }
         }
+    }
+}
+
+/// The seconds a real model's call may take before it is abandoned (and retried).
+pub const TIMEOUT_VAR: &str = "GRAPHKIT_MODEL_TIMEOUT_SECS";
+/// How many times a real model's failed or timed-out call is retried.
+pub const RETRIES_VAR: &str = "GRAPHKIT_MODEL_RETRIES";
+
+/// The whole number in the environment variable `name`, or `default` when it is unset.
+fn env_number(name: &str, default: u64) -> Result<u64, ExampleError> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(text) => text.trim().parse().map_err(|_| {
+            ExampleError::Usage(format!(
+                "{name}={text:?} is not a whole number (seconds for {TIMEOUT_VAR}, a count for {RETRIES_VAR})"
+            ))
+        }),
     }
 }
 

@@ -126,6 +126,37 @@ pub(crate) async fn write_report(
     model: &Arc<dyn ChatModel>,
     state: &ResearchAgentState,
 ) -> (ReportDraft, Option<String>) {
+    let (mut draft, problem) = model_report(model, state).await;
+    limit_to_evidence(&mut draft, state);
+    (draft, problem)
+}
+
+/// The graph's check on a report, whatever wrote it: when no event matched (no
+/// aggregation counted any and no document was sampled), the report says that nothing was
+/// found and its confidence is at most 0.1.
+fn limit_to_evidence(draft: &mut ReportDraft, state: &ResearchAgentState) {
+    let counted: u64 = state
+        .aggregation_results
+        .iter()
+        .map(AggregationResult::total)
+        .sum();
+    if counted == 0 && state.samples.is_empty() && state.findings.is_empty() {
+        draft.markdown = draft.markdown.replacen(
+            REPORT_HEADING,
+            &format!(
+                "{REPORT_HEADING}\n\n**Nothing found:** no event matched this question, so the \
+                 data cannot answer it; nothing below is evidence."
+            ),
+            1,
+        );
+        draft.confidence = draft.confidence.min(0.1);
+    }
+}
+
+async fn model_report(
+    model: &Arc<dyn ChatModel>,
+    state: &ResearchAgentState,
+) -> (ReportDraft, Option<String>) {
     match ask::<ReportDraft>(model, synthesis_request(state)).await {
         Ok(mut draft) if !draft.markdown.trim().is_empty() => {
             if !draft.markdown.trim_start().starts_with(REPORT_HEADING) {

@@ -1,0 +1,581 @@
+//! The workflows on inputs they were not written for (issue 25): subjects, pages and
+//! topics written here, in the shipped corpora's neighbourhood and outside it, including
+//! prose-only pages, a person who shares a surname with someone in the corpus, and a
+//! subject about whom nothing exists. Each test says what a user would be hurt by: another
+//! subject's facts reported, "low risk" for someone nobody wrote about, a red flag stated in
+//! prose missed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use graphkit_examples::due_diligence::{
+    DueDiligenceOptions, DueDiligenceOutcome, Investigation, offline_model, run_due_diligence,
+};
+use graphkit_examples::shared::{RunDir, RunTarget};
+use graphkit_llm::ChatModel;
+use graphkit_tools::prebuilt::search::{LocalCorpus, SearchBackend};
+use serde_json::Value;
+
+/// A corpus of `(file name, text)` pages in a fresh directory.
+fn corpus_of(pages: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, text) in pages {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write page");
+    }
+    dir
+}
+
+// ---------------------------------------------------------------------------------------
+// due-diligence
+
+/// News pages in prose only: a sanctioned company, a fraud suit, a dismissed inquiry, and
+/// a page about another man with the same surname who is under investigation.
+const RAVNSBORG_PAGES: &[(&str, &str)] = &[
+    (
+        "ravnsborg-harbour-news.md",
+        "# Harbour Ledger — a freight owner's troubles\n\n\
+         Bertil Ravnsborg built Orvane Freight Ltd into the largest cold-chain carrier on the \
+         Skelde coast. Since March 2022 Orvane Freight Ltd has been sanctioned by the Skelde \
+         Trade Council for shipping dual-use parts to an embargoed port. Ravnsborg said the \
+         company had complied with every licence it held.\n",
+    ),
+    (
+        "ravnsborg-capital-suit.md",
+        "# Pension funds take Ravnsborg's firm to court\n\n\
+         In 2023 three pension funds sued Ravnsborg Capital Partners, the investment firm of \
+         Bertil Ravnsborg, for fraud over valuations of its harbour fund. Dr. Inga Sollie, who \
+         speaks for the funds, said losses exceeded 40.5 million crowns. A separate 2019 \
+         bribery inquiry into Bertil Ravnsborg was dismissed for lack of evidence.\n",
+    ),
+    (
+        "agnete-ravnsborg.md",
+        "# Agnete Ravnsborg, councillor\n\n\
+         Agnete Ravnsborg, a Skelde city councillor, is under investigation for misuse of \
+         campaign funds by Lyrum Media Group. She denies the claims.\n",
+    ),
+];
+
+fn dd_options(dir: &Path, corpus: &Path) -> DueDiligenceOptions {
+    let model: Arc<dyn ChatModel> = Arc::new(offline_model());
+    let search: Arc<dyn SearchBackend> = Arc::new(LocalCorpus::open(corpus).expect("corpus"));
+    DueDiligenceOptions {
+        strategy_model: Arc::clone(&model),
+        search_model: model,
+        search,
+        results_per_search: 3,
+        max_concurrent_searches: 2,
+        target: RunTarget::new(
+            "unseen",
+            RunDir::create(dir).expect("run dir"),
+            Arc::new(graphkit::checkpoint::InMemorySaver::new()),
+        ),
+    }
+}
+
+async fn investigate(subject: &str, pages: &[(&str, &str)]) -> (Value, DueDiligenceOutcome) {
+    let corpus = corpus_of(pages);
+    let run = tempfile::tempdir().expect("tempdir");
+    let investigation = Investigation {
+        max_depth: 3,
+        ..Investigation::new(subject, "")
+    };
+    let outcome = run_due_diligence(&investigation, &dd_options(run.path(), corpus.path()))
+        .await
+        .expect("run");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(&outcome.summary.report_json).expect("report"),
+    )
+    .expect("report json");
+    (report, outcome)
+}
+
+fn statements(report: &Value, section: &str) -> Vec<String> {
+    report[section]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f["statement"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn due_diligence_reads_red_flags_stated_in_prose_with_their_sources() {
+    let (report, outcome) = investigate("Bertil Ravnsborg", RAVNSBORG_PAGES).await;
+    let flags = statements(&report, "red_flags");
+    assert!(
+        flags.iter().any(|f| f.contains("sanctioned")),
+        "the sanction is a red flag: {flags:?}"
+    );
+    assert!(
+        flags.iter().any(|f| f.contains("fraud")),
+        "the fraud suit is a red flag: {flags:?}"
+    );
+    assert!(
+        !flags.iter().any(|f| f.contains("dismissed")),
+        "a dismissed inquiry is not a red flag: {flags:?}"
+    );
+    assert!(
+        !flags.iter().any(|f| f.contains("Agnete")),
+        "another Ravnsborg's investigation is not this subject's: {flags:?}"
+    );
+    for flag in report["red_flags"].as_array().expect("red flags") {
+        let sources = flag["sources"].as_array().expect("sources");
+        assert!(
+            sources
+                .iter()
+                .all(|s| s.as_str().is_some_and(|s| s.contains("ravnsborg-"))),
+            "each red flag points to its page: {flag}"
+        );
+    }
+    assert_eq!(report["risk_assessment"]["overall_risk"], "high");
+    let names: Vec<&str> = outcome
+        .state
+        .discovered_entities
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    for name in [
+        "Bertil Ravnsborg",
+        "Orvane Freight Ltd",
+        "Ravnsborg Capital Partners",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("Agnete") || n.contains("Lyrum")),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn due_diligence_on_a_subject_nobody_wrote_about_is_insufficient_not_low_risk() {
+    // Only a namesake is in the corpus: her page must not be read as the subject's.
+    let (report, outcome) = investigate("Halvor Ravnsborg", RAVNSBORG_PAGES).await;
+    assert_eq!(report["risk_assessment"]["overall_risk"], "insufficient");
+    assert!(
+        report["executive_summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Insufficient information")),
+        "{}",
+        report["executive_summary"]
+    );
+    let summary = report["executive_summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("offline stand-in") && !summary.contains(": low"),
+        "{summary}"
+    );
+    assert!(statements(&report, "red_flags").is_empty());
+    assert_eq!(report["metadata"]["statistics"]["sources"], 0);
+    assert!(
+        outcome
+            .state
+            .discovered_entities
+            .iter()
+            .all(|e| !e.name.contains("Bertil") && !e.name.contains("Agnete")),
+        "{:?}",
+        outcome.state.discovered_entities
+    );
+}
+
+#[tokio::test]
+async fn due_diligence_on_an_empty_corpus_is_insufficient() {
+    let (report, _) = investigate(
+        "Maren Ottesdatter",
+        &[("unrelated.md", "# Tides\n\nThe tide tables for 2024.\n")],
+    )
+    .await;
+    assert_eq!(report["risk_assessment"]["overall_risk"], "insufficient");
+}
+
+// ---------------------------------------------------------------------------------------
+// biography-events
+
+/// Three authors, two of whom share the surname Brakstad, on the offline sites.
+const BRAKSTAD_PAGES: &[(&str, &str)] = &[
+    (
+        "wikipedia.example/wiki/Sunniva_Brakstad.md",
+        "---\nurl: https://en.wikipedia.example/wiki/Sunniva_Brakstad\n---\n# Sunniva Brakstad\n\n\
+         Sunniva Brakstad (1931–2004) was a Norwegian novelist.\n\n## Life\n\n\
+         Sunniva Brakstad was born on 2 May 1931 in Tromsø. Her novel The Salt Road was \
+         published in Oslo on 14 September 1962. Brakstad died on 9 November 2004 in Bergen.\n",
+    ),
+    (
+        "britannica.example/biography/Eirik-Brakstad.md",
+        "---\nurl: https://www.britannica.example/biography/Eirik-Brakstad\n---\n# Eirik Brakstad | Norwegian painter\n\n\
+         Eirik Brakstad, Norwegian painter.\n\nEirik Brakstad was born on 3 March 1890 in \
+         Trondheim. His painting Fjord Light was exhibited in Paris on 1 June 1925.\n",
+    ),
+];
+
+async fn biography(
+    person: &str,
+    pages: Option<&[(&str, &str)]>,
+) -> graphkit_examples::biography_events::BiographyState {
+    use graphkit_examples::biography_events::{
+        BiographyOptions, Limits, Sites, default_corpus_dir, offline::stand_in,
+        run_biography_events,
+    };
+    let corpus = pages.map(corpus_of);
+    let search: Arc<dyn SearchBackend> = Arc::new(
+        LocalCorpus::open(
+            corpus
+                .as_ref()
+                .map_or_else(default_corpus_dir, |c| c.path().to_path_buf()),
+        )
+        .expect("corpus"),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = BiographyOptions {
+        model: Arc::new(stand_in()),
+        search,
+        sites: Sites::offline(),
+        limits: Limits::default(),
+        target: RunTarget::new(
+            "unseen",
+            RunDir::create(dir.path().join("run")).expect("run dir"),
+            Arc::new(graphkit::checkpoint::InMemorySaver::new()),
+        ),
+    };
+    run_biography_events(person, None, &options)
+        .await
+        .expect("run")
+        .1
+}
+
+/// Sunniva Brakstad on the three sites; Britannica gives another year of death.
+const BRAKSTAD_THREE_SITES: &[(&str, &str)] = &[
+    BRAKSTAD_PAGES[0],
+    BRAKSTAD_PAGES[1],
+    (
+        "britannica.example/biography/Sunniva-Brakstad.md",
+        "---\nurl: https://www.britannica.example/biography/Sunniva-Brakstad\n---\n# Sunniva Brakstad | Norwegian novelist\n\n\
+         Sunniva Brakstad, Norwegian novelist.\n\nSunniva Brakstad was born on 2 May 1931 in \
+         Tromsø. Brakstad died on 9 November 2006 in Bergen.\n",
+    ),
+    (
+        "biography.example/authors-writers/sunniva-brakstad.md",
+        "---\nurl: https://www.biography.example/authors-writers/sunniva-brakstad\n---\n# Sunniva Brakstad: Biography\n\n\
+         Novelist Sunniva Brakstad.\n\nBrakstad was born in 1931. The Salt Road was published in 1962.\n",
+    ),
+];
+
+#[tokio::test]
+async fn biography_reads_every_authoritative_page_and_flags_a_conflicting_death_date() {
+    let state = biography("Sunniva Brakstad", Some(BRAKSTAD_THREE_SITES)).await;
+    let death = state
+        .events
+        .iter()
+        .find(|e| e.name.to_lowercase().contains("death") || e.name.to_lowercase().contains("died"))
+        .unwrap_or_else(|| panic!("no death event: {:#?}", state.events));
+    assert!(
+        death.conflicts.iter().any(|c| c.field == "date"
+            && c.values.iter().any(|v| v.contains("2004"))
+            && c.values.iter().any(|v| v.contains("2006"))),
+        "the two years of death are flagged: {death:#?}"
+    );
+}
+
+#[tokio::test]
+async fn biography_of_an_unknown_person_is_empty_not_a_namesakes_timeline() {
+    // The shipped corpus has Odile Marchetti; Ada Marchetti is nobody in it.
+    let state = biography("Ada Marchetti", None).await;
+    assert!(state.events.is_empty(), "{:#?}", state.events);
+}
+
+#[tokio::test]
+async fn biography_of_a_new_author_keeps_out_a_namesakes_events() {
+    let state = biography("Sunniva Brakstad", Some(BRAKSTAD_PAGES)).await;
+    let names: Vec<String> = state
+        .events
+        .iter()
+        .map(|e| format!("{} {} {}", e.name, e.description, e.date.display()))
+        .collect();
+    assert!(
+        names.iter().any(|n| n.contains("1931")),
+        "her birth is found: {names:#?}"
+    );
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("1890") || n.contains("Fjord Light") || n.contains("1925")),
+        "Eirik Brakstad's events are not hers: {names:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// arxiv-research
+
+fn arxiv_cli(dir: &Path, args: &[&str]) -> (String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir)
+        .arg("arxiv-research")
+        .args(["-q", "--out"])
+        .arg(dir.join("run"))
+        .args(args)
+        .output()
+        .expect("run the CLI");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    let report = std::fs::read_to_string(dir.join("run").join("report.md")).expect("report.md");
+    (report, stderr)
+}
+
+#[test]
+fn arxiv_on_a_topic_the_corpus_does_not_cover_says_insufficient_and_cites_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (report, _) = arxiv_cli(dir.path(), &["protein folding with language models"]);
+    assert!(report.contains("**Insufficient evidence.**"), "{report}");
+    assert!(report.contains("## Left out as off-topic"), "{report}");
+    let sources = report.split("## Sources").nth(1).unwrap_or_default();
+    assert!(
+        !sources.lines().any(|l| l.starts_with("1.")),
+        "no off-topic paper is cited as evidence: {report}"
+    );
+}
+
+#[test]
+fn arxiv_on_a_reworded_covered_topic_admits_only_on_topic_papers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (report, _) = arxiv_cli(
+        dir.path(),
+        &["speculative decoding with draft models for faster inference"],
+    );
+    assert!(!report.contains("Insufficient evidence"), "{report}");
+    let sources = report.split("## Sources").nth(1).unwrap_or_default();
+    assert!(
+        sources.contains("Speculative") || sources.contains("Draft"),
+        "{report}"
+    );
+    assert!(
+        !sources.contains("Molecular") && !sources.contains("Retrieval"),
+        "{report}"
+    );
+}
+
+#[test]
+fn arxiv_reads_another_paper_corpus_given_with_corpus() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paper = |id: &str, title: &str, summary: &str| {
+        serde_json::json!({"id": id, "title": title, "authors": ["R. Ndlovu"],
+            "published": "2023-04-01T00:00:00Z", "summary": summary,
+            "body": format!("{title}. {summary} Further sections discuss coral reef bleaching surveys.")})
+    };
+    let corpus = serde_json::json!({"papers": [
+        paper("2304.00001v1", "Coral Reef Bleaching under Marine Heatwaves",
+              "We measure coral bleaching across reefs during marine heatwaves."),
+        paper("2304.00002v1", "Satellite Monitoring of Coral Reef Bleaching",
+              "Satellite sea-surface temperatures predict coral reef bleaching events."),
+        paper("2304.00003v1", "A Survey of Sorting Algorithms",
+              "We compare quicksort and mergesort on modern hardware."),
+    ]});
+    let file = dir.path().join("papers.json");
+    std::fs::write(&file, corpus.to_string()).expect("write corpus");
+    let (report, _) = arxiv_cli(
+        dir.path(),
+        &[
+            "coral reef bleaching",
+            "--corpus",
+            file.to_str().expect("utf-8 path"),
+        ],
+    );
+    let sources = report.split("## Sources").nth(1).unwrap_or_default();
+    assert!(sources.contains("Coral Reef Bleaching"), "{report}");
+    assert!(!sources.contains("Sorting"), "{report}");
+}
+
+// ---------------------------------------------------------------------------------------
+// mcp-research
+
+fn mcp_report(question: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
+        .args(["mcp-research", question, "--out"])
+        .arg(&run)
+        .output()
+        .expect("run the CLI");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(run.join("report.md")).expect("report.md")
+}
+
+/// The count of events meeting `keep`, grouped by `key`, largest first.
+fn reference_counts(
+    keep: impl Fn(&graphkit_examples::mcp_research::dataset::Event) -> bool,
+    key: impl Fn(&graphkit_examples::mcp_research::dataset::Event) -> String,
+) -> Vec<(String, usize)> {
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for event in graphkit_examples::mcp_research::dataset::events()
+        .iter()
+        .filter(|e| keep(e))
+    {
+        *counts.entry(key(event)).or_default() += 1;
+    }
+    let mut counts: Vec<(String, usize)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    counts
+}
+
+#[test]
+fn mcp_research_answers_a_region_and_time_window_question_with_filtered_counts() {
+    let report = mcp_report("Which event types dominate in Europe since 2015?");
+    let europe = [
+        "Germany",
+        "France",
+        "United Kingdom",
+        "Poland",
+        "Norway",
+        "Iceland",
+        "Spain",
+        "Italy",
+    ];
+    let expected = reference_counts(
+        |e| europe.contains(&e.country) && e.year >= 2015,
+        |e| e.event_type.to_owned(),
+    );
+    let (top, count) = &expected[0];
+    assert!(
+        report.contains(&format!("| {top} | {count} |")),
+        "the largest event type in Europe since 2015 is {top} ({count}): {report}"
+    );
+    let total: usize = expected.iter().map(|(_, c)| c).sum();
+    assert!(report.contains(&format!("{total} events")), "{report}");
+    assert!(report.contains("offline stand-in"), "{report}");
+    assert!(!report.contains("| United States |"), "{report}");
+}
+
+#[test]
+fn mcp_research_groups_one_event_type_by_conclusion() {
+    let report = mcp_report("How did cyber incidents end? Break them down by conclusion.");
+    let expected = reference_counts(
+        |e| e.event_type == "cyber_incident",
+        |e| e.conclusion.to_owned(),
+    );
+    for (conclusion, count) in expected.iter().take(3) {
+        assert!(
+            report.contains(&format!("| {conclusion} | {count} |")),
+            "{conclusion}: {count} expected in {report}"
+        );
+    }
+}
+
+#[test]
+fn mcp_research_on_a_question_no_event_matches_says_nothing_was_found() {
+    let report = mcp_report("Which protests happened in Oceania before 1990?");
+    assert!(report.contains("**Nothing found:**"), "{report}");
+}
+
+// ---------------------------------------------------------------------------------------
+// entity-intel
+
+/// The shipped corpus plus a company and its co-founder written in prose only.
+fn entity_corpus() -> tempfile::TempDir {
+    let dir = corpus_of(&[
+        (
+            "brightfen-robotics.md",
+            "# Brightfen Robotics builds harvest arms for vertical farms\n\n\
+             Brightfen Robotics Inc. was founded in 2017 by Dr. Mira Osei and Tomas Lind. The \
+             Leeds-based company makes robotic harvesting arms for indoor farms. In 2022 it \
+             raised GBP 12 million in a Series A round led by Harrow Peak Capital.\n",
+        ),
+        (
+            "mira-osei.md",
+            "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen \
+             Robotics Inc., which she co-founded in 2017. She holds a PhD in mechanical \
+             engineering from the University of Leeds (2014) and previously worked as a \
+             research engineer at Kestrel Automation.\n",
+        ),
+    ]);
+    let shipped = graphkit_examples::shared::search::default_corpus_dir();
+    for entry in std::fs::read_dir(shipped).expect("shipped corpus") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
+        }
+    }
+    dir
+}
+
+#[test]
+fn entity_intel_reads_prose_pages_of_a_new_company_and_its_cofounder_and_blocks_a_nobody() {
+    let corpus = entity_corpus();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("input.json");
+    std::fs::write(
+        &input,
+        r#"{"bundles": [{"bundleId": "guest_mira_osei_010", "entities": [
+          {"entityType": "PERSON", "name": "Mira Osei", "directions": [
+            {"key": "roleAffiliationConfirmation", "objective": "Confirm Mira Osei's current role.",
+             "fieldsToExtract": ["currentRole", "affiliation", "education"]}]},
+          {"entityType": "BUSINESS", "name": "Brightfen Robotics", "directions": [
+            {"key": "businessIdentityOverview", "objective": "Identify Brightfen Robotics.",
+             "fieldsToExtract": ["foundedYear", "founders", "headquarters", "rounds", "leadInvestors"]}]},
+          {"entityType": "PERSON", "name": "Jonas Varga", "directions": [
+            {"key": "roleAffiliationConfirmation", "objective": "Confirm Jonas Varga's current role.",
+             "fieldsToExtract": ["currentRole", "affiliation"]}]}]}]}"#,
+    )
+    .expect("write input");
+    let run = dir.path().join("run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
+        .args(["entity-intel", "-q", "--input"])
+        .arg(&input)
+        .arg("--corpus")
+        .arg(corpus.path())
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .expect("run the CLI");
+    let bundle = run.join("guest_mira_osei_010");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(bundle.join(name)).unwrap_or_else(|e| {
+                panic!(
+                    "{name}: {e}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            }),
+        )
+        .expect("json")
+    };
+    let person = read("guest_mira_osei_roleAffiliationConfirmation.json");
+    let value = |file: &Value, field: &str| file["fields"][field]["value"].clone();
+    assert_eq!(value(&person, "currentRole"), "chief technology officer");
+    assert_eq!(value(&person, "affiliation"), "Brightfen Robotics Inc.");
+    assert_eq!(
+        value(&person, "education"),
+        "PhD in mechanical engineering from the University of Leeds"
+    );
+    let company = read("biz_brightfen_robotics_businessIdentityOverview.json");
+    assert_eq!(value(&company, "foundedYear"), "2017");
+    assert_eq!(value(&company, "founders"), "Dr. Mira Osei and Tomas Lind");
+    assert_eq!(value(&company, "headquarters"), "Leeds");
+    assert_eq!(value(&company, "leadInvestors"), "Harrow Peak Capital");
+    let master = read("research_complete.json");
+    let status = |name: &str| {
+        master["todoList"]["todos"]
+            .as_array()
+            .expect("todos")
+            .iter()
+            .find(|t| t["entityName"] == name)
+            .map(|t| (t["status"].clone(), t["notes"].clone()))
+            .expect("todo")
+    };
+    assert_eq!(status("Mira Osei").0, "completed");
+    let (varga, notes) = status("Jonas Varga");
+    assert_eq!(varga, "blocked", "nothing about him was found: {notes}");
+    assert!(
+        notes
+            .as_str()
+            .is_some_and(|n| n.starts_with("No source about Jonas Varga")),
+        "{notes}"
+    );
+}
