@@ -305,12 +305,12 @@ fn event_json<S: State>(event: StreamEvent<S>) -> Option<GraphEvent> {
         StreamPayload::Values(state) => {
             EventKind::Values(to_langchain(serde_json::to_value(&state).ok()?))
         }
-        StreamPayload::Updates { node, update } => EventKind::Updates {
+        StreamPayload::Updates { node, update, .. } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(serde_json::to_value(&update).ok()?),
         },
         StreamPayload::SubgraphValues(value) => EventKind::Values(to_langchain(value)),
-        StreamPayload::SubgraphUpdates { node, update } => EventKind::Updates {
+        StreamPayload::SubgraphUpdates { node, update, .. } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(update),
         },

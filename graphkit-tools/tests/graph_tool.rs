@@ -207,7 +207,7 @@ async fn the_childs_events_stream_under_the_tool_nodes_and_the_calls_namespace()
         let event = event.unwrap();
         let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
         match event.payload {
-            StreamPayload::SubgraphUpdates { node, update } => {
+            StreamPayload::SubgraphUpdates { node, update, .. } => {
                 child_events.push((namespace, format!("update {node} {}", update["words"])))
             }
             StreamPayload::Custom { node, payload } => {

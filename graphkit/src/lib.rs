@@ -39,8 +39,9 @@
 // The derive emits `::graphkit::...` paths; this lets them resolve inside the crate too.
 extern crate self as graphkit;
 
+pub mod cache;
 pub mod checkpoint;
-mod clock;
+pub mod clock;
 mod command;
 mod context;
 pub mod error;

@@ -1310,7 +1310,7 @@ async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wro
     while let Some(item) = stream.next().await {
         match item {
             Ok(event) => {
-                if let StreamPayload::Updates { node, update } = event.payload {
+                if let StreamPayload::Updates { node, update, .. } = event.payload {
                     updates.push((node.to_string(), update.log));
                 }
             }

@@ -56,7 +56,7 @@ async fn updates_mode_names_each_node() {
     assert_eq!(events.len(), 2);
     for event in &events {
         match &event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates { node, update, .. } => {
                 assert_eq!(&**node, "inc");
                 assert_eq!(update.n, Some(1));
             }
@@ -213,7 +213,7 @@ async fn subgraph_events_carry_their_namespace() {
         .find(|e| matches!(e.payload, StreamPayload::SubgraphUpdates { .. }))
         .unwrap();
     match &child_update.payload {
-        StreamPayload::SubgraphUpdates { node, update } => {
+        StreamPayload::SubgraphUpdates { node, update, .. } => {
             assert_eq!(&**node, "speak");
             assert_eq!(update["words"]["items"][0], "hello");
         }

@@ -725,10 +725,10 @@ async fn streamed_updates(
         let Ok(event) = event else { break };
         let ns: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();
         match event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates { node, update, .. } => {
                 seen.push((ns, node.to_string(), serde_json::to_value(update).unwrap()));
             }
-            StreamPayload::SubgraphUpdates { node, update } => {
+            StreamPayload::SubgraphUpdates { node, update, .. } => {
                 seen.push((ns, node.to_string(), update));
             }
             _ => {}

@@ -170,7 +170,7 @@ async fn a_same_state_subgraph_emits_no_empty_update_for_its_input() {
         .stream(DocUpdate::new(), StreamMode::Updates)
         .filter_map(|e| async move {
             match e.unwrap().payload {
-                StreamPayload::Updates { node, update } => Some((node.to_string(), update)),
+                StreamPayload::Updates { node, update, .. } => Some((node.to_string(), update)),
                 _ => None,
             }
         })

@@ -149,7 +149,7 @@ pub async fn run_arxiv_research(
             break;
         };
         match event.payload {
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates { node, update, .. } => {
                 let plain = plain_update::<ResearchState>(&update);
                 if let Some(steps) = plain["plan"]["steps"].as_array() {
                     total_steps = steps.len();

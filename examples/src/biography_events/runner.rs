@@ -223,13 +223,13 @@ async fn stream_run(
         let namespace: Vec<&str> = event.namespace.iter().map(|s| &**s).collect();
         match event.payload {
             StreamPayload::Custom { payload, .. } => report(&options.target.progress, &payload),
-            StreamPayload::Updates { node, update } if options.target.stream => {
+            StreamPayload::Updates { node, update, .. } if options.target.stream => {
                 let plain = plain_update::<BiographyState>(&update);
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": plain}),
                 );
             }
-            StreamPayload::SubgraphUpdates { node, update } if options.target.stream => {
+            StreamPayload::SubgraphUpdates { node, update, .. } if options.target.stream => {
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": update}),
                 );

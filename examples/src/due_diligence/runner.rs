@@ -216,7 +216,7 @@ pub async fn run_due_diligence(
                     emit_json_line(&json!({"type": "event", "node": &*node, "event": payload}));
                 }
             }
-            StreamPayload::Updates { node, update } if options.target.stream => {
+            StreamPayload::Updates { node, update, .. } if options.target.stream => {
                 let plain = plain_update::<DueDiligenceState>(&update);
                 emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));
             }

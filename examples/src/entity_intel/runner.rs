@@ -453,7 +453,7 @@ async fn drive(
                     );
                 }
             }
-            StreamPayload::Updates { node, update } => {
+            StreamPayload::Updates { node, update, .. } => {
                 let plain = plain_update::<EntityIntelResearchState>(&update);
                 let count = |k: &str| plain[k].as_u64().unwrap_or(0);
                 options.target.progress.usage(

@@ -146,6 +146,10 @@ pub enum StreamPayload<S: State> {
         node: Arc<str>,
         /// The update.
         update: S::Update,
+        /// `true` when the node did not run: the update is the one it made in an earlier
+        /// run with the same input, from the node cache (LangGraph's
+        /// `__metadata__: {cached: true}`).
+        cached: bool,
     },
     /// A subgraph's state after one of its super-steps, as JSON (its type differs from `S`).
     SubgraphValues(Value),
@@ -155,6 +159,8 @@ pub enum StreamPayload<S: State> {
         node: Arc<str>,
         /// The update.
         update: Value,
+        /// `true` when it came from the node cache (see [`Self::Updates`]).
+        cached: bool,
     },
     /// A token or message from a chat model ([`StreamMode::Messages`]).
     Messages {
@@ -240,11 +246,21 @@ pub(crate) struct RawEvent {
 
 #[derive(Debug, Clone)]
 pub(crate) enum RawPayload {
-    Messages { node: Arc<str>, payload: Value },
-    Custom { node: Arc<str>, payload: Value },
+    Messages {
+        node: Arc<str>,
+        payload: Value,
+    },
+    Custom {
+        node: Arc<str>,
+        payload: Value,
+    },
     Task(TaskEvent),
     Values(Value),
-    Updates { node: Arc<str>, update: Value },
+    Updates {
+        node: Arc<str>,
+        update: Value,
+        cached: bool,
+    },
     Checkpoint(CheckpointEvent),
 }
 
@@ -255,7 +271,15 @@ impl<S: State> From<RawEvent> for StreamEvent<S> {
             RawPayload::Custom { node, payload } => StreamPayload::Custom { node, payload },
             RawPayload::Task(task) => StreamPayload::Task(task),
             RawPayload::Values(value) => StreamPayload::SubgraphValues(value),
-            RawPayload::Updates { node, update } => StreamPayload::SubgraphUpdates { node, update },
+            RawPayload::Updates {
+                node,
+                update,
+                cached,
+            } => StreamPayload::SubgraphUpdates {
+                node,
+                update,
+                cached,
+            },
             RawPayload::Checkpoint(c) => StreamPayload::Checkpoint(c),
         };
         Self {
