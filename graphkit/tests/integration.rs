@@ -14,6 +14,7 @@ mod deferred;
 mod drawing;
 mod execution;
 mod migrations;
+mod node_cache;
 mod outside_input;
 mod persistence;
 mod postgres_errors;
