@@ -158,6 +158,11 @@ pub struct HowtoMapReduceDoctests;
 #[doc = include_str!("../../docs/howto-deferred-nodes.md")]
 pub struct HowtoDeferredNodesDoctests;
 
+/// docs/howto-node-caching.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-node-caching.md")]
+pub struct HowtoNodeCachingDoctests;
+
 /// docs/howto-loops.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/howto-loops.md")]
