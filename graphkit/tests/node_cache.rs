@@ -14,7 +14,7 @@ use futures::StreamExt;
 use graphkit::cache::{Cache, CacheEntry, CacheKey, CachePolicy, InMemoryCache};
 use graphkit::checkpoint::InMemorySaver;
 use graphkit::clock::ManualClock;
-use graphkit::nodes::NodeOptions;
+use graphkit::nodes::{IntoNode, NodeOptions};
 use graphkit::{
     Command, CompileOptions, CompiledGraph, END, Error, Input, NodeContext, RunConfig, START,
     SendTo, State, StateGraph, StreamMode, StreamPayload, SyncNode,
@@ -69,6 +69,62 @@ fn research_graph(
         .add_edge("publish", END);
     graph
         .compile_with(CompileOptions::new().cache(cache))
+        .expect("compile")
+}
+
+/// START -> `name` -> END, with `options`, compiled with `cache` if any.
+fn one_node<A>(
+    name: &str,
+    node: impl IntoNode<Research, A>,
+    options: NodeOptions,
+    cache: Option<Arc<dyn Cache>>,
+) -> CompiledGraph<Research> {
+    let mut graph = StateGraph::<Research>::new();
+    graph
+        .add_node_with(name, node, options)
+        .add_edge(START, name)
+        .add_edge(name, END);
+    let options = match cache {
+        Some(cache) => CompileOptions::new().cache(cache),
+        None => CompileOptions::new(),
+    };
+    graph.compile_with(options).expect("compile")
+}
+
+/// A node that counts its runs and writes nothing.
+fn counted(runs: &Runs) -> SyncNode<impl Fn(&Research) -> ResearchUpdate + use<>> {
+    let runs = runs.clone();
+    SyncNode::new(move |_: &Research| {
+        runs.tick();
+        ResearchUpdate::new()
+    })
+}
+
+/// START sends one `write` task per comma-separated part of the topic; `write` (cached with
+/// `policy`, counting its runs) logs its input.
+fn send_graph(policy: CachePolicy, runs: &Runs) -> CompiledGraph<Research> {
+    let runs = runs.clone();
+    let mut graph = StateGraph::<Research>::new();
+    graph
+        .add_node_with(
+            "write",
+            move |Input(subject): Input<String>| {
+                let runs = runs.clone();
+                async move {
+                    runs.tick();
+                    ResearchUpdate::new().log(vec![subject])
+                }
+            },
+            NodeOptions::new().cache(policy),
+        )
+        .add_conditional_edges(
+            START,
+            |s: &Research| SendTo::each("write", s.topic.split(',').map(str::to_owned)),
+            ["write"],
+        )
+        .add_edge("write", END);
+    graph
+        .compile_with(CompileOptions::new().cache(Arc::new(InMemoryCache::new())))
         .expect("compile")
 }
 
@@ -152,22 +208,13 @@ async fn a_key_function_decides_which_inputs_are_the_same() {
 #[tokio::test]
 async fn nodes_without_a_cache_policy_always_run() {
     let published = Runs::default();
-    let counted = published.clone();
-    let mut graph = StateGraph::<Research>::new();
-    graph
-        .add_node(
-            "publish",
-            SyncNode::new(move |_: &Research| {
-                counted.tick();
-                ResearchUpdate::new()
-            }),
-        )
-        .add_edge(START, "publish")
-        .add_edge("publish", END);
     let cache = Arc::new(InMemoryCache::new());
-    let graph = graph
-        .compile_with(CompileOptions::new().cache(cache.clone()))
-        .expect("compile");
+    let graph = one_node(
+        "publish",
+        counted(&published),
+        NodeOptions::new(),
+        Some(cache.clone()),
+    );
 
     run(&graph, topic("rust")).await;
     run(&graph, topic("rust")).await;
@@ -179,20 +226,8 @@ async fn nodes_without_a_cache_policy_always_run() {
 #[tokio::test]
 async fn a_policy_without_a_cache_on_the_graph_runs_the_node_every_time() {
     let runs = Runs::default();
-    let counted = runs.clone();
-    let mut graph = StateGraph::<Research>::new();
-    graph
-        .add_node_with(
-            "research",
-            SyncNode::new(move |_: &Research| {
-                counted.tick();
-                ResearchUpdate::new()
-            }),
-            NodeOptions::new().cache(CachePolicy::new()),
-        )
-        .add_edge(START, "research")
-        .add_edge("research", END);
-    let graph = graph.compile().expect("compile");
+    let cached = NodeOptions::new().cache(CachePolicy::new());
+    let graph = one_node("research", counted(&runs), cached, None);
 
     run(&graph, topic("rust")).await;
     run(&graph, topic("rust")).await;
@@ -288,29 +323,7 @@ async fn a_cached_command_routes_as_the_node_did() {
 #[tokio::test]
 async fn send_tasks_are_keyed_by_their_own_input() {
     let runs = Runs::default();
-    let counted = runs.clone();
-    let mut graph = StateGraph::<Research>::new();
-    graph
-        .add_node_with(
-            "write",
-            move |Input(subject): Input<String>| {
-                let counted = counted.clone();
-                async move {
-                    counted.tick();
-                    ResearchUpdate::new().log(vec![format!("about {subject}")])
-                }
-            },
-            NodeOptions::new().cache(CachePolicy::new()),
-        )
-        .add_conditional_edges(
-            START,
-            |s: &Research| SendTo::each("write", s.topic.split(',').map(str::to_owned)),
-            ["write"],
-        )
-        .add_edge("write", END);
-    let graph = graph
-        .compile_with(CompileOptions::new().cache(Arc::new(InMemoryCache::new())))
-        .expect("compile");
+    let graph = send_graph(CachePolicy::new(), &runs);
 
     let first = run(&graph, topic("cats,dogs")).await;
     assert_eq!(runs.count(), 2);
@@ -325,29 +338,7 @@ async fn send_tasks_are_keyed_by_their_own_input() {
 #[tokio::test]
 async fn a_key_function_of_the_send_input_type() {
     let runs = Runs::default();
-    let counted = runs.clone();
-    let mut graph = StateGraph::<Research>::new();
-    graph
-        .add_node_with(
-            "write",
-            move |Input(subject): Input<String>| {
-                let counted = counted.clone();
-                async move {
-                    counted.tick();
-                    ResearchUpdate::new().log(vec![subject])
-                }
-            },
-            NodeOptions::new().cache(CachePolicy::new().key(|s: &String| s.to_lowercase())),
-        )
-        .add_conditional_edges(
-            START,
-            |s: &Research| SendTo::each("write", s.topic.split(',').map(str::to_owned)),
-            ["write"],
-        )
-        .add_edge("write", END);
-    let graph = graph
-        .compile_with(CompileOptions::new().cache(Arc::new(InMemoryCache::new())))
-        .expect("compile");
+    let graph = send_graph(CachePolicy::new().key(|s: &String| s.to_lowercase()), &runs);
 
     run(&graph, topic("Cats")).await;
     let second = run(&graph, topic("CATS")).await;
@@ -386,25 +377,16 @@ async fn a_key_function_of_another_type_fails_the_run_with_the_types() {
 async fn errors_are_never_cached() {
     let attempts = Runs::default();
     let counted = attempts.clone();
-    let mut graph = StateGraph::<Research>::new();
-    graph
-        .add_node_with(
-            "flaky",
-            SyncNode::new(move |_: &Research| -> Result<ResearchUpdate, String> {
-                counted.tick();
-                if counted.count() == 1 {
-                    Err("the service is down".to_owned())
-                } else {
-                    Ok(ResearchUpdate::new().summary("fetched"))
-                }
-            }),
-            NodeOptions::new().cache(CachePolicy::new()),
-        )
-        .add_edge(START, "flaky")
-        .add_edge("flaky", END);
-    let graph = graph
-        .compile_with(CompileOptions::new().cache(Arc::new(InMemoryCache::new())))
-        .expect("compile");
+    let flaky = SyncNode::new(move |_: &Research| -> Result<ResearchUpdate, String> {
+        counted.tick();
+        if counted.count() == 1 {
+            Err("the service is down".to_owned())
+        } else {
+            Ok(ResearchUpdate::new().summary("fetched"))
+        }
+    });
+    let cached = NodeOptions::new().cache(CachePolicy::new());
+    let graph = one_node("flaky", flaky, cached, Some(Arc::new(InMemoryCache::new())));
 
     assert!(graph.invoke(topic("rust")).await.is_err());
     assert_eq!(run(&graph, topic("rust")).await.summary, "fetched");
@@ -548,24 +530,13 @@ async fn clear_cache_of_clears_only_the_named_nodes() {
     let cache: Arc<dyn Cache> = Arc::new(InMemoryCache::new());
     let (research_runs, other_runs) = (Runs::default(), Runs::default());
     let research = research_graph(Arc::clone(&cache), CachePolicy::new(), &research_runs);
-    let other = {
-        let counted = other_runs.clone();
-        let mut graph = StateGraph::<Research>::new();
-        graph
-            .add_node_with(
-                "annotate",
-                SyncNode::new(move |_: &Research| {
-                    counted.tick();
-                    ResearchUpdate::new()
-                }),
-                NodeOptions::new().cache(CachePolicy::new()),
-            )
-            .add_edge(START, "annotate")
-            .add_edge("annotate", END);
-        graph
-            .compile_with(CompileOptions::new().cache(Arc::clone(&cache)))
-            .expect("compile")
-    };
+    let cached = NodeOptions::new().cache(CachePolicy::new());
+    let other = one_node(
+        "annotate",
+        counted(&other_runs),
+        cached,
+        Some(Arc::clone(&cache)),
+    );
     run(&research, topic("rust")).await;
     run(&other, topic("rust")).await;
 
@@ -637,15 +608,11 @@ async fn a_subgraph_node_is_namespaced_by_the_node_it_runs_in() {
     let cache = Arc::new(Recording::default());
     let runs = Runs::default();
     let child = research_graph(cache.clone(), CachePolicy::new(), &runs);
-    let parent_runs = runs.clone();
     let mut parent = StateGraph::<Research>::new();
     parent
         .add_node_with(
             "research",
-            SyncNode::new(move |_: &Research| {
-                parent_runs.tick();
-                ResearchUpdate::new()
-            }),
+            counted(&runs),
             NodeOptions::new().cache(CachePolicy::new()),
         )
         .add_subgraph("deep_dive", child)
