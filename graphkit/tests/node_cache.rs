@@ -577,16 +577,19 @@ async fn clear_cache_of_an_unknown_node_is_an_error() {
 // ---------------------------------------------------------------------------------------
 // Namespaces
 
-/// A cache that records the namespaces it is asked to store, over an in-memory one.
+/// A cache that records the namespaces it is asked to store and counts its lookups, over
+/// an in-memory one.
 #[derive(Debug, Default)]
 struct Recording {
     inner: InMemoryCache,
     stored: Mutex<Vec<String>>,
+    lookups: AtomicUsize,
 }
 
 #[async_trait]
 impl Cache for Recording {
     async fn get(&self, keys: &[CacheKey]) -> Result<Vec<Option<Vec<u8>>>, Error> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
         self.inner.get(keys).await
     }
 
@@ -601,6 +604,21 @@ impl Cache for Recording {
     async fn clear(&self, namespaces: Option<&[&str]>) -> Result<(), Error> {
         self.inner.clear(namespaces).await
     }
+}
+
+#[tokio::test]
+async fn steps_without_a_cached_task_do_not_touch_the_cache() {
+    let cache = Arc::new(Recording::default());
+    let graph = research_graph(cache.clone(), CachePolicy::new(), &Runs::default());
+
+    run(&graph, topic("rust")).await;
+
+    assert_eq!(
+        cache.lookups.load(Ordering::SeqCst),
+        1,
+        "one lookup, for `research`'s step; none for `publish`'s"
+    );
+    assert_eq!(*cache.stored.lock().expect("lock"), ["research"]);
 }
 
 #[tokio::test]

@@ -31,6 +31,12 @@ pub(crate) struct StepCache {
     misses: Vec<(usize, CacheKey, Option<Duration>)>,
 }
 
+/// `true` when some task of `tasks` belongs to a node with a cache policy (only then is
+/// the step looked up).
+pub(crate) fn any_cached<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> bool {
+    tasks.iter().any(|t| core.nodes[t.node].cache.is_some())
+}
+
 /// Looks up the tasks of `tasks` whose node has a cache policy; a hit's writes go into
 /// `pending` as the task's output. Tasks that `pending` already answers (restored from a
 /// checkpoint) are left alone; tasks that resume from an interrupt are not looked up (they

@@ -370,7 +370,7 @@ impl<S: State> Runner<S> {
             // (The cache's futures are boxed: the step loop's own future stays as small as
             // it is without a cache.)
             let step_cache = match &core.cache {
-                Some(cache) if core.caches_nodes => {
+                Some(cache) if core.caches_nodes && cache::any_cached(core, &tasks) => {
                     let look_up = Box::pin(cache::look_up(
                         core,
                         &**cache,
