@@ -25,7 +25,8 @@ pub const REDUCER_MERGE_10K: &str =
 /// W8, C = 1000 (§8).
 pub const CONCURRENT_1000: &str = r#"{"invocations": 1000, "sum_x": 1004000, "total_trace": 3000, "fnv_x": "4ce17194863d6a63", "all_traces_abc": true}"#;
 
-/// Every case of §10 this build can run, in the spec's order.
+/// Every case of §10 this build can run, in the spec's order, and graphkit's own
+/// `cached_sequential_100_*` after W1.
 ///
 /// Of W7 only the `memory` saver with `sync` durability runs (see [`checkpoint`] for why
 /// the SQLite savers and the `async`/`exit` durabilities are not listed).
@@ -35,6 +36,10 @@ pub fn cases() -> Vec<Case> {
         for mode in MODES {
             cases.push(sequential::case(n, mode).expect_spec(&format!(r#"{{"counter": {n}}}"#)));
         }
+    }
+    // graphkit only: W1 with every node a cache hit (the node-caching hot path).
+    for mode in MODES {
+        cases.push(sequential::cached_case(100, mode).expect_spec(r#"{"counter": 100}"#));
     }
     for mode in MODES {
         cases.push(fanout_static::case(100, mode).expect_spec(FANOUT_STATIC_100));

@@ -597,6 +597,7 @@ async fn the_tool_graphs_stream_their_nodes_under_the_tool_call_namespace() {
         if let StreamPayload::Updates {
             node,
             update: Scoped::Subgraph(_),
+            ..
         } = event.payload
         {
             let namespace: Vec<String> = event.namespace.iter().map(|s| s.to_string()).collect();

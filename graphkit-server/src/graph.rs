@@ -308,6 +308,7 @@ fn event_json<S: State>(event: StreamEvent<S>) -> Option<GraphEvent> {
         StreamPayload::Updates {
             node,
             update: Scoped::Root(update),
+            ..
         } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(serde_json::to_value(&update).ok()?),
@@ -316,6 +317,7 @@ fn event_json<S: State>(event: StreamEvent<S>) -> Option<GraphEvent> {
         StreamPayload::Updates {
             node,
             update: Scoped::Subgraph(update),
+            ..
         } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(update),

@@ -210,6 +210,7 @@ async fn the_childs_events_stream_under_the_tool_nodes_and_the_calls_namespace()
             StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(update),
+                ..
             } => child_events.push((namespace, format!("update {node} {}", update["words"]))),
             StreamPayload::Custom { node, payload } => {
                 child_events.push((namespace, format!("custom {node} {payload}")))

@@ -343,10 +343,12 @@ async fn the_workers_events_stream_under_their_namespace() {
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(_),
+                ..
             } => seen.push((namespace, format!("update {node}"))),
             StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(_),
+                ..
             } => seen.push((namespace, format!("child update {node}"))),
             StreamPayload::Custom { node, payload } => {
                 seen.push((namespace, format!("custom {node} {payload}")))

@@ -39,8 +39,9 @@
 // The derive emits `::graphkit::...` paths; this lets them resolve inside the crate too.
 extern crate self as graphkit;
 
+pub mod cache;
 pub mod checkpoint;
-mod clock;
+pub mod clock;
 mod command;
 mod context;
 pub mod error;
@@ -162,6 +163,10 @@ pub struct HowtoDeferredNodesDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/functional-api.md")]
 pub struct FunctionalApiDoctests;
+/// docs/howto-node-caching.md, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/howto-node-caching.md")]
+pub struct HowtoNodeCachingDoctests;
 
 /// docs/howto-loops.md, compiled as doctests.
 #[cfg(doctest)]

@@ -336,10 +336,12 @@ async fn an_entrypoint_streams_task_updates_custom_events_and_values() {
             StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(update),
+                ..
             } => format!("task {node} {update}"),
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } => {
                 format!("updates {node} {:?}", update.output)
             }

@@ -15,6 +15,7 @@ mod drawing;
 mod execution;
 mod functional;
 mod migrations;
+mod node_cache;
 mod outside_input;
 mod persistence;
 mod postgres_errors;

@@ -1320,6 +1320,7 @@ async fn resuming_one_of_two_parallel_interrupts_applies_and_streams_what_it_wro
                 if let StreamPayload::Updates {
                     node,
                     update: Scoped::Root(update),
+                    ..
                 } = event.payload
                 {
                     updates.push((node.to_string(), update.log));

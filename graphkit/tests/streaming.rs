@@ -59,6 +59,7 @@ async fn updates_mode_names_each_node() {
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } => {
                 assert_eq!(&**node, "inc");
                 assert_eq!(update.n, Some(1));
@@ -227,6 +228,7 @@ async fn subgraph_events_carry_their_namespace() {
         StreamPayload::Updates {
             node,
             update: Scoped::Subgraph(update),
+            ..
         } => {
             assert_eq!(&**node, "speak");
             assert_eq!(update["words"]["items"][0], "hello");

@@ -728,12 +728,14 @@ async fn streamed_updates(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } => {
                 seen.push((ns, node.to_string(), serde_json::to_value(update).unwrap()));
             }
             StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(update),
+                ..
             } => {
                 seen.push((ns, node.to_string(), update));
             }

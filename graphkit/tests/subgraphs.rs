@@ -173,6 +173,7 @@ async fn a_same_state_subgraph_emits_no_empty_update_for_its_input() {
                 StreamPayload::Updates {
                     node,
                     update: Scoped::Root(update),
+                    ..
                 } => Some((node.to_string(), update)),
                 _ => None,
             }

@@ -131,3 +131,34 @@ async fn runs_steps_nodes_and_checkpoint_saves_are_spans_with_thread_and_step() 
     assert_eq!(saves.len(), 3, "the input and two steps: {spans:#?}");
     assert!(saves.iter().all(|s| s.field("thread_id") == Some("traced")));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_cache_hit_is_a_node_span_marked_cached() {
+    use graphkit::cache::{CachePolicy, InMemoryCache};
+
+    let layer = RecordingLayer::default();
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
+    let _default = tracing::subscriber::set_default(subscriber);
+    let mut g = StateGraph::<Count>::new();
+    g.add_node_with(
+        "expensive",
+        |_: Arc<Count>| async { CountUpdate::new().n(1) },
+        NodeOptions::new().cache(CachePolicy::new()),
+    )
+    .add_edge(START, "expensive")
+    .add_edge("expensive", END);
+    let graph = g
+        .compile_with(CompileOptions::new().cache(Arc::new(InMemoryCache::new())))
+        .unwrap();
+
+    graph.invoke(CountUpdate::new()).await.unwrap().into_state();
+    graph.invoke(CountUpdate::new()).await.unwrap().into_state();
+
+    let spans = layer.0.lock().unwrap().clone();
+    let nodes: Vec<_> = spans.iter().filter(|s| s.name == "node").collect();
+    assert_eq!(nodes.len(), 2, "{spans:#?}");
+    assert_eq!(nodes[0].field("cached"), None, "the first run ran the node");
+    assert_eq!(nodes[1].field("cached"), Some("true"), "{spans:#?}");
+    assert_eq!(nodes[1].field("node"), Some("expensive"));
+    assert_eq!(nodes[1].parent, Some("step"));
+}

@@ -152,6 +152,7 @@ pub async fn run_arxiv_research(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } => {
                 let plain = plain_update::<ResearchState>(&update);
                 if let Some(steps) = plain["plan"]["steps"].as_array() {

@@ -226,6 +226,7 @@ async fn stream_run(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } if options.target.stream => {
                 let plain = plain_update::<BiographyState>(&update);
                 emit_json_line(
@@ -235,6 +236,7 @@ async fn stream_run(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(update),
+                ..
             } if options.target.stream => {
                 emit_json_line(
                     &json!({"type": "update", "namespace": namespace, "node": &*node, "update": update}),

@@ -219,6 +219,7 @@ pub async fn run_due_diligence(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } if options.target.stream => {
                 let plain = plain_update::<DueDiligenceState>(&update);
                 emit_json_line(&json!({"type": "update", "node": &*node, "update": plain}));

@@ -456,6 +456,7 @@ async fn drive(
             StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update),
+                ..
             } => {
                 let plain = plain_update::<EntityIntelResearchState>(&update);
                 let count = |k: &str| plain[k].as_u64().unwrap_or(0);

@@ -31,6 +31,9 @@ pub struct NodeContext {
     /// Where the task stands in the thread's checkpoints (with a checkpointer saving per
     /// step): a subgraph run inside the task keeps its own checkpoints there.
     pub(crate) checkpoint: Option<Arc<TaskLink>>,
+    /// The names of the subgraph nodes the task's graph runs in, joined by `|` (`None` in
+    /// the root graph): where a cached node's entries are namespaced.
+    pub(crate) graph_path: Option<Arc<str>>,
 }
 
 /// A packet with a `Debug` that shows its type.
@@ -58,6 +61,7 @@ impl NodeContext {
             scratchpad: None,
             store: None,
             checkpoint: None,
+            graph_path: None,
         }
     }
 

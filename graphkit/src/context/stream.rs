@@ -147,6 +147,10 @@ pub enum StreamPayload<S: State> {
         node: Arc<str>,
         /// The update.
         update: Scoped<S::Update>,
+        /// `true` when the node did not run: the update is the one it made in an earlier
+        /// run with the same input, from the node cache (LangGraph's
+        /// `__metadata__: {cached: true}`).
+        cached: bool,
     },
     /// A token or message from a chat model ([`StreamMode::Messages`]).
     Messages {
@@ -293,11 +297,21 @@ pub(crate) struct RawEvent {
 
 #[derive(Debug, Clone)]
 pub(crate) enum RawPayload {
-    Messages { node: Arc<str>, payload: Value },
-    Custom { node: Arc<str>, payload: Value },
+    Messages {
+        node: Arc<str>,
+        payload: Value,
+    },
+    Custom {
+        node: Arc<str>,
+        payload: Value,
+    },
     Task(TaskEvent),
     Values(Value),
-    Updates { node: Arc<str>, update: Value },
+    Updates {
+        node: Arc<str>,
+        update: Value,
+        cached: bool,
+    },
     Checkpoint(CheckpointEvent),
 }
 
@@ -308,9 +322,14 @@ impl<S: State> From<RawEvent> for StreamEvent<S> {
             RawPayload::Custom { node, payload } => StreamPayload::Custom { node, payload },
             RawPayload::Task(task) => StreamPayload::Task(task),
             RawPayload::Values(value) => StreamPayload::Values(Scoped::Subgraph(value)),
-            RawPayload::Updates { node, update } => StreamPayload::Updates {
+            RawPayload::Updates {
+                node,
+                update,
+                cached,
+            } => StreamPayload::Updates {
                 node,
                 update: Scoped::Subgraph(update),
+                cached,
             },
             RawPayload::Checkpoint(c) => StreamPayload::Checkpoint(c),
         };

@@ -138,6 +138,7 @@ impl TaskContext {
                 target.emit(RawPayload::Updates {
                     node: name,
                     update: value,
+                    cached: false,
                 });
             }
             Ok(output)

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cache::{Cache, CachePolicy};
 use crate::checkpoint::Checkpointer;
 use crate::command::Goto;
 use crate::context::config::RetryPolicy;
@@ -14,8 +15,8 @@ use crate::graph::{END, START};
 use crate::state::State;
 use crate::store::Store;
 
-/// Options of one node: retry policy, timeout, the targets its `Command`s may name, and
-/// whether it is [deferred](Self::defer).
+/// Options of one node: retry policy, timeout, the targets its `Command`s may name,
+/// whether it is [deferred](Self::defer), and how its results are [cached](Self::cache).
 ///
 /// ```
 /// use std::time::Duration;
@@ -33,10 +34,11 @@ pub struct NodeOptions {
     pub(crate) timeout: Option<Duration>,
     pub(crate) destinations: Option<Vec<Arc<str>>>,
     pub(crate) defer: bool,
+    pub(crate) cache: Option<CachePolicy>,
 }
 
 impl NodeOptions {
-    /// No retry, no timeout, destinations unknown, not deferred.
+    /// No retry, no timeout, destinations unknown, not deferred, not cached.
     pub fn new() -> Self {
         Self::default()
     }
@@ -115,14 +117,40 @@ impl NodeOptions {
         self.defer = true;
         self
     }
+
+    /// Caches the node's results (LangGraph's `cache_policy`): a task whose key (by
+    /// default, a hash of the input it reads) was seen before is not run; the writes its
+    /// node made then (updates, and the routing of a `Command`) are applied instead, and
+    /// the stream marks its updates as [cached](crate::streaming::StreamPayload::Updates).
+    /// Only successful results are kept: a task that fails or pauses on an interrupt is
+    /// run again next time.
+    ///
+    /// The graph needs a [`Cache`](crate::cache::Cache) to keep them
+    /// ([`CompileOptions::cache`]); without one, the policy has no effect. See
+    /// `docs/howto-node-caching.md`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use graphkit::cache::CachePolicy;
+    /// use graphkit::nodes::NodeOptions;
+    ///
+    /// let options = NodeOptions::new().cache(CachePolicy::new().ttl(Duration::from_secs(3600)));
+    /// ```
+    #[must_use]
+    pub fn cache(mut self, policy: CachePolicy) -> Self {
+        self.cache = Some(policy);
+        self
+    }
 }
 
 /// What a compiled graph runs with besides its nodes: a checkpointer (needed for threads,
-/// interrupts and resuming), a store, and nodes to pause before or after.
+/// interrupts and resuming), a store, a cache for the nodes that have a cache policy, and
+/// nodes to pause before or after.
 #[derive(Clone, Default)]
 pub struct CompileOptions {
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) store: Option<Arc<dyn Store>>,
+    pub(crate) cache: Option<Arc<dyn Cache>>,
     pub(crate) interrupt_before: Vec<Arc<str>>,
     pub(crate) interrupt_after: Vec<Arc<str>>,
 }
@@ -132,6 +160,7 @@ impl std::fmt::Debug for CompileOptions {
         f.debug_struct("CompileOptions")
             .field("checkpointer", &self.checkpointer)
             .field("store", &self.store)
+            .field("cache", &self.cache)
             .field("interrupt_before", &self.interrupt_before)
             .field("interrupt_after", &self.interrupt_after)
             .finish()
@@ -139,7 +168,7 @@ impl std::fmt::Debug for CompileOptions {
 }
 
 impl CompileOptions {
-    /// No checkpointer, no store, no static interrupts.
+    /// No checkpointer, no store, no cache, no static interrupts.
     pub fn new() -> Self {
         Self::default()
     }
@@ -155,6 +184,15 @@ impl CompileOptions {
     #[must_use]
     pub fn store(mut self, store: Arc<dyn Store>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Keeps the results of the nodes that have a [cache policy](NodeOptions::cache) in
+    /// `cache` ([`InMemoryCache`](crate::cache::InMemoryCache), or an SQLite or PostgreSQL
+    /// cache shared by processes). Runs of the graph share it, whatever their thread.
+    #[must_use]
+    pub fn cache(mut self, cache: Arc<dyn Cache>) -> Self {
+        self.cache = Some(cache);
         self
     }
 

@@ -228,12 +228,14 @@ fn compile<S: State>(
             interrupt_before: interrupt_before[id],
             interrupt_after: interrupt_after[id],
             defer: decl.options.defer,
+            cache: decl.options.cache,
             rank: ranks[id],
             edges,
             branches,
             joins,
         })
-        .collect();
+        .collect::<Vec<NodeSpec<S>>>();
+    let caches_nodes = options.cache.is_some() && nodes.iter().any(|n| n.cache.is_some());
 
     Ok(CompiledGraph {
         core: Arc::new(GraphCore {
@@ -246,6 +248,8 @@ fn compile<S: State>(
             shape: Arc::new(shape),
             checkpointer: options.checkpointer,
             store: options.store,
+            cache: options.cache,
+            caches_nodes,
             context: Default::default(),
         }),
     })

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cache::{Cache, CachePolicy};
 use crate::checkpoint::Checkpointer;
 use crate::context::config::RetryPolicy;
 use crate::context::run_context::ContextValues;
@@ -51,6 +52,7 @@ impl<S: State> Clone for NodeSpec<S> {
             interrupt_before: self.interrupt_before,
             interrupt_after: self.interrupt_after,
             defer: self.defer,
+            cache: self.cache.clone(),
             rank: self.rank,
             edges: self.edges.clone(),
             branches: self.branches.clone(),
@@ -72,6 +74,8 @@ pub(crate) struct NodeSpec<S: State> {
     pub(crate) interrupt_after: bool,
     /// Waits until nothing else is left to run (`NodeOptions::defer`).
     pub(crate) defer: bool,
+    /// How its results are cached (`NodeOptions::cache`).
+    pub(crate) cache: Option<CachePolicy>,
     /// Position of the name in byte order: the apply order of edge-triggered tasks.
     pub(crate) rank: usize,
     pub(crate) edges: Vec<Dest>,
@@ -104,6 +108,8 @@ impl<S: State> Clone for GraphCore<S> {
             shape: Arc::clone(&self.shape),
             checkpointer: self.checkpointer.clone(),
             store: self.store.clone(),
+            cache: self.cache.clone(),
+            caches_nodes: self.caches_nodes,
             context: self.context.clone(),
         }
     }
@@ -120,6 +126,11 @@ pub(crate) struct GraphCore<S: State> {
     pub(crate) shape: Arc<Shape>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
     pub(crate) store: Option<Arc<dyn Store>>,
+    /// Where the results of nodes with a cache policy are kept.
+    pub(crate) cache: Option<Arc<dyn Cache>>,
+    /// There is a cache and some node has a cache policy: only then does a step look
+    /// its tasks up in the cache.
+    pub(crate) caches_nodes: bool,
     /// The graph's own context values, for every run (a run's value of a type wins).
     pub(crate) context: ContextValues,
 }
@@ -194,6 +205,18 @@ impl<S: State> CompiledGraph<S> {
         }
     }
 
+    /// The same graph keeping its cached nodes' results in another cache (see
+    /// [`with_checkpointer`](Self::with_checkpointer)).
+    #[must_use]
+    pub fn with_cache(&self, cache: Arc<dyn Cache>) -> Self {
+        let mut core = GraphCore::clone(&self.core);
+        core.caches_nodes = core.nodes.iter().any(|n| n.cache.is_some());
+        core.cache = Some(cache);
+        Self {
+            core: Arc::new(core),
+        }
+    }
+
     /// The same graph with a context value of type `C` for every run: what its nodes read
     /// with [`RunContext<C>`](crate::RunContext) (a model, a client, settings), given once
     /// here instead of being cloned into node closures. A run's own value of that type
@@ -233,6 +256,48 @@ impl<S: State> CompiledGraph<S> {
         core.context.insert(value);
         Self {
             core: Arc::new(core),
+        }
+    }
+
+    /// Deletes every cached result of the graph's nodes (LangGraph's `clear_cache()`),
+    /// including those of the nodes of subgraphs run by them when those keep their
+    /// results in the same cache. Entries of other graphs sharing the cache stay. Without
+    /// a cache there is nothing to clear.
+    ///
+    /// # Errors
+    /// The cache's own ([`Error::Backend`](crate::Error::Backend) for the SQL caches).
+    pub async fn clear_cache(&self) -> Result<(), crate::Error> {
+        self.clear_cache_of(self.node_names()).await
+    }
+
+    /// Deletes the cached results of the named nodes only (LangGraph's
+    /// `clear_cache(nodes=[...])`).
+    ///
+    /// # Errors
+    /// [`Error::UnknownNode`](crate::Error::UnknownNode) for a name that is not a node of
+    /// the graph; the cache's own errors.
+    pub async fn clear_cache_of<I, T>(&self, nodes: I) -> Result<(), crate::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<str>,
+    {
+        let mut namespaces: Vec<String> = Vec::new();
+        for node in nodes {
+            let node = node.as_ref();
+            if !self.core.by_name.contains_key(node) {
+                return Err(crate::Error::UnknownNode {
+                    context: "`CompiledGraph::clear_cache_of`".into(),
+                    node: node.to_owned(),
+                });
+            }
+            namespaces.push(node.to_owned());
+        }
+        match &self.core.cache {
+            Some(cache) if !namespaces.is_empty() => {
+                let namespaces: Vec<&str> = namespaces.iter().map(String::as_str).collect();
+                Ok(cache.clear(Some(&namespaces)).await?)
+            }
+            _ => Ok(()),
         }
     }
 

@@ -18,7 +18,8 @@ pub(crate) struct RecordedWrite<S: State> {
 
 /// Applies `outputs` (one per task, in task order) to `state`, with `writes` (cleared by
 /// the caller) as the step's bookkeeping. Pushes each task's `Command` targets to `gotos`
-/// (cleared first). `collected` receives a copy of every applied update (used by
+/// (cleared first). `cached` lists the tasks whose output came from the node cache (their
+/// updates are streamed as cached). `collected` receives a copy of every applied update (used by
 /// same-state subgraphs to hand their writes to the parent); `recorded` receives them per
 /// task (for the checkpoint's delta).
 #[allow(clippy::too_many_arguments)]
@@ -27,6 +28,7 @@ pub(crate) fn apply_writes<S: State>(
     state: &mut S,
     tasks: &[Task],
     outputs: impl IntoIterator<Item = NodeOutput<S>>,
+    cached: &[usize],
     emitter: &Emitter<S>,
     collected: &mut Option<Vec<S::Update>>,
     mut recorded: Option<&mut Vec<RecordedWrite<S>>>,
@@ -36,6 +38,8 @@ pub(crate) fn apply_writes<S: State>(
     gotos.clear();
     for (index, (task, output)) in tasks.iter().zip(outputs).enumerate() {
         let node = &core.nodes[task.node].name;
+        // (An empty list is the rule: no cache, or no hit this step.)
+        let hit = !cached.is_empty() && cached.contains(&index);
         writes.begin_task(index, node);
         let mut record = recorded.as_deref_mut().map(|r| {
             r.push(RecordedWrite {
@@ -45,7 +49,7 @@ pub(crate) fn apply_writes<S: State>(
             r.len() - 1
         });
         let mut apply = |update: S::Update| -> Result<(), Error> {
-            emitter.update(node, &update);
+            emitter.update(node, &update, hit);
             if let Some(collected) = collected.as_mut() {
                 collected.push(update.clone());
             }
@@ -84,7 +88,7 @@ pub(crate) fn apply_writes<S: State>(
                 if let Some(update) = command.update {
                     apply(update)?;
                 } else {
-                    emitter.update(node, &S::Update::default());
+                    emitter.update(node, &S::Update::default(), hit);
                 }
                 gotos.push(command.goto);
             }

@@ -117,7 +117,8 @@ impl<S: State> Emitter<S> {
         }
     }
 
-    pub(crate) fn update(&self, node: &Arc<str>, update: &S::Update) {
+    /// Streams `node`'s update; `cached` when it came from the node cache.
+    pub(crate) fn update(&self, node: &Arc<str>, update: &S::Update, cached: bool) {
         if !self.wants(StreamMode::Updates) {
             return;
         }
@@ -126,9 +127,14 @@ impl<S: State> Emitter<S> {
             self.typed(StreamPayload::Updates {
                 node,
                 update: Scoped::Root(update.clone()),
+                cached,
             });
         } else if let Ok(update) = serde_json::to_value(update) {
-            self.raw(RawPayload::Updates { node, update });
+            self.raw(RawPayload::Updates {
+                node,
+                update,
+                cached,
+            });
         }
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct StepScope<'a> {
     pub(crate) target: Option<&'a StreamTarget>,
     pub(crate) namespace: &'a Namespace,
     pub(crate) store: Option<&'a Arc<dyn Store>>,
+    /// The subgraph nodes the run is inside (`None` for a root run).
+    pub(crate) graph_path: Option<&'a Arc<str>>,
 }
 
 /// What differs per task besides its node: restored output, persistence, interrupts.
@@ -460,6 +462,7 @@ fn node_context<S: State>(
         checkpoint: saver
             .filter(|_| spec.runner.needs_task_link())
             .map(|s| s.link(&spec.name)),
+        graph_path: scope.graph_path.cloned(),
     }
 }
 

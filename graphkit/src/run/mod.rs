@@ -10,6 +10,7 @@
 //! [`emitter`].
 
 pub(crate) mod apply;
+pub(crate) mod cache;
 pub(crate) mod emitter;
 pub(crate) mod execute;
 pub(crate) mod invoke;

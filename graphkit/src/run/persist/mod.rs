@@ -29,7 +29,9 @@ use crate::context::config::Durability;
 pub(crate) use lock::ThreadRelease;
 pub(crate) use pending::{PendingRef, TaskSaver};
 pub(crate) use records::{Planned, TaskWriteRef, goto_records, output_ref};
-pub(crate) use restore::{PendingStep, pending_step, restore_joins, restore_tasks, tasks_of};
+pub(crate) use restore::{
+    PendingStep, decode_gotos, pending_step, restore_joins, restore_tasks, tasks_of,
+};
 
 use save::BackgroundWriter;
 

@@ -83,19 +83,8 @@ pub(crate) fn pending_step<S: State>(
         };
         match (pending, index) {
             (Pending::Output(output), Some(index)) if !is_resume => {
-                let mut gotos = Vec::with_capacity(output.gotos.len());
-                for goto in output.gotos {
-                    gotos.push(match goto {
-                        GotoRecord::Node(n) => Goto::Node(n.into()),
-                        GotoRecord::Send { node, input } => {
-                            let id = *core.by_name.get(node.as_str()).ok_or_else(|| {
-                                corrupt(format!("a pending Send targets node `{node}`, which this graph does not have"))
-                            })?;
-                            let packet = decode_packet(core, id, input).map_err(|e| corrupt(format!("a pending Send input for `{node}` does not decode: {e}")))?;
-                            Goto::Send(SendTo { node: node.into(), input: packet })
-                        }
-                    });
-                }
+                let gotos = decode_gotos(core, output.gotos)
+                    .map_err(|e| corrupt(format!("a pending {e}")))?;
                 step.interrupts.remove(&index);
                 step.asked.remove(&index);
                 step.errors.remove(&index);
@@ -212,6 +201,32 @@ pub(crate) fn restore_joins<S: State>(
 /// from it.
 pub(crate) fn tasks_of(record: &CheckpointRecord) -> Option<&str> {
     record.metadata.get("tasks_of").and_then(Value::as_str)
+}
+
+/// Stored `Command` targets, decoded (each `Send` input with the type its node takes). The
+/// error says which target failed, to follow "a pending " or the like.
+pub(crate) fn decode_gotos<S: State>(
+    core: &GraphCore<S>,
+    records: Vec<GotoRecord>,
+) -> Result<Vec<Goto>, String> {
+    let mut gotos = Vec::with_capacity(records.len());
+    for goto in records {
+        gotos.push(match goto {
+            GotoRecord::Node(n) => Goto::Node(n.into()),
+            GotoRecord::Send { node, input } => {
+                let id = *core.by_name.get(node.as_str()).ok_or_else(|| {
+                    format!("Send targets node `{node}`, which this graph does not have")
+                })?;
+                let packet = decode_packet(core, id, input)
+                    .map_err(|e| format!("Send input for `{node}` does not decode: {e}"))?;
+                Goto::Send(SendTo {
+                    node: node.into(),
+                    input: packet,
+                })
+            }
+        });
+    }
+    Ok(gotos)
 }
 
 fn decode_packet<S: State>(

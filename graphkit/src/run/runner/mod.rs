@@ -24,6 +24,7 @@ use crate::graph::node::NodeOutput;
 use crate::interrupt::{InterruptKind, InterruptSignal};
 use crate::run::Done;
 use crate::run::apply::{self, RecordedWrite};
+use crate::run::cache;
 use crate::run::emitter::Emitter;
 use crate::run::execute::{self, StepBuffers, StepScope, TaskExtras};
 use crate::run::persist::{PendingStep, Persist, Planned, TaskWriteRef, ThreadRelease};
@@ -49,6 +50,9 @@ pub(crate) struct Runner<S: State> {
     pub(crate) is_subgraph: bool,
     /// A subgraph run that keeps its own checkpoints: the parent task it runs in.
     pub(crate) link: Option<Arc<TaskLink>>,
+    /// The subgraph nodes this run is inside, joined by `|` (`None` for a root run): the
+    /// namespace of its cached nodes' entries.
+    pub(crate) graph_path: Option<Arc<str>>,
 }
 
 /// What task `i` of a step needs besides its node: its output restored from `pending`,
@@ -170,6 +174,7 @@ impl<S: State> Runner<S> {
             inherited_scratchpad: None,
             is_subgraph: false,
             link: None,
+            graph_path: None,
         }
     }
 
@@ -185,6 +190,12 @@ impl<S: State> Runner<S> {
         runner.persistent = false;
         runner.inherited_scratchpad = ctx.scratchpad.clone();
         runner.is_subgraph = true;
+        runner.graph_path = Some(match &ctx.graph_path {
+            Some(parent) => {
+                format!("{parent}{}{}", crate::cache::NAMESPACE_SEPARATOR, ctx.node).into()
+            }
+            None => Arc::clone(&ctx.node),
+        });
         runner
     }
 
@@ -363,6 +374,25 @@ impl<S: State> Runner<S> {
                 )
             });
 
+            // Tasks of cached nodes found in the cache become outputs, as restored ones do.
+            // (The cache's futures are boxed: the step loop's own future stays as small as
+            // it is without a cache.)
+            let step_cache = match &core.cache {
+                Some(cache) if core.caches_nodes && cache::any_cached(core, &tasks) => {
+                    let look_up = Box::pin(cache::look_up(
+                        core,
+                        &**cache,
+                        &tasks,
+                        &self.state,
+                        self.graph_path.as_ref(),
+                        &mut pending,
+                        self.step,
+                    ));
+                    Some(in_span(step_span.as_ref(), look_up).await?)
+                }
+                _ => None,
+            };
+
             // A step of one sync node runs right here, with no future to build and move.
             let inline = execute::runs_inline(core, &tasks).then(|| {
                 let _entered = step_span.as_ref().map(tracing::Span::enter);
@@ -394,18 +424,37 @@ impl<S: State> Runner<S> {
                 // What the start restored is for its first step only.
                 pending = None;
             }
+            let cached: &[usize] = step_cache.as_ref().map_or(&[], |c| &c.hits);
             match outcome {
-                StepOutcome::Finished => {}
+                StepOutcome::Finished => {
+                    if let (Some(cache), Some(step_cache)) = (&core.cache, &step_cache) {
+                        let results = &buffers.results;
+                        let output = |i: usize| results.get(i)?.as_ref()?.as_ref().ok();
+                        let store =
+                            Box::pin(cache::store(core, &**cache, step_cache, &tasks, output));
+                        in_span(step_span.as_ref(), store).await?;
+                    }
+                }
                 StepOutcome::Stopped {
                     outputs,
                     interrupts,
                     failures,
                 } => {
+                    if let (Some(cache), Some(step_cache)) = (&core.cache, &step_cache) {
+                        let output = |i: usize| {
+                            let found = outputs.iter().find(|(index, _)| *index == i);
+                            found.map(|(_, output)| output)
+                        };
+                        let store =
+                            Box::pin(cache::store(core, &**cache, step_cache, &tasks, output));
+                        in_span(step_span.as_ref(), store).await?;
+                    }
                     let stopped = stop::StoppedStep {
                         tasks: &tasks,
                         outputs: &outputs,
                         interrupts: &interrupts,
                         failures: &failures,
+                        cached,
                     };
                     let conflict = self.show_stopped_step(core, &stopped);
                     if let Some(p) = persist.as_deref_mut() {
@@ -431,6 +480,7 @@ impl<S: State> Runner<S> {
                 &mut self.state,
                 &tasks,
                 outputs,
+                cached,
                 &self.emitter,
                 &mut self.collected,
                 recorded.as_mut(),
@@ -553,6 +603,7 @@ impl<S: State> Runner<S> {
             target: self.emitter.target.as_ref(),
             namespace: &self.namespace,
             store: core.store.as_ref(),
+            graph_path: self.graph_path.as_ref(),
         }
     }
 

@@ -21,6 +21,8 @@ pub(crate) struct StoppedStep<'a, S: State> {
     pub(crate) outputs: &'a [(usize, NodeOutput<S>)],
     pub(crate) interrupts: &'a [(usize, InterruptSignal)],
     pub(crate) failures: &'a [(usize, Error)],
+    /// The tasks whose output came from the cache.
+    pub(crate) cached: &'a [usize],
 }
 
 /// Which tasks a static interrupt looks at, and what runs next if it fires.
@@ -44,7 +46,8 @@ impl<S: State> Runner<S> {
             let node = &core.nodes[stopped.tasks[*index].node].name;
             let writes = output_ref(node, output);
             for update in writes.updates {
-                self.emitter.update(node, update);
+                self.emitter
+                    .update(node, update, stopped.cached.contains(index));
             }
             finished.push((*index, writes.updates));
         }
