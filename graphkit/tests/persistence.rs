@@ -863,6 +863,16 @@ async fn exit_durability_writes_one_checkpoint_and_still_resumes() {
         .unwrap();
     assert_eq!(history.len(), 1, "only the final checkpoint");
     assert_eq!(history[0].values, out);
+    // `step` counts super-steps, as with the default durability.
+    graph
+        .invoke_with(ChatUpdate::new(), thread("exit-sync"))
+        .await
+        .unwrap()
+        .finished()
+        .unwrap();
+    let synced = graph.get_state(&thread("exit-sync")).await.unwrap();
+    assert_eq!(history[0].step, synced.step);
+    assert!(synced.step > 1, "{}", synced.step);
 
     // A pause still leaves a resumable thread: the stopped step and its interrupt.
     let mut g = StateGraph::<Chat>::new();

@@ -105,4 +105,10 @@ impl Persist {
     pub(crate) fn per_step(&self) -> bool {
         self.durability != Durability::Exit
     }
+
+    /// Counts the input or a super-step whose checkpoint `Durability::Exit` does not
+    /// write, so that `step` counts super-steps whatever the durability.
+    pub(crate) fn count_unsaved(&mut self) {
+        self.step += 1;
+    }
 }

@@ -39,6 +39,18 @@ struct BodyRef<'a, S: State> {
 impl Persist {
     /// Saves a checkpoint after `writes` were applied to `state`, planning `planned`;
     /// returns it.
+    /// The one checkpoint of `Durability::Exit`, when the run stops: it holds the state
+    /// after the last super-step counted, so it carries that step's number.
+    pub(crate) async fn save_at_exit<S: State>(
+        &mut self,
+        state: &S,
+        planned: &Planned<'_>,
+    ) -> Result<CheckpointRecord, Error> {
+        self.step -= 1;
+        self.save(CheckpointSource::Loop, state, &[], planned, &[])
+            .await
+    }
+
     pub(crate) async fn save<S: State>(
         &mut self,
         source: CheckpointSource,

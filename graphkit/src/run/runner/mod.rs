@@ -501,6 +501,8 @@ impl<S: State> Runner<S> {
             if let (Some(p), Some(recorded)) = (persist.as_deref_mut(), recorded) {
                 let save = self.save_step(core, p, &tasks, &recorded, &next, &joins);
                 in_span(step_span.as_ref(), save).await?;
+            } else if let Some(p) = persist.as_deref_mut().filter(|p| !p.per_step()) {
+                p.count_unsaved();
             }
             if !next.is_empty() && self.may_pause(core, InterruptKind::After, &tasks) {
                 let after = StaticCheck {
@@ -517,13 +519,7 @@ impl<S: State> Runner<S> {
         }
         if let Some(p) = persist.filter(|p| !p.per_step()) {
             let record = p
-                .save(
-                    CheckpointSource::Loop,
-                    &self.state,
-                    &[],
-                    &Planned::of(core, &[], &joins),
-                    &[],
-                )
+                .save_at_exit(&self.state, &Planned::of(core, &[], &joins))
                 .await?;
             self.emitter.checkpoint(&record, core, &[]);
         }

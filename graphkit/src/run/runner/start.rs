@@ -360,6 +360,7 @@ impl<S: State> Runner<S> {
         joins: &JoinProgress,
     ) -> Result<(), Error> {
         if !persist.per_step() {
+            persist.count_unsaved();
             return Ok(());
         }
         // A same-state subgraph's input is empty (it starts from the parent's state):

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use super::Runner;
-use crate::checkpoint::CheckpointSource;
 use crate::context::task_link::interrupt_id;
 use crate::error::Error;
 use crate::graph::compiled::GraphCore;
@@ -72,9 +71,7 @@ impl<S: State> Runner<S> {
         let node = |index: usize| &*core.nodes[stopped.tasks[index].node].name;
         if !persist.per_step() {
             let planned = Planned::of(core, stopped.tasks, joins);
-            let record = persist
-                .save(CheckpointSource::Loop, &self.state, &[], &planned, &[])
-                .await?;
+            let record = persist.save_at_exit(&self.state, &planned).await?;
             for (index, output) in stopped.outputs {
                 let pending = PendingRef::Output(output_ref(node(*index), output));
                 persist
@@ -147,8 +144,7 @@ impl<S: State> Runner<S> {
         };
         if !p.per_step() {
             let planned = Planned::of(core, next, joins);
-            p.save(CheckpointSource::Loop, &self.state, &[], &planned, &[])
-                .await?;
+            p.save_at_exit(&self.state, &planned).await?;
         }
         let label = if kind == InterruptKind::After {
             "after"
