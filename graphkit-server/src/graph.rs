@@ -53,8 +53,17 @@ pub(crate) struct GraphEvent {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum EventKind {
     Values(Value),
-    Updates { node: String, update: Value },
-    Messages { node: String, payload: Value },
+    /// `cached`: the update came from the node cache (sent with LangGraph's
+    /// `"__metadata__": {"cached": true}`).
+    Updates {
+        node: String,
+        update: Value,
+        cached: bool,
+    },
+    Messages {
+        node: String,
+        payload: Value,
+    },
     Custom(Value),
     Task(graphkit::streaming::TaskEvent),
     Checkpoint(graphkit::streaming::CheckpointEvent),
@@ -308,19 +317,21 @@ fn event_json<S: State>(event: StreamEvent<S>) -> Option<GraphEvent> {
         StreamPayload::Updates {
             node,
             update: Scoped::Root(update),
-            ..
+            cached,
         } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(serde_json::to_value(&update).ok()?),
+            cached,
         },
         StreamPayload::Values(Scoped::Subgraph(value)) => EventKind::Values(to_langchain(value)),
         StreamPayload::Updates {
             node,
             update: Scoped::Subgraph(update),
-            ..
+            cached,
         } => EventKind::Updates {
             node: node.to_string(),
             update: update_to_langgraph(update),
+            cached,
         },
         StreamPayload::Messages { node, payload } => EventKind::Messages {
             node: node.to_string(),

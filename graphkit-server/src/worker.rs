@@ -330,9 +330,18 @@ impl Translator {
                     self.last_values = values;
                 }
             }
-            EventKind::Updates { node, update } => {
+            EventKind::Updates {
+                node,
+                update,
+                cached,
+            } => {
                 if self.wants("updates") {
-                    Self::push(out, "updates", ns, &json!({ node: update }));
+                    let data = if cached {
+                        json!({ node: update, "__metadata__": { "cached": true } })
+                    } else {
+                        json!({ node: update })
+                    };
+                    Self::push(out, "updates", ns, &data);
                 }
             }
             EventKind::Messages { node, payload } => {

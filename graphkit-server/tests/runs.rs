@@ -786,3 +786,53 @@ async fn a_graph_with_a_context_is_served_with_the_hosts_value() {
     .await;
     assert_eq!(done["greeting"], "Good morning, Ada!", "{done}");
 }
+
+#[derive(graphkit::State, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Doubling {
+    x: i64,
+    result: i64,
+}
+
+#[tokio::test]
+async fn a_cached_nodes_update_carries_langgraphs_cached_metadata() {
+    use graphkit::cache::{CachePolicy, InMemoryCache};
+    use graphkit::nodes::NodeOptions;
+
+    let mut graph = graphkit::StateGraph::<Doubling>::new();
+    graph
+        .add_node_with(
+            "double",
+            |s: std::sync::Arc<Doubling>| async move { DoublingUpdate::new().result(s.x * 2) },
+            NodeOptions::new().cache(CachePolicy::new()),
+        )
+        .add_edge(graphkit::START, "double")
+        .add_edge("double", graphkit::END);
+    let graph = graph
+        .compile_with(
+            graphkit::CompileOptions::new().cache(std::sync::Arc::new(InMemoryCache::new())),
+        )
+        .expect("the graph compiles");
+    let s = TestServer::start_with(|server| server.graph_without_schema("doubler", graph)).await;
+
+    let mut updates = Vec::new();
+    for _ in 0..2 {
+        let thread = s.thread().await;
+        let (_, reader) = stream(
+            &s,
+            &format!("/threads/{thread}/runs/stream"),
+            json!({"assistant_id": "doubler", "input": {"x": 5}, "stream_mode": "updates"}),
+        )
+        .await;
+        let events = reader.collect().await;
+        let update = events
+            .into_iter()
+            .find(|e| e.event == "updates")
+            .expect("an updates event");
+        updates.push(update.data);
+    }
+    assert_eq!(updates[0], json!({"double": {"result": 10}}));
+    assert_eq!(
+        updates[1],
+        json!({"double": {"result": 10}, "__metadata__": {"cached": true}})
+    );
+}
