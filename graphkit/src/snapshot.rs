@@ -26,8 +26,12 @@ use crate::state::State;
 pub struct StateSnapshot<S = Value> {
     /// The state.
     pub values: S,
-    /// The nodes the next super-step runs (empty when the run finished). A deferred node
-    /// that waits for the run's other tasks is not among them until they are done: see
+    /// The nodes the next super-step runs (empty when the run finished). On the thread's
+    /// newest checkpoint (`get_state` without a checkpoint id), the tasks of a stopped step
+    /// that already finished are not among them (their writes are in `values`); a
+    /// checkpoint of the past (`get_state_history`, or `get_state` with its id) shows its
+    /// own state and lists its whole step, as LangGraph does. A deferred node that waits
+    /// for the run's other tasks is not among them until they are done: see
     /// [`deferred`](Self::deferred).
     pub next: Vec<String>,
     /// The [deferred](crate::NodeOptions::defer) nodes that were triggered and wait for
@@ -71,8 +75,11 @@ pub struct SnapshotTask {
     pub error: Option<String>,
     /// The interrupt it is paused on, if any.
     pub interrupts: Vec<Interrupt>,
-    /// Its writes (the list of its updates, as JSON), if it finished before the step
-    /// stopped; such a task does not run again.
+    /// Its writes (the list of its updates, as JSON), once it finished: on the newest
+    /// checkpoint, a task that finished before the step stopped (it does not run again);
+    /// on a checkpoint of the past, what the task wrote when its step ran (the next
+    /// checkpoint the run saved recorded it; a step ended by `update_state` or a fork
+    /// shows none).
     pub result: Option<Value>,
     /// For a subgraph node: the checkpoint namespace where the child run inside this
     /// task keeps its checkpoints (`"node:task_id"`, nested with `|`). Read them with
@@ -144,6 +151,17 @@ pub(crate) trait SubgraphView: std::marker::Send + Sync {
         ns: &'a str,
         options: &'a ListOptions,
     ) -> BoxFuture<'a, Result<Vec<SubgraphSnapshot>, Error>>;
+
+    /// Writes `update` (JSON of the child's update type) to the newest checkpoint of
+    /// namespace `ns`, as `update_state` does; returns the new checkpoint's id.
+    fn update<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+        update: Value,
+        as_node: crate::run::UpdateAs<'a>,
+    ) -> BoxFuture<'a, Result<String, Error>>;
 
     /// The child graph of this graph's subgraph node `node`.
     fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView>;

@@ -379,7 +379,7 @@ fn the_updates_round_trip_through_serde_as_list_updates() {
         .facts(AppendUpdate::replace([reference(Some("a"), None, 1)]))
         .history(vec!["h".to_string()]);
     let json = serde_json::to_value(&update).unwrap();
-    assert_eq!(json["history"], serde_json::json!({ "items": ["h"] }));
+    assert_eq!(json["history"], serde_json::json!(["h"]));
     assert_eq!(json["facts"]["clear"], serde_json::json!(true));
     let back: ResearchUpdate = serde_json::from_value(json).unwrap();
     let (mut a, mut b) = (Research::default(), Research::default());

@@ -201,7 +201,7 @@ async fn resuming_after_a_failure_runs_only_what_did_not_finish() {
     let steady = paused.tasks.iter().find(|t| t.name == "steady").unwrap();
     assert_eq!(
         steady.result,
-        Some(serde_json::json!([{ "log": { "items": ["steady"] } }]))
+        Some(serde_json::json!([{ "log": ["steady"] }]))
     );
     assert_eq!(steady.error, None);
 
@@ -1684,4 +1684,137 @@ async fn a_thread_whose_step_had_conflicting_writes_can_be_read_and_repaired() {
         .into_state();
     assert_eq!(done.answer, "both");
     assert_eq!(done.log, ["left", "after"]);
+}
+
+/// The writes a snapshot task shows as its result, as the list of its updates' `log`s.
+fn logged(task: &graphkit::running::SnapshotTask) -> Option<Vec<String>> {
+    let updates: Vec<ChatUpdate> = serde_json::from_value(task.result.clone()?).unwrap();
+    Some(
+        updates
+            .into_iter()
+            .flat_map(|u| u.log.map(|l| l.items).unwrap_or_default())
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_history_shows_what_each_finished_step_wrote_as_its_tasks_results() {
+    // a, then b and c together, then d: steps of one and of two tasks.
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node("a", say("a"))
+        .add_node("b", say("b"))
+        .add_node("c", say("c"))
+        .add_node("d", say("d"))
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .add_edge("a", "c")
+        .add_edge(["b", "c"], "d");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("steps"))
+        .await
+        .unwrap()
+        .finished()
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("steps"), &ListOptions::default())
+        .await
+        .unwrap();
+    let shown: Vec<_> = history
+        .iter()
+        .rev()
+        .map(|s| {
+            let results: Vec<_> = s.tasks.iter().map(logged).collect();
+            (s.step, s.values.log.clone(), s.next.clone(), results)
+        })
+        .collect();
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        shown,
+        [
+            (0, vec![], strings(&["a"]), vec![Some(strings(&["a"]))]),
+            // Each checkpoint shows its own state and its whole step, with what the step
+            // then wrote (as LangGraph's history does).
+            (
+                1,
+                strings(&["a"]),
+                strings(&["b", "c"]),
+                vec![Some(strings(&["b"])), Some(strings(&["c"]))]
+            ),
+            (
+                2,
+                strings(&["a", "b", "c"]),
+                strings(&["d"]),
+                vec![Some(strings(&["d"]))]
+            ),
+            (3, strings(&["a", "b", "c", "d"]), vec![], vec![]),
+        ]
+    );
+    // The same checkpoint read by id shows the same.
+    let second = &history[2];
+    let by_id = graph.get_state(&second.config()).await.unwrap();
+    assert_eq!(by_id.values.log, ["a"]);
+    assert_eq!(by_id.next, ["b", "c"]);
+    assert_eq!(logged(&by_id.tasks[1]), Some(strings(&["c"])));
+    // Listed from before the newest, the step that checkpoint holds still shows.
+    let older = graph
+        .get_state_history(
+            &thread("steps"),
+            &ListOptions {
+                before: Some(history[0].checkpoint_id.clone()),
+                ..ListOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(logged(&older[0].tasks[0]), Some(strings(&["d"])));
+}
+
+#[tokio::test]
+async fn a_step_saved_as_a_full_snapshot_keeps_its_writes_for_the_history() {
+    // A write larger than the snapshot interval makes its checkpoint a full snapshot.
+    let big = "x".repeat(40_000);
+    let mut g = StateGraph::<Chat>::new();
+    g.add_node(
+        "big",
+        SyncNode::new(move |_: &Chat| ChatUpdate::new().answer(big.clone())),
+    )
+    .add_node("a", say("a"))
+    .add_edge(START, "big")
+    .add_edge("big", "a");
+    let store = saver();
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(store.clone()))
+        .unwrap();
+    graph
+        .invoke_with(ChatUpdate::new(), thread("big"))
+        .await
+        .unwrap()
+        .finished()
+        .unwrap();
+    let history = graph
+        .get_state_history(&thread("big"), &ListOptions::default())
+        .await
+        .unwrap();
+    let after_big = &history[1];
+    assert_eq!(after_big.step, 1);
+    let record = store
+        .get("big", "", Some(&after_big.checkpoint_id))
+        .await
+        .unwrap()
+        .unwrap()
+        .record;
+    assert!(record.is_snapshot, "the test needs a snapshot here");
+    let input = &history[2];
+    assert_eq!(input.next, ["big"]);
+    let result = input.tasks[0]
+        .result
+        .as_ref()
+        .expect("big's writes are kept");
+    assert_eq!(result[0]["answer"].as_str().map(str::len), Some(40_000));
+    // Loading the snapshot does not apply its writes again.
+    assert_eq!(after_big.values.answer.len(), 40_000);
+    assert_eq!(history[0].values.log, ["a"]);
 }

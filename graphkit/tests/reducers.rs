@@ -498,3 +498,33 @@ async fn a_replace_beside_an_append_gives_the_same_list_whatever_the_node_names(
     assert_eq!(replacer_first, ["replaced"]);
     assert_eq!(appender_first, ["replaced"]);
 }
+
+#[test]
+fn an_append_is_a_plain_list_in_json_and_the_older_object_form_still_reads() {
+    let append = EverythingUpdate::new().notes(vec!["a".to_string(), "b".to_string()]);
+    let json = serde_json::to_value(&append).unwrap();
+    assert_eq!(json, serde_json::json!({"notes": ["a", "b"]}));
+    let back: EverythingUpdate = serde_json::from_value(json).unwrap();
+    assert_eq!(back.notes, append.notes);
+    // What graphkit wrote before (checkpoints, pending writes) reads the same.
+    let older: EverythingUpdate =
+        serde_json::from_value(serde_json::json!({"notes": {"items": ["a", "b"]}})).unwrap();
+    assert_eq!(older.notes, append.notes);
+    let cleared: EverythingUpdate =
+        serde_json::from_value(serde_json::json!({"notes": {"clear": true}})).unwrap();
+    assert_eq!(cleared.notes, Some(AppendUpdate::clear()));
+    // Anything else is refused with what an append looks like.
+    let error =
+        serde_json::from_value::<EverythingUpdate>(serde_json::json!({"notes": {"item": ["a"]}}))
+            .unwrap_err();
+    assert!(
+        error.to_string().contains("unknown field `item`"),
+        "{error}"
+    );
+    let error =
+        serde_json::from_value::<EverythingUpdate>(serde_json::json!({"notes": "a"})).unwrap_err();
+    assert!(
+        error.to_string().contains("a list of items to append"),
+        "{error}"
+    );
+}

@@ -231,7 +231,7 @@ async fn subgraph_events_carry_their_namespace() {
             ..
         } => {
             assert_eq!(&**node, "speak");
-            assert_eq!(update["words"]["items"][0], "hello");
+            assert_eq!(update["words"][0], "hello");
         }
         _ => unreachable!(),
     }

@@ -831,3 +831,94 @@ async fn parallel_interrupts_in_a_child_are_answered_one_after_the_other() {
     // q1 asked, then finished with its answer (its output was saved while q2 paused).
     assert_eq!((runs.of("q1"), runs.of("q2")), (2, 3));
 }
+
+#[tokio::test]
+async fn the_childs_own_state_is_edited_while_the_run_is_paused_inside_it() {
+    for (backend, saver, _guard) in savers().await {
+        let runs = Runs::default();
+        let graph = review_graph(&runs, &["ship it?"], &saver);
+        let config = thread(backend, "child-edit");
+        interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+        let ns = graph.get_state(&config).await.unwrap().tasks[0]
+            .checkpoint_ns
+            .clone()
+            .expect("the subgraph task's namespace");
+
+        // As the child's `ask` node: its answer is the edit, and `c2` is next in the child.
+        let edited = graph
+            .update_subgraph_state(&config, &ns, json!({"log": ["edited"]}), "ask")
+            .await
+            .unwrap();
+        let child = graph.get_state_with_subgraphs(&config).await.unwrap().tasks[0]
+            .state
+            .clone()
+            .expect("the child's state");
+        assert_eq!(child.checkpoint_id, edited, "{backend}");
+        assert_eq!(
+            child.values["log"],
+            json!(["before", "c1", "edited"]),
+            "{backend}"
+        );
+        assert_eq!(child.next, ["c2"], "{backend}");
+        assert!(child.interrupts.is_empty(), "{backend}");
+
+        let done = graph
+            .invoke_with(RunInput::Continue, config.clone())
+            .await
+            .unwrap()
+            .finished()
+            .unwrap();
+        assert_eq!(
+            done.log,
+            ["before", "c1", "edited", "c2", "after"],
+            "{backend}"
+        );
+        assert_eq!(
+            runs.of("ask"),
+            1,
+            "{backend}: the edit answered in its place"
+        );
+        assert_eq!(runs.of("c1"), 1, "{backend}");
+    }
+}
+
+#[tokio::test]
+async fn a_child_edit_must_be_the_childs_update_and_name_a_subgraph() {
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let runs = Runs::default();
+    let graph = review_graph(&runs, &["ship it?"], &saver);
+    let config = thread("memory", "child-edit-errors");
+    interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+    let ns = graph.get_state(&config).await.unwrap().tasks[0]
+        .checkpoint_ns
+        .clone()
+        .unwrap();
+    let wrong_type = graph
+        .update_subgraph_state(&config, &ns, json!({"log": 3}), "ask")
+        .await;
+    assert!(
+        matches!(wrong_type, Err(Error::Serde { .. })),
+        "{wrong_type:?}"
+    );
+    let not_a_child = graph
+        .update_subgraph_state(&config, "before:x", json!({}), "ask")
+        .await;
+    assert!(
+        matches!(not_a_child, Err(Error::NotASubgraph { .. })),
+        "{not_a_child:?}"
+    );
+    let unknown_node = graph
+        .update_subgraph_state(&config, &ns, json!({}), "nope")
+        .await;
+    assert!(
+        matches!(unknown_node, Err(Error::UnknownNode { .. })),
+        "{unknown_node:?}"
+    );
+    // Nothing was written: the run still resumes as before.
+    let done = graph
+        .invoke_with(Command::<Doc>::resume("yes"), config)
+        .await
+        .unwrap()
+        .into_state();
+    assert_eq!(done.log, ["before", "c1", "yes", "c2", "after"]);
+}

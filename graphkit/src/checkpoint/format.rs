@@ -160,6 +160,25 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
     Ok(body)
 }
 
+/// The writes a checkpoint recorded (its step's, one entry per task), without its state:
+/// what `get_state_history` shows as the results of the step its parent planned.
+pub(crate) fn decode_writes<S: State>(
+    record: &CheckpointRecord,
+) -> Result<Vec<TaskWrite<S>>, StorageError> {
+    #[derive(Deserialize)]
+    #[serde(bound = "")]
+    struct WritesOnly<S: State> {
+        #[serde(default)]
+        writes: Vec<TaskWrite<S>>,
+    }
+    if record.format_version > FORMAT_VERSION {
+        return Ok(Vec::new());
+    }
+    serde_json::from_slice::<WritesOnly<S>>(&record.payload)
+        .map(|body| body.writes)
+        .map_err(|e| corrupt(record, format!("its writes do not decode ({e})")))
+}
+
 pub(crate) fn decode_pending<S: State>(
     record: &CheckpointRecord,
     payload: &[u8],

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::checkpoint::format::{self, Loaded};
+use crate::checkpoint::format::{self, Loaded, TaskWrite};
 use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, CheckpointTuple, Checkpointer, ListOptions,
 };
@@ -14,7 +14,7 @@ use crate::context::task_link::{interrupt_id, task_namespace};
 use crate::error::Error;
 use crate::graph::INPUT;
 use crate::graph::compiled::CompiledGraph;
-use crate::run::apply::apply_finished_or_keep;
+use crate::run::apply::{apply_finished, apply_finished_or_keep};
 use crate::run::persist::{
     Persist, Planned, TaskWriteRef, goto_records, pending_step, restore_joins, restore_tasks,
     tasks_of,
@@ -56,6 +56,25 @@ impl<C: State> SubgraphView for CompiledGraph<C> {
         })
     }
 
+    fn update<'a>(
+        &'a self,
+        saver: &'a Arc<dyn Checkpointer>,
+        thread: &'a str,
+        ns: &'a str,
+        update: Value,
+        as_node: UpdateAs<'a>,
+    ) -> BoxFuture<'a, Result<String, Error>> {
+        Box::pin(async move {
+            let update: C::Update =
+                serde_json::from_value(update).map_err(|source| Error::Serde {
+                    what: format!("the update for checkpoint namespace `{ns}`"),
+                    source,
+                })?;
+            self.update_state_in(saver, thread, ns, None, update, as_node)
+                .await
+        })
+    }
+
     fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView> {
         let id = self.core.by_name.get(node)?;
         self.core.nodes[*id].runner.subgraph()
@@ -70,10 +89,14 @@ impl<S: State> CompiledGraph<S> {
             .ok_or(Error::NoCheckpointer(what))
     }
 
+    /// The snapshot of one checkpoint. `view` says whether the writes of its step's
+    /// finished tasks are applied (the thread's newest state) or shown only as results
+    /// (a checkpoint of the past), and, for a past one, what its step wrote.
     fn snapshot_of(
         &self,
         loaded: Loaded<S>,
         tuple: &CheckpointTuple,
+        view: View<S>,
     ) -> Result<StateSnapshot<S>, Error> {
         let pending = pending_step(&self.core, &loaded.record, &tuple.pending_writes)?;
         let record: CheckpointRecord = loaded.record;
@@ -90,8 +113,31 @@ impl<S: State> CompiledGraph<S> {
             .map(|(index, (updates, _))| (*index, updates.as_slice()))
             .collect();
         finished.sort_by_key(|(index, _)| *index);
-        let conflict = apply_finished_or_keep(&self.core, &mut values, &planned, &finished)
-            .map(|(index, error)| (index, error.to_string()));
+        let apply_pending = matches!(view, View::Newest);
+        let conflict = if apply_pending {
+            apply_finished_or_keep(&self.core, &mut values, &planned, &finished)
+        } else if finished.is_empty() {
+            None
+        } else {
+            // A past checkpoint shows its own state; its step's conflict is still named.
+            let mut scratch = values.clone();
+            apply_finished(&self.core, &mut scratch, &planned, finished.iter().copied()).err()
+        }
+        .map(|(index, error)| (index, error.to_string()));
+        // What each task of the step wrote, as the next checkpoint recorded it (for a past
+        // checkpoint whose step finished): task `i` wrote `step_writes[i]`.
+        let step_writes = match view {
+            View::Past(Some(writes))
+                if writes.len() == loaded.body.next.len()
+                    && writes
+                        .iter()
+                        .zip(&loaded.body.next)
+                        .all(|(write, task)| write.node == task.node) =>
+            {
+                writes
+            }
+            _ => Vec::new(),
+        };
         let tasks: Vec<SnapshotTask> = loaded
             .body
             .next
@@ -124,19 +170,25 @@ impl<S: State> CompiledGraph<S> {
                     .cloned()
                     .into_iter()
                     .collect(),
-                result: pending
-                    .outputs
-                    .get(&index)
-                    .map(|(updates, _)| serde_json::to_value(updates).unwrap_or(Value::Null)),
+                result: match pending.outputs.get(&index) {
+                    Some((updates, _)) => Some(updates.as_slice()),
+                    None => step_writes.get(index).map(|w| w.updates.as_slice()),
+                }
+                .map(|updates| serde_json::to_value(updates).unwrap_or(Value::Null)),
             })
             .collect();
         Ok(StateSnapshot {
             values,
-            // A step whose writes conflict did not happen: all of its tasks are still next.
+            // A past checkpoint's step is all still to run from there (as LangGraph shows
+            // history); on the newest, the tasks that finished are done, unless the step's
+            // writes conflict: then it did not happen and all of its tasks are still next.
             next: tasks
                 .iter()
-                .filter(|t| conflict.is_some() || t.result.is_none())
-                .map(|t| t.name.clone())
+                .enumerate()
+                .filter(|(index, _)| {
+                    !apply_pending || conflict.is_some() || !pending.outputs.contains_key(index)
+                })
+                .map(|(_, t)| t.name.clone())
                 .collect(),
             deferred: loaded.body.deferred.into_iter().map(|t| t.node).collect(),
             tasks,
@@ -152,7 +204,10 @@ impl<S: State> CompiledGraph<S> {
         })
     }
 
-    /// The checkpoint `checkpoint_id` (or the newest) of namespace `ns` on `thread`.
+    /// The checkpoint `checkpoint_id` (or the newest) of namespace `ns` on `thread`. The
+    /// newest shows the writes of its step's finished tasks applied; a checkpoint named by
+    /// id is shown as of its own time, with what its step wrote as the tasks' results (as
+    /// LangGraph's `get_state` does with a `checkpoint_id`).
     async fn snapshot_in(
         &self,
         saver: &Arc<dyn Checkpointer>,
@@ -163,11 +218,21 @@ impl<S: State> CompiledGraph<S> {
         let Some(tuple) = saver.get(thread, ns, checkpoint_id).await? else {
             return Ok(None);
         };
+        let view = match checkpoint_id {
+            None => View::Newest,
+            Some(_) => {
+                // Its step's writes are in the checkpoint saved after it: the oldest child
+                // (a fork from it saves another, later child).
+                let all = saver.list(thread, ns, &ListOptions::default()).await?;
+                View::Past(step_writes(&tuple.record, all.iter().rev())?)
+            }
+        };
         let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
-        self.snapshot_of(loaded, &tuple).map(Some)
+        self.snapshot_of(loaded, &tuple, view).map(Some)
     }
 
-    /// The checkpoints of namespace `ns` on `thread`, newest first.
+    /// The checkpoints of namespace `ns` on `thread`, newest first, each with what its
+    /// step wrote as its tasks' results.
     async fn history_in(
         &self,
         saver: &Arc<dyn Checkpointer>,
@@ -176,16 +241,26 @@ impl<S: State> CompiledGraph<S> {
         options: &ListOptions,
     ) -> Result<Vec<StateSnapshot<S>>, Error> {
         let records = saver.list(thread, ns, options).await?;
+        // The children of the listed checkpoints are listed too (newer ones come first),
+        // except when the list starts `before` a checkpoint: that one may be a child.
+        let before = match &options.before {
+            Some(id) => saver.get(thread, ns, Some(id)).await?.map(|t| t.record),
+            None => None,
+        };
         let mut history = Vec::with_capacity(records.len());
-        for record in records {
-            let snapshot = self
-                .snapshot_in(saver, thread, ns, Some(&record.checkpoint_id))
+        for (index, record) in records.iter().enumerate() {
+            let not_found = || Error::CheckpointNotFound {
+                thread_id: thread.to_owned(),
+                checkpoint_id: Some(record.checkpoint_id.clone()),
+            };
+            let tuple = saver
+                .get(thread, ns, Some(&record.checkpoint_id))
                 .await?
-                .ok_or_else(|| Error::CheckpointNotFound {
-                    thread_id: thread.to_owned(),
-                    checkpoint_id: Some(record.checkpoint_id.clone()),
-                })?;
-            history.push(snapshot);
+                .ok_or_else(not_found)?;
+            let newer = records[..index].iter().rev().chain(before.iter());
+            let view = View::Past(step_writes(record, newer)?);
+            let loaded = format::load::<S>(&**saver, tuple.record.clone()).await?;
+            history.push(self.snapshot_of(loaded, &tuple, view)?);
         }
         Ok(history)
     }
@@ -359,12 +434,100 @@ impl<S: State> CompiledGraph<S> {
         update: S::Update,
         as_node: impl Into<UpdateAs<'_>>,
     ) -> Result<RunConfig, Error> {
-        let as_node = as_node.into();
         let saver = self.saver("update_state")?;
         let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
-        let mut persist = Persist::open(Arc::clone(saver), thread, crate::Durability::Sync).await?;
+        let checkpoint_id = self
+            .update_state_in(
+                saver,
+                thread,
+                "",
+                config.checkpoint_id.as_deref(),
+                update,
+                as_node.into(),
+            )
+            .await?;
+        Ok(RunConfig::new()
+            .thread_id(thread)
+            .checkpoint_id(checkpoint_id))
+    }
+
+    /// Edits the state of a subgraph's child run where the thread keeps it: the
+    /// checkpoints of `checkpoint_ns` (as [`SnapshotTask::checkpoint_ns`] names it; nested
+    /// namespaces lead through nested subgraphs), as [`update_state`](Self::update_state)
+    /// does for the graph's own. LangGraph does this with `update_state` on the child's
+    /// config. The update is JSON (the child's state type may differ from the parent's)
+    /// and must decode as the child's update type; `as_node` names a node of the child.
+    ///
+    /// Used while the run is paused inside the subgraph: continuing the thread
+    /// (`RunInput::Continue`) runs the subgraph task again, and the child continues from
+    /// its edited state. Returns the id of the child's new checkpoint.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use graphkit::{CompileOptions, Error, NodeContext, RunConfig, RunInput, START, State, StateGraph};
+    /// # use graphkit::checkpoint::InMemorySaver;
+    /// # use serde::{Deserialize, Serialize};
+    /// # use serde_json::json;
+    /// #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// struct Doc { #[reducer(append)] log: Vec<String> }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut child = StateGraph::<Doc>::new();
+    /// child
+    ///     .add_node("ask", |ctx: NodeContext| async move {
+    ///         let answer: String = ctx.interrupt_as("ok?")?;
+    ///         Ok::<_, Error>(DocUpdate::new().log(vec![answer]))
+    ///     })
+    ///     .add_node("publish", |_: Arc<Doc>| async { DocUpdate::new().log(vec!["published".into()]) })
+    ///     .add_edge(START, "ask")
+    ///     .add_edge("ask", "publish");
+    /// let mut parent = StateGraph::<Doc>::new();
+    /// parent.add_subgraph("review", child.compile()?).add_edge(START, "review");
+    /// let graph = parent.compile_with(CompileOptions::new().checkpointer(Arc::new(InMemorySaver::new())))?;
+    ///
+    /// let config = RunConfig::new().thread_id("t");
+    /// assert!(graph.invoke_with(DocUpdate::new(), config.clone()).await?.is_paused());
+    /// // Answer for the child's `ask` node by editing the child's state instead.
+    /// let ns = graph.get_state(&config).await?.tasks[0].checkpoint_ns.clone().expect("a subgraph task");
+    /// graph.update_subgraph_state(&config, &ns, json!({"log": ["edited"]}), "ask").await?;
+    /// let done = graph.invoke_with(RunInput::Continue, config).await?.finished()?;
+    /// assert_eq!(done.log, ["edited", "published"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotASubgraph`] when the namespace does not lead to a subgraph node;
+    /// [`Error::Serde`] when `update` is not the child's update; otherwise as
+    /// [`update_state`](Self::update_state).
+    pub async fn update_subgraph_state(
+        &self,
+        config: &RunConfig,
+        checkpoint_ns: &str,
+        update: Value,
+        as_node: impl Into<UpdateAs<'_>>,
+    ) -> Result<String, Error> {
+        let saver = self.saver("update_subgraph_state")?;
+        let thread = config.thread_id.as_deref().ok_or(Error::MissingThreadId)?;
+        let view = self.subgraph_at(checkpoint_ns)?;
+        view.update(saver, thread, checkpoint_ns, update, as_node.into())
+            .await
+    }
+
+    /// [`update_state`](Self::update_state) on the checkpoints of namespace `ns`; returns
+    /// the new checkpoint's id.
+    async fn update_state_in(
+        &self,
+        saver: &Arc<dyn Checkpointer>,
+        thread: &str,
+        ns: &str,
+        checkpoint_id: Option<&str>,
+        update: S::Update,
+        as_node: UpdateAs<'_>,
+    ) -> Result<String, Error> {
+        let mut persist =
+            Persist::open_in(Arc::clone(saver), thread, ns, crate::Durability::Sync).await?;
         let outcome = async {
-            let loaded = persist.load::<S>(config.checkpoint_id.as_deref()).await?;
+            let loaded = persist.load::<S>(checkpoint_id).await?;
             let writer = match as_node {
                 UpdateAs::Node(name) => self.writer_named(name)?,
                 UpdateAs::Input => Writer::Input,
@@ -495,9 +658,7 @@ impl<S: State> CompiledGraph<S> {
                 // open interrupts) carry over, so a resume runs only the tasks still to run.
                 persist.copy_pending(saved_writes).await?;
             }
-            Ok(RunConfig::new()
-                .thread_id(thread)
-                .checkpoint_id(record.checkpoint_id))
+            Ok(record.checkpoint_id)
         }
         .await;
         let released = persist.release().await;
@@ -578,4 +739,31 @@ impl<'a> From<&'a str> for UpdateAs<'a> {
     fn from(node: &'a str) -> Self {
         Self::Node(node)
     }
+}
+
+/// How a snapshot shows the step its checkpoint plans.
+enum View<S: State> {
+    /// The thread's newest checkpoint: the writes of the step's finished tasks are
+    /// applied, and those tasks are no longer next.
+    Newest,
+    /// A checkpoint of the past: its own state, its whole step next, and what the step
+    /// wrote (one entry per task, when a later checkpoint recorded it) as the results.
+    Past(Option<Vec<TaskWrite<S>>>),
+}
+
+/// What the step `record` planned wrote, per task: the writes of its first child saved by
+/// the run itself (an update or a fork writes something else), among `newer` (oldest
+/// first).
+fn step_writes<'a, S: State>(
+    record: &CheckpointRecord,
+    mut newer: impl Iterator<Item = &'a CheckpointRecord>,
+) -> Result<Option<Vec<TaskWrite<S>>>, Error> {
+    let child = newer.find(|c| {
+        c.source == CheckpointSource::Loop
+            && c.parent_id.as_deref() == Some(record.checkpoint_id.as_str())
+    });
+    Ok(match child {
+        Some(child) => Some(format::decode_writes::<S>(child)?),
+        None => None,
+    })
 }

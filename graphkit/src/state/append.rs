@@ -35,14 +35,77 @@ pub enum ListOp<T> {
 /// AppendUpdate::clear().apply_to(&mut list);
 /// assert!(list.is_empty());
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// As JSON (in streamed updates, checkpoints and the server's API), an append is the
+/// plain list of its items, `["a", "b"]`; an update that clears the list first is
+/// `{"clear": true, "items": [..]}`. Both forms are read, and so is `{"items": [..]}`
+/// (what graphkit wrote before 0.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendUpdate<T> {
     /// Clear the list before appending.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clear: bool,
     /// Items to append, in order.
-    #[serde(default = "Vec::new")]
     pub items: Vec<T>,
+}
+
+impl<T: Serialize> Serialize for AppendUpdate<T> {
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::SerializeStruct;
+        if !self.clear {
+            return self.items.serialize(serializer);
+        }
+        let mut object = serializer.serialize_struct("AppendUpdate", 2)?;
+        object.serialize_field("clear", &true)?;
+        object.serialize_field("items", &self.items)?;
+        object.end()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for AppendUpdate<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The object form: `{"clear": bool, "items": [..]}`, both optional.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Object<T> {
+            #[serde(default)]
+            clear: bool,
+            #[serde(default = "Vec::new")]
+            items: Vec<T>,
+        }
+
+        struct Visitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+            type Value = AppendUpdate<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of items to append, or {\"clear\": true, \"items\": [..]}")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let items =
+                    Vec::<T>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(AppendUpdate::items(items))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let object =
+                    Object::<T>::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(AppendUpdate {
+                    clear: object.clear,
+                    items: object.items,
+                })
+            }
+        }
+
+        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
+    }
 }
 
 impl<T> Default for AppendUpdate<T> {

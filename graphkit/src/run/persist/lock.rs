@@ -17,7 +17,18 @@ impl Persist {
         thread_id: &str,
         durability: Durability,
     ) -> Result<Self, Error> {
-        let mut persist = Self::unlocked(saver, durability, thread_id.to_owned(), String::new());
+        Self::open_in(saver, thread_id, "", durability).await
+    }
+
+    /// [`open`](Self::open) for the checkpoints of namespace `ns` (a subgraph's, written
+    /// from outside a run: the thread is locked as for a run).
+    pub(crate) async fn open_in(
+        saver: Arc<dyn Checkpointer>,
+        thread_id: &str,
+        ns: &str,
+        durability: Durability,
+    ) -> Result<Self, Error> {
+        let mut persist = Self::unlocked(saver, durability, thread_id.to_owned(), ns.to_owned());
         if !persist
             .saver
             .try_lock_thread(thread_id, &persist.run_id)
@@ -32,14 +43,12 @@ impl Persist {
     /// The persistence of a subgraph run inside the task `link` describes: checkpoints in
     /// the task's own namespace on the parent's thread, which the parent run holds.
     pub(crate) fn nested(link: &TaskLink, durability: Durability) -> Self {
-        let mut persist = Self::unlocked(
+        Self::unlocked(
             Arc::clone(&link.saver),
             durability,
             link.thread_id.clone(),
             link.child_namespace(),
-        );
-        persist.nested = true;
-        persist
+        )
     }
 
     /// If this persistence is dropped while it holds the thread, its unlock goes to

@@ -47,10 +47,6 @@ pub(crate) struct Persist {
     /// Where a run dropped while it held the thread (cancelled) leaves its unlock, for
     /// the run's caller to finish before it returns (see [`ThreadRelease`]).
     release: Option<ThreadRelease>,
-    /// A subgraph run's persistence: the parent run holds the thread, and every
-    /// checkpoint keeps the step's writes (even a snapshot), so that a resumed same-state
-    /// subgraph can hand all its writes to the parent.
-    nested: bool,
     /// The newest checkpoint of this run's branch (pending writes attach to it).
     pub(crate) current: Option<String>,
     /// The checkpoint that planned the current checkpoint's pending step, when that step
@@ -84,7 +80,6 @@ impl Persist {
             run_id: format!("{:016x}{:016x}", rand::random::<u64>(), std::process::id()),
             locked: false,
             release: None,
-            nested: false,
             current: None,
             tasks_of: None,
             carry_tasks: false,

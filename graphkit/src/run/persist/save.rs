@@ -87,7 +87,9 @@ impl Persist {
             _ => {
                 let body = BodyRef::<S> {
                     state: Some(state),
-                    writes: if self.nested { writes } else { &[] },
+                    // The step's writes are kept beside the state: history shows them
+                    // as the results of the tasks the parent checkpoint planned.
+                    writes,
                     next: &planned.next,
                     joins: planned.joins,
                     deferred: &planned.deferred,
