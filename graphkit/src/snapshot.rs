@@ -160,9 +160,28 @@ pub(crate) trait SubgraphView: std::marker::Send + Sync {
         thread: &'a str,
         ns: &'a str,
         update: Value,
-        as_node: crate::run::UpdateAs<'a>,
+        as_node: UpdateAs<'a>,
     ) -> BoxFuture<'a, Result<String, Error>>;
 
     /// The child graph of this graph's subgraph node `node`.
     fn node_subgraph(&self, node: &str) -> Option<&dyn SubgraphView>;
+}
+
+/// Whose write an [`update_state`](crate::CompiledGraph::update_state) is, which decides what runs
+/// next. A node's name converts into [`UpdateAs::Node`], so `update_state(&config, update,
+/// "human")` writes as node `human`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateAs<'a> {
+    /// As the node that wrote the checkpoint's last step (LangGraph's default).
+    LastWriter,
+    /// As if this node had returned the update: its edges plan the next step.
+    Node(&'a str),
+    /// As the run's input: the next step is planned from `START`.
+    Input,
+}
+
+impl<'a> From<&'a str> for UpdateAs<'a> {
+    fn from(node: &'a str) -> Self {
+        Self::Node(node)
+    }
 }

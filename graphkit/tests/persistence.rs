@@ -1384,6 +1384,53 @@ async fn a_failed_step_streams_its_finished_siblings_before_the_error() {
 }
 
 #[tokio::test]
+async fn a_resumed_step_streams_the_restored_outputs_of_its_finished_tasks_as_cached() {
+    use futures::StreamExt;
+    use graphkit::{StreamMode, StreamPayload};
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut g = StateGraph::<Chat>::new();
+    let flaky = Arc::clone(&fail);
+    g.add_node("fine", say("fine"))
+        .add_node("flaky", move |_: Arc<Chat>| {
+            let fails = flaky.swap(false, Ordering::SeqCst);
+            async move {
+                match fails {
+                    true => Err("fails once"),
+                    false => Ok(ChatUpdate::new().log(vec!["flaky".to_string()])),
+                }
+            }
+        })
+        .add_edge(START, "fine")
+        .add_edge(START, "flaky");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver()))
+        .unwrap();
+    let first: Vec<_> = graph
+        .stream_with(ChatUpdate::new(), thread("restored"), StreamMode::Updates)
+        .collect()
+        .await;
+    assert!(first.last().is_some_and(Result::is_err), "{first:?}");
+    let updates: Vec<(String, bool)> = graph
+        .stream_with(RunInput::Continue, thread("restored"), StreamMode::Updates)
+        .filter_map(|item| async move {
+            match item.unwrap().payload {
+                StreamPayload::Updates { node, cached, .. } => Some((node.to_string(), cached)),
+                _ => None,
+            }
+        })
+        .collect()
+        .await;
+    // `fine` finished before the failure and is not run again: its saved output is
+    // streamed as cached; `flaky` ran for real.
+    assert_eq!(
+        updates,
+        [("fine".to_string(), true), ("flaky".to_string(), false)]
+    );
+    let state = graph.get_state(&thread("restored")).await.unwrap();
+    assert_eq!(state.values.log, ["fine", "flaky"]);
+}
+
+#[tokio::test]
 async fn conflicting_writes_saved_by_a_stopped_step_are_shown_by_get_state_and_reported_by_resume()
 {
     let mut g = StateGraph::<Chat>::new();

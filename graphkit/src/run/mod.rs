@@ -24,9 +24,9 @@ pub(crate) mod thread;
 use crate::error::Error;
 use crate::state::State;
 
+pub use crate::snapshot::UpdateAs;
 pub use invoke::RunStream;
 pub use outcome::{Outcome, Paused};
-pub use thread::UpdateAs;
 
 thread_local! {
     static BLOCKING_RUNTIME: std::cell::OnceCell<Result<tokio::runtime::Runtime, String>> =

@@ -20,7 +20,7 @@ use crate::run::persist::{
     tasks_of,
 };
 use crate::run::plan::{self, JoinProgress, Task};
-use crate::snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot, SubgraphView};
+use crate::snapshot::{SnapshotTask, StateSnapshot, SubgraphSnapshot, SubgraphView, UpdateAs};
 use crate::state::State;
 
 impl<C: State> SubgraphView for CompiledGraph<C> {
@@ -720,25 +720,6 @@ enum Writer {
     Input,
     /// Nobody in particular: the checkpoint's planned next step stays.
     KeepNext,
-}
-
-/// Whose write an [`update_state`](CompiledGraph::update_state) is, which decides what runs
-/// next. A node's name converts into [`UpdateAs::Node`], so `update_state(&config, update,
-/// "human")` writes as node `human`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateAs<'a> {
-    /// As the node that wrote the checkpoint's last step (LangGraph's default).
-    LastWriter,
-    /// As if this node had returned the update: its edges plan the next step.
-    Node(&'a str),
-    /// As the run's input: the next step is planned from `START`.
-    Input,
-}
-
-impl<'a> From<&'a str> for UpdateAs<'a> {
-    fn from(node: &'a str) -> Self {
-        Self::Node(node)
-    }
 }
 
 /// How a snapshot shows the step its checkpoint plans.

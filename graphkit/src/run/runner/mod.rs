@@ -374,6 +374,12 @@ impl<S: State> Runner<S> {
                 )
             });
 
+            // Tasks whose outputs the start restored (finished before the run stopped) do
+            // not run again: their updates are streamed as cached, as LangGraph does.
+            let mut restored: Vec<usize> = match &pending {
+                Some(p) if !p.outputs.is_empty() => p.outputs.keys().copied().collect(),
+                _ => Vec::new(),
+            };
             // Tasks of cached nodes found in the cache become outputs, as restored ones do.
             // (The cache's futures are boxed: the step loop's own future stays as small as
             // it is without a cache.)
@@ -424,7 +430,14 @@ impl<S: State> Runner<S> {
                 // What the start restored is for its first step only.
                 pending = None;
             }
-            let cached: &[usize] = step_cache.as_ref().map_or(&[], |c| &c.hits);
+            let hits: &[usize] = step_cache.as_ref().map_or(&[], |c| &c.hits);
+            let cached: &[usize] = if restored.is_empty() {
+                hits
+            } else {
+                restored.extend_from_slice(hits);
+                restored.sort_unstable();
+                &restored
+            };
             match outcome {
                 StepOutcome::Finished => {
                     if let (Some(cache), Some(step_cache)) = (&core.cache, &step_cache) {
