@@ -3,7 +3,8 @@
 use crate::case::{Case, Mode};
 use crate::workloads::reducer::{Reducer, Shape};
 use crate::workloads::{
-    checkpoint, concurrent, fanout_send, fanout_static, react, reducer, sequential, wide_state,
+    checkpoint, concurrent, fanout_send, fanout_static, parity, react, reducer, sequential,
+    wide_state,
 };
 
 const MODES: [Mode; 2] = [Mode::Sync, Mode::Async];
@@ -26,7 +27,8 @@ pub const REDUCER_MERGE_10K: &str =
 pub const CONCURRENT_1000: &str = r#"{"invocations": 1000, "sum_x": 1004000, "total_trace": 3000, "fnv_x": "4ce17194863d6a63", "all_traces_abc": true}"#;
 
 /// Every case of §10 this build can run, in the spec's order, and graphkit's own
-/// `cached_sequential_100_*` after W1.
+/// `cached_sequential_100_*` after W1, `deferred_fanout_100_*` and
+/// `functional_tasks_100_async` after W2.
 ///
 /// Of W7 only the `memory` saver with `sync` durability runs (see [`checkpoint`] for why
 /// the SQLite savers and the `async`/`exit` durabilities are not listed).
@@ -44,6 +46,11 @@ pub fn cases() -> Vec<Case> {
     for mode in MODES {
         cases.push(fanout_static::case(100, mode).expect_spec(FANOUT_STATIC_100));
     }
+    // graphkit only: W2 with a deferred join, and W1 as functional-API task calls.
+    for mode in MODES {
+        cases.push(parity::deferred_case(100, mode).expect_spec(FANOUT_STATIC_100));
+    }
+    cases.push(parity::tasks_case(100).expect_spec(r#"{"counter": 100}"#));
     for mode in MODES {
         cases.push(fanout_send::case(1000, mode).expect_spec(FANOUT_SEND_1000));
     }

@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod concurrent;
 pub mod fanout_send;
 pub mod fanout_static;
+pub mod parity;
 pub mod react;
 pub mod reducer;
 pub mod sequential;
