@@ -110,6 +110,37 @@ const FAILED_RUN: &[&str] = &[
     r#"ERROR:{"message":"the MCP server closed the connection"}"#,
 ];
 
+/// A run whose report is hostile markdown (issue 27): raw HTML with scripts and event
+/// handlers, `javascript:` links (one behind a control character), and a line of 4,000
+/// backticks, followed by markdown that must still render.
+fn hostile_run() -> Vec<String> {
+    let report = [
+        "## Hostile report",
+        "<script>document.body.dataset.pwned = 'script'</script>",
+        "<img src=x onerror=\"document.body.dataset.pwned = 'img'\">",
+        "<svg onload=\"document.body.dataset.pwned = 'svg'\"></svg>",
+        "<a href=\"javascript:document.body.dataset.pwned='a'\" onclick=\"document.body.dataset.pwned='click'\">raw link</a>",
+        "[js](javascript:document.body.dataset.pwned='js') [ctl](\u{1}javascript:document.body.dataset.pwned='ctl') [ws]( JAVASCRIPT:document.body.dataset.pwned='ws')",
+        "[ok](https://events.example/e/1)",
+        &format!(
+            "4,000 backticks {} and after them **still rendered**",
+            "`".repeat(4000)
+        ),
+    ]
+    .join("\n\n");
+    [
+        r#"RESEARCH_START:{"session_id":"research-replay-3"}"#,
+        "PHASE:synthesizing",
+        "FINAL_RESPONSE_START:",
+        "MARKDOWN_CONTENT_START:",
+        report.as_str(),
+        "MARKDOWN_CONTENT_END:",
+        r#"RESEARCH_COMPLETE:{"iterations":1}"#,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// What the replaying test double shares with the test: the requests it got, and a gate
 /// that holds [`RECORDED_RUN`] back before `FINAL_RESPONSE_START:` until the test opens it.
 struct Replay {
@@ -128,7 +159,7 @@ impl Replay {
 
 /// Test double of the research service: `GET /research/tools` lists two tools and
 /// `POST /research` replays [`RECORDED_RUN`] (or [`FAILED_RUN`] for a query containing
-/// "fail") as a streamed SSE body, keeping each request for the test to inspect. The
+/// "fail", [`hostile_run`] for one containing "hostile") as a streamed SSE body, keeping each request for the test to inspect. The
 /// recorded run stops before its report until [`Replay::gate`] gets a permit, so the test
 /// can look at the page in the middle of a run.
 fn replay_service(replay: Arc<Replay>) -> Router {
@@ -156,6 +187,12 @@ async fn replay_run(
     let events = |markers: &[&str]| -> String { markers.iter().map(|m| sse_event(m)).collect() };
     let (before, after) = if query.contains("fail") {
         (events(FAILED_RUN), String::new())
+    } else if query.contains("hostile") {
+        let run = hostile_run();
+        (
+            events(&run.iter().map(String::as_str).collect::<Vec<_>>()),
+            String::new(),
+        )
     } else {
         let at = RECORDED_RUN
             .iter()
@@ -411,44 +448,99 @@ async fn page_shows_a_replayed_run_live_and_an_error_marker() {
     assert_eq!(page["bars"], json!([]));
     assert_eq!(page["report_h2"], json!([]));
 
-    // The page's own renderer and SSE parser on inputs the runs above did not cover.
+    // The page's renderer (the service's, through the page's script) and SSE parser on
+    // inputs the runs above did not cover.
     let cases = session
-        .execute(
-            r#"const { renderMarkdown: md, createSseParser } = window.mcpResearch;
+        .execute_async(
+            r#"const done = arguments[arguments.length - 1];
+               const { renderMarkdown: md, createSseParser } = window.mcpResearch;
                const events = [];
                const parser = createSseParser((data) => events.push(data));
                parser.push('data: A:1\r\ndata: two\r\n\r\n: keep-alive\n\ndata:B');
                parser.push(':2\n\n');
                parser.finish();
-               return {
-                 script_link: md('[x](javascript:alert(1)) [y](data:text/html,hi)'),
-                 underscore_url: md('[a](https://e.org/a_b_c) _i_'),
-                 fence: md('```\n<b>x</b> **no**\n```'),
-                 nested: md('- a\n  - b\n- c\n\n3. three\n4. four'),
-                 events,
-               };"#,
+               Promise.all([
+                 md('[x](javascript:alert(1)) [y](data:text/html,hi)'),
+                 md('[a](https://e.org/a_b_c) _i_'),
+                 md('```\n<b>x</b> **no**\n```'),
+               ]).then(
+                 ([script_link, underscore_url, fence]) =>
+                   done({ script_link, underscore_url, fence, events }),
+                 (error) => done({ error: String(error) }),
+               );"#,
         )
         .await
         .expect("run the renderer");
     let case = |name: &str| cases[name].as_str().unwrap_or_default().to_owned();
-    assert!(
-        !case("script_link").contains("<a"),
-        "{}",
-        case("script_link")
-    );
+    assert_eq!(case("script_link"), "<p>x y</p>\n", "{cases:#}");
     assert_eq!(
         case("underscore_url"),
-        r#"<p><a href="https://e.org/a_b_c" target="_blank" rel="noopener noreferrer">a</a> <em>i</em></p>"#
+        "<p><a href=\"https://e.org/a_b_c\">a</a> <em>i</em></p>\n"
     );
     assert_eq!(
         case("fence"),
-        "<pre><code>&lt;b&gt;x&lt;/b&gt; **no**</code></pre>"
-    );
-    assert_eq!(
-        case("nested"),
-        r#"<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul><ol start="3"><li>three</li><li>four</li></ol>"#
+        "<pre><code>&lt;b&gt;x&lt;/b&gt; **no**\n</code></pre>\n"
     );
     assert_eq!(cases["events"], json!(["A:1\ntwo", "B:2"]));
+
+    session.close().await.expect("close the browser");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_renders_hostile_markdown_without_running_any_of_it() {
+    let Some((driver_binary, chromium)) = browser_binaries() else {
+        return;
+    };
+    let base = serve(replay_service(Arc::new(Replay::new()))).await;
+    let driver =
+        Chromedriver::start(&driver_binary, Duration::from_secs(60)).expect("chromedriver");
+    let session = Session::chromium(&driver, &chromium)
+        .await
+        .expect("a browser session");
+    session
+        .navigate(&format!("{base}/"))
+        .await
+        .expect("open the page");
+    session
+        .wait_for("document.getElementById('tool-list').dataset.loaded")
+        .await
+        .expect("the tool list loads");
+
+    let page = run_query(&session, "a hostile report").await;
+    assert_eq!(page["state"], "complete", "{page:#}");
+    // It rendered: the heading, and the markdown after the run of backticks.
+    assert_eq!(strings(&page["report_h2"]), ["Hostile report"]);
+    assert_eq!(strings(&page["report_strong"]), ["still rendered"]);
+    let text = page["report_text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(&"`".repeat(4000)),
+        "the backticks show as text"
+    );
+    assert!(text.contains("<script>"), "raw HTML shows as text");
+    // Nothing ran, and nothing could run later.
+    assert_eq!(page["pwned"], Value::Null, "{page:#}");
+    assert_eq!(page["report_images"], 0);
+    assert_eq!(
+        strings(&page["report_links"]),
+        ["https://events.example/e/1"]
+    );
+    let dom = session
+        .execute(
+            r#"const report = document.getElementById('report');
+               const all = [...report.querySelectorAll('*')];
+               return {
+                 active: report.querySelectorAll('script, img, svg, iframe, object, embed, form').length,
+                 handlers: all.flatMap((e) => [...e.attributes].map((a) => a.name)).filter((n) => n.startsWith('on')),
+                 protocols: [...report.querySelectorAll('a')].map((a) => a.protocol),
+                 targets: [...report.querySelectorAll('a')].map((a) => a.target + ' ' + a.rel),
+               };"#,
+        )
+        .await
+        .expect("read the report's DOM");
+    assert_eq!(dom["active"], 0, "{dom:#}");
+    assert_eq!(dom["handlers"], json!([]), "{dom:#}");
+    assert_eq!(dom["protocols"], json!(["https:"]), "{dom:#}");
+    assert_eq!(dom["targets"], json!(["_blank noopener noreferrer"]));
 
     session.close().await.expect("close the browser");
 }

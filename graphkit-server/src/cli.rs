@@ -18,7 +18,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::backend::{Backend, SqliteBackend};
-use crate::error::Result;
+use crate::error::{Result, without_source_position};
 use crate::{Server, ServerError, WorkerSettings};
 
 /// Serve graphkit graphs over the LangGraph Platform API (langgraph-sdk 0.4.x,
@@ -128,6 +128,14 @@ impl Args {
     }
 }
 
+/// `error` as a [`ServerError::Startup`], its text without a database's C source position.
+fn startup_error(error: ServerError) -> ServerError {
+    match error {
+        ServerError::Startup(text) => ServerError::Startup(without_source_position(&text)),
+        other => ServerError::Startup(without_source_position(&other.to_string())),
+    }
+}
+
 /// Installs the stderr logger of a server binary: `RUST_LOG` when set, else `default`
 /// (for example `"info"`).
 pub fn init_logging(default: &str) {
@@ -148,7 +156,7 @@ pub fn init_logging(default: &str) {
 /// # Errors
 /// [`ServerError::Startup`] if the storage cannot be opened or the address bound.
 pub async fn run(args: Args, server: Server) -> Result<()> {
-    let backend = args.open_backend().await?;
+    let backend = args.open_backend().await.map_err(startup_error)?;
     let mut server = server
         .backend(backend)
         .workers(args.workers)

@@ -69,7 +69,10 @@ impl ServerError {
 
     /// A backend error from any displayable cause.
     pub fn backend(doing: &str, error: impl std::fmt::Display) -> Self {
-        Self::Backend(format!("{doing}: {error}"))
+        Self::Backend(format!(
+            "{doing}: {}",
+            without_source_position(&error.to_string())
+        ))
     }
 }
 
@@ -118,3 +121,68 @@ impl IntoResponse for ServerError {
 /// Only at this path (`graphkit_server::error::Result`), not at the crate root: `use graphkit_server::*` keeps the
 /// prelude's `Result`, and glob imports of several graphkit crates do not collide.
 pub type Result<T, E = ServerError> = std::result::Result<T, E>;
+
+/// A database error as a person reads it: the database's own message and its code
+/// (`unable to open database file (code 14)`), without sqlx's wrapping or a C source
+/// position.
+pub(crate) fn database_error(error: &sqlx::Error) -> String {
+    let text = match error {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{} (code {code})", db.message()),
+            None => db.message().to_owned(),
+        },
+        other => other.to_string(),
+    };
+    without_source_position(&text)
+}
+
+/// `text` without the C source positions databases put in some messages (SQLite's `cannot
+/// open file at line 768 of [1b37c146ee]`, PostgreSQL's `at line 1234`): they name a line
+/// of the database's own code, which tells the reader nothing.
+pub(crate) fn without_source_position(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(" at line ") {
+        let after = &rest[at + " at line ".len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            out.push_str(&rest[..at + 1]);
+            rest = &rest[at + 1..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        rest = &after[digits..];
+        // SQLite adds the source's check-in: ` of [1b37c146ee]`.
+        if let Some(tail) = rest.strip_prefix(" of [")
+            && let Some(end) = tail.find(']')
+        {
+            rest = &tail[end + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_positions_are_cut_from_database_messages() {
+        assert_eq!(
+            without_source_position("cannot open file at line 768 of [1b37c146ee]: /x.db"),
+            "cannot open file: /x.db"
+        );
+        assert_eq!(
+            without_source_position("database \"x\" does not exist at line 1234"),
+            "database \"x\" does not exist"
+        );
+        // Text that only looks similar stays.
+        assert_eq!(
+            without_source_position("stopped at line end; at line x"),
+            "stopped at line end; at line x"
+        );
+        let err = ServerError::backend("open", "disk I/O error at line 42 of [abc]");
+        assert_eq!(err.to_string(), "storage backend: open: disk I/O error");
+    }
+}

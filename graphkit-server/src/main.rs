@@ -3,13 +3,27 @@
 //! [`graphkit_server::cli::run`] with its [`Server`] (the research workflows of
 //! `graphkit-examples` are served that way by its `graphkit-research-server`).
 
+use std::process::ExitCode;
+
 use clap::Parser;
 use graphkit_server::{Server, cli, demo};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
     cli::init_logging("info");
     let args = cli::Args::parse();
-    cli::run(args, Server::new().graph("agent", demo::agent_graph()?)).await?;
-    Ok(())
+    let served = match demo::agent_graph() {
+        Ok(graph) => cli::run(args, Server::new().graph("agent", graph))
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            // The message, not the error's Debug form (`Storage(Backend { .. })`).
+            eprintln!("graphkit-server: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }

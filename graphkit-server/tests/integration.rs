@@ -8,4 +8,5 @@ mod common;
 mod cors;
 mod llm_messages;
 mod runs;
+mod startup;
 mod threads_and_assistants;

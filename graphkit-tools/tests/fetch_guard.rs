@@ -21,6 +21,10 @@ fn ipv6_addresses_that_embed_a_private_ipv4_are_not_public() {
         "::ffff:127.0.0.1",                     // IPv4-mapped
         "::127.0.0.1",                          // IPv4-compatible
         "::10.0.0.1",                           // IPv4-compatible, private
+        "::ffff:0:7f00:1",                      // IPv4-translated 127.0.0.1 (RFC 6145)
+        "::ffff:0:a9fe:a9fe",                   // IPv4-translated 169.254.169.254
+        "192.88.99.1",                          // 6to4 relay anycast (RFC 7526)
+        "::ffff:192.88.99.1",                   // the same, IPv4-mapped
         "64:ff9b::7f00:1",                      // NAT64 of 127.0.0.1
         "64:ff9b::a9fe:a9fe",                   // NAT64 of 169.254.169.254 (cloud metadata)
         "64:ff9b:1::a00:1",                     // NAT64 local use
@@ -34,6 +38,8 @@ fn ipv6_addresses_that_embed_a_private_ipv4_are_not_public() {
     }
     for fine in [
         "::ffff:93.184.216.34",
+        "::ffff:0:5db8:d822",                   // IPv4-translated 93.184.216.34
+        "192.88.98.1",                          // beside the relay block
         "64:ff9b::5db8:d822",                   // NAT64 of 93.184.216.34
         "2002:5db8:d822::1",                    // 6to4 of 93.184.216.34
         "2001:0:4136:e378:8000:63bf:fefd:fcfb", // Teredo, client 1.2.3.4
@@ -50,6 +56,8 @@ async fn urls_with_embedded_loopback_addresses_are_refused_before_connecting() {
         "http://[2002:7f00:1::1]/",
         "http://[::127.0.0.1]/",
         "http://[::ffff:7f00:1]/",
+        "http://[::ffff:0:7f00:1]/",
+        "http://192.88.99.1/",
         "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
     ] {
         let err = UrlFetcher::new().fetch(url).await.unwrap_err();

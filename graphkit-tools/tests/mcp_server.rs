@@ -481,3 +481,115 @@ async fn the_reference_sdk_client_uses_the_server_over_http() {
     .await;
     mcp_demo::check_sdk_report(&report);
 }
+
+/// A raw `initialize` POST to `url` (as a client opening a session sends it), padded with
+/// `padding` bytes of client info.
+async fn open_session(url: &str, padding: usize) -> reqwest::Response {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "x".repeat(padding.max(1)), "version": "1"}}
+    });
+    graphkit_llm::http::client_builder()
+        .build()
+        .expect("an HTTP client")
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&initialize)
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+fn session_id(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok())
+        .expect("a session id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn sessions_beyond_the_cap_are_refused_until_one_is_closed() {
+    let running = serve(demo_server("demo").max_sessions(2)).await;
+    let first = open_session(&running.url, 1).await;
+    assert!(first.status().is_success(), "{}", first.status());
+    let second = open_session(&running.url, 1).await;
+    assert!(second.status().is_success(), "{}", second.status());
+
+    let refused = open_session(&running.url, 1).await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let text = refused.text().await.unwrap();
+    assert!(
+        text.contains("too many sessions") && text.contains("at most 2"),
+        "{text}"
+    );
+
+    // Closing a session (HTTP DELETE) frees its place.
+    let closed = graphkit_llm::http::client_builder()
+        .build()
+        .unwrap()
+        .delete(&running.url)
+        .header("mcp-session-id", session_id(&first))
+        .send()
+        .await
+        .unwrap();
+    assert!(closed.status().is_success(), "{}", closed.status());
+    let third = open_session(&running.url, 1).await;
+    assert!(third.status().is_success(), "{}", third.status());
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_session_expires_and_frees_its_place() {
+    let running = serve(
+        demo_server("demo")
+            .max_sessions(1)
+            .session_idle_timeout(std::time::Duration::from_millis(100)),
+    )
+    .await;
+    let idle = open_session(&running.url, 1).await;
+    assert!(idle.status().is_success(), "{}", idle.status());
+    let idle_id = session_id(&idle);
+    drop(idle);
+    // Polls for the expiry (bounded): the server closes the session on its own timer.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let reopened = loop {
+        let attempt = open_session(&running.url, 1).await;
+        if attempt.status().is_success() {
+            break attempt;
+        }
+        assert_eq!(attempt.status(), 503);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the idle session never expired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_ne!(session_id(&reopened), idle_id);
+    // The expired session is gone: a request that names it is told so.
+    let stale = graphkit_llm::http::client_builder()
+        .build()
+        .unwrap()
+        .post(&running.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", idle_id)
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 404);
+    running.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_body_over_the_limit_is_refused() {
+    let running = serve(demo_server("demo").max_request_bytes(4096)).await;
+    let small = open_session(&running.url, 100).await;
+    assert!(small.status().is_success(), "{}", small.status());
+    let large = open_session(&running.url, 8192).await;
+    assert_eq!(large.status(), 413);
+    running.stop().await;
+}

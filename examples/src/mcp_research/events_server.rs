@@ -34,6 +34,12 @@
 //! that are not a JSON object, `top_n` out of range, ...) are MCP tool errors (`isError`)
 //! whose message says what to send.
 //!
+//! A call's work is bounded: `filters` is at most [`MAX_FILTERS_BYTES`] of JSON, a list in
+//! it holds at most [`MAX_FILTER_VALUES`] values of at most [`MAX_FILTER_VALUE_CHARS`]
+//! characters each, so one call compares each of the 2,000 events with at most
+//! 5 × [`MAX_FILTER_VALUES`] short values. Over HTTP the server has the session and request
+//! size limits of [`McpServer`] (listed in `docs/security.md`).
+//!
 //! Start it with the `graphkit-events-mcp` binary (stdio by default, `--http ADDR` for
 //! streamable HTTP), or in-process with [`spawn_http`] / [`serve_stdio`].
 
@@ -66,6 +72,15 @@ pub(crate) const MAX_TOP_N: usize = 100;
 
 /// The largest `samples_per_bucket`.
 pub(crate) const MAX_SAMPLES_PER_BUCKET: usize = 20;
+
+/// The most bytes of JSON `filters` may hold.
+pub const MAX_FILTERS_BYTES: usize = 16 * 1024;
+
+/// The most values one filter's list may hold (`{"country": [...]}`, `{"year": [...]}`).
+pub const MAX_FILTER_VALUES: usize = 100;
+
+/// The most characters of one text filter value.
+pub const MAX_FILTER_VALUE_CHARS: usize = 200;
 
 /// An example of `filters`, quoted in error messages.
 const FILTERS_EXAMPLE: &str = r#"{"country":"France","year":{"gte":2015,"lte":2020}}"#;
@@ -297,6 +312,12 @@ fn parse_filters(text: &str) -> Result<Vec<Condition>, String> {
     if text.trim().is_empty() {
         return Ok(Vec::new());
     }
+    if text.len() > MAX_FILTERS_BYTES {
+        return Err(format!(
+            "`filters` is {} bytes long; send at most {MAX_FILTERS_BYTES} (a few conditions, each with at most {MAX_FILTER_VALUES} values)",
+            text.len()
+        ));
+    }
     let object: Map<String, Value> = match serde_json::from_str(text) {
         Ok(Value::Object(object)) => object,
         Ok(other) => {
@@ -336,6 +357,9 @@ fn parse_text_condition(field: Field, value: Value) -> Result<Condition, String>
     };
     let any_of = match value {
         Value::String(text) => vec![text],
+        Value::Array(values) if values.len() > MAX_FILTER_VALUES => {
+            return Err(too_many_values(&field.to_string(), values.len()));
+        }
         Value::Array(values) if !values.is_empty() => values
             .into_iter()
             .map(|value| match value {
@@ -350,6 +374,15 @@ fn parse_text_condition(field: Field, value: Value) -> Result<Condition, String>
         }
         other => return Err(wrong(&other)),
     };
+    if let Some(long) = any_of
+        .iter()
+        .find(|value| value.chars().count() > MAX_FILTER_VALUE_CHARS)
+    {
+        return Err(format!(
+            "a value of the filter on `{field}` is {} characters long; send values of at most {MAX_FILTER_VALUE_CHARS}",
+            long.chars().count()
+        ));
+    }
     Ok(Condition::Equals {
         field,
         any_of: any_of.into_iter().map(|v| v.trim().to_owned()).collect(),
@@ -359,6 +392,9 @@ fn parse_text_condition(field: Field, value: Value) -> Result<Condition, String>
 fn parse_year_condition(value: Value) -> Result<Condition, String> {
     const HOW: &str = r#"a year (2019), a list of years ([2019, 2020]) or a range ({"gte": 2015, "lte": 2020}; also "gt" and "lt")"#;
     match value {
+        Value::Array(values) if values.len() > MAX_FILTER_VALUES => {
+            Err(too_many_values("year", values.len()))
+        }
         Value::Array(values) if !values.is_empty() => values
             .iter()
             .map(|value| {
@@ -393,6 +429,13 @@ fn parse_year_condition(value: Value) -> Result<Condition, String> {
             .map(|year| Condition::YearIn(vec![year]))
             .ok_or_else(|| format!("`year` must be {HOW}, got {other}")),
     }
+}
+
+/// The refusal of a filter list of `count` values.
+fn too_many_values(field: &str, count: usize) -> String {
+    format!(
+        "the filter on `{field}` lists {count} values; send at most {MAX_FILTER_VALUES} (for years, a range such as {{\"gte\": 2015, \"lte\": 2020}} covers any span)"
+    )
 }
 
 /// A whole number, or a string holding one (`"2019"`, as models sometimes send).
@@ -734,6 +777,36 @@ mod tests {
             year_filter(r#"{"year": "2019"}"#),
             Ok(vec![Condition::YearIn(vec![2019])])
         );
+    }
+
+    #[test]
+    fn filter_lists_and_values_over_their_caps_are_refused_with_the_cap() {
+        let countries = |n: usize| serde_json::json!({ "country": vec!["France"; n] }).to_string();
+        assert!(year_filter(&countries(MAX_FILTER_VALUES)).is_ok());
+        let err = year_filter(&countries(MAX_FILTER_VALUES + 1)).unwrap_err();
+        assert!(err.contains("lists 101 values; send at most 100"), "{err}");
+        let years = serde_json::json!({ "year": vec![2019; MAX_FILTER_VALUES + 1] }).to_string();
+        let err = year_filter(&years).unwrap_err();
+        assert!(err.contains("`year` lists 101 values"), "{err}");
+        let long = serde_json::json!({ "id": "e".repeat(MAX_FILTER_VALUE_CHARS + 1) }).to_string();
+        let err = year_filter(&long).unwrap_err();
+        assert!(err.contains("at most 200"), "{err}");
+    }
+
+    #[test]
+    fn a_million_filter_values_are_refused_before_they_are_parsed() {
+        // The probe of issue 27: this list cost 69 s of CPU in one call.
+        let huge = serde_json::json!({ "country": vec!["x"; 1_000_000] }).to_string();
+        let err = year_filter(&huge).unwrap_err();
+        assert!(
+            err.contains(&format!("send at most {MAX_FILTERS_BYTES}")),
+            "{err}"
+        );
+        let query = Query::from_all_events(AnalyzeArgs {
+            filters: Some(Value::String(huge)),
+            ..AnalyzeArgs::default()
+        });
+        assert!(matches!(query, Err(ToolError::InvalidArguments { .. })));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod dataset;
 mod engine;
 pub mod events_server;
 mod graph;
+pub mod markdown;
 mod marker;
 mod nodes;
 pub(crate) mod prompts;

@@ -3,7 +3,10 @@
 //! The page is plain HTML, CSS and hand-written JavaScript (no CDN, no build step): it fills
 //! the tool list from `GET /research/tools`, posts the query to `POST /research` and reads the
 //! SSE marker stream with `fetch`, showing the phase, progress, thinking log, sources, charts
-//! (SVG bars drawn from `CHART_CONFIGS`) and the markdown report as they arrive.
+//! (SVG bars drawn from `CHART_CONFIGS`) and the report as they arrive. The report's
+//! markdown is rendered here, by `POST /research/render` ([`markdown`](super::markdown):
+//! `pulldown-cmark`, raw HTML shown as text, only `http`, `https`, `mailto` and relative
+//! URLs), never in the page's script.
 //!
 //! Every answer carries `Cache-Control: no-cache` and an `ETag` derived from the embedded
 //! bytes, so a browser revalidates each load (a `304` when nothing changed) and never runs an
@@ -21,9 +24,16 @@
 //! ```
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
+
+use super::markdown::{MAX_MARKDOWN_BYTES, render_markdown};
+
+/// The path that renders a report's markdown to HTML: the body is the markdown (UTF-8, at
+/// most [`MAX_MARKDOWN_BYTES`], else `413`), the answer an HTML fragment.
+pub const RENDER_PATH: &str = "/research/render";
 
 /// One embedded file of the page.
 #[derive(Debug)]
@@ -81,6 +91,31 @@ where
             STYLE_CSS.path,
             get(|headers: HeaderMap| async move { serve(&STYLE_CSS, &headers) }),
         )
+        .route(
+            RENDER_PATH,
+            post(render).layer(DefaultBodyLimit::max(MAX_MARKDOWN_BYTES)),
+        )
+}
+
+/// `POST /research/render`: the markdown body as an HTML fragment.
+async fn render(markdown: String) -> Response {
+    let mut response = render_markdown(&markdown).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // A fragment for the page's script, never a page of its own.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+    response
 }
 
 /// The answer for one asset: the body, or `304 Not Modified` when the request's

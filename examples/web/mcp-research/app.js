@@ -1,31 +1,14 @@
 // The MCP research page: submits a query to `POST /research`, reads the SSE marker stream
 // (fetch + ReadableStream, since EventSource cannot POST) and shows the run live.
-// Hand-written, no dependencies: an SSE parser, a small markdown renderer that escapes all
-// HTML, and SVG bar charts drawn from the service's chart configs.
+// Hand-written, no dependencies: an SSE parser and SVG bar charts drawn from the service's
+// chart configs. The report's markdown is rendered by the service (`POST /research/render`,
+// pulldown-cmark with raw HTML escaped and unsafe URLs dropped), not here.
 "use strict";
 
 (function () {
   // ---------------------------------------------------------------- helpers
 
   const $ = (id) => document.getElementById(id);
-
-  function escapeHtml(text) {
-    return String(text)
-      .replace(/&/g, "&amp;")
-      .replace(/</g, "&lt;")
-      .replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;")
-      .replace(/'/g, "&#39;");
-  }
-
-  /** A URL that is safe to put in an href: http(s), mailto, or a relative path. */
-  function safeUrl(url) {
-    const trimmed = String(url).trim();
-    if (/^(https?:|mailto:)/i.test(trimmed)) return trimmed;
-    // No scheme at all (relative or fragment): nothing before the first ':' may look like one.
-    if (!/^[a-z][a-z0-9+.-]*:/i.test(trimmed)) return trimmed;
-    return null;
-  }
 
   function el(tag, attrs, text) {
     const node = document.createElement(tag);
@@ -34,243 +17,14 @@
     return node;
   }
 
-  // ---------------------------------------------------------------- markdown
-
-  // Placeholders keep rendered code spans and links away from the emphasis rules. NUL never
-  // survives into them from the input (it is stripped first).
-  const HOLE = "\u0000";
-
-  function renderEmphasis(html) {
-    return html
-      .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, "<strong>$1</strong>")
-      .replace(/(^|[^\w])__(?=\S)([\s\S]*?\S)__(?!\w)/g, "$1<strong>$2</strong>")
-      .replace(/(^|[^*\w])\*(?=[^\s*])([^*]*?[^\s*])\*(?!\*)/g, "$1<em>$2</em>")
-      .replace(/(^|[^\w])_(?=[^\s_])([^_]*?[^\s_])_(?!\w)/g, "$1<em>$2</em>")
-      .replace(/~~(?=\S)([\s\S]*?\S)~~/g, "<del>$1</del>");
-  }
-
-  /** Inline markdown of one block's text: code spans, links, bold, italic; everything escaped. */
-  function renderInline(text) {
-    const holes = [];
-    const hold = (html) => {
-      holes.push(html);
-      return HOLE + (holes.length - 1) + HOLE;
-    };
-    let src = String(text).replace(/\u0000/g, "");
-    src = src.replace(/(`+)([\s\S]*?[^`])\1(?!`)/g, (_, _ticks, code) =>
-      hold("<code>" + escapeHtml(code.trim()) + "</code>"),
-    );
-    let html = escapeHtml(src);
-    // [text](url) — the url is already escaped, so it cannot leave the attribute.
-    html = html.replace(/\[([^\]]+)\]\(([^()\s]+)\)/g, (whole, label, url) => {
-      const href = safeUrl(url.replace(/&amp;/g, "&"));
-      if (href === null) return hold(renderEmphasis(label));
-      return hold(
-        '<a href="' + escapeHtml(href) + '" target="_blank" rel="noopener noreferrer">' +
-          renderEmphasis(label) + "</a>",
-      );
-    });
-    // <https://…> autolinks (escaped as &lt;…&gt; by now).
-    html = html.replace(/&lt;(https?:\/\/[^\s&]+)&gt;/g, (_, url) =>
-      hold('<a href="' + url + '" target="_blank" rel="noopener noreferrer">' + url + "</a>"),
-    );
-    html = renderEmphasis(html);
-    const restore = new RegExp(HOLE + "(\\d+)" + HOLE, "g");
-    // Links may hold code spans, so restore until nothing is left.
-    for (let pass = 0; pass < 4 && html.includes(HOLE); pass += 1) {
-      html = html.replace(restore, (_, index) => holes[Number(index)]);
+  /** `url` when the browser reads it as an http(s) URL (its own parser decides), else null. */
+  function webUrl(url) {
+    try {
+      const parsed = new URL(String(url));
+      return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : null;
+    } catch (_) {
+      return null;
     }
-    return html;
-  }
-
-  const LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
-  const FENCE = /^\s*(```|~~~)\s*([\w+-]*)\s*$/;
-  const HEADING = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
-  const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
-  const TABLE_SEPARATOR = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
-  const QUOTE = /^\s{0,3}>\s?(.*)$/;
-
-  function indentOf(spaces) {
-    return spaces.replace(/\t/g, "    ").length;
-  }
-
-  function splitRow(line) {
-    let row = line.trim();
-    if (row.startsWith("|")) row = row.slice(1);
-    if (row.endsWith("|") && !row.endsWith("\\|")) row = row.slice(0, -1);
-    const cells = [];
-    let cell = "";
-    for (let i = 0; i < row.length; i += 1) {
-      if (row[i] === "\\" && row[i + 1] === "|") {
-        cell += "|";
-        i += 1;
-      } else if (row[i] === "|") {
-        cells.push(cell.trim());
-        cell = "";
-      } else {
-        cell += row[i];
-      }
-    }
-    cells.push(cell.trim());
-    return cells;
-  }
-
-  function isTableStart(lines, i) {
-    return (
-      i + 1 < lines.length &&
-      lines[i].includes("|") &&
-      lines[i + 1].includes("-") &&
-      TABLE_SEPARATOR.test(lines[i + 1])
-    );
-  }
-
-  function startsBlock(lines, i) {
-    const line = lines[i];
-    return (
-      FENCE.test(line) ||
-      HEADING.test(line) ||
-      RULE.test(line) ||
-      QUOTE.test(line) ||
-      LIST_ITEM.test(line) ||
-      isTableStart(lines, i)
-    );
-  }
-
-  function parseTable(lines, start) {
-    const header = splitRow(lines[start]);
-    const aligns = splitRow(lines[start + 1]).map((spec) => {
-      if (spec.startsWith(":") && spec.endsWith(":")) return "center";
-      if (spec.endsWith(":")) return "right";
-      if (spec.startsWith(":")) return "left";
-      return "";
-    });
-    const cellClass = (col) => (aligns[col] ? ' class="align-' + aligns[col] + '"' : "");
-    let html = "<table><thead><tr>";
-    header.forEach((cell, col) => {
-      html += "<th" + cellClass(col) + ">" + renderInline(cell) + "</th>";
-    });
-    html += "</tr></thead><tbody>";
-    let i = start + 2;
-    while (i < lines.length && lines[i].trim() !== "" && lines[i].includes("|")) {
-      const cells = splitRow(lines[i]);
-      html += "<tr>";
-      for (let col = 0; col < header.length; col += 1) {
-        html += "<td" + cellClass(col) + ">" + renderInline(cells[col] || "") + "</td>";
-      }
-      html += "</tr>";
-      i += 1;
-    }
-    return { html: html + "</tbody></table>", next: i };
-  }
-
-  function parseList(lines, start, baseIndent) {
-    const first = LIST_ITEM.exec(lines[start]);
-    const ordered = /^\d/.test(first[2]);
-    const items = [];
-    let i = start;
-    while (i < lines.length) {
-      const match = LIST_ITEM.exec(lines[i]);
-      if (!match) {
-        // An indented line right under an item continues that item's text.
-        if (items.length && /^\s+\S/.test(lines[i]) && !startsBlock(lines, i)) {
-          items[items.length - 1].text += " " + lines[i].trim();
-          i += 1;
-          continue;
-        }
-        break;
-      }
-      const indent = indentOf(match[1]);
-      if (indent < baseIndent) break;
-      if (indent > baseIndent && items.length) {
-        const nested = parseList(lines, i, indent);
-        items[items.length - 1].children += nested.html;
-        i = nested.next;
-        continue;
-      }
-      if (/^\d/.test(match[2]) !== ordered) break;
-      items.push({ text: match[3], children: "" });
-      i += 1;
-    }
-    const tag = ordered ? "ol" : "ul";
-    const startNumber = ordered ? parseInt(first[2], 10) : 1;
-    const open = ordered && startNumber !== 1 ? '<ol start="' + startNumber + '">' : "<" + tag + ">";
-    const body = items
-      .map((item) => "<li>" + renderInline(item.text) + item.children + "</li>")
-      .join("");
-    return { html: open + body + "</" + tag + ">", next: i };
-  }
-
-  /**
-   * Markdown to HTML: headings, paragraphs, lists (nested by indentation), fenced code,
-   * tables, block quotes, rules, and inline code, links, bold and italic. Every piece of
-   * input text is HTML-escaped; raw HTML in the input is shown as text.
-   */
-  function renderMarkdown(markdown) {
-    const lines = String(markdown).replace(/\r\n?/g, "\n").split("\n");
-    let html = "";
-    let i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      if (line.trim() === "") {
-        i += 1;
-        continue;
-      }
-      const fence = FENCE.exec(line);
-      if (fence) {
-        const code = [];
-        i += 1;
-        while (i < lines.length && !(lines[i].trim().startsWith(fence[1]) && lines[i].trim().replace(/[`~]/g, "") === "")) {
-          code.push(lines[i]);
-          i += 1;
-        }
-        i += 1; // the closing fence (or the end)
-        const lang = fence[2] ? ' class="language-' + escapeHtml(fence[2]) + '"' : "";
-        html += "<pre><code" + lang + ">" + escapeHtml(code.join("\n")) + "</code></pre>";
-        continue;
-      }
-      const heading = HEADING.exec(line);
-      if (heading) {
-        const level = heading[1].length;
-        html += "<h" + level + ">" + renderInline(heading[2]) + "</h" + level + ">";
-        i += 1;
-        continue;
-      }
-      if (RULE.test(line)) {
-        html += "<hr>";
-        i += 1;
-        continue;
-      }
-      if (isTableStart(lines, i)) {
-        const table = parseTable(lines, i);
-        html += table.html;
-        i = table.next;
-        continue;
-      }
-      if (QUOTE.test(line)) {
-        const quoted = [];
-        while (i < lines.length && QUOTE.test(lines[i])) {
-          quoted.push(QUOTE.exec(lines[i])[1]);
-          i += 1;
-        }
-        html += "<blockquote>" + renderMarkdown(quoted.join("\n")) + "</blockquote>";
-        continue;
-      }
-      const item = LIST_ITEM.exec(line);
-      if (item) {
-        const list = parseList(lines, i, indentOf(item[1]));
-        html += list.html;
-        i = list.next;
-        continue;
-      }
-      const paragraph = [line.trim()];
-      i += 1;
-      while (i < lines.length && lines[i].trim() !== "" && !startsBlock(lines, i)) {
-        paragraph.push(lines[i].trim());
-        i += 1;
-      }
-      html += "<p>" + renderInline(paragraph.join(" ")) + "</p>";
-    }
-    return html;
   }
 
   // ---------------------------------------------------------------- charts
@@ -438,7 +192,7 @@
   }
 
   function resetRun() {
-    run = { markdown: null, phases: [], finished: false };
+    run = { markdown: null, report: null, phases: [], finished: false };
     // Counts the runs of this page, so a watcher can tell a new run's end from the last one's.
     document.body.dataset.run = String(Number(document.body.dataset.run || 0) + 1);
     $("run").hidden = false;
@@ -499,8 +253,8 @@
     for (const source of sources) {
       const title = String((source && (source.title || source.url)) || "untitled");
       const entry = el("li", { class: "source" });
-      const href = source && source.url ? safeUrl(source.url) : null;
-      if (href && /^https?:/i.test(href)) {
+      const href = source && source.url ? webUrl(source.url) : null;
+      if (href) {
         const link = el("a", { href, target: "_blank", rel: "noopener noreferrer" }, title);
         entry.appendChild(link);
         entry.appendChild(el("span", { class: "url" }, href));
@@ -519,9 +273,37 @@
     $("charts-section").hidden = configs.length === 0;
   }
 
-  function showReport(markdown) {
-    $("report").innerHTML = renderMarkdown(markdown);
+  /** The report's markdown as safe HTML, rendered by the service. */
+  async function renderMarkdown(markdown) {
+    const response = await fetch("/research/render", {
+      method: "POST",
+      headers: { "Content-Type": "text/markdown; charset=utf-8", Accept: "text/html" },
+      body: markdown,
+    });
+    if (!response.ok) throw new Error("status " + response.status + ": " + (await readErrorBody(response)));
+    return response.text();
+  }
+
+  /**
+   * Shows the report once the service has rendered it; until then (and if rendering fails)
+   * the markdown shows as plain text. Resolves when the report is on the page.
+   */
+  async function showReport(markdown) {
+    const current = run;
+    const report = $("report");
+    report.replaceChildren(el("pre", { class: "report-source" }, markdown));
     $("report-section").hidden = false;
+    try {
+      const html = await renderMarkdown(markdown);
+      if (run !== current) return;
+      report.innerHTML = html;
+      for (const link of report.querySelectorAll("a[href]")) {
+        link.target = "_blank";
+        link.rel = "noopener noreferrer";
+      }
+    } catch (error) {
+      if (run === current) addThinking("(could not render the report: " + error.message + "; shown as text)");
+    }
   }
 
   function showError(message) {
@@ -557,7 +339,7 @@
         return;
       }
       run.markdown.push(...lines.slice(0, end));
-      showReport(run.markdown.join("\n"));
+      run.report = showReport(run.markdown.join("\n"));
       run.markdown = null;
       const rest = lines.slice(end + 1).join("\n");
       if (rest) handleEvent(rest);
@@ -607,7 +389,11 @@
         setPhase("complete");
         setProgress(100);
         run.finished = true;
-        setState("complete");
+        // Complete once the report is on the page.
+        const current = run;
+        Promise.resolve(run.report).then(() => {
+          if (run === current) setState("complete");
+        });
         break;
       }
       case "ERROR":

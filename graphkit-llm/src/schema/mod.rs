@@ -13,6 +13,9 @@
 mod strict;
 mod validate;
 
+#[cfg(test)]
+mod hostile_schemas;
+
 use std::cell::Cell;
 
 use serde_json::Value;
@@ -44,12 +47,20 @@ pub use validate::{SchemaViolation, validate};
 /// assert_eq!(reply, json!({"note": null}));
 /// ```
 pub fn drop_optional_nulls(value: &mut Value, schema: &Value) {
-    let budget = Cell::new(validate::step_budget(value));
+    drop_optional_nulls_counting(value, schema);
+}
+
+/// [`drop_optional_nulls`], answering the steps it took (at most the validator's
+/// `step_budget` of the value as it was).
+pub(crate) fn drop_optional_nulls_counting(value: &mut Value, schema: &Value) -> usize {
+    let allowed = validate::step_budget(value);
+    let budget = Cell::new(allowed);
     Cleaner {
         root: schema,
         budget: &budget,
     }
     .clean(value, schema, 0);
+    allowed - budget.get()
 }
 
 /// How deep the clean-up follows nested schemas (as deep as the validator).

@@ -28,6 +28,24 @@ const KEPT: [&str; 11] = [
 /// How many `$ref`s with sibling keywords may be inlined inside each other.
 const MAX_INLINE_DEPTH: usize = 16;
 
+/// The schema nodes one rewrite may produce: a fixed allowance plus a share per node of the
+/// schema. Inlining `$ref`s copies their targets, and a schema whose definitions each
+/// refer to the next several times would grow exponentially (k^16 copies for k references
+/// per level); past this budget the schema is refused.
+fn rewrite_budget(schema: &Value) -> usize {
+    let mut nodes = 0usize;
+    let mut open = vec![schema];
+    while let Some(value) = open.pop() {
+        nodes += 1;
+        match value {
+            Value::Array(items) => open.extend(items),
+            Value::Object(map) => open.extend(map.values()),
+            _ => {}
+        }
+    }
+    10_000usize.saturating_add(nodes.saturating_mul(64))
+}
+
 /// How deep schema nodes may nest (as in the validator): far deeper than any schema a Rust
 /// type produces, and shallow enough that a hostile schema cannot exhaust the stack.
 const MAX_NESTING: usize = 128;
@@ -64,25 +82,36 @@ const MAX_NESTING: usize = 128;
 /// express: a root that is not an object, a map (`additionalProperties` with a schema),
 /// a value of any shape (`true` or `{}`), a tuple, an `allOf` with several entries, `not`.
 pub fn openai_strict(schema: &Value) -> Result<Value, String> {
+    openai_strict_counting(schema).0
+}
+
+/// [`openai_strict`], and the schema nodes the rewrite visited (at most
+/// [`rewrite_budget`]`(schema)`).
+pub(crate) fn openai_strict_counting(schema: &Value) -> (Result<Value, String>, usize) {
     let root_type = schema.get("type");
     if root_type != Some(&json!("object")) {
-        return Err(format!(
+        let refused = format!(
             "the root must be an object, but the schema's type is {}",
             root_type.map_or_else(|| "not given".to_owned(), Value::to_string)
-        ));
+        );
+        return (Err(refused), 0);
     }
     // Checked without recursion first: the rewrite clones and recurses, and a schema built
     // in code can be deeper than the stack.
     if json_depth_exceeds(schema, MAX_NESTING * 4) {
-        return Err(format!(
+        let refused = format!(
             "the schema is nested more than {MAX_NESTING} levels deep; no model needs a schema that deep"
-        ));
+        );
+        return (Err(refused), 0);
     }
-    Strict {
+    let allowed = rewrite_budget(schema);
+    let strict = Strict {
         root: schema,
         nesting: Cell::new(0),
-    }
-    .node(schema, "", 0)
+        budget: Cell::new(allowed),
+    };
+    let rewritten = strict.node(schema, "", 0);
+    (rewritten, allowed - strict.budget.get())
 }
 
 /// Whether `value` nests arrays and objects more than `limit` deep (without recursing).
@@ -105,6 +134,8 @@ struct Strict<'s> {
     root: &'s Value,
     /// How many `node` calls are open.
     nesting: Cell<usize>,
+    /// Nodes the rewrite may still visit (see [`rewrite_budget`]).
+    budget: Cell<usize>,
 }
 
 impl Strict<'_> {
@@ -114,8 +145,17 @@ impl Strict<'_> {
         if open >= MAX_NESTING {
             return Err(format!(
                 "`{}` is nested more than {MAX_NESTING} levels deep; no model needs a schema that deep",
-                pointer(at.char_indices().nth(200).map_or(at, |(end, _)| &at[..end]))
+                pointer(at)
             ));
+        }
+        match self.budget.get() {
+            0 => {
+                return Err(
+                    "the schema is too large once its `$ref`s are inlined (definitions that refer to each other many times?); no model needs a schema that large"
+                        .into(),
+                );
+            }
+            left => self.budget.set(left - 1),
         }
         self.nesting.set(open + 1);
         let rewritten = self.rewrite(schema, at, inlined);
@@ -336,8 +376,17 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// `at` as a JSON pointer for a message; a very long one (a deeply nested schema) keeps its
+/// first and last 80 characters.
 fn pointer(at: &str) -> String {
-    format!("#{at}")
+    const KEEP: usize = 80;
+    let chars = at.chars().count();
+    if chars <= 2 * KEEP {
+        return format!("#{at}");
+    }
+    let head: String = at.chars().take(KEEP).collect();
+    let tail: String = at.chars().skip(chars - KEEP).collect();
+    format!("#{head}…{tail}")
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ impl fmt::Display for SchemaViolation {
 ///
 /// Every violation, each naming the JSON path of the offending value.
 pub fn validate(value: &Value, schema: &Value) -> Result<(), Vec<SchemaViolation>> {
-    let violations = violations_within(value, schema, schema);
+    let (violations, _steps) = violations_within(value, schema, schema);
     if violations.is_empty() {
         Ok(())
     } else {
@@ -90,25 +90,34 @@ pub(crate) fn matches_within(
     violations.is_empty()
 }
 
-fn violations_within(value: &Value, schema: &Value, root: &Value) -> Vec<SchemaViolation> {
+/// The violations of `value`, and the steps the check took (at most
+/// [`step_budget`]`(value)`).
+pub(crate) fn violations_within(
+    value: &Value,
+    schema: &Value,
+    root: &Value,
+) -> (Vec<SchemaViolation>, usize) {
     let mut violations = Vec::new();
-    let budget = Cell::new(step_budget(value));
+    let allowed = step_budget(value);
+    let budget = Cell::new(allowed);
     Validator {
         root,
         budget: &budget,
     }
     .check(value, schema, &Path::root(), 0, &mut violations);
+    let steps = allowed - budget.get();
     if budget.get() == 0 && !violations.is_empty() {
         // What was found before the budget ran out is beside the point.
-        return vec![SchemaViolation {
+        let too_costly = SchemaViolation {
             path: "$".into(),
             message: TOO_COSTLY.into(),
-        }];
+        };
+        return (vec![too_costly], steps);
     }
-    violations
+    (violations, steps)
 }
 
-const TOO_COSTLY: &str =
+pub(crate) const TOO_COSTLY: &str =
     "the schema is too costly to check against this value (it branches on itself?)";
 
 /// A JSON path under construction (`$`, `$.a`, `$.a[0]`, `$["odd key"]`).

@@ -42,7 +42,7 @@ use super::{
     Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
     RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
 };
-use crate::error::{Result, ServerError};
+use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
 
 /// How to open a [`PostgresBackend`].
@@ -139,7 +139,7 @@ fn db(doing: &str) -> impl Fn(sqlx::Error) -> ServerError + '_ {
                 "{doing}: metadata must not contain the character U+0000"
             ));
         }
-        ServerError::backend(doing, e)
+        ServerError::Backend(format!("{doing}: {}", database_error(&e)))
     }
 }
 
@@ -155,7 +155,11 @@ impl PostgresBackend {
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Self> {
         check_schema_name(&options.schema)?;
         let startup = |doing: &str, e: sqlx::Error| {
-            ServerError::Startup(format!("PostgreSQL at {}: {doing}: {e}", redact(url)))
+            ServerError::Startup(format!(
+                "PostgreSQL at {}: {doing}: {}",
+                redact(url),
+                database_error(&e)
+            ))
         };
         let base = PgConnectOptions::from_str(url).map_err(|e| {
             ServerError::Startup(format!(
@@ -201,7 +205,13 @@ impl PostgresBackend {
             .map_err(|e| startup("cannot open the pool", e))?;
         migrate_postgres(&pool, "postgres server backend", &schema::SCHEMA)
             .await
-            .map_err(|e| ServerError::Startup(format!("PostgreSQL at {}: {e}", redact(url))))?;
+            .map_err(|e| {
+                ServerError::Startup(format!(
+                    "PostgreSQL at {}: {}",
+                    redact(url),
+                    without_source_position(&e.to_string())
+                ))
+            })?;
         let checkpointer = Arc::new(PostgresSaver::from_pool(pool.clone()).await?);
         let store = Arc::new(PostgresStore::from_pool(pool.clone()).await?);
         let channels = Channels::new(&options.schema);

@@ -22,7 +22,7 @@ use super::{
     RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
     json_contains,
 };
-use crate::error::{Result, ServerError};
+use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
 
 /// The server's schema history, run by graphkit's migration runner (component `server` in
@@ -119,7 +119,7 @@ pub struct SqliteBackend {
 }
 
 fn db(doing: &str) -> impl FnOnce(sqlx::Error) -> ServerError + '_ {
-    move |e| ServerError::backend(doing, e)
+    move |e| ServerError::Backend(format!("{doing}: {}", database_error(&e)))
 }
 
 impl SqliteBackend {
@@ -231,7 +231,7 @@ async fn migrate(pool: &SqlitePool) -> Result<()> {
     adopt_old_schema_table(pool).await?;
     migrate_sqlite(pool, "sqlite server backend", &SCHEMA)
         .await
-        .map_err(|e| ServerError::Startup(e.to_string()))
+        .map_err(|e| ServerError::Startup(without_source_position(&e.to_string())))
 }
 
 /// Databases made before the server's schema joined `graphkit_migrations` recorded its

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -22,7 +23,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::StreamableHttpService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -32,6 +32,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 
+use super::sessions::{
+    BoundedSessions, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT,
+};
 use crate::error::ToolError;
 use crate::tool::{DynTool, ToolOutput, ToolRuntime};
 
@@ -53,6 +56,13 @@ pub const MCP_HTTP_PATH: &str = "/mcp";
 /// error (for instance a JSON string it cannot parse) and a handler that panics all come
 /// back as a tool error (`isError: true`) whose text says what went wrong. An unknown tool
 /// name is the protocol's error (JSON-RPC `-32602`, naming the tools there are).
+///
+/// Over HTTP the server bounds what clients can make it hold: at most
+/// [`max_sessions`](Self::max_sessions) sessions at once (a new one beyond gets `503`),
+/// each closed after [`session_idle_timeout`](Self::session_idle_timeout) unused, and
+/// request bodies up to [`max_request_bytes`](Self::max_request_bytes) (`413` beyond).
+/// The CPU time of a call is the tool's own: a tool whose work grows with its arguments
+/// should cap them (`docs/security.md` lists the project's limits).
 ///
 /// ```no_run
 /// use graphkit_tools::ToolError;
@@ -84,6 +94,9 @@ pub struct McpServer {
     instructions: Option<String>,
     tools: Vec<ServedTool>,
     allowed_hosts: Option<Vec<String>>,
+    max_sessions: usize,
+    session_idle_timeout: Duration,
+    max_request_bytes: usize,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -128,6 +141,9 @@ impl McpServer {
             instructions: None,
             tools: Vec::new(),
             allowed_hosts: None,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 
@@ -244,6 +260,33 @@ impl McpServer {
         self
     }
 
+    /// The most HTTP sessions open at once (default 256, about 50 KB each). A client that
+    /// asks for one more gets `503 Service Unavailable` saying so, until a session is closed
+    /// (HTTP `DELETE`) or expires.
+    #[must_use]
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// How long an HTTP session may stay unused before the server closes it (default one
+    /// minute); a client that comes back later gets `404` and opens a new session
+    /// (graphkit's [`McpClient`](super::McpClient) does so by itself). A session that
+    /// never completes the `initialize` handshake is closed after the same time.
+    #[must_use]
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The largest HTTP request body accepted (default 4 MiB); a larger one gets
+    /// `413 Payload Too Large`.
+    #[must_use]
+    pub fn max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = bytes;
+        self
+    }
+
     /// The names of the registered tools, in registration order.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|tool| tool.name.as_str())
@@ -299,6 +342,8 @@ impl McpServer {
     /// As [`serve_http`](Self::serve_http).
     pub async fn bind_http(self, addr: impl ToSocketAddrs) -> Result<McpHttpServer, ToolError> {
         let allowed_hosts = self.allowed_hosts.clone();
+        let (max_sessions, idle_timeout) = (self.max_sessions, self.session_idle_timeout);
+        let max_request_bytes = self.max_request_bytes;
         let handler = self.into_handler()?;
         let name = handler.registry.name.clone();
         let listener = TcpListener::bind(addr)
@@ -315,17 +360,21 @@ impl McpServer {
         let shutdown = CancellationToken::new();
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(allowed_hosts)
+            .with_max_request_body_bytes(max_request_bytes)
             .with_cancellation_token(shutdown.clone());
-        let service = StreamableHttpService::new(
-            move || Ok(handler.clone()),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        );
+        let sessions = Arc::new(BoundedSessions::new(
+            name.clone(),
+            max_sessions,
+            idle_timeout,
+        ));
+        let service =
+            StreamableHttpService::new(move || Ok(handler.clone()), Arc::clone(&sessions), config);
         Ok(McpHttpServer {
             name,
             listener,
             local_addr,
             service,
+            sessions,
             shutdown,
         })
     }
@@ -362,7 +411,8 @@ pub struct McpHttpServer {
     name: String,
     listener: TcpListener,
     local_addr: SocketAddr,
-    service: StreamableHttpService<RegistryHandler, LocalSessionManager>,
+    service: StreamableHttpService<RegistryHandler, BoundedSessions>,
+    sessions: Arc<BoundedSessions>,
     shutdown: CancellationToken,
 }
 
@@ -417,10 +467,11 @@ impl McpHttpServer {
                         }
                     };
                     let service = self.service.clone();
+                    let sessions = Arc::clone(&self.sessions);
                     let name = self.name.clone();
                     connections.spawn(async move {
                         let routed = hyper::service::service_fn(move |request| {
-                            route_request(service.clone(), request)
+                            route_request(service.clone(), Arc::clone(&sessions), request)
                         });
                         if let Err(e) = hyper::server::conn::http1::Builder::new()
                             .serve_connection(hyper_util::rt::TokioIo::new(stream), routed)
@@ -439,23 +490,46 @@ impl McpHttpServer {
     }
 }
 
-/// Sends requests for [`MCP_HTTP_PATH`] to rmcp's service; anything else is a 404.
+/// Sends requests for [`MCP_HTTP_PATH`] to rmcp's service; anything else is a 404. A
+/// request that would open a session (a POST without `Mcp-Session-Id`) while the server
+/// holds its most is answered `503` here, before its body is read. (Two such requests at
+/// once may both pass this check; the session store refuses the second, with a `500`
+/// carrying the same message.)
 async fn route_request(
-    mut service: StreamableHttpService<RegistryHandler, LocalSessionManager>,
+    mut service: StreamableHttpService<RegistryHandler, BoundedSessions>,
+    sessions: Arc<BoundedSessions>,
     request: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<BoxBody<Bytes, Infallible>>, Infallible> {
-    if request.uri().path() == MCP_HTTP_PATH {
-        tower_service::Service::call(&mut service, request).await
-    } else {
-        let mut response = hyper::Response::new(
-            Full::new(Bytes::from(format!(
-                "not found: the MCP endpoint is {MCP_HTTP_PATH}"
-            )))
-            .boxed(),
-        );
-        *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-        Ok(response)
+    if request.uri().path() != MCP_HTTP_PATH {
+        return Ok(plain_response(
+            hyper::StatusCode::NOT_FOUND,
+            format!("not found: the MCP endpoint is {MCP_HTTP_PATH}"),
+        ));
     }
+    let opens_session = request.method() == hyper::Method::POST
+        && !request.headers().contains_key("mcp-session-id");
+    if opens_session && sessions.full().await {
+        let mut response = plain_response(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            sessions.full_message(),
+        );
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("10"),
+        );
+        return Ok(response);
+    }
+    tower_service::Service::call(&mut service, request).await
+}
+
+/// A plain-text answer with `status`.
+fn plain_response(
+    status: hyper::StatusCode,
+    text: String,
+) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response
 }
 
 /// The frozen tools, shared by every session.

@@ -300,7 +300,8 @@ fn identity_encoding() -> reqwest::header::HeaderMap {
 /// `true` for addresses on the public internet.
 ///
 /// IPv6 addresses that carry an IPv4 address are judged by that IPv4 address:
-/// IPv4-mapped (`::ffff:0:0/96`) and IPv4-compatible (`::/96`) addresses, NAT64
+/// IPv4-mapped (`::ffff:0:0/96`), IPv4-translated (`::ffff:0:0:0/96`, RFC 6145) and
+/// IPv4-compatible (`::/96`) addresses, NAT64
 /// (`64:ff9b::/96`, RFC 6052; the local-use `64:ff9b:1::/48` of RFC 8215 is never public),
 /// 6to4 (`2002::/16`, RFC 3056) and Teredo (`2001::/32`, RFC 4380: both the server address
 /// and the client address, which is stored bit-inverted in the last 32 bits).
@@ -314,6 +315,8 @@ fn identity_encoding() -> reqwest::header::HeaderMap {
 /// assert!(!public("127.0.0.1"));
 /// assert!(!public("64:ff9b::7f00:1")); // NAT64 of 127.0.0.1
 /// assert!(!public("2002:c0a8:0101::1")); // 6to4 of 192.168.1.1
+/// assert!(!public("::ffff:0:7f00:1")); // IPv4-translated 127.0.0.1
+/// assert!(!public("192.88.99.1")); // 6to4 relay anycast
 /// assert!(public("2606:4700::1111"));
 /// ```
 pub fn is_public(ip: IpAddr) -> bool {
@@ -351,6 +354,7 @@ fn is_public_v4(v4: Ipv4Addr) -> bool {
         || (a == 100 && (64..128).contains(&b)) // CGNAT
         || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF protocol assignments
         || (a == 198 && (18..20).contains(&b)) // benchmarking
+        || (a == 192 && b == 88 && v4.octets()[2] == 99) // 6to4 relay anycast (RFC 7526)
         || a >= 240)
 }
 
@@ -363,6 +367,9 @@ fn embedded_ipv4(v6: Ipv6Addr) -> Vec<Ipv4Addr> {
     }
     if s[..6] == [0, 0, 0, 0, 0, 0] && !(v6.is_loopback() || v6.is_unspecified()) {
         return vec![v4(s[6], s[7])]; // IPv4-compatible
+    }
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return vec![v4(s[6], s[7])]; // IPv4-translated (RFC 6145)
     }
     if s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
         return vec![v4(s[6], s[7])]; // NAT64 well-known prefix
