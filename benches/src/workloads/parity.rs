@@ -50,11 +50,11 @@ pub fn deferred_graph(
                 FanoutUpdate::new().items(vec![value])
             }),
         };
-        graph.add_edge("split", &name).add_edge(&name, "join");
+        graph
+            .add_edge("split", &name)
+            .add_edge(name.as_str(), "join");
     }
-    graph
-        .add_edge(START, "split")
-        .add_edge("join", END);
+    graph.add_edge(START, "split").add_edge("join", END);
     graph.compile()
 }
 
@@ -79,13 +79,16 @@ pub type Tasks = EntrypointState<i64, i64>;
 
 /// An entrypoint that awaits `n` tasks one after another, each returning 1.
 pub fn tasks_graph(n: usize) -> Result<CompiledGraph<Tasks>, graphkit::BuildError> {
-    func::entrypoint("chain", move |_: i64, ctx: EntrypointContext<i64>| async move {
-        let mut counter = 0;
-        for _ in 0..n {
-            counter += ctx.task("add", |_| async { Ok::<i64, Error>(1) }).await?;
-        }
-        Ok::<_, Error>(counter)
-    })
+    func::entrypoint(
+        "chain",
+        move |_: i64, ctx: EntrypointContext<i64>| async move {
+            let mut counter = 0;
+            for _ in 0..n {
+                counter += ctx.task("add", |_| async { Ok::<i64, Error>(1) }).await?;
+            }
+            Ok::<_, Error>(counter)
+        },
+    )
 }
 
 /// `{"counter": N}`: W1's checksum, from the entrypoint's output.
