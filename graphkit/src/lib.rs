@@ -92,8 +92,8 @@ pub mod prelude {
 pub mod reducers {
     pub use crate::state::{
         Add, Append, AppendUpdate, Field, FieldWrites, Keyed, KeyedOp, KeyedUpdate, KeyedVec,
-        LastValue, ListOp, MergeByKey, Reducer, ReducerKind, StateUpdate, StepWrites, Summable,
-        append_capped, merge_by,
+        LastValue, ListOp, MergeByKey, MergeByVec, Reducer, ReducerKind, StateUpdate, StepWrites,
+        Summable, append_capped, merge_by,
     };
 }
 
@@ -140,7 +140,7 @@ pub struct ReadmeDoctests;
 /// Re-exports used by generated code. Not public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::state::ListField;
+    pub use crate::state::{KeepLast, ListField, MergeByField};
     pub use serde;
 }
 

@@ -14,6 +14,7 @@ mod deferred;
 mod drawing;
 mod execution;
 mod functional;
+mod indexed_lists;
 mod migrations;
 mod node_cache;
 mod outside_input;

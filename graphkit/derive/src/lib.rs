@@ -10,7 +10,9 @@ use syn::{Data, DeriveInput, Fields, Ident, Path, Type, parse_macro_input, spann
 ///
 /// Field attributes pick the reducer: none (last value), `#[reducer(append)]`,
 /// `#[reducer(merge_by_key)]`, `#[reducer(merge_by = key_fn)]` (a function
-/// `fn(&T) -> Option<K>` on the items of a `Vec<T>`), `#[reducer(capped(max = N, fold =
+/// `fn(&T) -> Option<K>` on the items of a `Vec<T>` or `MergeByVec<T, K>`; both merge
+/// reducers take `max = N` after a comma to keep the last `N` items of a list),
+/// `#[reducer(capped(max = N, fold =
 /// fold_fn))]` (a function `fn(Option<T>, Vec<T>) -> T`), `#[reducer(add)]`,
 /// `#[reducer(with = path)]` (a function `fn(&mut T, T)`) or
 /// `#[reducer(with = path, update = U)]` (a function `fn(&mut T, U)`).
@@ -45,10 +47,13 @@ struct FieldSpec {
     ident: Ident,
     ty: Type,
     kind: Kind,
+    /// `max = N` of a merge-by-key list: keep its last `N` items.
+    max: Option<syn::Expr>,
 }
 
-fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
+fn parse_kind(field: &syn::Field) -> syn::Result<(Kind, Option<syn::Expr>)> {
     let mut kind = Kind::LastValue;
+    let mut max = None;
     let mut seen = false;
     for attr in field.attrs.iter().filter(|a| a.path().is_ident("reducer")) {
         if seen {
@@ -73,6 +78,7 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
                     }
                 }
                 "capped" => kind = parse_capped(&meta)?,
+                "max" => max = Some(meta.value()?.parse::<syn::Expr>()?),
                 "with" => func = Some(meta.value()?.parse::<Path>()?),
                 "update" => update = Some(meta.value()?.parse::<Type>()?),
                 _ => {
@@ -98,8 +104,14 @@ fn parse_kind(field: &syn::Field) -> syn::Result<Kind> {
             }
             (None, None) => {}
         }
+        if max.is_some() && !matches!(kind, Kind::MergeByKey | Kind::MergeBy { .. }) {
+            return Err(syn::Error::new(
+                attr.span(),
+                "`max = N` caps a merged list: use it with merge_by_key or merge_by = path (a capped append list is capped(max = N, fold = path))",
+            ));
+        }
     }
-    Ok(kind)
+    Ok((kind, max))
 }
 
 /// `capped(max = N, fold = path)`: both are required.
@@ -185,13 +197,15 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
         .named
         .iter()
         .map(|f| {
+            let (kind, max) = parse_kind(f)?;
             Ok(FieldSpec {
                 ident: f
                     .ident
                     .clone()
                     .ok_or_else(|| syn::Error::new(f.span(), "unnamed field"))?,
                 ty: f.ty.clone(),
-                kind: parse_kind(f)?,
+                kind,
+                max,
             })
         })
         .collect::<syn::Result<Vec<_>>>()?;
@@ -237,6 +251,10 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
             #[serde(skip_serializing_if = "Option::is_none")]
             pub #ident: Option<#uty>,
         });
+        let keep_last = f
+            .max
+            .as_ref()
+            .map(|max| quote!(#gk::__private::KeepLast::keep_last(&mut self.#ident, #max);));
         let (kind_tokens, builder, apply) = match &f.kind {
             Kind::LastValue => (
                 quote!(LastValue),
@@ -283,6 +301,7 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                                 value,
                                 writes.field(#index, #fname),
                             )?;
+                            #keep_last
                         }
                     },
                 )
@@ -293,7 +312,8 @@ fn expand(input: &DeriveInput) -> syn::Result<Tokens> {
                 quote! {
                     if let Some(value) = update.#ident {
                         if writes.field(#index, #fname).admit(value.clear)? {
-                            #gk::reducers::merge_by(&mut self.#ident, value, #key);
+                            #gk::__private::MergeByField::merge_by_key_fn(&mut self.#ident, value, #key);
+                            #keep_last
                         }
                     }
                 },

@@ -1,12 +1,12 @@
 //! [`KeyedVec`]: a list with a key index, for merge-by-key fields that grow long.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::FieldWrites;
+use super::key_index::KeyIndex;
 use super::keyed::Keyed;
 use super::merge::{KeyedOp, KeyedUpdate, MergeByKey};
 use super::reducer::Reducer;
@@ -37,8 +37,10 @@ use crate::error::Error;
 /// assert_eq!(history.get(&"1".to_string()).map(|m| m.text.as_str()), Some("hello"));
 /// ```
 pub struct KeyedVec<T: Keyed> {
+    /// The slots; `items[index.head()..]` is the list (the rest was evicted by
+    /// [`keep_last`](Self::keep_last) and is drained later).
     items: Vec<T>,
-    index: HashMap<T::Key, usize>,
+    index: KeyIndex<T::Key>,
 }
 
 impl<T: Keyed> KeyedVec<T> {
@@ -46,14 +48,15 @@ impl<T: Keyed> KeyedVec<T> {
     pub fn new() -> Self {
         Self {
             items: Vec::new(),
-            index: HashMap::new(),
+            index: KeyIndex::default(),
         }
     }
 
     /// Replaces the item with the same key in place, or appends it; returns the old item.
+    /// O(1).
     pub fn upsert(&mut self, item: T) -> Option<T> {
         match self.index.get(item.key()) {
-            Some(&i) => Some(std::mem::replace(&mut self.items[i], item)),
+            Some(i) => Some(std::mem::replace(&mut self.items[i], item)),
             None => {
                 self.index.insert(item.key().clone(), self.items.len());
                 self.items.push(item);
@@ -62,16 +65,40 @@ impl<T: Keyed> KeyedVec<T> {
         }
     }
 
-    /// Removes the item with this key (O(n): later items move up).
+    /// Removes the item with this key. The keys on the shorter side of it are re-indexed
+    /// and the later items move up: O(1) at either end, O(n) in the middle.
     pub fn remove(&mut self, key: &T::Key) -> Option<T> {
-        let i = self.index.remove(key)?;
-        let removed = self.items.remove(i);
-        for position in self.index.values_mut() {
-            if *position > i {
-                *position -= 1;
+        let slot = self.index.get(key)?;
+        let items = &self.items;
+        self.index
+            .remove(slot, items.len(), |i| Some(items[i].key()));
+        Some(self.items.remove(slot))
+    }
+
+    /// Removes the item with this key without returning it: as [`remove`](Self::remove),
+    /// but the first item is evicted in O(1) amortised.
+    fn discard(&mut self, key: &T::Key) {
+        match self.index.get(key) {
+            Some(slot) if slot == self.index.head() => {
+                let drained = self.index.evict_head(key, self.items.len());
+                self.items.drain(..drained);
             }
+            Some(_) => {
+                self.remove(key);
+            }
+            None => {}
         }
-        Some(removed)
+    }
+
+    /// Drops the first (oldest) items until at most `max` remain: O(1) amortised per
+    /// dropped item. The dropped items are freed in batches, once as many have left as
+    /// remain (so a capped list holds at most about twice `max` items in memory).
+    pub fn keep_last(&mut self, max: usize) {
+        let items = &self.items;
+        let drained = self
+            .index
+            .keep_last(items.len(), max, |i| Some(items[i].key()));
+        self.items.drain(..drained);
     }
 
     /// Removes every item.
@@ -82,21 +109,22 @@ impl<T: Keyed> KeyedVec<T> {
 
     /// The item with this key.
     pub fn get(&self, key: &T::Key) -> Option<&T> {
-        self.index.get(key).map(|&i| &self.items[i])
+        self.index.get(key).map(|i| &self.items[i])
     }
 
     /// `true` if an item has this key.
     pub fn contains_key(&self, key: &T::Key) -> bool {
-        self.index.contains_key(key)
+        self.index.get(key).is_some()
     }
 
     /// The items, in order.
     pub fn as_slice(&self) -> &[T] {
-        &self.items
+        &self.items[self.index.head()..]
     }
 
     /// The items, in order.
-    pub fn into_vec(self) -> Vec<T> {
+    pub fn into_vec(mut self) -> Vec<T> {
+        self.items.drain(..self.index.head());
         self.items
     }
 }
@@ -118,13 +146,14 @@ impl<T: Keyed + Clone> Clone for KeyedVec<T> {
 
 impl<T: Keyed + fmt::Debug> fmt::Debug for KeyedVec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(&self.items).finish()
+        f.debug_list().entries(self.as_slice()).finish()
     }
 }
 
+/// Equal when the items are, in order (the index is not compared).
 impl<T: Keyed + PartialEq> PartialEq for KeyedVec<T> {
     fn eq(&self, other: &Self) -> bool {
-        self.items == other.items
+        self.as_slice() == other.as_slice()
     }
 }
 
@@ -132,7 +161,7 @@ impl<T: Keyed> Deref for KeyedVec<T> {
     type Target = [T];
 
     fn deref(&self) -> &[T] {
-        &self.items
+        self.as_slice()
     }
 }
 
@@ -141,7 +170,7 @@ impl<'a, T: Keyed> IntoIterator for &'a KeyedVec<T> {
     type IntoIter = std::slice::Iter<'a, T>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.items.iter()
+        self.as_slice().iter()
     }
 }
 
@@ -164,7 +193,7 @@ impl<T: Keyed> From<Vec<T>> for KeyedVec<T> {
 
 impl<T: Keyed + Serialize> Serialize for KeyedVec<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.items.serialize(serializer)
+        self.as_slice().serialize(serializer)
     }
 }
 
@@ -183,9 +212,7 @@ impl<T: Keyed> Reducer<KeyedVec<T>> for MergeByKey {
                 KeyedOp::Upsert(item) => {
                     list.upsert(item);
                 }
-                KeyedOp::Remove(key) => {
-                    list.remove(&key);
-                }
+                KeyedOp::Remove(key) => list.discard(&key),
                 KeyedOp::RemoveAll => list.clear(),
             }
         }
@@ -206,6 +233,6 @@ impl<T: Keyed> Reducer<KeyedVec<T>> for MergeByKey {
 /// A whole list converts into an update that upserts every item (for `From<State>`).
 impl<T: Keyed> From<KeyedVec<T>> for KeyedUpdate<T> {
     fn from(list: KeyedVec<T>) -> Self {
-        Self::upsert(list.items)
+        Self::upsert(list.into_vec())
     }
 }

@@ -25,7 +25,8 @@ use super::append::AppendUpdate;
 /// Unlike [`Keyed`](crate::Keyed), the key is computed, so it can fall back through
 /// several fields (`arxiv id → DOI → URL → title|year`). The cost is O(list + update):
 /// the keys of the list are computed once per update that holds a keyed item, and an
-/// update with no keyed item is a plain append.
+/// update with no keyed item is a plain append. A field that grows long can be a
+/// [`MergeByVec`](super::MergeByVec) instead, which keeps the keys and merges in O(update).
 ///
 /// ```
 /// use graphkit::AppendUpdate;

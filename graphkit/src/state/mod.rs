@@ -6,13 +6,16 @@
 
 mod append;
 mod capped;
+mod key_index;
 mod keyed;
 mod keyed_vec;
 mod merge;
 mod merge_by;
+mod merge_by_vec;
 mod reducer;
 
 use std::fmt::Debug;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -24,6 +27,7 @@ pub use keyed::Keyed;
 pub use keyed_vec::KeyedVec;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
 pub use merge_by::merge_by;
+pub use merge_by_vec::MergeByVec;
 pub use reducer::{Add, LastValue, Reducer, Summable};
 
 use crate::error::Error;
@@ -78,7 +82,7 @@ pub trait State:
 /// The item type of a list field (used by generated code to name its update type).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "`#[reducer(merge_by = ...)]` and `#[reducer(capped(...))]` need a `Vec<T>` field, not `{Self}`"
+    message = "`#[reducer(merge_by = ...)]` and `#[reducer(capped(...))]` need a `Vec<T>` field (or a `MergeByVec<T, K>` for `merge_by`), not `{Self}`"
 )]
 pub trait ListField {
     /// The item type.
@@ -87,6 +91,66 @@ pub trait ListField {
 
 impl<T> ListField for Vec<T> {
     type Item = T;
+}
+
+impl<T, K> ListField for MergeByVec<T, K> {
+    type Item = T;
+}
+
+/// A field `#[reducer(merge_by = key_fn)]` merges (used by generated code): a `Vec<T>`
+/// (every key computed on each update) or a [`MergeByVec<T, K>`] (keys kept and indexed).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`#[reducer(merge_by = ...)]` needs a `Vec<T>` or `MergeByVec<T, K>` field whose key function returns `Option<K>`, not `{Self}`"
+)]
+pub trait MergeByField<K>: ListField {
+    /// Merges `update` into the field by the keys `key` computes.
+    fn merge_by_key_fn(
+        &mut self,
+        update: AppendUpdate<Self::Item>,
+        key: impl Fn(&Self::Item) -> Option<K>,
+    );
+}
+
+impl<T, K: Eq + Hash> MergeByField<K> for Vec<T> {
+    fn merge_by_key_fn(&mut self, update: AppendUpdate<T>, key: impl Fn(&T) -> Option<K>) {
+        merge_by(self, update, key);
+    }
+}
+
+impl<T, K: Eq + Hash + Clone> MergeByField<K> for MergeByVec<T, K> {
+    fn merge_by_key_fn(&mut self, update: AppendUpdate<T>, key: impl Fn(&T) -> Option<K>) {
+        self.merge(update, key);
+    }
+}
+
+/// A list `max = N` caps (used by generated code): keeps the last `max` items.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`max = N` caps a list: a `Vec<T>`, `KeyedVec<T>` or `MergeByVec<T, K>` field, not `{Self}`"
+)]
+pub trait KeepLast {
+    /// Drops the first (oldest) items until at most `max` remain.
+    fn keep_last(&mut self, max: usize);
+}
+
+impl<T> KeepLast for Vec<T> {
+    fn keep_last(&mut self, max: usize) {
+        let excess = self.len().saturating_sub(max);
+        self.drain(..excess);
+    }
+}
+
+impl<T: Keyed> KeepLast for KeyedVec<T> {
+    fn keep_last(&mut self, max: usize) {
+        KeyedVec::keep_last(self, max);
+    }
+}
+
+impl<T, K: Eq + Hash + Clone> KeepLast for MergeByVec<T, K> {
+    fn keep_last(&mut self, max: usize) {
+        MergeByVec::keep_last(self, max);
+    }
 }
 
 /// The update type generated for a [`State`].
