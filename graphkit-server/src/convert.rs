@@ -1,8 +1,9 @@
 //! JSON shapes between the LangGraph API and graphkit.
 //!
 //! - A client's input (`{"messages": [...]}`: the value each field's reducer receives)
-//!   becomes graphkit's update JSON (`{"messages": {"items": [...]}}`), and an update
-//!   becomes the LangGraph shape again for `updates` events.
+//!   becomes graphkit's update JSON (a list stays a list; LangGraph's `RemoveMessage`s
+//!   make a merge-by-key update `{"ops": [...]}`), and an update becomes the LangGraph
+//!   shape again for `updates` events.
 //! - graphkit-llm messages (`{"role": "assistant", "id", "content", "tool_calls"}`) appear
 //!   in LangChain's message shape (`{"type": "ai", "id", "content", "tool_calls": [{"name",
 //!   "args", "id", "type": "tool_call"}]}`) in values, updates and the `messages` stream,
@@ -13,7 +14,7 @@ use graphkit_llm::{MessageStreamEvent, new_message_id};
 use serde_json::{Map, Value, json};
 
 /// The client's input as graphkit update JSON: list fields take a plain list as the items
-/// to add. Unknown keys are an error naming them and the fields there are.
+/// to add (a merge-by-key field with LangGraph's `RemoveMessage`s, its operations). Unknown keys are an error naming them and the fields there are.
 pub(crate) fn input_to_update(
     fields: &[Field],
     input: Map<String, Value>,
@@ -28,13 +29,12 @@ pub(crate) fn input_to_update(
             ));
         };
         let value = match (field.reducer, value) {
-            (
-                ReducerKind::Append | ReducerKind::MergeBy | ReducerKind::Capped,
-                Value::Array(items),
-            ) => json!({ "items": items }),
-            // A merge-by-key update is the list of its operations.
-            (ReducerKind::MergeByKey, Value::Array(items)) if !items.iter().all(is_keyed_op) => {
-                Value::Array(items.into_iter().map(keyed_op_from_langgraph).collect())
+            // A list field's update is the list of items it appends or upserts; a
+            // merge-by-key update is the list of its items, or its operations when
+            // LangGraph's `RemoveMessage`s remove some.
+            (ReducerKind::MergeByKey, Value::Array(items)) if items.iter().any(is_removal) => {
+                let ops: Vec<Value> = items.into_iter().map(keyed_op_from_langgraph).collect();
+                json!({ "ops": ops })
             }
             (_, value) => value,
         };
@@ -58,8 +58,13 @@ pub(crate) fn update_to_langgraph(update: Value) -> Value {
             {
                 object.remove("items").unwrap_or(Value::Null)
             }
-            Value::Array(ops) if !ops.is_empty() && ops.iter().all(is_keyed_op) => {
-                Value::Array(ops.into_iter().map(keyed_op_to_langgraph).collect())
+            Value::Object(mut object) if object.len() == 1 && object.contains_key("ops") => {
+                match object.remove("ops") {
+                    Some(Value::Array(ops)) => {
+                        Value::Array(ops.into_iter().map(keyed_op_to_langgraph).collect())
+                    }
+                    other => other.unwrap_or(Value::Null),
+                }
             }
             other => other,
         };
@@ -68,14 +73,9 @@ pub(crate) fn update_to_langgraph(update: Value) -> Value {
     Value::Object(out)
 }
 
-/// `true` for one operation of a merge-by-key update: `{"Upsert": item}`,
-/// `{"Remove": key}` or `"RemoveAll"`.
-fn is_keyed_op(value: &Value) -> bool {
-    match value {
-        Value::Object(o) => o.len() == 1 && (o.contains_key("Upsert") || o.contains_key("Remove")),
-        Value::String(s) => s == "RemoveAll",
-        _ => false,
-    }
+/// `true` for LangGraph's `RemoveMessage` (`{"type": "remove", "id"}`).
+fn is_removal(item: &Value) -> bool {
+    item.get("type").and_then(Value::as_str) == Some("remove")
 }
 
 /// An item as an upsert; LangGraph's `RemoveMessage` (`{"type": "remove", "id"}`) as a
@@ -324,12 +324,48 @@ mod tests {
         let update = input_to_update(FIELDS, input).expect("valid");
         assert_eq!(
             update,
-            json!({"messages": {"items": [{"role": "user", "content": "hi"}]}, "sleep": 1.5})
+            json!({"messages": [{"role": "user", "content": "hi"}], "sleep": 1.5})
         );
         assert_eq!(
             update_to_langgraph(update),
             json!({"messages": [{"role": "user", "content": "hi"}], "sleep": 1.5})
         );
+    }
+
+    #[test]
+    fn remove_messages_make_a_keyed_update_of_operations_and_back() {
+        let fields = &[Field {
+            name: "messages",
+            reducer: ReducerKind::MergeByKey,
+        }];
+        let plain = json!({"messages": [{"role": "user", "id": "m2", "content": "hi"}]});
+        let Value::Object(input) = plain.clone() else {
+            unreachable!()
+        };
+        assert_eq!(input_to_update(fields, input).expect("valid"), plain);
+        let Value::Object(input) = json!({"messages": [
+            {"type": "remove", "id": "m1"},
+            {"role": "user", "id": "m2", "content": "hi"},
+            {"type": "remove", "id": "__remove_all__"},
+        ]}) else {
+            unreachable!()
+        };
+        let update = input_to_update(fields, input).expect("valid");
+        assert_eq!(
+            update,
+            json!({"messages": {"ops": [
+                {"Remove": "m1"},
+                {"Upsert": {"role": "user", "id": "m2", "content": "hi"}},
+                "RemoveAll",
+            ]}})
+        );
+        let back = update_to_langgraph(update);
+        assert_eq!(
+            back["messages"][0],
+            json!({"type": "remove", "id": "m1", "content": ""})
+        );
+        assert_eq!(back["messages"][1]["type"], "human");
+        assert_eq!(back["messages"][2]["id"], "__remove_all__");
     }
 
     #[test]

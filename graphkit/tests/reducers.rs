@@ -528,3 +528,79 @@ fn an_append_is_a_plain_list_in_json_and_the_older_object_form_still_reads() {
         "{error}"
     );
 }
+
+#[test]
+fn a_keyed_update_is_its_items_in_json_or_its_operations_when_it_removes() {
+    let upserts = EverythingUpdate::new().docs(KeyedUpdate::upsert([Doc { id: 1, body: 2 }]));
+    let json = serde_json::to_value(&upserts).unwrap();
+    assert_eq!(json, serde_json::json!({"docs": [{"id": 1, "body": 2}]}));
+    let back: EverythingUpdate = serde_json::from_value(json).unwrap();
+    assert_eq!(back.docs, upserts.docs);
+
+    let removes = KeyedUpdate::remove_all()
+        .and_upsert(Doc { id: 1, body: 2 })
+        .and_remove(1);
+    let json = serde_json::to_value(EverythingUpdate::new().docs(removes.clone())).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"docs": {"ops": ["RemoveAll", {"Upsert": {"id": 1, "body": 2}}, {"Remove": 1}]}})
+    );
+    let back: EverythingUpdate = serde_json::from_value(json).unwrap();
+    assert_eq!(back.docs, Some(removes));
+
+    let error =
+        serde_json::from_value::<EverythingUpdate>(serde_json::json!({"docs": 3})).unwrap_err();
+    assert!(
+        error.to_string().contains("a list of items to upsert"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn checkpoints_keep_storing_keyed_updates_as_their_operations() {
+    use std::sync::Arc;
+
+    use graphkit::checkpoint::{Checkpointer, InMemorySaver};
+    use graphkit::{CompileOptions, RunConfig, START, StateGraph, SyncNode};
+
+    let saver = Arc::new(InMemorySaver::new());
+    let mut graph = StateGraph::<Everything>::new();
+    graph
+        .add_node(
+            "add",
+            SyncNode::new(|_: &Everything| {
+                EverythingUpdate::new().docs(KeyedUpdate::upsert([Doc { id: 7, body: 1 }]))
+            }),
+        )
+        .add_node(
+            "edit",
+            SyncNode::new(|_: &Everything| {
+                EverythingUpdate::new().docs(KeyedUpdate::upsert([Doc { id: 7, body: 2 }]))
+            }),
+        )
+        .add_edge(START, "add")
+        .add_edge("add", "edit");
+    let graph = graph
+        .compile_with(CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    let config = RunConfig::new().thread_id("keyed");
+    let done = graph
+        .invoke_with(EverythingUpdate::new(), config.clone())
+        .await
+        .unwrap()
+        .into_state();
+    assert_eq!(done.docs, [Doc { id: 7, body: 2 }]);
+    // The step's delta holds the operations as graphkit has always stored them, so
+    // threads saved by earlier versions load, and this one reloads the same.
+    let newest = saver.get("keyed", "", None).await.unwrap().unwrap().record;
+    assert!(!newest.is_snapshot);
+    let payload = String::from_utf8(newest.payload).unwrap();
+    assert!(
+        payload.contains(r#""docs":[{"Upsert":{"id":7,"body":2}}]"#),
+        "{payload}"
+    );
+    assert_eq!(
+        graph.get_state(&config).await.unwrap().values.docs,
+        done.docs
+    );
+}

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{CheckpointRecord, Checkpointer, FORMAT_VERSION};
 use crate::error::StorageError;
-use crate::state::State;
+use crate::state::{State, in_storage_form};
 
 /// A planned task as stored: its node, and its Send input as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,11 +109,18 @@ impl CallRecord {
     }
 }
 
+/// Encodes what graphkit stores (a checkpoint body, a pending write, a cache entry), with
+/// updates in their storage form.
 pub(crate) fn encode<T: Serialize>(value: &T, what: &str) -> Result<Vec<u8>, StorageError> {
-    serde_json::to_vec(value).map_err(|source| StorageError::Serde {
+    in_storage_form(|| serde_json::to_vec(value)).map_err(|source| StorageError::Serde {
         what: what.to_owned(),
         source,
     })
+}
+
+/// Decodes what graphkit stored, with updates in their storage form.
+pub(crate) fn from_storage<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> serde_json::Result<T> {
+    in_storage_form(|| serde_json::from_slice(bytes))
 }
 
 fn corrupt(record: &CheckpointRecord, message: impl Into<String>) -> StorageError {
@@ -145,7 +152,7 @@ pub(crate) fn decode_body<S: State>(record: &CheckpointRecord) -> Result<Body<S>
             format!("its step {} is outside -1..={MAX_STORED_STEP}", record.step),
         ));
     }
-    let body: Body<S> = serde_json::from_slice(&record.payload).map_err(|e| {
+    let body: Body<S> = from_storage(&record.payload).map_err(|e| {
         corrupt(
             record,
             format!(
@@ -174,7 +181,7 @@ pub(crate) fn decode_writes<S: State>(
     if record.format_version > FORMAT_VERSION {
         return Ok(Vec::new());
     }
-    serde_json::from_slice::<WritesOnly<S>>(&record.payload)
+    from_storage::<WritesOnly<S>>(&record.payload)
         .map(|body| body.writes)
         .map_err(|e| corrupt(record, format!("its writes do not decode ({e})")))
 }
@@ -183,7 +190,7 @@ pub(crate) fn decode_pending<S: State>(
     record: &CheckpointRecord,
     payload: &[u8],
 ) -> Result<Pending<S>, StorageError> {
-    serde_json::from_slice(payload)
+    from_storage(payload)
         .map_err(|e| corrupt(record, format!("a pending write does not decode ({e})")))
 }
 

@@ -146,7 +146,7 @@ fn decode<S: State>(
     key: &CacheKey,
     value: &[u8],
 ) -> Option<(Vec<S::Update>, Vec<crate::command::Goto>)> {
-    let decoded = serde_json::from_slice::<TaskWrite<S>>(value)
+    let decoded = format::from_storage::<TaskWrite<S>>(value)
         .map_err(|e| e.to_string())
         .and_then(|writes| Ok((writes.updates, decode_gotos(core, writes.gotos)?)));
     match decoded {

@@ -54,17 +54,124 @@ pub enum KeyedOp<T: Keyed> {
 /// let texts: Vec<_> = docs.iter().map(|d| d.text).collect();
 /// assert_eq!(texts, ["A", "b", "c"]);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(
-    transparent,
-    bound(
-        serialize = "T: Serialize, T::Key: Serialize",
-        deserialize = "T: Deserialize<'de>, T::Key: Deserialize<'de>"
-    )
-)]
+///
+/// As JSON (in streamed updates, task results and the server's API), an update of upserts
+/// only is the plain list of its items, `[{"id": 1, ..}]`; one with removals is
+/// `{"ops": [{"Upsert": item}, {"Remove": key}, "RemoveAll"]}`. Checkpoints store every
+/// update in the `ops` list form without the `{"ops": ..}` wrapper, as graphkit always
+/// has, so stored threads load unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyedUpdate<T: Keyed> {
     /// The operations, applied in order.
     pub ops: Vec<KeyedOp<T>>,
+}
+
+thread_local! {
+    /// Set while graphkit encodes or decodes its own storage (checkpoints, pending
+    /// writes, cache entries): keyed updates there are the bare list of operations.
+    static STORAGE_FORM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` (an encode or decode of graphkit's storage) with keyed updates in their
+/// storage form: a bare list of operations, which is what checkpoints have always held.
+/// Nested and panicking calls restore the previous form.
+pub(crate) fn in_storage_form<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            STORAGE_FORM.with(|form| form.set(self.0));
+        }
+    }
+    let _restore = Restore(STORAGE_FORM.with(|form| form.replace(true)));
+    f()
+}
+
+fn storage_form() -> bool {
+    STORAGE_FORM.with(std::cell::Cell::get)
+}
+
+impl<T> Serialize for KeyedUpdate<T>
+where
+    T: Keyed + Serialize,
+    T::Key: Serialize,
+{
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        if storage_form() {
+            return self.ops.serialize(serializer);
+        }
+        if self.ops.iter().all(|op| matches!(op, KeyedOp::Upsert(_))) {
+            let mut items = serializer.serialize_seq(Some(self.ops.len()))?;
+            for op in &self.ops {
+                if let KeyedOp::Upsert(item) = op {
+                    items.serialize_element(item)?;
+                }
+            }
+            return items.end();
+        }
+        let mut object = serializer.serialize_struct("KeyedUpdate", 1)?;
+        object.serialize_field("ops", &self.ops)?;
+        object.end()
+    }
+}
+
+impl<'de, T> Deserialize<'de> for KeyedUpdate<T>
+where
+    T: Keyed + Deserialize<'de>,
+    T::Key: Deserialize<'de>,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+
+        /// The form with removals: `{"ops": [..]}`.
+        #[derive(Deserialize)]
+        #[serde(
+            deny_unknown_fields,
+            bound = "T: Deserialize<'de>, T::Key: Deserialize<'de>"
+        )]
+        struct Ops<T: Keyed> {
+            ops: Vec<KeyedOp<T>>,
+        }
+
+        struct Visitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T> serde::de::Visitor<'de> for Visitor<T>
+        where
+            T: Keyed + Deserialize<'de>,
+            T::Key: Deserialize<'de>,
+        {
+            type Value = KeyedUpdate<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(
+                    "a list of items to upsert, or {\"ops\": [{\"Upsert\": item}, {\"Remove\": key}, \"RemoveAll\"]}",
+                )
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let seq = SeqAccessDeserializer::new(seq);
+                Ok(match storage_form() {
+                    true => KeyedUpdate {
+                        ops: Vec::<KeyedOp<T>>::deserialize(seq)?,
+                    },
+                    false => KeyedUpdate::upsert(Vec::<T>::deserialize(seq)?),
+                })
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let ops = Ops::<T>::deserialize(MapAccessDeserializer::new(map))?;
+                Ok(KeyedUpdate { ops: ops.ops })
+            }
+        }
+
+        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
+    }
 }
 
 impl<T: Keyed> Default for KeyedUpdate<T> {

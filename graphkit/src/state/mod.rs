@@ -25,6 +25,7 @@ pub use append::{Append, AppendUpdate, ListOp};
 pub use capped::append_capped;
 pub use keyed::Keyed;
 pub use keyed_vec::KeyedVec;
+pub(crate) use merge::in_storage_form;
 pub use merge::{KeyedOp, KeyedUpdate, MergeByKey};
 pub use merge_by::merge_by;
 pub use merge_by_vec::MergeByVec;
