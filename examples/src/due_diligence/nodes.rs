@@ -116,8 +116,8 @@ impl Deps {
     /// Starts one run of `node` (for a search, of its `query`): records `node_start`, with
     /// `"rerun": true` and the number of earlier starts when the trail already holds a
     /// start of the same node at the same depth (a resume runs the nodes of the step the
-    /// killed process was in again). Every event recorded through the returned [`Visit`]
-    /// carries the same mark.
+    /// killed process was in again), then emits the same as a custom stream event. Every
+    /// event recorded through the returned [`Visit`] carries the same mark.
     fn visit(
         &self,
         state: &S,
@@ -139,7 +139,20 @@ impl Deps {
         if earlier > 0 {
             fields["earlier_starts"] = earlier.into();
         }
-        visit.audit(state, "node_start", fields)?;
+        visit.audit(state, "node_start", fields.clone())?;
+        // On the run's stream too (`--stream` prints it), once the start is on disk.
+        if let Some(writer) = graphkit::StreamWriter::current()
+            && let Some(fields) = fields.as_object_mut().map(std::mem::take)
+        {
+            let mut event = json!({"event": "node_start", "depth": state.current_depth});
+            if let Some(event) = event.as_object_mut() {
+                event.extend(fields);
+                if earlier > 0 {
+                    event.insert("rerun".into(), true.into());
+                }
+            }
+            writer.custom(event);
+        }
         Ok(visit)
     }
 
