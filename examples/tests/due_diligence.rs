@@ -40,6 +40,7 @@ fn options(
             resume,
             ..RunTarget::new("t1", RunDir::create(dir).expect("run dir"), checkpointer)
         },
+        session_id: None,
     }
 }
 
@@ -428,6 +429,167 @@ async fn a_killed_run_resumes_without_repeating_searches_and_writes_the_same_rep
             .count(),
         1
     );
+    // The search the first process was killed in ran again, and says so; nothing else did.
+    let starts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "node_start" && e["node"] == "execute_search")
+        .collect();
+    let reruns: Vec<&&Value> = starts.iter().filter(|e| e["rerun"] == true).collect();
+    assert_eq!(reruns.len(), 1, "{reruns:?}");
+    assert_eq!(reruns[0]["earlier_starts"], 1);
+    let query = reruns[0]["query"].as_str().expect("query");
+    assert_eq!(
+        starts.iter().filter(|e| e["query"] == query).count(),
+        2,
+        "{starts:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"] == "model_call" && e["rerun"] == true)
+            .all(|e| e["node"] == "execute_search")
+    );
+}
+
+/// **Test double**: an in-memory checkpointer that saves the run's input, then never
+/// finishes saving anything else (the first step's result): the run stops there as a kill
+/// between a node's audit events and the save of its step would stop it.
+#[derive(Debug)]
+struct StopAtFirstTaskSave {
+    inner: Arc<graphkit::checkpoint::InMemorySaver>,
+    saved: AtomicUsize,
+    reached: Arc<tokio::sync::Notify>,
+}
+
+impl StopAtFirstTaskSave {
+    async fn stop(&self) -> Result<(), graphkit::error::StorageError> {
+        self.reached.notify_one();
+        std::future::pending().await
+    }
+}
+
+#[async_trait]
+impl Checkpointer for StopAtFirstTaskSave {
+    async fn put(
+        &self,
+        record: graphkit::checkpoint::CheckpointRecord,
+    ) -> Result<(), graphkit::error::StorageError> {
+        if self.saved.fetch_add(1, Ordering::SeqCst) > 0 {
+            return self.stop().await;
+        }
+        self.inner.put(record).await
+    }
+
+    async fn put_writes(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+        _: Vec<graphkit::checkpoint::PendingWrite>,
+    ) -> Result<(), graphkit::error::StorageError> {
+        self.stop().await
+    }
+
+    async fn get(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<graphkit::checkpoint::CheckpointTuple>, graphkit::error::StorageError> {
+        self.inner
+            .get(thread_id, checkpoint_ns, checkpoint_id)
+            .await
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        options: &graphkit::checkpoint::ListOptions,
+    ) -> Result<Vec<graphkit::checkpoint::CheckpointRecord>, graphkit::error::StorageError> {
+        self.inner.list(thread_id, checkpoint_ns, options).await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), graphkit::error::StorageError> {
+        self.inner.delete_thread(thread_id).await
+    }
+
+    async fn delete_run(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<u64, graphkit::error::StorageError> {
+        self.inner.delete_run(thread_id, run_id).await
+    }
+
+    async fn try_lock_thread(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<bool, graphkit::error::StorageError> {
+        self.inner.try_lock_thread(thread_id, run_id).await
+    }
+
+    async fn unlock_thread(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<(), graphkit::error::StorageError> {
+        self.inner.unlock_thread(thread_id, run_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_run_stopped_before_initialize_was_saved_keeps_its_session_and_audit_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let saver = Arc::new(graphkit::checkpoint::InMemorySaver::new());
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let mut first = options(
+        dir.path(),
+        corpus(),
+        Arc::new(StopAtFirstTaskSave {
+            inner: Arc::clone(&saver),
+            saved: AtomicUsize::new(0),
+            reached: Arc::clone(&reached),
+        }),
+        false,
+    );
+    first.session_id = Some("dd-kept-1".into());
+    let task = tokio::spawn(async move {
+        let _ = run_due_diligence(&investigation("Orrin Castellane", 2, 2), &first).await;
+    });
+    // initialize ran and audited; its result is never saved: stop the run there.
+    reached.notified().await;
+    task.abort();
+    let _ = task.await;
+    let audit = dir.path().join("audit");
+    let files = || {
+        std::fs::read_dir(&audit)
+            .unwrap()
+            .flatten()
+            .map(|f| f.file_name().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(files(), ["dd-kept-1.jsonl"]);
+
+    // The resume (the CLI gives the id run.json kept): initialize runs again, same id.
+    let mut second = options(dir.path(), corpus(), saver, true);
+    second.session_id = Some("dd-kept-1".into());
+    let outcome = run_due_diligence(&investigation("Orrin Castellane", 2, 2), &second)
+        .await
+        .unwrap();
+    assert_eq!(outcome.state.session_id, "dd-kept-1");
+    assert_eq!(files(), ["dd-kept-1.jsonl"], "no orphan audit file");
+    let events = audit_events(&outcome);
+    let initialize: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["node"] == "initialize")
+        .collect();
+    assert_eq!(initialize.len(), 4, "{initialize:?}");
+    assert!(initialize[..2].iter().all(|e| e.get("rerun").is_none()));
+    assert!(initialize[2..].iter().all(|e| e["rerun"] == true));
+    assert_eq!(initialize[2]["event"], "node_start");
+    assert_eq!(initialize[2]["earlier_starts"], 1);
 }
 
 #[tokio::test]
@@ -561,6 +723,16 @@ fn the_guide_shows_the_graph_as_drawn() {
 }
 
 fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
+    cli_with_delay(run_dir, thread, extra, 30)
+}
+
+/// [`cli`] with model calls of `delay_ms` each.
+fn cli_with_delay(
+    run_dir: &Path,
+    thread: &str,
+    extra: &[&str],
+    delay_ms: u64,
+) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"));
     cmd.args([
         "due-diligence",
@@ -568,9 +740,8 @@ fn cli(run_dir: &Path, thread: &str, extra: &[&str]) -> std::process::Command {
         "--quiet",
         "--max-depth",
         "5",
-        "--offline-delay-ms",
-        "30",
     ])
+    .args(["--offline-delay-ms", &delay_ms.to_string()])
     .args(["--max-concurrent-searches", "1", "--thread", thread])
     .arg("--out")
     .arg(run_dir)
@@ -672,6 +843,163 @@ fn sigkill_mid_search_then_resume_from_the_cli_finishes_without_repeating_search
             .iter()
             .filter(|e| e["event"] == "search")
             .count()
+    );
+}
+
+/// Where a kill lands in one process of the loop: after its `n`-th line on stdout (a
+/// node's update or an event: updates come at the end of a step), after its `n`-th event
+/// line (an event is emitted by a node that is still running), or after its `n`-th
+/// `node_start` event (a node has started, its start is in the audit trail, and a model
+/// call of 150 ms is ahead of it: its step is not saved when the kill lands).
+#[derive(Debug, Clone, Copy)]
+enum KillAfter {
+    Lines(usize),
+    Events(usize),
+    Starts(usize),
+}
+
+/// Runs `cli(.., extra)` with `--stream` and SIGKILLs it at `at`, synchronised on the
+/// child's output. Returns `false` when the run ended first.
+fn kill_at(run_dir: &Path, thread: &str, extra: &[&str], at: KillAfter) -> bool {
+    use std::io::BufRead;
+    // Model calls of 150 ms: the child cannot run far past the line the kill waits for
+    // while this process, perhaps busy with other tests, reads it.
+    let mut child = cli_with_delay(run_dir, thread, extra, 150)
+        .arg("--stream")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let (mut lines, mut events, mut starts) = (0, 0, 0);
+    for line in std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+    {
+        lines += 1;
+        events += usize::from(line.contains(r#""type":"event""#));
+        starts += usize::from(line.contains(r#""event":"node_start""#));
+        let reached = match at {
+            KillAfter::Lines(n) => lines == n,
+            KillAfter::Events(n) => events == n,
+            KillAfter::Starts(n) => starts == n,
+        };
+        if reached {
+            child.kill().expect("SIGKILL");
+            let _ = child.wait();
+            return true;
+        }
+    }
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "the run failed: {status}");
+    false
+}
+
+#[test]
+fn sigkill_loop_keeps_one_session_one_readable_audit_file_and_marks_the_reruns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reference = dir.path().join("reference");
+    assert!(
+        cli(&reference, "ref", &[])
+            .status()
+            .expect("reference run")
+            .success()
+    );
+
+    // A new run killed in its second node, then resumes killed at varied points of their
+    // own output — inside a node that has started, after an event, between steps (after an
+    // update) — over and over until one finishes on its own.
+    let run = dir.path().join("killed");
+    let schedule = [
+        KillAfter::Starts(2),
+        KillAfter::Lines(1),
+        KillAfter::Starts(3),
+        KillAfter::Events(2),
+        KillAfter::Starts(1),
+        KillAfter::Lines(3),
+        KillAfter::Events(1),
+        KillAfter::Starts(2),
+        KillAfter::Lines(2),
+        KillAfter::Starts(1),
+    ];
+    let mut kills = 0;
+    for (i, at) in schedule.into_iter().cycle().take(30).enumerate() {
+        let extra: &[&str] = if i == 0 { &[] } else { &["--resume"] };
+        if !kill_at(&run, "loop", extra, at) {
+            break;
+        }
+        kills += 1;
+    }
+    assert!(kills >= 3, "only {kills} kills landed before the run ended");
+    assert!(
+        cli(&run, "loop", &["--resume"])
+            .status()
+            .expect("resume")
+            .success()
+    );
+    assert_eq!(report_in(&run), report_in(&reference));
+
+    // One session from the first process to the last: one audit file, named by it.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(run.join("run_summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let session = summary["sessionId"].as_str().expect("session id");
+    assert_eq!(run_json(&run)["options"]["session_id"], session);
+    let files: Vec<String> = std::fs::read_dir(run.join("audit"))
+        .expect("audit dir")
+        .flatten()
+        .map(|f| f.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, [format!("{session}.jsonl")], "an orphan audit file");
+
+    // Every line reads (a torn one is marked and skipped), every event is the session's.
+    let trail = AuditLog::read_checked(run.join("audit").join(&files[0])).expect("the trail reads");
+    assert!(trail.torn.iter().all(|t| !t.at_end), "{:?}", trail.torn);
+    let events = trail.events;
+    assert!(events.iter().all(|e| e["session_id"] == session));
+
+    // Each start of a node (at a depth, for a query) after the first is marked a re-run,
+    // with how many came before; and the kills made some.
+    let mut starts: std::collections::BTreeMap<(String, u64, String), Vec<&Value>> =
+        std::collections::BTreeMap::new();
+    for event in events.iter().filter(|e| e["event"] == "node_start") {
+        let key = (
+            event["node"].as_str().unwrap_or("").to_owned(),
+            event["depth"].as_u64().unwrap_or(0),
+            event["query"].as_str().unwrap_or("").to_owned(),
+        );
+        starts.entry(key).or_default().push(event);
+    }
+    let mut reruns = 0;
+    for (key, group) in &starts {
+        assert!(group[0].get("rerun").is_none(), "{key:?}: {:?}", group[0]);
+        for (n, start) in group.iter().enumerate().skip(1) {
+            assert_eq!(start["rerun"], true, "{key:?}: {start}");
+            assert_eq!(start["earlier_starts"], n, "{key:?}: {start}");
+            reruns += 1;
+        }
+    }
+    assert!(
+        reruns > 0,
+        "no node ran again after {kills} kills: {starts:?}"
+    );
+    let repeated: Vec<&Value> = events.iter().filter(|e| e["event"] == "search").collect();
+    let mut queries: Vec<(u64, &str)> = repeated
+        .iter()
+        .map(|e| {
+            (
+                e["depth"].as_u64().unwrap_or(0),
+                e["query"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    let total = queries.len();
+    queries.sort_unstable();
+    queries.dedup();
+    assert_eq!(queries.len(), total, "a search event repeats");
+    eprintln!(
+        "{kills} kills, {reruns} node re-runs marked, {} events",
+        events.len()
     );
 }
 

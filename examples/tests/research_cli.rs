@@ -230,7 +230,7 @@ fn runs_lists_past_runs_with_their_status_and_the_resume_command() {
 }
 
 #[test]
-fn resume_refuses_an_empty_or_truncated_database_naming_it_and_does_not_start_afresh() {
+fn resume_refuses_a_database_sqlite_cannot_use_naming_it_and_does_not_start_afresh() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("run");
     let first = run(
@@ -248,15 +248,37 @@ fn resume_refuses_an_empty_or_truncated_database_naming_it_and_does_not_start_af
         )
         .arg(&out))
     };
+    let sqlite_files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .expect("run dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("checkpoints.sqlite"))
+            .collect();
+        names.sort();
+        names
+    };
 
+    // Cut in half with no write-ahead log to hold the rest: SQLite finds it malformed.
     std::fs::write(&db, &full[..full.len() / 2]).expect("truncate");
     let truncated = resume();
     assert_eq!(truncated.status.code(), Some(2), "{}", stderr(&truncated));
     assert!(
-        stderr(&truncated).contains("checkpoints.sqlite")
-            && stderr(&truncated).contains("truncated"),
+        stderr(&truncated).contains("SQLite cannot use the checkpoint database")
+            && stderr(&truncated).contains("checkpoints.sqlite")
+            && stderr(&truncated).contains("malformed")
+            && stderr(&truncated).contains(&format!("the file is {} bytes", full.len() / 2)),
         "{}",
         stderr(&truncated)
+    );
+    assert_eq!(
+        sqlite_files(),
+        ["checkpoints.sqlite"],
+        "the check created or left files"
+    );
+    assert_eq!(
+        std::fs::metadata(&db).map(|m| m.len()).ok(),
+        Some(full.len() as u64 / 2)
     );
 
     std::fs::write(&db, b"").expect("empty");
@@ -277,7 +299,7 @@ fn resume_refuses_an_empty_or_truncated_database_naming_it_and_does_not_start_af
 }
 
 #[test]
-fn resume_refuses_a_database_without_the_thread_or_a_killed_run_without_its_write_ahead_log() {
+fn resume_refuses_a_database_without_the_thread_or_without_any_checkpoint_and_names_the_log() {
     let dir = tempfile::tempdir().expect("tempdir");
     let other = dir.path().join("other");
     let first = run(cli(
@@ -289,7 +311,7 @@ fn resume_refuses_a_database_without_the_thread_or_a_killed_run_without_its_writ
     assert!(first.status.success(), "{}", stderr(&first));
 
     let out = dir.path().join("killed");
-    killed_run(dir.path(), &out, "wal", &[]);
+    killed_after_lines(dir.path(), &out, "wal", 5);
     let foreign = run(cli(
         dir.path(),
         &["entity-intel", "--quiet", "--resume", "--out"],
@@ -307,6 +329,8 @@ fn resume_refuses_a_database_without_the_thread_or_a_killed_run_without_its_writ
         stderr(&foreign)
     );
 
+    // A killed run whose log SQLite never copied into the file, the log deleted: the file
+    // holds no tables, and the refusal names the log that held them.
     let wal = out.join("checkpoints.sqlite-wal");
     assert!(wal.exists(), "a killed run leaves its write-ahead log");
     std::fs::remove_file(&wal).expect("remove the WAL");
@@ -318,10 +342,269 @@ fn resume_refuses_a_database_without_the_thread_or_a_killed_run_without_its_writ
     .arg(&out));
     assert_eq!(no_wal.status.code(), Some(2), "{}", stderr(&no_wal));
     assert!(
-        stderr(&no_wal).contains("checkpoints.sqlite-wal") && stderr(&no_wal).contains("missing"),
+        stderr(&no_wal).contains("no graphkit checkpoint tables")
+            && stderr(&no_wal).contains("checkpoints.sqlite-wal"),
         "{}",
         stderr(&no_wal)
     );
+}
+
+/// Starts a slow run in `out` and SIGKILLs it once it has printed `lines` JSON lines
+/// (`--stream`): synchronised on the child's output.
+fn killed_after_lines(cwd: &Path, out: &Path, thread: &str, lines: usize) {
+    use std::io::BufRead;
+    let mut child = cli(
+        cwd,
+        &[
+            "entity-intel",
+            "--quiet",
+            "--stream",
+            "--offline-delay-ms",
+            "20",
+        ],
+    )
+    .args(["--max-concurrency", "1", "--thread", thread])
+    .arg("--out")
+    .arg(out)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let printed = std::io::BufReader::new(stdout)
+        .lines()
+        .take(lines)
+        .map_while(Result::ok)
+        .count();
+    assert_eq!(printed, lines, "the run ended before {lines} lines");
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert!(
+        out.join("checkpoints.sqlite-wal").exists(),
+        "a killed run leaves its write-ahead log"
+    );
+}
+
+/// What `database` holds beside its header (its pages, per its header, and its length).
+fn header_pages(database: &Path) -> (u64, u64) {
+    let bytes = std::fs::read(database).expect("database");
+    let page_size = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+        1 => 65_536,
+        n => u64::from(n),
+    };
+    let pages = u64::from(u32::from_be_bytes([
+        bytes[28], bytes[29], bytes[30], bytes[31],
+    ]));
+    (page_size * pages, bytes.len() as u64)
+}
+
+/// Leaves `database` as a checkpoint cut short by a full disk leaves it: SQLite copies the
+/// write-ahead log's pages into the file in page order, page 1 (with the header counting
+/// every page) first, and the file cannot grow for the rest; the log keeps them all.
+/// Page 1 as the log last committed it is written over the file's page 1; the file keeps
+/// its length, and the log is left as it is.
+fn cut_short_checkpoint(database: &Path) {
+    let wal_path = PathBuf::from(format!("{}-wal", database.display()));
+    let wal = std::fs::read(&wal_path).expect("the write-ahead log");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    let page_size = be(&wal[8..12]) as usize;
+    let salts = &wal[16..24];
+    let (mut page_one, mut committed) = (None, None);
+    let mut frame = 32;
+    while frame + 24 + page_size <= wal.len() && &wal[frame + 8..frame + 16] == salts {
+        if be(&wal[frame..frame + 4]) == 1 {
+            page_one = Some(frame + 24);
+        }
+        if be(&wal[frame + 4..frame + 8]) != 0 {
+            committed = page_one;
+        }
+        frame += 24 + page_size;
+    }
+    let page = committed.expect("a committed page 1 in the log");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(database)
+        .expect("database");
+    use std::io::Write;
+    file.write_all(&wal[page..page + page_size])
+        .expect("page 1");
+}
+
+#[test]
+fn resume_after_a_full_disk_continues_from_the_write_ahead_log_as_it_shows_on_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("full");
+    killed_after_lines(dir.path(), &out, "full", 12);
+    let db = out.join("checkpoints.sqlite");
+    cut_short_checkpoint(&db);
+    let (counted, len) = header_pages(&db);
+    assert!(
+        len < counted,
+        "the file is shorter than its header says ({len} < {counted}), as after a full disk"
+    );
+    assert_eq!(read_json(&out.join("run.json"))["status"], "running");
+
+    let resumed = run(cli(
+        dir.path(),
+        &["entity-intel", "--quiet", "--resume", "--out"],
+    )
+    .arg(&out));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    every_todo_done(&out);
+    assert_eq!(read_json(&out.join("run.json"))["status"], "finished");
+}
+
+/// `unshare` can give this test a mount namespace (as root, or through a user namespace)
+/// in which to mount a small tmpfs; `Err(why)` when it cannot (a container without the
+/// permission, no `unshare`).
+fn can_mount_a_small_tmpfs(scratch: &Path) -> Result<(), String> {
+    let probe = Process::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c"])
+        .arg("mount -t tmpfs -o size=64k tmpfs \"$1\"")
+        .arg("sh")
+        .arg(scratch)
+        .output()
+        .map_err(|e| format!("unshare: {e}"))?;
+    if probe.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "unshare --user --map-root-user --mount cannot mount a tmpfs here: {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        ))
+    }
+}
+
+#[test]
+fn resume_after_a_real_full_disk_continues_from_the_write_ahead_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).expect("mount point");
+    if let Err(why) = can_mount_a_small_tmpfs(&mount) {
+        eprintln!(
+            "skipped: {why} (the simulated full disk of resume_after_a_full_disk_continues_from_the_write_ahead_log_as_it_shows_on_disk still runs)"
+        );
+        return;
+    }
+    // In a mount namespace of its own: a 600 kB tmpfs that the run fills (its checkpoints
+    // need more), then the run folder copied out as a user would after freeing space.
+    let copy = dir.path().join("copied");
+    std::fs::create_dir(&copy).expect("copy dir");
+    let script = r#"mount -t tmpfs -o size=600k tmpfs "$1" || exit 90
+"$3" entity-intel --quiet --max-concurrency 1 --thread full --out "$1/run" 2>"$2/stderr.txt"
+echo $? > "$2/status.txt"
+cp -a "$1/run" "$2/run""#;
+    let ran = Process::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+        ])
+        .arg(&mount)
+        .arg(&copy)
+        .arg(env!("CARGO_BIN_EXE_graphkit-research"))
+        .output()
+        .expect("unshare");
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let failed = std::fs::read_to_string(copy.join("stderr.txt")).unwrap_or_default();
+    let status = std::fs::read_to_string(copy.join("status.txt")).unwrap_or_default();
+    assert_eq!(
+        status.trim(),
+        "1",
+        "the run fails on the full disk: {failed}"
+    );
+    assert!(failed.contains("No space left on device"), "{failed}");
+    let out = copy.join("run");
+    let db = out.join("checkpoints.sqlite");
+    let (counted, len) = header_pages(&db);
+    assert!(
+        len < counted && out.join("checkpoints.sqlite-wal").exists(),
+        "the full disk cut SQLite's checkpoint short ({len} of {counted} bytes, the rest in the log)"
+    );
+    assert_eq!(
+        read_json(&out.join("run.json"))["status"],
+        "running",
+        "run.json could not be rewritten on the full disk"
+    );
+
+    let resumed = run(cli(
+        dir.path(),
+        &["entity-intel", "--quiet", "--resume", "--out"],
+    )
+    .arg(&out));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    every_todo_done(&out);
+}
+
+#[test]
+fn resume_after_another_program_read_the_database_of_a_killed_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("read");
+    killed_after_lines(dir.path(), &out, "read", 12);
+    // What `sqlite3 checkpoints.sqlite "select count(*) ..."` does: open, read, close; the
+    // last connection to close copies the log into the file and removes it.
+    let db = out.join("checkpoints.sqlite");
+    {
+        let conn = rusqlite::Connection::open(&db).expect("open");
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM graphkit_checkpoints", [], |r| {
+                r.get(0)
+            })
+            .expect("count");
+        assert!(count > 0);
+    }
+    assert!(
+        !out.join("checkpoints.sqlite-wal").exists(),
+        "the log was folded in"
+    );
+    assert_eq!(read_json(&out.join("run.json"))["status"], "running");
+
+    let resumed = run(cli(
+        dir.path(),
+        &["entity-intel", "--quiet", "--resume", "--out"],
+    )
+    .arg(&out));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    every_todo_done(&out);
+}
+
+#[test]
+fn resume_after_run_json_could_not_be_rewritten_at_the_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("stale");
+    let first = run(cli(
+        dir.path(),
+        &["entity-intel", "--quiet", "--thread", "stale"],
+    )
+    .arg("--out")
+    .arg(&out));
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        !out.join("checkpoints.sqlite-wal").exists(),
+        "closed cleanly"
+    );
+    // What a failed final rewrite leaves: run.json as the start wrote it (atomic writes
+    // keep the old content).
+    let mut manifest = read_json(&out.join("run.json"));
+    manifest["status"] = "running".into();
+    std::fs::write(out.join("run.json"), manifest.to_string()).expect("run.json");
+
+    let resumed = run(cli(
+        dir.path(),
+        &["entity-intel", "--quiet", "--resume", "--out"],
+    )
+    .arg(&out));
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    every_todo_done(&out);
+    assert_eq!(read_json(&out.join("run.json"))["status"], "finished");
 }
 
 #[test]
@@ -566,4 +849,81 @@ async fn a_todo_interrupted_and_resumed_after_longer_than_its_timeout_still_comp
     let todo = done.todo_list.get(&in_progress).expect("the todo");
     assert_eq!(todo.status, TodoStatus::Completed, "{todo:?}");
     assert_eq!(done.todo_list.count(TodoStatus::Blocked), 0);
+}
+
+/// A model server on 127.0.0.1 that answers every request with HTTP 429 (as a provider
+/// over its rate limit does). Returns its base URL; it serves until the test process ends.
+fn rate_limited_model_server() -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut length = 0usize;
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+                if let Some((name, value)) = line.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let reply = r#"{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}"#;
+            let _ = write!(
+                reader.get_mut(),
+                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn a_run_whose_model_calls_all_fail_exits_non_zero_and_says_why_in_the_todos_and_on_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("limited");
+    let model = format!(
+        "openai-compatible:{}#rate-limited",
+        rate_limited_model_server()
+    );
+    let ran = run(cli(
+        dir.path(),
+        &[
+            "entity-intel",
+            "--quiet",
+            "--thread",
+            "limited",
+            "--model",
+            &model,
+        ],
+    )
+    .arg("--out")
+    .arg(&out)
+    // One attempt per call: the test is about what a run does once retries are spent.
+    .env("GRAPHKIT_MODEL_RETRIES", "0"));
+    let text = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("error: every model call failed")
+            && text.contains("HTTP 429")
+            && text.contains("Rate limit reached"),
+        "{text}"
+    );
+    assert_eq!(read_json(&out.join("run.json"))["status"], "failed");
+    for bundle in BUNDLES {
+        let master = read_json(&out.join(bundle).join("research_complete.json"));
+        for todo in master["todoList"]["todos"].as_array().expect("todos") {
+            let notes = todo["notes"].as_str().unwrap_or("");
+            assert!(
+                notes.contains("every model call failed") && notes.contains("HTTP 429"),
+                "{todo}"
+            );
+            assert!(!notes.contains("without calling a tool"), "{todo}");
+        }
+    }
 }

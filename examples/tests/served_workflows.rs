@@ -260,7 +260,14 @@ async fn due_diligence_runs_stateless_to_success_with_its_report() {
     assert!(state["report"].is_object(), "no report: {state}");
     assert!(state["search_count"].as_u64().unwrap_or(0) > 0, "{state}");
     let session = state["session_id"].as_str().expect("session id");
-    assert!(!session.is_empty());
+    // Made from the server's run id (kept when another process takes the run over).
+    let run_id = session
+        .strip_prefix("dd-")
+        .expect("a due-diligence session id");
+    assert!(
+        run_id.len() == 36 && run_id.chars().all(|c| c.is_ascii_hexdigit() || c == '-'),
+        "{session}"
+    );
     let reports = s
         .dir
         .path()

@@ -71,6 +71,7 @@ fn dd_options(dir: &Path, corpus: &Path) -> DueDiligenceOptions {
             RunDir::create(dir).expect("run dir"),
             Arc::new(graphkit::checkpoint::InMemorySaver::new()),
         ),
+        session_id: None,
     }
 }
 

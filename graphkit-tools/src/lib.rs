@@ -57,7 +57,7 @@ mod tool;
 
 pub use agent::{AGENT_NODE, ReactAgent};
 pub use agent_state::{AgentState, AgentStateUpdate};
-pub use audit::AuditLog;
+pub use audit::{AuditLog, AuditRead, TornLine};
 pub use error::ToolError;
 pub use function::{FnTool, tool_fn, tool_fn_with_runtime};
 pub use graph_tool::{GraphTool, reply_with_last_message};

@@ -2,6 +2,7 @@
 //! dependencies' generic code) with a module per file: `cargo test -p <crate> --test integration
 //! <file>::` runs one file's tests.
 
+mod audit_kill;
 mod fetch_guard;
 mod from_langgraph;
 mod graph_tool;

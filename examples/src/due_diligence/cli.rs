@@ -101,6 +101,7 @@ struct DueDiligencePlan {
     search: Arc<dyn SearchBackend>,
     results_per_search: usize,
     max_concurrent_searches: usize,
+    session_id: String,
 }
 
 impl Workflow for DueDiligence {
@@ -215,6 +216,9 @@ impl Workflow for DueDiligence {
             session.option("results_per_search", args.results_per_search)?;
         let max_tokens_per_call: u32 =
             session.option("max_tokens_per_call", args.max_tokens_per_call)?;
+        // Chosen once, kept in run.json: every resume gives `initialize` the same id, so a
+        // run killed before its first step was saved keeps its audit file.
+        let session_id: String = session.option("session_id", super::nodes::new_session_id())?;
 
         let offline: Arc<dyn ChatModel> =
             Arc::new(offline_model().with_delay(Duration::from_millis(offline_delay_ms)));
@@ -248,6 +252,7 @@ impl Workflow for DueDiligence {
             search,
             results_per_search,
             max_concurrent_searches,
+            session_id,
         })
     }
 }
@@ -278,6 +283,7 @@ impl Plan for DueDiligencePlan {
             results_per_search: self.results_per_search,
             max_concurrent_searches: self.max_concurrent_searches,
             target: launch.target(),
+            session_id: Some(self.session_id),
         };
         let outcome = run_due_diligence(&self.investigation, &options).await?;
         Ok(Ending::Finish(
@@ -405,6 +411,7 @@ async fn evaluate_personas(
                 RunDir::create(root.join(&persona.id))?,
                 CheckpointChoice::Memory.open().await?,
             ),
+            session_id: None,
         };
         let outcome = run_due_diligence(&investigation, &options).await?;
         scores.push(evaluate::score(persona, &outcome.state));

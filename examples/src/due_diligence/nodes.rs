@@ -113,15 +113,59 @@ impl Deps {
             .map_err(Into::into)
     }
 
+    /// Starts one run of `node` (for a search, of its `query`): records `node_start`, with
+    /// `"rerun": true` and the number of earlier starts when the trail already holds a
+    /// start of the same node at the same depth (a resume runs the nodes of the step the
+    /// killed process was in again), then emits the same as a custom stream event. Every
+    /// event recorded through the returned [`Visit`] carries the same mark.
+    fn visit(
+        &self,
+        state: &S,
+        node: &'static str,
+        query: Option<&str>,
+    ) -> Result<Visit<'_>, BoxError> {
+        let earlier = self
+            .audit
+            .count_start(&state.session_id, node, state.current_depth, query);
+        let visit = Visit {
+            deps: self,
+            node,
+            earlier,
+        };
+        let mut fields = json!({"node": node});
+        if let Some(query) = query {
+            fields["query"] = query.into();
+        }
+        if earlier > 0 {
+            fields["earlier_starts"] = earlier.into();
+        }
+        visit.audit(state, "node_start", fields.clone())?;
+        // On the run's stream too (`--stream` prints it), once the start is on disk.
+        if let Some(writer) = graphkit::StreamWriter::current()
+            && let Some(fields) = fields.as_object_mut().map(std::mem::take)
+        {
+            let mut event = json!({"event": "node_start", "depth": state.current_depth});
+            if let Some(event) = event.as_object_mut() {
+                event.extend(fields);
+                if earlier > 0 {
+                    event.insert("rerun".into(), true.into());
+                }
+            }
+            writer.custom(event);
+        }
+        Ok(visit)
+    }
+
     /// Asks `model` for a `T`, auditing the call (tokens, duration, cost) or its error.
     async fn ask<T: JsonSchema + DeserializeOwned>(
         &self,
+        visit: &Visit<'_>,
         state: &S,
-        node: &str,
         model: &Arc<dyn ChatModel>,
         messages: &[Message],
         usage: &mut Usage,
     ) -> Result<Result<T, LlmError>, BoxError> {
+        let node = visit.node;
         let started = Instant::now();
         let structured = Arc::clone(model).with_structured_output::<T>();
         let schema = structured.format().name.clone();
@@ -136,7 +180,7 @@ impl Deps {
                 usage.input += tokens.input_tokens;
                 usage.output += tokens.output_tokens;
                 usage.cost += cost.unwrap_or(0.0);
-                self.audit(
+                visit.audit(
                     state,
                     "model_call",
                     json!({"node": node, "model": name, "schema": schema, "ok": true,
@@ -146,13 +190,13 @@ impl Deps {
                 Ok(Ok(value))
             }
             Err(err) => {
-                self.audit(
+                visit.audit(
                     state,
                     "model_call",
                     json!({"node": node, "model": model.model_name(), "schema": schema, "ok": false,
                            "duration_ms": duration_ms, "error": err.to_string()}),
                 )?;
-                self.audit(
+                visit.audit(
                     state,
                     "error",
                     json!({"node": node, "error": err.to_string()}),
@@ -163,12 +207,32 @@ impl Deps {
     }
 }
 
+/// One run of a node, as the audit trail sees it (see [`Deps::visit`]).
+struct Visit<'a> {
+    deps: &'a Deps,
+    node: &'static str,
+    /// Starts of the same node (same depth, same query) the trail held before this one.
+    earlier: u32,
+}
+
+impl Visit<'_> {
+    /// Records `event` with `fields`, marked `"rerun": true` when the node runs again.
+    fn audit(&self, state: &S, event: &str, mut fields: Value) -> Result<(), BoxError> {
+        if self.earlier > 0
+            && let Some(fields) = fields.as_object_mut()
+        {
+            fields.insert("rerun".into(), true.into());
+        }
+        self.deps.audit(state, event, fields)
+    }
+}
+
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A new session id: `dd-<UTC time>-<random hex>`.
-fn new_session_id() -> String {
+pub(crate) fn new_session_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let stamp: String = rfc3339(now_ms())
         .chars()
@@ -179,16 +243,47 @@ fn new_session_id() -> String {
     format!("dd-{stamp}-{:06x}", hasher.finish() & 0xff_ffff)
 }
 
+/// The [`RunConfig`](graphkit::RunConfig) value that gives `initialize` the session id
+/// (the CLI's, kept in `run.json`), so a run resumed before `initialize`'s step was saved
+/// keeps its id and its audit file.
+pub const SESSION_ID_KEY: &str = "due_diligence_session_id";
+
+/// The session id `initialize` gives the run: [`SESSION_ID_KEY`] when the run's config
+/// has it; else, on a server, one made from the run's id (`run_id` in the checkpoint
+/// metadata, kept when another process takes an interrupted run over); else a new one.
+fn session_id_for(ctx: &NodeContext) -> String {
+    let config = ctx.config();
+    if let Some(id) = config
+        .value(SESSION_ID_KEY)
+        .and_then(Value::as_str)
+        .filter(|id| file_safe(id).is_ok())
+    {
+        return id.to_owned();
+    }
+    match config
+        .checkpoint_metadata()
+        .get("run_id")
+        .and_then(Value::as_str)
+    {
+        Some(run) if file_safe(run).is_ok() => format!("dd-{run}"),
+        _ => new_session_id(),
+    }
+}
+
 /// `initialize`: session id, start time, depth 0, counters at 0.
-pub async fn initialize(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
-    let session_id = new_session_id();
+pub async fn initialize(
+    state: Arc<S>,
+    ctx: NodeContext,
+    deps: RunContext<Deps>,
+) -> Result<Update, BoxError> {
+    let session_id = session_id_for(&ctx);
     let start = now_ms();
     let session = S {
         session_id: session_id.clone(),
         ..S::default()
     };
-    deps.audit(&session, "node_start", json!({"node": INITIALIZE}))?;
-    deps.audit(
+    let visit = deps.visit(&session, INITIALIZE, None)?;
+    visit.audit(
         &session,
         "node_end",
         json!({"node": INITIALIZE, "subject": state.subject, "max_depth": state.max_depth}),
@@ -208,13 +303,13 @@ pub async fn generate_queries(
     ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
-    deps.audit(&state, "node_start", json!({"node": GENERATE_QUERIES}))?;
+    let visit = deps.visit(&state, GENERATE_QUERIES, None)?;
     let mut usage = Usage::default();
     let mut errors = 0;
     let proposed = match deps
         .ask::<SearchQueriesList>(
+            &visit,
             &state,
-            GENERATE_QUERIES,
             &deps.strategy_model,
             &prompts::queries(&state),
             &mut usage,
@@ -229,7 +324,7 @@ pub async fn generate_queries(
     };
     let queries = select_queries(&state, proposed);
     if queries.is_empty() {
-        deps.audit(
+        visit.audit(
             &state,
             "no_new_queries",
             json!({"node": GENERATE_QUERIES, "note": "every proposed query was already executed (or none was proposed); routing on to reflection"}),
@@ -237,7 +332,7 @@ pub async fn generate_queries(
     }
     ctx.writer()
         .custom(json!({"event": "queries", "depth": state.current_depth, "queries": queries}));
-    deps.audit(
+    visit.audit(
         &state,
         "node_end",
         json!({"node": GENERATE_QUERIES, "queries": queries}),
@@ -311,7 +406,9 @@ pub async fn execute_search(
     let started_at = rfc3339(now_ms());
     let started = Instant::now();
     let mut usage = Usage::default();
-    let outcome = search_once(&state, &task, &deps, &mut usage).await?;
+    // The task's state is the step's: its depth is the task's.
+    let visit = deps.visit(&state, EXECUTE_SEARCH, Some(&task.query))?;
+    let outcome = search_once(&state, &task, &deps, &visit, &mut usage).await?;
     let duration_ms = elapsed_ms(started);
     let (output, error) = match outcome {
         Ok(output) => (Some(output), None),
@@ -325,7 +422,7 @@ pub async fn execute_search(
     } else {
         "search_repeated"
     };
-    deps.audit(
+    visit.audit(
         &state,
         event,
         json!({"query": task.query, "ok": error.is_none(), "error": error,
@@ -353,6 +450,7 @@ async fn search_once(
     state: &S,
     task: &SearchTask,
     deps: &Deps,
+    visit: &Visit<'_>,
     usage: &mut Usage,
 ) -> Result<Result<WebSearchOutput, String>, BoxError> {
     let hits = match deps
@@ -377,14 +475,14 @@ async fn search_once(
         .collect();
     let messages = prompts::web_search(&state.subject, &task.query, &pages);
     match deps
-        .ask::<WebSearchOutput>(state, EXECUTE_SEARCH, &deps.search_model, &messages, usage)
+        .ask::<WebSearchOutput>(visit, state, &deps.search_model, &messages, usage)
         .await?
     {
         Ok(mut output) => {
             output.query = task.query.clone();
             let rejected = keep_sources_about_the_subject(state, &mut output, &pages);
             if !rejected.is_empty() {
-                deps.audit(
+                visit.audit(
                     state,
                     "sources_rejected",
                     json!({"query": task.query, "urls": rejected,
@@ -463,15 +561,15 @@ pub async fn analyze_and_reflect(
     ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
-    deps.audit(&state, "node_start", json!({"node": ANALYZE_AND_REFLECT}))?;
+    let visit = deps.visit(&state, ANALYZE_AND_REFLECT, None)?;
     let depth = state.current_depth;
     let mut usage = Usage::default();
     let mut errors = Vec::new();
 
     let reflection = match deps
         .ask::<ReflectionOutput>(
+            &visit,
             &state,
-            ANALYZE_AND_REFLECT,
             &deps.strategy_model,
             &prompts::reflection(&state),
             &mut usage,
@@ -492,8 +590,8 @@ pub async fn analyze_and_reflect(
 
     let merged = match deps
         .ask::<EntityMergeOutput>(
+            &visit,
             &state,
-            ANALYZE_AND_REFLECT,
             &deps.search_model,
             &prompts::merge(
                 &state.discovered_entities,
@@ -563,7 +661,7 @@ pub async fn analyze_and_reflect(
         &history,
         state.stagnation_threshold,
     );
-    deps.audit(
+    visit.audit(
         &state,
         "routing",
         json!({"node": ANALYZE_AND_REFLECT, "new_depth": new_depth, "max_depth": state.max_depth,
@@ -580,7 +678,7 @@ pub async fn analyze_and_reflect(
         "new_entities": new_names.len(), "red_flags": all_indicators.red_flags.len(),
         "decision": decision.map_or("continue".to_owned(), |r| format!("finalize: {r}")),
     }));
-    deps.audit(
+    visit.audit(
         &state,
         "node_end",
         json!({"node": ANALYZE_AND_REFLECT, "entities": entity_count, "new_entities": new_names}),
@@ -682,12 +780,12 @@ pub(crate) fn route_after_reflection(state: &S) -> &'static str {
 
 /// `map_connections`: the entity graph, patterns, suspicious connections, importance.
 pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
-    deps.audit(&state, "node_start", json!({"node": MAP_CONNECTIONS}))?;
+    let visit = deps.visit(&state, MAP_CONNECTIONS, None)?;
     let mut usage = Usage::default();
     let (graph, errors) = match deps
         .ask::<ConnectionMappingOutput>(
+            &visit,
             &state,
-            MAP_CONNECTIONS,
             &deps.search_model,
             &prompts::connections(&state),
             &mut usage,
@@ -714,7 +812,7 @@ pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Up
             1,
         ),
     };
-    deps.audit(
+    visit.audit(
         &state,
         "node_end",
         json!({"node": MAP_CONNECTIONS, "nodes": graph.nodes.len(), "edges": graph.edges.len(),
@@ -726,12 +824,12 @@ pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Up
 /// `synthesize_report`: the 18 sections, plus metadata; saves
 /// `reports/{session_id}_report.json` and the HTML rendering.
 pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
-    deps.audit(&state, "node_start", json!({"node": SYNTHESIZE_REPORT}))?;
+    let visit = deps.visit(&state, SYNTHESIZE_REPORT, None)?;
     let mut usage = Usage::default();
     let (sections, errors) = match deps
         .ask::<DueDiligenceReport>(
+            &visit,
             &state,
-            SYNTHESIZE_REPORT,
             &deps.search_model,
             &prompts::synthesis(&state),
             &mut usage,
@@ -762,7 +860,7 @@ pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<
         &html_path,
         &report::render_html(&file, &state.entity_graph),
     )?;
-    deps.audit(
+    visit.audit(
         &state,
         "node_end",
         json!({"node": SYNTHESIZE_REPORT, "report": json_path.display().to_string(),

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::graph::build_graph;
 use super::input::Investigation;
-use super::nodes::{Deps, default_prices};
+use super::nodes::{Deps, SESSION_ID_KEY, default_prices};
 use super::state::{DueDiligenceState, DueDiligenceStateUpdate};
 use super::termination::TerminationReason;
 use super::trail::{AuditTrail, audit_path};
@@ -39,6 +39,11 @@ pub struct DueDiligenceOptions {
     /// The thread, checkpoints, resume, progress and Ctrl-C; `reports/`, `audit/` and
     /// `run_summary.json` go into its run directory.
     pub target: RunTarget,
+    /// The session id (names the report and audit files): the same on every resume of
+    /// the run, so a run killed before `initialize`'s step was saved keeps its audit file
+    /// (the CLI keeps it in `run.json`). `None`: `initialize` makes one (a thread that
+    /// already has one keeps it).
+    pub session_id: Option<String>,
 }
 
 impl std::fmt::Debug for DueDiligenceOptions {
@@ -150,7 +155,11 @@ pub async fn run_due_diligence(
         deps,
         CompileOptions::new().checkpointer(Arc::clone(&options.target.checkpointer)),
     )?;
-    let config = RunConfig::new()
+    let mut config = RunConfig::new();
+    if let Some(session_id) = &options.session_id {
+        config = config.with_value(SESSION_ID_KEY, session_id.as_str());
+    }
+    let config = config
         .thread_id(&options.target.thread)
         .max_concurrency(options.max_concurrent_searches.max(1))
         .recursion_limit(20 + 6 * usize::try_from(investigation.max_depth).unwrap_or(20))

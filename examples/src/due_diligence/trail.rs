@@ -17,7 +17,39 @@ use crate::shared::time::{now_ms, rfc3339};
 pub struct AuditTrail {
     dir: PathBuf,
     logs: Mutex<HashMap<String, AuditLog>>,
-    searched: Mutex<HashSet<(String, u32, String)>>,
+    /// Per session: what its file (as read once) and this process recorded so far.
+    known: Mutex<HashMap<String, Known>>,
+}
+
+/// The searches and node starts of one session's trail.
+#[derive(Debug, Default)]
+struct Known {
+    /// `(depth, query)` of every `search` event.
+    searches: HashSet<(u32, String)>,
+    /// `(node, depth, query)` of every `node_start` event, with how many there are.
+    starts: HashMap<(String, u32, String), u32>,
+}
+
+impl Known {
+    /// What the trail file at `path` holds (nothing when it cannot be read).
+    fn read(path: &Path) -> Self {
+        let mut known = Self::default();
+        for event in AuditLog::read(path).unwrap_or_default() {
+            let depth = u32::try_from(event["depth"].as_u64().unwrap_or(0)).unwrap_or(0);
+            let query = event["query"].as_str().unwrap_or("").to_owned();
+            match event["event"].as_str() {
+                Some("search") => {
+                    known.searches.insert((depth, query));
+                }
+                Some("node_start") => {
+                    let node = event["node"].as_str().unwrap_or("").to_owned();
+                    *known.starts.entry((node, depth, query)).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        known
+    }
 }
 
 impl AuditTrail {
@@ -26,7 +58,7 @@ impl AuditTrail {
         Self {
             dir: dir.into(),
             logs: Mutex::default(),
-            searched: Mutex::default(),
+            known: Mutex::default(),
         }
     }
 
@@ -35,23 +67,43 @@ impl AuditTrail {
     /// search killed before its result was saved logs it as `search_repeated`, not as a
     /// second `search`.
     pub(crate) fn first_search(&self, session_id: &str, depth: u32, query: &str) -> bool {
-        if file_safe(session_id).is_err() {
-            // Not a file name: there is no earlier file to read (`record` refuses it).
-            return true;
-        }
-        let mut searched = self.searched.lock().unwrap_or_else(PoisonError::into_inner);
-        if !searched.iter().any(|(s, _, _)| s == session_id) {
-            for event in AuditLog::read(self.path(session_id)).unwrap_or_default() {
-                if event["event"] == "search" {
-                    let depth = u32::try_from(event["depth"].as_u64().unwrap_or(0)).unwrap_or(0);
-                    let query = event["query"].as_str().unwrap_or("").to_owned();
-                    searched.insert((session_id.to_owned(), depth, query));
-                }
-            }
-            // Marks the session as loaded even when its file had no search yet.
-            searched.insert((session_id.to_owned(), u32::MAX, String::new()));
-        }
-        searched.insert((session_id.to_owned(), depth, query.to_owned()))
+        self.with_known(session_id, |known| {
+            known.searches.insert((depth, query.to_owned()))
+        })
+        .unwrap_or(true)
+    }
+
+    /// Counts a start of `node` at `depth` (for `query`, a search's) in `session_id`'s
+    /// trail and returns how many starts of it the trail held before (the file's earlier
+    /// events included): more than 0 means the node runs again — after a resume, the
+    /// nodes of the step a process was killed in run again from their start.
+    pub(crate) fn count_start(
+        &self,
+        session_id: &str,
+        node: &str,
+        depth: u32,
+        query: Option<&str>,
+    ) -> u32 {
+        self.with_known(session_id, |known| {
+            let count = known
+                .starts
+                .entry((node.to_owned(), depth, query.unwrap_or("").to_owned()))
+                .or_default();
+            *count += 1;
+            *count - 1
+        })
+        .unwrap_or(0)
+    }
+
+    /// Runs `f` on what `session_id`'s trail holds (read from its file the first time);
+    /// `None` when the id cannot name a file (there is no earlier file; `record` refuses it).
+    fn with_known<T>(&self, session_id: &str, f: impl FnOnce(&mut Known) -> T) -> Option<T> {
+        let session_id = file_safe(session_id).ok()?;
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = known
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Known::read(&self.path(session_id)));
+        Some(f(entry))
     }
 
     /// The audit file of `session_id`.
@@ -72,6 +124,8 @@ impl AuditTrail {
         fields: Value,
     ) -> Result<(), graphkit_tools::ToolError> {
         let session_id = file_safe(session_id)?;
+        // What the file held before this process wrote to it, read before the first write.
+        self.with_known(session_id, |_| ());
         let log = {
             let mut logs = self.logs.lock().unwrap_or_else(PoisonError::into_inner);
             match logs.get(session_id) {

@@ -218,10 +218,7 @@ pub async fn research_agent(
                 budget.tool_calls, limits.max_tool_calls_per_todo
             ))
         } else if budget.idle_turns >= limits.max_idle_turns_per_todo {
-            Some(format!(
-                "the model answered {} times without calling a tool (limit {})",
-                budget.idle_turns, limits.max_idle_turns_per_todo
-            ))
+            Some(idle_reason(&budget, limits.max_idle_turns_per_todo))
         } else if elapsed > limits.todo_timeout {
             Some(format!(
                 "timed out after {} s (limit {} s)",
@@ -273,6 +270,8 @@ pub async fn research_agent(
             worked_ms: 0,
             session: session.clone(),
             last_tick_ms: now,
+            failed_calls: 0,
+            last_error: None,
         };
         current = Some(next.id);
     }
@@ -344,9 +343,28 @@ pub async fn research_agent(
             tracing::warn!(error = %err, todo = %current_id, "model call failed");
             ctx.writer().custom(json!({"event": "warning", "todoId": current_id, "message": format!("model call failed: {err}")}));
             budget.idle_turns += 1;
+            budget.failed_calls = budget.failed_calls.saturating_add(1);
+            budget.last_error = Some(err.to_string());
         }
     }
     Ok(update.todo_budget(budget).messages(message_ops))
+}
+
+/// Why a todo that used up its turns without a tool call is blocked: the model's errors
+/// when its calls failed (an HTTP 429 is not "the model answered"), else the turns.
+fn idle_reason(budget: &TodoBudget, limit: u32) -> String {
+    let error = budget.last_error.as_deref().unwrap_or("(no message)");
+    let (idle, failed) = (budget.idle_turns, budget.failed_calls);
+    if failed >= idle {
+        format!("every model call failed ({failed} of {idle}, limit {limit}); the last: {error}")
+    } else if failed > 0 {
+        format!(
+            "the model answered {} times without calling a tool and {failed} call(s) failed (limit {limit}); the last failure: {error}",
+            idle - failed
+        )
+    } else {
+        format!("the model answered {idle} times without calling a tool (limit {limit})")
+    }
 }
 
 /// `true` when the provider stopped a tool call at the token cap (`length` for

@@ -157,6 +157,13 @@ pub struct TodoBudget {
     /// When that session last looked at it (ms since the epoch).
     #[serde(default)]
     pub(crate) last_tick_ms: i64,
+    /// Model calls that failed while it was current (an HTTP 429, a reply over the size
+    /// cap, a timeout; each also counts as a turn without a tool call).
+    #[serde(default)]
+    pub(crate) failed_calls: u32,
+    /// The last of those failures: the reason a todo blocked by them gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_error: Option<String>,
 }
 
 impl TodoBudget {

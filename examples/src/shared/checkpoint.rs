@@ -7,7 +7,6 @@ use std::sync::Arc;
 use graphkit::checkpoint::{Checkpointer, InMemorySaver, SqliteSaver};
 
 use super::ExampleError;
-use super::run_dir::RunStatus;
 
 /// Where checkpoints are kept.
 ///
@@ -122,21 +121,25 @@ impl CheckpointChoice {
     }
 
     /// Opens the checkpointer for a new run (creating the SQLite file), or, with
-    /// `resuming = Some(status)` (the status of the run that last wrote the database, see
-    /// [`RunSession::checkpoint_status`](super::RunSession::checkpoint_status)), checks first that the
-    /// run's checkpoints are really there: a missing, empty or truncated SQLite file, or
-    /// a missing write-ahead log of a run that was killed, is an error naming the file,
-    /// never a fresh database.
+    /// `resuming = Some(thread)`, for a resume of `thread`: a SQLite file is first opened
+    /// read-only and SQLite is asked whether it is usable ([`check_sqlite_database`]); a
+    /// resume is refused only when SQLite says it is not (or the file is missing), never
+    /// from file sizes or from which `-wal` file exists, and never with a fresh database.
     ///
     /// # Errors
-    /// [`ExampleError::Resume`] for the checks above; as [`open`](Self::open).
+    /// [`ExampleError::Resume`] when SQLite finds the file unusable; as [`open`](Self::open).
     pub(crate) async fn open_for_run(
         &self,
-        resuming: Option<RunStatus>,
+        resuming: Option<&str>,
     ) -> Result<OpenCheckpointer, ExampleError> {
         match (self, resuming) {
-            (Self::Sqlite(path), Some(status)) => {
-                check_sqlite_file(path, status)?;
+            (Self::Sqlite(path), Some(thread)) => {
+                let (checked, thread) = (path.clone(), thread.to_owned());
+                tokio::task::spawn_blocking(move || check_sqlite_database(&checked, &thread))
+                    .await
+                    .map_err(|e| {
+                        ExampleError::Resume(format!("checking {}: {e}", path.display()))
+                    })??;
                 let sqlite = SqliteSaver::open(path).await.map_err(|e| {
                     ExampleError::Resume(format!(
                         "cannot open the checkpoint database {}: {e}",
@@ -166,18 +169,57 @@ impl CheckpointChoice {
     }
 }
 
-/// The checks of a SQLite checkpoint file before a resume.
-fn check_sqlite_file(path: &Path, status: RunStatus) -> Result<(), ExampleError> {
+/// Asks SQLite whether the checkpoint database at `path` can be resumed from, before
+/// anything opens it for writing: the file is opened read-only (nothing is created,
+/// checkpointed or removed, so a refused resume leaves the run folder as it was) and
+/// SQLite answers three questions:
+///
+/// 1. `PRAGMA quick_check`: is the file, read through its write-ahead log if there is one,
+///    a sound database? (Pages SQLite has not yet copied from `-wal` into the file count
+///    as there: a file shorter than its header says after a full disk is fine when the
+///    log holds the rest.)
+/// 2. The schema: does it hold graphkit's checkpoint tables?
+/// 3. The last checkpoint: can the newest checkpoint of `thread` (or of its per-bundle
+///    threads `thread--…`) be read, payload included?
+///
+/// A missing `-wal` file is not a reason to refuse: after a clean close, or after any
+/// other program opened and closed the file (the `sqlite3` shell), the log is folded into
+/// the file and removed; if it was deleted by hand, the file still holds a consistent,
+/// older state, and the run continues from its last checkpoint there. Whether the thread
+/// has checkpoints at all is the workflow's question (a new run, or a refusal naming the
+/// thread).
+///
+/// # Errors
+/// [`ExampleError::Resume`] naming the file and what SQLite said.
+pub(crate) fn check_sqlite_database(path: &Path, thread: &str) -> Result<(), ExampleError> {
+    // A read-only connection to a WAL database creates the `-wal` and `-shm` files when
+    // they are missing; those it created (empty) are removed once it is closed.
+    let (wal, shm) = (sidecar(path, "-wal"), sidecar(path, "-shm"));
+    let (had_wal, had_shm) = (wal.exists(), shm.exists());
+    let checked = ask_sqlite(path, thread);
+    if !had_wal && std::fs::metadata(&wal).is_ok_and(|m| m.len() == 0) {
+        let _ = std::fs::remove_file(&wal);
+    }
+    if !had_shm {
+        let _ = std::fs::remove_file(&shm);
+    }
+    checked
+}
+
+/// `path` with `suffix` appended to its file name (`checkpoints.sqlite-wal`).
+fn sidecar(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The questions of [`check_sqlite_database`], on a read-only connection closed on return.
+fn ask_sqlite(path: &Path, thread: &str) -> Result<(), ExampleError> {
+    use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
     let shown = path.display();
-    let header = std::fs::File::open(path).and_then(|file| {
-        use std::io::Read;
-        let len = file.metadata()?.len();
-        let mut head = Vec::with_capacity(100);
-        file.take(100).read_to_end(&mut head)?;
-        Ok((head, len))
-    });
-    let (bytes, actual) = match header {
-        Ok(read) => read,
+    let len = match std::fs::metadata(path) {
+        Ok(meta) => meta.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ExampleError::Resume(format!(
                 "the checkpoint database {shown} is missing; it holds the run's progress (copy it back into the run folder, or pass --checkpoint with where it is)"
@@ -185,39 +227,106 @@ fn check_sqlite_file(path: &Path, status: RunStatus) -> Result<(), ExampleError>
         }
         Err(e) => return Err(ExampleError::io("read", path, e)),
     };
-    if actual == 0 {
-        return Err(ExampleError::Resume(format!(
-            "the checkpoint database {shown} is empty (0 bytes): the run's checkpoints are gone; restore the file from a copy, or start a new run without --resume"
+    let restore = "restore it (with its -wal file, if there is one) from a copy of the run folder, or start a new run without --resume";
+    let unusable = |what: String| {
+        ExampleError::Resume(format!(
+            "SQLite cannot use the checkpoint database {shown}: {what}{}; {restore}",
+            size_note(path, len)
+        ))
+    };
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| unusable(e.to_string()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(|e| unusable(e.to_string()))?;
+
+    // 1. Is it a sound database?
+    let problems: Vec<String> = conn
+        .prepare("PRAGMA quick_check(5)")
+        .and_then(|mut statement| {
+            statement
+                .query_map([], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| unusable(e.to_string()))?;
+    if problems != ["ok"] {
+        return Err(unusable(format!(
+            "its quick_check reports {}",
+            problems.join("; ")
         )));
     }
-    if !bytes.starts_with(b"SQLite format 3\0") || bytes.len() < 100 {
-        return Err(ExampleError::Resume(format!(
-            "the checkpoint database {shown} is not a SQLite database (damaged or truncated); restore it from a copy of the run folder"
-        )));
+
+    // 2. Does it hold checkpoints?
+    let tables: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' \
+             AND name IN ('graphkit_checkpoints', 'graphkit_checkpoint_writes')",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| unusable(e.to_string()))?;
+    if tables < 2 {
+        let wal = sidecar(path, "-wal");
+        let no_log = std::fs::metadata(&wal).map_or(true, |m| m.len() == 0);
+        return Err(ExampleError::Resume(if len == 0 && no_log {
+            format!(
+                "the checkpoint database {shown} is empty (0 bytes, no tables): the run's checkpoints are gone; {restore}"
+            )
+        } else if no_log {
+            format!(
+                "{shown} holds no graphkit checkpoint tables, and there is no write-ahead log {} next to it: if the run was killed before SQLite copied its log into the file, its checkpoints are in that log (copy it back next to the database); otherwise {restore}, or pass --checkpoint with where the run's checkpoints are",
+                wal.display()
+            )
+        } else {
+            format!(
+                "{shown} holds no graphkit checkpoint tables: it is not the run's checkpoint database; {restore}, or pass --checkpoint with where the run's checkpoints are"
+            )
+        }));
     }
-    let page_size = match u16::from_be_bytes([bytes[16], bytes[17]]) {
+
+    // 3. Can the thread's last checkpoint be read?
+    conn.query_row(
+        "SELECT length(payload), payload FROM graphkit_checkpoints \
+         WHERE thread_id = ?1 OR substr(thread_id, 1, length(?1) + 2) = ?1 || '--' \
+         ORDER BY created_at_ms DESC, rowid DESC LIMIT 1",
+        [thread],
+        |row| {
+            let _: Vec<u8> = row.get(1)?;
+            row.get::<_, i64>(0)
+        },
+    )
+    .optional()
+    .map_err(|e| {
+        unusable(format!(
+            "the last checkpoint of thread {thread} cannot be read: {e}"
+        ))
+    })?;
+    Ok(())
+}
+
+/// `" (the file is N bytes; its header counts M)"` when the database file is shorter than
+/// its header says (a detail for a refusal, never a reason for one: after a full disk the
+/// rest may be in the write-ahead log).
+fn size_note(path: &Path, len: u64) -> String {
+    use std::io::Read;
+    let mut head = [0u8; 100];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    if read.is_err() || !head.starts_with(b"SQLite format 3\0") {
+        return String::new();
+    }
+    let page_size = match u16::from_be_bytes([head[16], head[17]]) {
         1 => 65_536,
         n => u64::from(n),
     };
-    let pages = u64::from(u32::from_be_bytes([
-        bytes[28], bytes[29], bytes[30], bytes[31],
-    ]));
+    let pages = u64::from(u32::from_be_bytes([head[28], head[29], head[30], head[31]]));
     let expected = page_size * pages;
-    let size_is_valid = bytes[92..96] == bytes[24..28];
-    if size_is_valid && actual < expected {
-        return Err(ExampleError::Resume(format!(
-            "the checkpoint database {shown} is truncated: {actual} bytes of {expected}; restore it from a copy of the run folder"
-        )));
+    if len < expected {
+        format!(" (the file is {len} bytes; its header counts {expected})")
+    } else {
+        String::new()
     }
-    let wal = PathBuf::from(format!("{}-wal", path.display()));
-    let wal_mode = bytes[18] == 2;
-    if wal_mode && status == RunStatus::Running && !wal.exists() {
-        return Err(ExampleError::Resume(format!(
-            "the write-ahead log {} is missing: the run was stopped without closing {shown}, so its latest checkpoints are in that file; copy it (and {shown}-shm) next to the database",
-            wal.display()
-        )));
-    }
-    Ok(())
 }
 
 /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.

@@ -11,6 +11,7 @@ use clap::ArgMatches;
 use graphkit::checkpoint::Checkpointer;
 use serde_json::Value;
 
+use super::models::ModelHealth;
 use super::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, Progress, RunRequest, RunSession,
     RunStatus, RunTarget,
@@ -151,7 +152,7 @@ pub(crate) async fn run<W: Workflow>(
     // `run.json` as it was.
     let plan = W::plan(args, &common, given, &mut session).await?;
     let checkpoint = session.checkpoint(common.checkpoint.as_deref())?;
-    let checkpointer = checkpoint.open_for_run(session.checkpoint_status()).await?;
+    let checkpointer = checkpoint.open_for_run(session.resuming_thread()).await?;
     session.record_start(&checkpoint, plan.input())?;
     let progress = Progress::new(W::UNIT, common.quiet);
     plan.announce(&session, &checkpoint, &progress);
@@ -161,13 +162,40 @@ pub(crate) async fn run<W: Workflow>(
         checkpointer: Arc::clone(&checkpointer.saver),
         progress,
     };
+    let calls_before = ModelHealth::process().counts();
     let result = plan.run(launch).await;
     checkpointer.close().await;
+    // The workflows carry on past a failed model call (a blocked todo, a fallback report):
+    // a run in which every call failed is failed, and says why.
+    let calls = ModelHealth::process().counts().since(&calls_before);
+    let all_failed = calls.all_failed();
+    if all_failed.is_none()
+        && let Some(some) = calls.some_failed()
+    {
+        eprintln!("warning: {some}");
+    }
     match result {
-        Ok(Ending::Finish(status, text)) => session.finish(status, &text, common.stream),
-        Ok(Ending::Reported(status)) => Ok(status),
+        Ok(Ending::Finish(status, text)) => match &all_failed {
+            Some(why) if status != RunStatus::Interrupted => {
+                session.finish_failed(why, &text, common.stream)
+            }
+            _ => session.finish(status, &text, common.stream),
+        },
+        Ok(Ending::Reported(status)) => {
+            if let Some(why) = &all_failed {
+                eprintln!("error: {why}");
+                if status == RunStatus::Finished {
+                    session.record_status(RunStatus::Failed)?;
+                    return Ok(RunStatus::Failed);
+                }
+            }
+            Ok(status)
+        }
         Err(ExampleError::Interrupted) => session.finish(RunStatus::Interrupted, "", common.stream),
         Err(err) => {
+            if let Some(why) = &all_failed {
+                eprintln!("error: {why}");
+            }
             session.record_failure(&err);
             Err(err)
         }

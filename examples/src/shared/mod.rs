@@ -12,7 +12,7 @@ pub(crate) mod command;
 mod error;
 pub(crate) mod interrupt;
 pub mod logging;
-pub(crate) mod models;
+pub mod models;
 pub(crate) mod progress;
 pub mod prose;
 pub mod run_dir;

@@ -1,10 +1,13 @@
 //! `--model SPEC`: the workflow's deterministic offline stand-in, or any graphkit-llm spec.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use graphkit_llm::{ChatModel, ClientOptions, ModelSpec};
+use async_trait::async_trait;
+use graphkit_llm::{
+    AssistantMessage, ChatModel, ChatRequest, ChatStream, ClientOptions, LlmError, ModelSpec,
+};
 
 use super::ExampleError;
 
@@ -42,7 +45,8 @@ impl ModelChoice {
     /// (keys and base URLs from the environment; each call times out after
     /// `GRAPHKIT_MODEL_TIMEOUT_SECS` seconds, default 180, and is retried
     /// `GRAPHKIT_MODEL_RETRIES` times, default 2: size them for a slow local model so a run
-    /// ends in bounded time).
+    /// ends in bounded time). A provider's calls are counted in
+    /// [`ModelHealth::process`], which the CLI reads at the end of a run.
     ///
     /// # Errors
     /// [`ExampleError::Model`] when the provider cannot be set up (a missing key names the
@@ -57,7 +61,7 @@ impl ModelChoice {
                     .max_retries(
                         usize::try_from(env_number(RETRIES_VAR, 2)?).unwrap_or(usize::MAX),
                     );
-                Ok(spec.build(options)?)
+                Ok(ModelHealth::process().watch(spec.build(options)?))
             }
         }
     }
@@ -97,5 +101,137 @@ impl fmt::Display for ModelChoice {
             Self::Offline => f.write_str("offline"),
             Self::Spec(spec) => spec.fmt(f),
         }
+    }
+}
+
+/// The calls of the models a process built ([`ModelChoice::build`]) and how many failed
+/// (the provider's errors once its retries are spent: an HTTP 429, a reply over the size
+/// cap, a timeout; not a reply that did not parse). The workflows carry on past a failed
+/// call (a todo blocked, a fallback report), so at the end of a run the CLI asks this
+/// whether every call failed: such a run is recorded as failed and exits non-zero, naming
+/// the last error, instead of looking like a run whose model had nothing to say.
+///
+/// ```
+/// use std::sync::Arc;
+/// use graphkit_examples::shared::models::ModelHealth;
+/// use graphkit_llm::{ChatModel, Message, ScriptedModel};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let health = ModelHealth::default();
+/// let model = health.watch(Arc::new(ScriptedModel::new(["ok"])));
+/// model.invoke(&[Message::user("hi")]).await?;
+/// assert!(model.invoke(&[Message::user("again")]).await.is_err()); // the script is spent
+/// let counts = health.counts();
+/// assert_eq!((counts.calls, counts.failed), (2, 1));
+/// assert!(counts.all_failed().is_none());
+/// # Ok::<(), graphkit_llm::LlmError>(()) }).unwrap();
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ModelHealth(Arc<Mutex<HealthCounts>>);
+
+/// What a [`ModelHealth`] counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealthCounts {
+    /// Calls made.
+    pub calls: u64,
+    /// Calls that failed.
+    pub failed: u64,
+    /// The last failure's message.
+    pub last_error: Option<String>,
+}
+
+impl HealthCounts {
+    /// The counts since `earlier` (the last error is this one's).
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            calls: self.calls.saturating_sub(earlier.calls),
+            failed: self.failed.saturating_sub(earlier.failed),
+            last_error: (self.failed > earlier.failed)
+                .then(|| self.last_error.clone())
+                .flatten(),
+        }
+    }
+
+    /// `Some(why)` when there were calls and every one failed: `every model call failed
+    /// (N of N); the last: ...`.
+    pub fn all_failed(&self) -> Option<String> {
+        (self.calls > 0 && self.failed == self.calls).then(|| {
+            format!(
+                "every model call failed ({} of {}); the last: {}",
+                self.failed,
+                self.calls,
+                self.last_error.as_deref().unwrap_or("(no message)")
+            )
+        })
+    }
+
+    /// `Some(what)` when some calls failed: `K of N model calls failed; the last: ...`.
+    pub fn some_failed(&self) -> Option<String> {
+        (self.failed > 0).then(|| {
+            format!(
+                "{} of {} model calls failed; the last: {}",
+                self.failed,
+                self.calls,
+                self.last_error.as_deref().unwrap_or("(no message)")
+            )
+        })
+    }
+}
+
+impl ModelHealth {
+    /// The counts of the models this process built with [`ModelChoice::build`].
+    pub fn process() -> &'static Self {
+        static PROCESS: OnceLock<ModelHealth> = OnceLock::new();
+        PROCESS.get_or_init(Self::default)
+    }
+
+    /// `model`, its calls counted here.
+    pub fn watch(&self, model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
+        Arc::new(Watched {
+            model,
+            health: self.clone(),
+        })
+    }
+
+    /// What was counted so far.
+    pub fn counts(&self) -> HealthCounts {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn record<T>(&self, result: &Result<T, LlmError>) {
+        let mut counts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.calls += 1;
+        if let Err(err) = result {
+            counts.failed += 1;
+            counts.last_error = Some(err.to_string());
+        }
+    }
+}
+
+/// A model whose calls a [`ModelHealth`] counts.
+struct Watched {
+    model: Arc<dyn ChatModel>,
+    health: ModelHealth,
+}
+
+#[async_trait]
+impl ChatModel for Watched {
+    fn model_name(&self) -> &str {
+        self.model.model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        let result = self.model.chat(request).await;
+        self.health.record(&result);
+        result
+    }
+
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        let result = self.model.chat_stream(request).await;
+        self.health.record(&result);
+        result
     }
 }

@@ -106,7 +106,6 @@ pub struct RunSession {
     previous: Option<RunManifest>,
     given: GivenOptions,
     options: Map<String, Value>,
-    checkpoint_given: bool,
 }
 
 impl RunSession {
@@ -139,7 +138,6 @@ impl RunSession {
                 previous: Some(previous),
                 given,
                 options: Map::new(),
-                checkpoint_given: false,
             });
         }
         let thread = thread.unwrap_or_else(|| new_thread(workflow));
@@ -158,7 +156,6 @@ impl RunSession {
             previous: None,
             given,
             options: Map::new(),
-            checkpoint_given: false,
         })
     }
 
@@ -177,23 +174,10 @@ impl RunSession {
         self.previous.is_some()
     }
 
-    /// The status the earlier run recorded (on `--resume`).
-    pub(crate) fn previous_status(&self) -> Option<RunStatus> {
-        self.previous.as_ref().map(|m| m.status)
-    }
-
-    /// What [`CheckpointChoice::open_for_run`] needs to check a resume: `None` for a new
-    /// run; on `--resume`, the status of the run that last wrote the database — the
-    /// recorded status for the run's own backend, `Finished` (nothing known) for a
-    /// backend given with `--checkpoint`.
-    pub(crate) fn checkpoint_status(&self) -> Option<RunStatus> {
-        self.previous_status().map(|status| {
-            if self.checkpoint_given {
-                RunStatus::Finished
-            } else {
-                status
-            }
-        })
+    /// What [`CheckpointChoice::open_for_run`] needs: `None` for a new run, the thread
+    /// on `--resume` (its database is checked before the run continues).
+    pub(crate) fn resuming_thread(&self) -> Option<&str> {
+        self.is_resume().then_some(self.thread.as_str())
     }
 
     /// The input the earlier run recorded (on `--resume`).
@@ -239,7 +223,6 @@ impl RunSession {
     /// # Errors
     /// [`ExampleError::Usage`] for an unknown backend or `--resume` with `memory`.
     pub fn checkpoint(&mut self, cli: Option<&str>) -> Result<CheckpointChoice, ExampleError> {
-        self.checkpoint_given = cli.is_some();
         let choice = match (cli, &self.previous) {
             (Some(spec), _) => spec.parse()?,
             (None, Some(previous)) => {
@@ -345,6 +328,32 @@ impl RunSession {
             RunStatus::Finished => {}
         }
         Ok(status)
+    }
+
+    /// Ends an invocation whose every model call failed: records the run as failed,
+    /// prints `summary` as [`finish`](Self::finish) does, then `why` (the last error).
+    /// The steps that ran without the model are done (todos blocked, a fallback report), so
+    /// the advice is a new run once the model answers, not a resume. Returns
+    /// [`RunStatus::Failed`].
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when `run.json` cannot be written.
+    pub(crate) fn finish_failed(
+        &self,
+        why: &str,
+        summary: &str,
+        stream: bool,
+    ) -> Result<RunStatus, ExampleError> {
+        self.record_status(RunStatus::Failed)?;
+        if stream {
+            eprint!("{summary}");
+        } else {
+            print!("{summary}");
+        }
+        eprintln!(
+            "error: {why}\nthe run is recorded as failed: its steps ran without answers from the model (a resume would not redo them); start a new run once the model answers again"
+        );
+        Ok(RunStatus::Failed)
     }
 
     /// The line that opens a run's progress: `{what}, thread T, {details}, checkpoints C,
