@@ -52,6 +52,10 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
+    /// Seconds a request's whole body may take to arrive after its headers; a body still
+    /// incomplete then gets 408 and its connection is closed.
+    #[arg(long, default_value_t = crate::DEFAULT_BODY_READ_TIMEOUT.as_secs_f64())]
+    pub body_read_timeout_secs: f64,
     /// Runs this process executes at once (0: serve HTTP only).
     #[arg(long, default_value_t = 10)]
     pub workers: usize,
@@ -95,6 +99,22 @@ impl Args {
             max_attempts: self.max_attempts,
             ..WorkerSettings::default()
         })
+    }
+
+    /// The body read timeout `--body-read-timeout-secs` asks for.
+    ///
+    /// # Errors
+    /// [`ServerError::Startup`] for a timeout that is not a positive number of seconds.
+    pub fn body_read_timeout(&self) -> Result<Duration> {
+        Duration::try_from_secs_f64(self.body_read_timeout_secs)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                ServerError::Startup(format!(
+                    "--body-read-timeout-secs {} is not a positive number of seconds",
+                    self.body_read_timeout_secs
+                ))
+            })
     }
 
     /// Opens the storage `--database` names.
@@ -162,6 +182,7 @@ pub async fn run(args: Args, server: Server) -> Result<()> {
         .workers(args.workers)
         .cors_origins(args.cors_origins.clone())
         .workers_only(args.workers_only)
+        .body_read_timeout(args.body_read_timeout()?)
         .worker_settings(args.worker_settings()?);
     if let Some(key) = args.api_key {
         server = server.api_key(key);

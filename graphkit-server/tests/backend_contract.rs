@@ -25,9 +25,10 @@ use uuid::Uuid;
 
 const LEASE: Duration = Duration::from_secs(60);
 
-/// Two handles on one database, and what to clean up after the test.
-struct Fixture {
-    a: Arc<dyn Backend>,
+/// Two handles on one database, and what to clean up after the test (also the backends of
+/// the HTTP contract suite, `http_contract.rs`).
+pub(crate) struct Fixture {
+    pub(crate) a: Arc<dyn Backend>,
     b: Arc<dyn Backend>,
     _dir: Option<tempfile::TempDir>,
     /// PostgreSQL: the server's URL and the test's schema, dropped at the end.
@@ -36,7 +37,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn sqlite() -> Self {
+    pub(crate) async fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let backend: Arc<dyn Backend> = Arc::new(
             SqliteBackend::open(dir.path().join("backend.db"))
@@ -54,7 +55,7 @@ impl Fixture {
     /// Two backends on a fresh schema, or `None` (the test skipped) without
     /// `GRAPHKIT_TEST_POSTGRES_URL`.
     #[cfg(feature = "postgres")]
-    async fn postgres(test: &str) -> Option<Self> {
+    pub(crate) async fn postgres(test: &str) -> Option<Self> {
         use graphkit_server::backend::{PostgresBackend, PostgresOptions};
         let url = match std::env::var("GRAPHKIT_TEST_POSTGRES_URL") {
             Ok(url) if !url.is_empty() => url,
@@ -83,7 +84,7 @@ impl Fixture {
     }
 
     /// Drops the PostgreSQL schema; nothing to do for SQLite (its directory goes with it).
-    async fn finish(self) {
+    pub(crate) async fn finish(self) {
         #[cfg(feature = "postgres")]
         if let Some((url, schema)) = self.schema {
             use sqlx::Connection;

@@ -17,7 +17,7 @@ use super::stream::{
 };
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value,
+    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_value,
     refuse_unsupported, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
@@ -102,9 +102,11 @@ fn stream_modes(value: Option<&Value>) -> Result<Vec<String>> {
         Some(Value::Array(items)) => items
             .iter()
             .map(|m| {
-                m.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ServerError::Validation("stream_mode lists mode names".into()))
+                m.as_str().map(str::to_owned).ok_or_else(|| {
+                    ServerError::Validation(format!(
+                        "stream_mode must be a mode name or a list of them, not a list holding {m}"
+                    ))
+                })
             })
             .collect::<Result<_>>()?,
         Some(_) => {
@@ -133,7 +135,11 @@ fn check_nodes(value: Option<&Value>, nodes: &[String], what: &str) -> Result<()
         Some(Value::String(all)) if all == "*" => Ok(()),
         Some(Value::Array(items)) => {
             for item in items {
-                let name = item.as_str().unwrap_or_default();
+                let name = item.as_str().ok_or_else(|| {
+                    ServerError::Validation(format!(
+                        "{what} must be \"*\" or a list of node names, not a list holding {item}"
+                    ))
+                })?;
                 if !nodes.iter().any(|n| n == name) {
                     return Err(ServerError::Validation(format!(
                         "{what} names {item}, which is not a node of the graph (nodes: {})",
@@ -425,14 +431,6 @@ async fn list(
     let thread = uuid_param("thread", &tid)?;
     thread_or_404(&api, thread).await?;
     let pairs = query_pairs(q.as_deref());
-    let number = |key: &str, default: usize| -> Result<usize> {
-        match query_value(&pairs, key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| ServerError::Validation(format!("{key} must be a number, not {v:?}"))),
-        }
-    };
     let status = match query_value(&pairs, "status") {
         None | Some("") => None,
         Some(s) => Some(
@@ -442,8 +440,8 @@ async fn list(
     };
     let query = RunQuery {
         status,
-        limit: Some(number("limit", 10)?.min(10_000)),
-        offset: number("offset", 0)?,
+        limit: Some(query_count(&pairs, "limit", 10)?),
+        offset: query_count(&pairs, "offset", 0)?,
     };
     let runs = api.backend().list_runs(thread, &query).await?;
     let runs: Vec<Value> = runs.iter().map(run_json).collect();
@@ -620,7 +618,12 @@ async fn cancel_many(
             .map(|t| uuid_param("thread", t))
             .transpose()?;
         for id in ids {
-            targets.push((thread, uuid_param("run", id.as_str().unwrap_or_default())?));
+            let id = id.as_str().ok_or_else(|| {
+                ServerError::Validation(format!(
+                    "`run_ids` must be a list of run ids, not a list holding {id}"
+                ))
+            })?;
+            targets.push((thread, uuid_param("run", id)?));
         }
     } else if let Some(status) = body.get("status").and_then(Value::as_str) {
         let wanted: &[RunStatus] = match status {
