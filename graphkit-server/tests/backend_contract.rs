@@ -629,18 +629,22 @@ for_each_backend!(
 );
 
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
-/// table of its own, `graphkit_server_schema`) opens with its rows, and is not migrated
-/// again.
+/// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
+/// migrated to version 1 again, and gets version 2: its runs' due time, which was their
+/// `created_at`.
 #[tokio::test]
 async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.db");
     let backend = SqliteBackend::open(&path).await.expect("open");
     let t = thread(&backend).await;
+    let run = enqueue(&backend, t).await;
     sqlx::raw_sql(
         "DELETE FROM graphkit_migrations WHERE component = 'server';
          CREATE TABLE graphkit_server_schema (version INTEGER NOT NULL);
-         INSERT INTO graphkit_server_schema (version) VALUES (1);",
+         INSERT INTO graphkit_server_schema (version) VALUES (1);
+         DROP INDEX graphkit_server_runs_due;
+         ALTER TABLE graphkit_server_runs DROP COLUMN due_at;",
     )
     .execute(backend.pool())
     .await
@@ -654,5 +658,8 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .fetch_all(reopened.pool())
             .await
             .expect("read");
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
+    // The old run is due (its due time is its old created_at) and is claimed.
+    let claimed = claim(&reopened, "w1", LEASE).await;
+    assert_eq!(claimed.run_id, run.run_id);
 }

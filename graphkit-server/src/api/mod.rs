@@ -223,7 +223,7 @@ fn closing(mut response: Response) -> Response {
 
 /// Parses a JSON body (an empty body is `{}`), with a 422 that says where it is wrong: the
 /// position of a syntax error, or the field (`after_seconds`, `input.messages[0]`) whose
-/// value has the wrong type or holds a NUL character.
+/// value has the wrong type or cannot be stored (see [`unstorable`]).
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
     let text: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}"
@@ -232,12 +232,13 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
     };
     let value: Value =
         serde_json::from_slice(text).map_err(|e| ServerError::MalformedBody(e.to_string()))?;
-    if let Some(at) = nul_at(&value) {
-        return Err(nul_refusal(&if at.is_empty() {
+    if let Some((at, why)) = unstorable(&value) {
+        let place = if at.is_empty() {
             "the body".to_owned()
         } else {
             format!("`{at}`")
-        }));
+        };
+        return Err(ServerError::Validation(format!("{place} {why}")));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -249,20 +250,32 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
     })
 }
 
-/// Where in `value` a string or an object key holds U+0000, as a path (`metadata.a`,
-/// `input.messages[0].content`; empty for the value itself).
-fn nul_at(value: &Value) -> Option<String> {
+/// The largest magnitude of a number in a body. PostgreSQL keeps JSON numbers as exact
+/// decimals and gives one near `f64::MAX` back as 309 digits, which no longer reads as a
+/// number; every backend refuses the same numbers.
+const MAX_NUMBER: f64 = 1e300;
+
+/// Where in `value` something sits that the backends cannot all store and give back (a NUL
+/// character, U+0000, in a string or key; a number beyond [`MAX_NUMBER`]), as a path
+/// (`metadata.a`, `input.messages[0].content`; empty for the value itself) and why.
+fn unstorable(value: &Value) -> Option<(String, &'static str)> {
+    const NUL: &str = "holds a NUL character (U+0000), which the server does not store; remove it";
+    const HUGE: &str =
+        "is a number beyond 1e300 either way, which the server does not store; send a smaller one";
     match value {
-        Value::String(s) => s.contains('\0').then(String::new),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| nul_at(item).map(|rest| format!("[{i}]{}", dotted(&rest)))),
+        Value::String(s) => s.contains('\0').then(|| (String::new(), NUL)),
+        Value::Number(n) => n
+            .as_f64()
+            .is_some_and(|f| f.abs() > MAX_NUMBER)
+            .then(|| (String::new(), HUGE)),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            unstorable(item).map(|(rest, why)| (format!("[{i}]{}", dotted(&rest)), why))
+        }),
         Value::Object(map) => map.iter().find_map(|(key, item)| {
             if key.contains('\0') {
-                return Some(key.replace('\0', "\\0"));
+                return Some((key.replace('\0', "\\0"), NUL));
             }
-            nul_at(item).map(|rest| format!("{key}{}", dotted(&rest)))
+            unstorable(item).map(|(rest, why)| (format!("{key}{}", dotted(&rest)), why))
         }),
         _ => None,
     }
@@ -276,8 +289,9 @@ fn dotted(rest: &str) -> String {
     }
 }
 
-/// The 422 for a NUL character in `place` (a field, the path). Refused everywhere, because
-/// PostgreSQL cannot store it in text or JSONB, and both backends must give the same answer.
+/// The 422 for a NUL character in `place` (a query key, the path). Refused everywhere,
+/// because PostgreSQL cannot store it in text or JSONB, and both backends must give the
+/// same answer.
 fn nul_refusal(place: &str) -> ServerError {
     ServerError::Validation(format!(
         "{place} holds a NUL character (U+0000), which the server does not store; remove it"
