@@ -507,7 +507,7 @@ fn poison_string(value: &mut Value, n: &mut usize) -> bool {
 fn broken_body() -> impl Strategy<Value = Vec<u8>> {
     let deep = (1usize..400).prop_map(|depth| {
         let mut text = "{\"input\":".repeat(depth);
-        text.push_str("1");
+        text.push('1');
         text.push_str(&"}".repeat(depth));
         text.into_bytes()
     });
