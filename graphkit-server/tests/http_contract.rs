@@ -285,6 +285,15 @@ async fn numeric_and_typed_fields_are_refused_with_the_field_named(s: &TestServe
     for (path, names) in query_cases {
         refused(s, "GET", &path, json!(null), names).await;
     }
+    // Checked before the cancel is asked for.
+    refused(
+        s,
+        "POST",
+        &format!("{runs}/{thread}/cancel?wait=maybe"),
+        json!({}),
+        "wait",
+    )
+    .await;
     // Huge but whole offsets are an empty page on both backends, not a database error.
     let huge = 1_000_000_000_000_000_000_u64;
     for (path, body) in [

@@ -330,10 +330,17 @@ pub(crate) fn query_value<'a>(pairs: &'a [(String, String)], key: &str) -> Optio
         .map(|(_, v)| v.as_str())
 }
 
-/// A boolean query value: `true`, `1` and `yes` are true.
-pub(crate) fn query_bool(pairs: &[(String, String)], key: &str) -> bool {
-    query_value(pairs, key)
-        .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+/// A boolean query value: `true`, `1`, `yes` are true; `false`, `0`, `no` and an absent or
+/// empty value are false; anything else is a 422 naming `key`.
+pub(crate) fn query_bool(pairs: &[(String, String)], key: &str) -> Result<bool> {
+    let given = query_value(pairs, key).unwrap_or_default();
+    match given.to_ascii_lowercase().as_str() {
+        "" | "false" | "0" | "no" => Ok(false),
+        "true" | "1" | "yes" => Ok(true),
+        _ => Err(ServerError::Validation(format!(
+            "{key} must be true or false, not {given:?}"
+        ))),
+    }
 }
 
 /// A JSON response with a status.
