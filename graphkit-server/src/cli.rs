@@ -78,15 +78,7 @@ impl Args {
     /// # Errors
     /// [`ServerError::Startup`] for a lease that is not a positive number of seconds.
     pub fn worker_settings(&self) -> Result<WorkerSettings> {
-        let lease = Duration::try_from_secs_f64(self.lease_secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                ServerError::Startup(format!(
-                    "--lease-secs {} is not a positive number of seconds",
-                    self.lease_secs
-                ))
-            })?;
+        let lease = positive_seconds("--lease-secs", self.lease_secs)?;
         if self.max_attempts == 0 {
             return Err(ServerError::Startup(
                 "--max-attempts must be at least 1".into(),
@@ -106,15 +98,7 @@ impl Args {
     /// # Errors
     /// [`ServerError::Startup`] for a timeout that is not a positive number of seconds.
     pub fn body_read_timeout(&self) -> Result<Duration> {
-        Duration::try_from_secs_f64(self.body_read_timeout_secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                ServerError::Startup(format!(
-                    "--body-read-timeout-secs {} is not a positive number of seconds",
-                    self.body_read_timeout_secs
-                ))
-            })
+        positive_seconds("--body-read-timeout-secs", self.body_read_timeout_secs)
     }
 
     /// Opens the storage `--database` names.
@@ -146,6 +130,18 @@ impl Args {
             "this build has no PostgreSQL support: rebuild with `--features postgres`".into(),
         ))
     }
+}
+
+/// `seconds` given to `flag` as a duration, or a startup error unless it is positive.
+fn positive_seconds(flag: &str, seconds: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            ServerError::Startup(format!(
+                "{flag} {seconds} is not a positive number of seconds"
+            ))
+        })
 }
 
 /// `error` as a [`ServerError::Startup`], its text without a database's C source position.
