@@ -321,8 +321,12 @@ async fn numeric_and_typed_fields_are_refused_with_the_field_named(s: &TestServe
         )
         .await;
     assert_eq!(page, json!([]));
-    // Nothing of the above created a run.
+    // Nothing of the above created a run, or a thread.
     assert_eq!(s.get_json(&runs, StatusCode::OK).await, json!([]));
+    let threads = s
+        .post_json("/threads/count", json!({}), StatusCode::OK)
+        .await;
+    assert_eq!(threads, json!(1));
 }
 
 /// A delayed run keeps its creation time as `created_at` (it used to be its due time), waits

@@ -82,14 +82,6 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
         }
     };
     let metadata = object_field(&body, "metadata")?.unwrap_or_default();
-    let thread = api
-        .backend()
-        .create_thread(NewThread {
-            thread_id,
-            metadata,
-            if_exists,
-        })
-        .await?;
     let supersteps = match body.get("supersteps") {
         None | Some(Value::Null) => None,
         Some(Value::Array(steps)) => Some(steps),
@@ -99,6 +91,14 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
             ));
         }
     };
+    let thread = api
+        .backend()
+        .create_thread(NewThread {
+            thread_id,
+            metadata,
+            if_exists,
+        })
+        .await?;
     // `supersteps`: updates applied in order, as if nodes had written them.
     if let Some(steps) = supersteps {
         let graph = graph_of(&api, &thread)?.ok_or_else(|| {
@@ -347,6 +347,11 @@ async fn update_state(
 ) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
     let body: Map<String, Value> = parse_body(&body)?;
+    let as_node = text_field(&body, "as_node")?;
+    let checkpoint = match text_field(&body, "checkpoint_id")? {
+        Some(id) => Some(id.to_owned()),
+        None => checkpoint_id_of(&body, "checkpoint")?,
+    };
     let thread = thread_or_404(&api, id).await?;
     if thread.status == ThreadStatus::Busy {
         return Err(ServerError::Conflict(format!(
@@ -376,11 +381,6 @@ async fn update_state(
         }
     };
     let values = body.get("values").cloned().unwrap_or(Value::Null);
-    let as_node = text_field(&body, "as_node")?;
-    let checkpoint = match text_field(&body, "checkpoint_id")? {
-        Some(id) => Some(id.to_owned()),
-        None => checkpoint_id_of(&body, "checkpoint")?,
-    };
     let written = graph
         .update_state(&id.to_string(), values, as_node, checkpoint.as_deref())
         .await?;
