@@ -52,6 +52,10 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
+    /// Seconds a request's whole body may take to arrive after its headers; a body still
+    /// incomplete then gets 408 and its connection is closed.
+    #[arg(long, default_value_t = crate::DEFAULT_BODY_READ_TIMEOUT.as_secs_f64())]
+    pub body_read_timeout_secs: f64,
     /// Runs this process executes at once (0: serve HTTP only).
     #[arg(long, default_value_t = 10)]
     pub workers: usize,
@@ -74,15 +78,7 @@ impl Args {
     /// # Errors
     /// [`ServerError::Startup`] for a lease that is not a positive number of seconds.
     pub fn worker_settings(&self) -> Result<WorkerSettings> {
-        let lease = Duration::try_from_secs_f64(self.lease_secs)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                ServerError::Startup(format!(
-                    "--lease-secs {} is not a positive number of seconds",
-                    self.lease_secs
-                ))
-            })?;
+        let lease = positive_seconds("--lease-secs", self.lease_secs)?;
         if self.max_attempts == 0 {
             return Err(ServerError::Startup(
                 "--max-attempts must be at least 1".into(),
@@ -95,6 +91,14 @@ impl Args {
             max_attempts: self.max_attempts,
             ..WorkerSettings::default()
         })
+    }
+
+    /// The body read timeout `--body-read-timeout-secs` asks for.
+    ///
+    /// # Errors
+    /// [`ServerError::Startup`] for a timeout that is not a positive number of seconds.
+    pub fn body_read_timeout(&self) -> Result<Duration> {
+        positive_seconds("--body-read-timeout-secs", self.body_read_timeout_secs)
     }
 
     /// Opens the storage `--database` names.
@@ -126,6 +130,18 @@ impl Args {
             "this build has no PostgreSQL support: rebuild with `--features postgres`".into(),
         ))
     }
+}
+
+/// `seconds` given to `flag` as a duration, or a startup error unless it is positive.
+fn positive_seconds(flag: &str, seconds: f64) -> Result<Duration> {
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            ServerError::Startup(format!(
+                "{flag} {seconds} is not a positive number of seconds"
+            ))
+        })
 }
 
 /// `error` as a [`ServerError::Startup`], its text without a database's C source position.
@@ -162,6 +178,7 @@ pub async fn run(args: Args, server: Server) -> Result<()> {
         .workers(args.workers)
         .cors_origins(args.cors_origins.clone())
         .workers_only(args.workers_only)
+        .body_read_timeout(args.body_read_timeout()?)
         .worker_settings(args.worker_settings()?);
     if let Some(key) = args.api_key {
         server = server.api_key(key);

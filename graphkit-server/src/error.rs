@@ -32,6 +32,16 @@ pub enum ServerError {
         /// The configured limit.
         limit: usize,
     },
+    /// The request body did not arrive in time (408; the connection is closed): a stalled
+    /// client, or one that sent less than its `Content-Length`.
+    #[error(
+        "the request body did not arrive within {} s: send the whole body at once, as many bytes as Content-Length says",
+        timeout.as_secs_f64()
+    )]
+    BodyTimeout {
+        /// The configured body read timeout.
+        timeout: std::time::Duration,
+    },
     /// An API key is configured and the request did not carry it in `x-api-key` (401).
     #[error(
         "missing or wrong API key: send the key the server was started with in the `x-api-key` header"
@@ -60,6 +70,7 @@ impl ServerError {
             Self::Validation(_) | Self::MalformedBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Graph(error) => graph_error_status(error),
             Self::Storage(error) => storage_error_status(error),

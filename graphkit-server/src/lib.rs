@@ -35,7 +35,7 @@ pub mod time;
 mod worker;
 
 pub use error::ServerError;
-pub use server::{DEFAULT_BODY_LIMIT, RunningServer, Server};
+pub use server::{DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, RunningServer, Server};
 pub use worker::WorkerSettings;
 
 /// The crate README's example, compiled as a doctest so it stays true.

@@ -23,6 +23,10 @@ use crate::worker::{Shared, WorkerSettings, new_worker_id, run_workers};
 /// Request bodies above this size get 413 unless [`Server::body_limit`] says otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 10 * 1024 * 1024;
 
+/// How long a request's whole body may take to arrive, from the end of its headers, unless
+/// [`Server::body_read_timeout`] says otherwise: 10 MiB (the body limit) at about 3 Mbit/s.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A graphkit server: graphs served over the LangGraph Platform API.
 ///
 /// ```no_run
@@ -48,6 +52,7 @@ pub struct Server {
     workers: usize,
     serve_http: bool,
     body_limit: usize,
+    body_read_timeout: Duration,
     settings: WorkerSettings,
 }
 
@@ -69,6 +74,7 @@ impl std::fmt::Debug for Server {
             .field("workers", &self.workers)
             .field("serve_http", &self.serve_http)
             .field("body_limit", &self.body_limit)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("settings", &self.settings)
             .finish()
     }
@@ -85,6 +91,7 @@ impl Server {
             workers: 10,
             serve_http: true,
             body_limit: DEFAULT_BODY_LIMIT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             settings: WorkerSettings::default(),
         }
     }
@@ -169,6 +176,16 @@ impl Server {
         self
     }
 
+    /// How long a request's whole body may take to arrive after its headers (default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`]). A body still incomplete then (a slow or stalled
+    /// client, or one that sent less than its `Content-Length`) gets 408 and its connection
+    /// is closed, so no client can hold a connection by never finishing a body.
+    #[must_use]
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
     /// Lease, heartbeat, sweep and retry settings of the workers.
     #[must_use]
     pub fn worker_settings(mut self, settings: WorkerSettings) -> Self {
@@ -244,6 +261,7 @@ impl Server {
                 shared,
                 api_key: self.api_key.map(Into::into),
                 body_limit: self.body_limit,
+                body_read_timeout: self.body_read_timeout,
                 stop: stop.clone(),
             });
             let app = match cors {

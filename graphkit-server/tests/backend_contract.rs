@@ -25,9 +25,10 @@ use uuid::Uuid;
 
 const LEASE: Duration = Duration::from_secs(60);
 
-/// Two handles on one database, and what to clean up after the test.
-struct Fixture {
-    a: Arc<dyn Backend>,
+/// Two handles on one database, and what to clean up after the test (also the backends of
+/// the HTTP contract suite, `http_contract.rs`).
+pub(crate) struct Fixture {
+    pub(crate) a: Arc<dyn Backend>,
     b: Arc<dyn Backend>,
     _dir: Option<tempfile::TempDir>,
     /// PostgreSQL: the server's URL and the test's schema, dropped at the end.
@@ -36,7 +37,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn sqlite() -> Self {
+    pub(crate) async fn sqlite() -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let backend: Arc<dyn Backend> = Arc::new(
             SqliteBackend::open(dir.path().join("backend.db"))
@@ -54,7 +55,7 @@ impl Fixture {
     /// Two backends on a fresh schema, or `None` (the test skipped) without
     /// `GRAPHKIT_TEST_POSTGRES_URL`.
     #[cfg(feature = "postgres")]
-    async fn postgres(test: &str) -> Option<Self> {
+    pub(crate) async fn postgres(test: &str) -> Option<Self> {
         use graphkit_server::backend::{PostgresBackend, PostgresOptions};
         let url = match std::env::var("GRAPHKIT_TEST_POSTGRES_URL") {
             Ok(url) if !url.is_empty() => url,
@@ -83,7 +84,7 @@ impl Fixture {
     }
 
     /// Drops the PostgreSQL schema; nothing to do for SQLite (its directory goes with it).
-    async fn finish(self) {
+    pub(crate) async fn finish(self) {
         #[cfg(feature = "postgres")]
         if let Some((url, schema)) = self.schema {
             use sqlx::Connection;
@@ -628,18 +629,22 @@ for_each_backend!(
 );
 
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
-/// table of its own, `graphkit_server_schema`) opens with its rows, and is not migrated
-/// again.
+/// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
+/// migrated to version 1 again, and gets version 2: its runs' due time, which was their
+/// `created_at`.
 #[tokio::test]
 async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.db");
     let backend = SqliteBackend::open(&path).await.expect("open");
     let t = thread(&backend).await;
+    let run = enqueue(&backend, t).await;
     sqlx::raw_sql(
         "DELETE FROM graphkit_migrations WHERE component = 'server';
          CREATE TABLE graphkit_server_schema (version INTEGER NOT NULL);
-         INSERT INTO graphkit_server_schema (version) VALUES (1);",
+         INSERT INTO graphkit_server_schema (version) VALUES (1);
+         DROP INDEX graphkit_server_runs_due;
+         ALTER TABLE graphkit_server_runs DROP COLUMN due_at;",
     )
     .execute(backend.pool())
     .await
@@ -653,5 +658,8 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .fetch_all(reopened.pool())
             .await
             .expect("read");
-    assert_eq!(versions, [1]);
+    assert_eq!(versions, [1, 2]);
+    // The old run is due (its due time is its old created_at) and is claimed.
+    let claimed = claim(&reopened, "w1", LEASE).await;
+    assert_eq!(claimed.run_id, run.run_id);
 }

@@ -8,7 +8,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 
-use super::{Api, json_response, limit_of, offset_of, parse_body};
+use super::{Api, json_response, limit_of, offset_of, parse_body, text_field};
 use crate::backend::AssistantQuery;
 use crate::error::{Result, ServerError};
 
@@ -23,13 +23,8 @@ pub(super) fn routes() -> Router<Api> {
 }
 
 fn query_of(body: &Map<String, Value>) -> Result<AssistantQuery> {
-    let text = |key: &str| -> Result<Option<String>> {
-        match body.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(ServerError::Validation(format!("`{key}` must be a string"))),
-        }
-    };
+    let text =
+        |key: &str| -> Result<Option<String>> { Ok(text_field(body, key)?.map(str::to_owned)) };
     let metadata = match body.get("metadata") {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m.clone()),

@@ -10,14 +10,14 @@ mod threads;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::backend::{AssistantRecord, Backend};
@@ -31,6 +31,8 @@ pub(crate) struct Api {
     pub shared: Arc<Shared>,
     pub api_key: Option<Arc<str>>,
     pub body_limit: usize,
+    /// How long a request's whole body may take to arrive (408 and the connection closed).
+    pub body_read_timeout: std::time::Duration,
     /// Cancelled when the server stops: open streams and waits end then.
     pub stop: tokio_util::sync::CancellationToken,
 }
@@ -106,8 +108,15 @@ fn same_key(given: &[u8], key: &[u8]) -> bool {
     given.len() == key.len() && bool::from(given.ct_eq(key))
 }
 
-/// The API key check, and JSON bodies for the errors axum answers itself (a body over
-/// the limit, a bad path): every error the clients see is `{"detail": ...}`.
+/// The API key check, reading the body, and JSON bodies for the errors axum answers itself
+/// (a bad path, a wrong method): every error the clients see is `{"detail": ...}`.
+///
+/// The body is read whole here, before any handler runs, within the size limit and the read
+/// timeout. So every answer, an error included, leaves the connection with nothing unread on
+/// it (a handler that answers without its body, like the 404 of an unknown route, used to
+/// leave it there, and the connection then closed under the client's next request); and an
+/// answer given without reading the body (401, 408, 413) says `Connection: close` and
+/// closes it.
 async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response {
     if let Some(key) = &api.api_key {
         let given = request
@@ -115,10 +124,35 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
             .get("x-api-key")
             .and_then(|v| v.to_str().ok());
         if !given.is_some_and(|given| same_key(given.as_bytes(), key.as_bytes())) {
-            return ServerError::Unauthorized.into_response();
+            let unread = !request.body().is_end_stream();
+            let response = ServerError::Unauthorized.into_response();
+            return if unread { closing(response) } else { response };
         }
     }
-    let response = next.run(request).await;
+    if let Some(refusal) = nul_in_uri(request.uri()) {
+        let unread = !request.body().is_end_stream();
+        let response = refusal.into_response();
+        return if unread { closing(response) } else { response };
+    }
+    let (parts, body) = request.into_parts();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > u64::try_from(api.body_limit).unwrap_or(u64::MAX)) {
+        return closing(
+            ServerError::PayloadTooLarge {
+                limit: api.body_limit,
+            }
+            .into_response(),
+        );
+    }
+    let body = match read_body(body, api.body_limit, api.body_read_timeout).await {
+        Ok(body) => body,
+        Err(error) => return closing(error.into_response()),
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
     let status = response.status();
     let is_json = response
         .headers()
@@ -145,14 +179,134 @@ async fn guard(State(api): State<Api>, request: Request, next: Next) -> Response
     (status, axum::Json(serde_json::json!({ "detail": detail }))).into_response()
 }
 
-/// Parses a JSON body (an empty body is `{}`), with a 422 that says where it is wrong.
+/// The whole request body, at most `limit` bytes, arrived within `timeout`; else a 413, a
+/// 408, or a 400 when the client broke off.
+async fn read_body(body: Body, limit: usize, timeout: std::time::Duration) -> Result<Bytes> {
+    use futures::StreamExt;
+    let read = async {
+        let mut chunks = body.into_data_stream();
+        let mut whole: Option<Bytes> = None;
+        let mut joined: Vec<u8> = Vec::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| {
+                ServerError::BadRequest(format!("the request body could not be read: {e}"))
+            })?;
+            let so_far = whole.as_ref().map_or(joined.len(), Bytes::len);
+            if so_far + chunk.len() > limit {
+                return Err(ServerError::PayloadTooLarge { limit });
+            }
+            // One chunk (the common case) is kept as it came; more are joined.
+            match whole.take() {
+                None if joined.is_empty() => whole = Some(chunk),
+                None => joined.extend_from_slice(&chunk),
+                Some(first) => {
+                    joined.extend_from_slice(&first);
+                    joined.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(whole.unwrap_or_else(|| Bytes::from(joined)))
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or(Err(ServerError::BodyTimeout { timeout }))
+}
+
+/// `response` with `Connection: close`: the server closes the connection after it, and the
+/// client knows not to send another request on it.
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// Parses a JSON body (an empty body is `{}`), with a 422 that says where it is wrong: the
+/// position of a syntax error, or the field (`after_seconds`, `input.messages[0]`) whose
+/// value has the wrong type or cannot be stored (see [`unstorable`]).
 pub(crate) fn parse_body<T: DeserializeOwned>(body: &Bytes) -> Result<T> {
     let text: &[u8] = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}"
     } else {
         body
     };
-    serde_json::from_slice(text).map_err(|e| ServerError::MalformedBody(e.to_string()))
+    let value: Value =
+        serde_json::from_slice(text).map_err(|e| ServerError::MalformedBody(e.to_string()))?;
+    if let Some((at, why)) = unstorable(&value) {
+        let place = if at.is_empty() {
+            "the body".to_owned()
+        } else {
+            format!("`{at}`")
+        };
+        return Err(ServerError::Validation(format!("{place} {why}")));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            ServerError::MalformedBody(e.inner().to_string())
+        } else {
+            ServerError::MalformedBody(format!("`{path}`: {}", e.inner()))
+        }
+    })
+}
+
+/// The largest magnitude of a number in a body. PostgreSQL keeps JSON numbers as exact
+/// decimals and gives one near `f64::MAX` back as 309 digits, which no longer reads as a
+/// number; every backend refuses the same numbers.
+const MAX_NUMBER: f64 = 1e300;
+
+/// Where in `value` something sits that the backends cannot all store and give back (a NUL
+/// character, U+0000, in a string or key; a number beyond [`MAX_NUMBER`]), as a path
+/// (`metadata.a`, `input.messages[0].content`; empty for the value itself) and why.
+fn unstorable(value: &Value) -> Option<(String, &'static str)> {
+    const NUL: &str = "holds a NUL character (U+0000), which the server does not store; remove it";
+    const HUGE: &str =
+        "is a number beyond 1e300 either way, which the server does not store; send a smaller one";
+    match value {
+        Value::String(s) => s.contains('\0').then(|| (String::new(), NUL)),
+        Value::Number(n) => n
+            .as_f64()
+            .is_some_and(|f| f.abs() > MAX_NUMBER)
+            .then(|| (String::new(), HUGE)),
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+            unstorable(item).map(|(rest, why)| (format!("[{i}]{}", dotted(&rest)), why))
+        }),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                return Some((key.replace('\0', "\\0"), NUL));
+            }
+            unstorable(item).map(|(rest, why)| (format!("{key}{}", dotted(&rest)), why))
+        }),
+        _ => None,
+    }
+}
+
+fn dotted(rest: &str) -> String {
+    if rest.is_empty() || rest.starts_with('[') {
+        rest.to_owned()
+    } else {
+        format!(".{rest}")
+    }
+}
+
+/// The 422 for a NUL character in `place` (a query key, the path). Refused everywhere,
+/// because PostgreSQL cannot store it in text or JSONB, and both backends must give the
+/// same answer.
+fn nul_refusal(place: &str) -> ServerError {
+    ServerError::Validation(format!(
+        "{place} holds a NUL character (U+0000), which the server does not store; remove it"
+    ))
+}
+
+/// A 422 for a path or query that holds a NUL character (`%00`), naming where.
+fn nul_in_uri(uri: &axum::http::Uri) -> Option<ServerError> {
+    if uri.path().contains("%00") {
+        return Some(nul_refusal("the path"));
+    }
+    query_pairs(uri.query())
+        .into_iter()
+        .find(|(k, v)| k.contains('\0') || v.contains('\0'))
+        .map(|(k, _)| nul_refusal(&format!("`{}`", k.replace('\0', "\\0"))))
 }
 
 /// A path id that must be a UUID (422 otherwise, as the reference server).
@@ -176,10 +330,17 @@ pub(crate) fn query_value<'a>(pairs: &'a [(String, String)], key: &str) -> Optio
         .map(|(_, v)| v.as_str())
 }
 
-/// A boolean query value: `true`, `1` and `yes` are true.
-pub(crate) fn query_bool(pairs: &[(String, String)], key: &str) -> bool {
-    query_value(pairs, key)
-        .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+/// A boolean query value: `true`, `1`, `yes` are true; `false`, `0`, `no` and an absent or
+/// empty value are false; anything else is a 422 naming `key`.
+pub(crate) fn query_bool(pairs: &[(String, String)], key: &str) -> Result<bool> {
+    let given = query_value(pairs, key).unwrap_or_default();
+    match given.to_ascii_lowercase().as_str() {
+        "" | "false" | "0" | "no" => Ok(false),
+        "true" | "1" | "yes" => Ok(true),
+        _ => Err(ServerError::Validation(format!(
+            "{key} must be true or false, not {given:?}"
+        ))),
+    }
 }
 
 /// A JSON response with a status.
@@ -226,15 +387,42 @@ pub(crate) fn offset_of(value: Option<&Value>) -> Result<usize> {
 
 /// A whole number from 0 (`None` when absent or null), or a 422 naming `field`: a negative,
 /// fractional, huge (`1e30`) or non-numeric value is refused, never replaced by a default.
-fn count_field(field: &str, value: Option<&Value>) -> Result<Option<usize>> {
+pub(crate) fn count_field(field: &str, value: Option<&Value>) -> Result<Option<usize>> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
             .and_then(|n| usize::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| {
-                ServerError::Validation(format!("{field} must be a whole number from 0, not {v}"))
-            }),
+            .ok_or_else(|| count_refusal(field, &v.to_string())),
+    }
+}
+
+/// A whole number from 0 in the query (`default` when absent), or a 422 naming `key`; at
+/// most 10,000 when `key` is `limit`.
+pub(crate) fn query_count(pairs: &[(String, String)], key: &str, default: usize) -> Result<usize> {
+    let n = match query_value(pairs, key) {
+        None => default,
+        Some(v) => v
+            .parse::<usize>()
+            .map_err(|_| count_refusal(key, &format!("{v:?}")))?,
+    };
+    Ok(if key == "limit" { n.min(10_000) } else { n })
+}
+
+fn count_refusal(field: &str, given: &str) -> ServerError {
+    ServerError::Validation(format!(
+        "{field} must be a whole number from 0, not {given}"
+    ))
+}
+
+/// A string field of a body (`None` when absent or null), or a 422 naming `key`.
+pub(crate) fn text_field<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ServerError::Validation(format!(
+            "`{key}` must be a string, not {other}"
+        ))),
     }
 }

@@ -17,8 +17,8 @@ use super::stream::{
 };
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, no_content, parse_body, query_bool, query_pairs, query_value,
-    refuse_unsupported, uuid_param,
+    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_value,
+    refuse_unsupported, text_field, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
@@ -102,9 +102,11 @@ fn stream_modes(value: Option<&Value>) -> Result<Vec<String>> {
         Some(Value::Array(items)) => items
             .iter()
             .map(|m| {
-                m.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ServerError::Validation("stream_mode lists mode names".into()))
+                m.as_str().map(str::to_owned).ok_or_else(|| {
+                    ServerError::Validation(format!(
+                        "stream_mode must be a mode name or a list of them, not a list holding {m}"
+                    ))
+                })
             })
             .collect::<Result<_>>()?,
         Some(_) => {
@@ -133,7 +135,11 @@ fn check_nodes(value: Option<&Value>, nodes: &[String], what: &str) -> Result<()
         Some(Value::String(all)) if all == "*" => Ok(()),
         Some(Value::Array(items)) => {
             for item in items {
-                let name = item.as_str().unwrap_or_default();
+                let name = item.as_str().ok_or_else(|| {
+                    ServerError::Validation(format!(
+                        "{what} must be \"*\" or a list of node names, not a list holding {item}"
+                    ))
+                })?;
                 if !nodes.iter().any(|n| n == name) {
                     return Err(ServerError::Validation(format!(
                         "{what} names {item}, which is not a node of the graph (nodes: {})",
@@ -145,6 +151,49 @@ fn check_nodes(value: Option<&Value>, nodes: &[String], what: &str) -> Result<()
         }
         Some(_) => Err(ServerError::Validation(format!(
             "{what} must be \"*\" or a list of node names"
+        ))),
+    }
+}
+
+/// The run options the worker reads as they come (`config`, its `recursion_limit` and
+/// `configurable`, `context`, `durability`, `checkpoint`): a value of the wrong shape is a
+/// 422 naming it, never ignored.
+fn check_run_options(body: &RunCreate) -> Result<()> {
+    let object_or_null = |field: &str, value: Option<&Value>| match value {
+        None | Some(Value::Null | Value::Object(_)) => Ok(()),
+        Some(other) => Err(ServerError::Validation(format!(
+            "`{field}` must be an object, not {other}"
+        ))),
+    };
+    object_or_null("config", body.config.as_ref())?;
+    object_or_null("context", body.context.as_ref())?;
+    object_or_null("checkpoint", body.checkpoint.as_ref())?;
+    if let Some(config) = &body.config {
+        object_or_null("config.configurable", config.get("configurable"))?;
+        match config.get("recursion_limit") {
+            None | Some(Value::Null) => {}
+            Some(limit) if limit.as_u64().is_some_and(|n| n >= 1) => {}
+            Some(other) => {
+                return Err(ServerError::Validation(format!(
+                    "config.recursion_limit must be a whole number from 1, not {other}"
+                )));
+            }
+        }
+    }
+    if let Some(checkpoint) = &body.checkpoint {
+        match checkpoint.get("checkpoint_id") {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => {
+                return Err(ServerError::Validation(format!(
+                    "checkpoint.checkpoint_id must be a checkpoint id, not {other}"
+                )));
+            }
+        }
+    }
+    match body.durability.as_deref() {
+        None | Some("sync" | "async" | "exit") => Ok(()),
+        Some(other) => Err(ServerError::Validation(format!(
+            "durability must be \"sync\", \"async\" or \"exit\", not {other:?}"
         ))),
     }
 }
@@ -184,6 +233,7 @@ async fn create_run(
         "no call would be made when the run ends",
     )?;
     let modes = stream_modes(body.stream_mode.as_ref())?;
+    check_run_options(&body)?;
     let config = body.config.clone().unwrap_or(json!({}));
     if !is_empty_object(config.get("configurable")) && !is_empty_object(body.context.as_ref()) {
         return Err(ServerError::BadRequest(
@@ -425,14 +475,6 @@ async fn list(
     let thread = uuid_param("thread", &tid)?;
     thread_or_404(&api, thread).await?;
     let pairs = query_pairs(q.as_deref());
-    let number = |key: &str, default: usize| -> Result<usize> {
-        match query_value(&pairs, key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| ServerError::Validation(format!("{key} must be a number, not {v:?}"))),
-        }
-    };
     let status = match query_value(&pairs, "status") {
         None | Some("") => None,
         Some(s) => Some(
@@ -442,8 +484,8 @@ async fn list(
     };
     let query = RunQuery {
         status,
-        limit: Some(number("limit", 10)?.min(10_000)),
-        offset: number("offset", 0)?,
+        limit: Some(query_count(&pairs, "limit", 10)?),
+        offset: query_count(&pairs, "offset", 0)?,
     };
     let runs = api.backend().list_runs(thread, &query).await?;
     let runs: Vec<Value> = runs.iter().map(run_json).collect();
@@ -515,7 +557,14 @@ fn query_modes(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
     for value in given {
         match serde_json::from_str::<Value>(value) {
             Ok(Value::Array(items)) => {
-                modes.extend(items.iter().filter_map(Value::as_str).map(str::to_owned));
+                for item in items {
+                    let mode = item.as_str().ok_or_else(|| {
+                        ServerError::Validation(format!(
+                            "stream_mode must be a mode name or a list of them, not a list holding {item}"
+                        ))
+                    })?;
+                    modes.push(mode.to_owned());
+                }
             }
             Ok(Value::String(s)) => modes.push(s),
             _ => modes.push(value.to_owned()),
@@ -544,7 +593,7 @@ async fn follow_stream(
         None => api.backend().last_event_seq(run.run_id).await?,
     };
     let mut departure = Departure::new(api, run.run_id);
-    departure.cancel_on_disconnect = query_bool(&pairs, "cancel_on_disconnect");
+    departure.cancel_on_disconnect = query_bool(&pairs, "cancel_on_disconnect")?;
     let body = sse_body(
         api,
         run.run_id,
@@ -592,11 +641,12 @@ async fn cancel(
     let run = uuid_param("run", &rid)?;
     let pairs = query_pairs(q.as_deref());
     let action = action_of(&pairs)?;
+    let wait = query_bool(&pairs, "wait")?;
     api.backend()
         .request_cancel(Some(thread), run, action)
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("Run {run} not found")))?;
-    if query_bool(&pairs, "wait") {
+    if wait {
         let ended = wait_terminal(&api, run).await?;
         let body = run_result(&api, ended.as_ref(), thread).await?;
         return Ok(json_response(StatusCode::OK, &body));
@@ -614,13 +664,16 @@ async fn cancel_many(
     let body: Map<String, Value> = parse_body(&body)?;
     let mut targets: Vec<(Option<Uuid>, Uuid)> = Vec::new();
     if let Some(Value::Array(ids)) = body.get("run_ids") {
-        let thread = body
-            .get("thread_id")
-            .and_then(Value::as_str)
+        let thread = text_field(&body, "thread_id")?
             .map(|t| uuid_param("thread", t))
             .transpose()?;
         for id in ids {
-            targets.push((thread, uuid_param("run", id.as_str().unwrap_or_default())?));
+            let id = id.as_str().ok_or_else(|| {
+                ServerError::Validation(format!(
+                    "`run_ids` must be a list of run ids, not a list holding {id}"
+                ))
+            })?;
+            targets.push((thread, uuid_param("run", id)?));
         }
     } else if let Some(status) = body.get("status").and_then(Value::as_str) {
         let wanted: &[RunStatus] = match status {

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{
-    Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
-    refuse_unsupported,
+    Api, count_field, json_response, limit_of, no_content, offset_of, parse_body, query_pairs,
+    query_value, refuse_unsupported,
 };
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
@@ -141,10 +141,7 @@ async fn namespaces(State(api): State<Api>, body: Bytes) -> Result<Response> {
         }
     };
     let (prefix, suffix) = (list("prefix")?, list("suffix")?);
-    let max_depth = body
-        .get("max_depth")
-        .and_then(Value::as_u64)
-        .map(|d| usize::try_from(d).unwrap_or(usize::MAX));
+    let max_depth = count_field("max_depth", body.get("max_depth"))?;
     let prefix_refs: Vec<&str> = prefix.iter().map(String::as_str).collect();
     let found = api
         .backend()

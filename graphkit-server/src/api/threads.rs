@@ -12,10 +12,12 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    Api, json_response, limit_of, no_content, offset_of, parse_body, query_pairs, query_value,
-    refuse_unsupported, uuid_param,
+    Api, json_response, limit_of, no_content, offset_of, parse_body, query_count, query_pairs,
+    query_value, refuse_unsupported, text_field, uuid_param,
 };
-use crate::backend::{IfExists, NewThread, ThreadQuery, ThreadRecord, ThreadStatus};
+use crate::backend::{
+    IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
+};
 use crate::error::{Result, ServerError};
 use crate::graph::SharedGraph;
 use crate::ids::new_id;
@@ -70,7 +72,7 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
             ));
         }
     };
-    let if_exists = match body.get("if_exists").and_then(Value::as_str) {
+    let if_exists = match text_field(&body, "if_exists")? {
         None | Some("raise") => IfExists::Raise,
         Some("do_nothing") => IfExists::DoNothing,
         Some(other) => {
@@ -80,6 +82,15 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
         }
     };
     let metadata = object_field(&body, "metadata")?.unwrap_or_default();
+    let supersteps = match body.get("supersteps") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(steps)) => Some(steps),
+        Some(_) => {
+            return Err(ServerError::Validation(
+                "`supersteps` must be a list of {\"updates\": [...]} objects".into(),
+            ));
+        }
+    };
     let thread = api
         .backend()
         .create_thread(NewThread {
@@ -89,7 +100,7 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
         })
         .await?;
     // `supersteps`: updates applied in order, as if nodes had written them.
-    if let Some(Value::Array(steps)) = body.get("supersteps") {
+    if let Some(steps) = supersteps {
         let graph = graph_of(&api, &thread)?.ok_or_else(|| {
             ServerError::BadRequest(
                 "supersteps need a graph: put `graph_id` in the thread's metadata".into(),
@@ -172,7 +183,12 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
         None | Some(Value::Null) => None,
         Some(Value::Array(ids)) => Some(
             ids.iter()
-                .map(|v| uuid_param("thread", v.as_str().unwrap_or_default()))
+                .map(|v| match v.as_str() {
+                    Some(id) => uuid_param("thread", id),
+                    None => Err(ServerError::Validation(format!(
+                        "`ids` must be a list of thread ids, not a list holding {v}"
+                    ))),
+                })
                 .collect::<Result<Vec<Uuid>>>()?,
         ),
         Some(_) => {
@@ -205,11 +221,25 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
         } else {
             0
         },
-        sort_by: body
-            .get("sort_by")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        ascending: body.get("sort_order").and_then(Value::as_str) == Some("asc"),
+        sort_by: match text_field(body, "sort_by")? {
+            None => None,
+            Some(column) if THREAD_SORT_COLUMNS.contains(&column) => Some(column.to_owned()),
+            Some(other) => {
+                return Err(ServerError::Validation(format!(
+                    "sort_by must be one of {}, not {other:?}",
+                    THREAD_SORT_COLUMNS.join(", ")
+                )));
+            }
+        },
+        ascending: match text_field(body, "sort_order")? {
+            None | Some("desc") => false,
+            Some("asc") => true,
+            Some(other) => {
+                return Err(ServerError::Validation(format!(
+                    "sort_order must be \"asc\" or \"desc\", not {other:?}"
+                )));
+            }
+        },
     })
 }
 
@@ -280,15 +310,23 @@ async fn state_at(
     state_value(&api, &id, Some(&checkpoint_id)).await
 }
 
-/// `checkpoint_id` from a `{checkpoint_id}` object or a plain string.
-fn checkpoint_id_of(value: Option<&Value>) -> Option<String> {
-    match value? {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => o
-            .get("checkpoint_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        _ => None,
+/// `checkpoint_id` from the body field `field`: a `{checkpoint_id}` object, a plain string,
+/// or null; anything else is a 422 naming the field.
+fn checkpoint_id_of(body: &Map<String, Value>, field: &str) -> Result<Option<String>> {
+    let refusal = || {
+        ServerError::Validation(format!(
+            "`{field}` must be a checkpoint id or an object with a string `checkpoint_id`"
+        ))
+    };
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Object(o)) => match o.get("checkpoint_id") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(refusal()),
+        },
+        Some(_) => Err(refusal()),
     }
 }
 
@@ -298,7 +336,7 @@ async fn state_at_body(
     body: Bytes,
 ) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
-    let checkpoint = checkpoint_id_of(body.get("checkpoint"));
+    let checkpoint = checkpoint_id_of(&body, "checkpoint")?;
     state_value(&api, &id, checkpoint.as_deref()).await
 }
 
@@ -309,6 +347,11 @@ async fn update_state(
 ) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
     let body: Map<String, Value> = parse_body(&body)?;
+    let as_node = text_field(&body, "as_node")?;
+    let checkpoint = match text_field(&body, "checkpoint_id")? {
+        Some(id) => Some(id.to_owned()),
+        None => checkpoint_id_of(&body, "checkpoint")?,
+    };
     let thread = thread_or_404(&api, id).await?;
     if thread.status == ThreadStatus::Busy {
         return Err(ServerError::Conflict(format!(
@@ -338,12 +381,6 @@ async fn update_state(
         }
     };
     let values = body.get("values").cloned().unwrap_or(Value::Null);
-    let as_node = body.get("as_node").and_then(Value::as_str);
-    let checkpoint = body
-        .get("checkpoint_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| checkpoint_id_of(body.get("checkpoint")));
     let written = graph
         .update_state(&id.to_string(), values, as_node, checkpoint.as_deref())
         .await?;
@@ -368,7 +405,7 @@ async fn history_of(api: &Api, id: &str, options: ListOptions) -> Result<Respons
 async fn history(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
     let options = ListOptions {
-        before: checkpoint_id_of(body.get("before")),
+        before: checkpoint_id_of(&body, "before")?,
         limit: Some(limit_of(body.get("limit"), 10)?),
         metadata: object_field(&body, "metadata")?,
     };
@@ -381,15 +418,9 @@ async fn history_get(
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
     let pairs = query_pairs(query.as_deref());
-    let limit = match query_value(&pairs, "limit") {
-        None => 10,
-        Some(l) => l
-            .parse::<usize>()
-            .map_err(|_| ServerError::Validation(format!("limit must be a number, not {l:?}")))?,
-    };
     let options = ListOptions {
         before: query_value(&pairs, "before").map(str::to_owned),
-        limit: Some(limit.min(10_000)),
+        limit: Some(query_count(&pairs, "limit", 10)?),
         metadata: None,
     };
     history_of(&api, &id, options).await

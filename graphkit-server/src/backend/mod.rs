@@ -168,6 +168,15 @@ pub struct NewThread {
     pub if_exists: IfExists,
 }
 
+/// The columns threads can be sorted by (`sort_by` of a thread search).
+pub const THREAD_SORT_COLUMNS: &[&str] = &[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "status",
+];
+
 /// Filters for [`Backend::search_threads`] and [`Backend::count_threads`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThreadQuery {
@@ -183,7 +192,8 @@ pub struct ThreadQuery {
     pub limit: Option<usize>,
     /// Skip this many.
     pub offset: usize,
-    /// Order by this column: `thread_id`, `created_at` (default), `updated_at`, `status`.
+    /// Order by this column, one of [`THREAD_SORT_COLUMNS`] (default `created_at`); another
+    /// is a [`ServerError::Validation`](crate::ServerError::Validation) on every backend.
     pub sort_by: Option<String>,
     /// Ascending instead of the default descending order.
     pub ascending: bool,
@@ -361,7 +371,7 @@ pub struct RunRecord {
     pub thread_id: Uuid,
     /// The assistant it runs.
     pub assistant_id: Uuid,
-    /// When it was created (for `after_seconds`, when it becomes due).
+    /// When it was created (a delayed run becomes due later: `NewRun::not_before`).
     pub created_at: Timestamp,
     /// When its row last changed.
     pub updated_at: Timestamp,
@@ -405,7 +415,8 @@ pub struct NewRun {
     pub create_thread: Option<Map<String, Value>>,
     /// Metadata merged into the thread's metadata (`graph_id`, `assistant_id`).
     pub thread_metadata: Map<String, Value>,
-    /// When the run becomes due (`after_seconds`); `None`: now.
+    /// When the run becomes due (`after_seconds`); `None`: now. The queue takes due runs in
+    /// due-time order; the run's `created_at` stays its creation time.
     pub not_before: Option<Timestamp>,
 }
 

@@ -627,7 +627,8 @@ impl Backend for PostgresBackend {
             Some("state_updated_at") => "state_updated_us",
             Some(other) => {
                 return Err(ServerError::Validation(format!(
-                    "cannot sort threads by {other:?}: use thread_id, created_at, updated_at, state_updated_at or status"
+                    "sort_by must be one of {}, not {other:?}",
+                    super::THREAD_SORT_COLUMNS.join(", ")
                 )));
             }
         };
@@ -701,8 +702,9 @@ impl Backend for PostgresBackend {
         }
         let sql = format!(
             "INSERT INTO server_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, \
-             multitask_strategy, created_at, updated_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, \
-             GREATEST(clock_timestamp(), COALESCE({}, clock_timestamp())), now()) RETURNING {RUN_COLUMNS}",
+             multitask_strategy, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, \
+             clock_timestamp(), now(), GREATEST(clock_timestamp(), COALESCE({}, clock_timestamp()))) \
+             RETURNING {RUN_COLUMNS}",
             micros_to_ts!("$7")
         );
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -789,12 +791,12 @@ impl Backend for PostgresBackend {
              started_at = COALESCE(started_at, now()), cancel_requested = NULL, updated_at = now() \
              WHERE run_id = ( \
                SELECT r.run_id FROM server_runs r \
-               WHERE r.status = 'pending' AND r.created_at <= clock_timestamp() \
+               WHERE r.status = 'pending' AND r.due_at <= clock_timestamp() \
                  AND NOT EXISTS (SELECT 1 FROM server_runs x WHERE x.thread_id = r.thread_id \
                                  AND x.status = 'running') \
                  AND NOT EXISTS (SELECT 1 FROM server_runs y WHERE y.thread_id = r.thread_id \
-                                 AND y.status = 'pending' AND y.created_at < r.created_at) \
-               ORDER BY r.created_at \
+                                 AND y.status = 'pending' AND y.due_at < r.due_at) \
+               ORDER BY r.due_at \
                FOR UPDATE SKIP LOCKED LIMIT 1) \
              AND status = 'pending' \
              RETURNING {RUN_COLUMNS}) \

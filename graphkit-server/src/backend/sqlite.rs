@@ -30,10 +30,11 @@ use crate::time::Timestamp;
 const SCHEMA: Schema = Schema {
     component: "server",
     upgrade: "graphkit-server",
-    migrations: &[Migration {
-        version: 1,
-        description: "assistants, threads, runs (the queue), run events",
-        sql: "
+    migrations: &[
+        Migration {
+            version: 1,
+            description: "assistants, threads, runs (the queue), run events",
+            sql: "
     CREATE TABLE graphkit_server_assistants (
         assistant_id TEXT PRIMARY KEY,
         graph_id     TEXT NOT NULL,
@@ -87,7 +88,18 @@ const SCHEMA: Schema = Schema {
         PRIMARY KEY (run_id, seq)
     );
     ",
-    }],
+        },
+        Migration {
+            version: 2,
+            description: "a run's due time (after_seconds) apart from its creation time",
+            // Until now `created_at` held the due time; it stays that for older runs.
+            sql: "
+    ALTER TABLE graphkit_server_runs ADD COLUMN due_at INTEGER NOT NULL DEFAULT 0;
+    UPDATE graphkit_server_runs SET due_at = created_at;
+    CREATE INDEX graphkit_server_runs_due ON graphkit_server_runs (status, due_at);
+    ",
+        },
+    ],
 };
 
 const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
@@ -623,6 +635,12 @@ impl Backend for SqliteBackend {
     async fn search_threads(&self, query: &ThreadQuery) -> Result<Vec<ThreadRecord>> {
         let mut threads = self.threads_matching(query).await?;
         let by = query.sort_by.as_deref().unwrap_or("created_at");
+        if !super::THREAD_SORT_COLUMNS.contains(&by) {
+            return Err(ServerError::Validation(format!(
+                "sort_by must be one of {}, not {by:?}",
+                super::THREAD_SORT_COLUMNS.join(", ")
+            )));
+        }
         threads.sort_by(|a, b| {
             let order = match by {
                 "thread_id" => a.thread_id.cmp(&b.thread_id),
@@ -708,21 +726,21 @@ impl Backend for SqliteBackend {
             .map_err(db("update a thread's metadata"))?;
         }
         let now = Timestamp::now();
-        let created_at = run.not_before.unwrap_or(now).max(now);
+        let due_at = run.not_before.unwrap_or(now).max(now);
         let sql = format!(
             "INSERT INTO graphkit_server_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, \
-             metadata, kwargs, multitask_strategy, attempt) \
-             VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, ?8, 0) RETURNING {RUN_COLUMNS}"
+             metadata, kwargs, multitask_strategy, attempt, due_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7, 0, ?8) RETURNING {RUN_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(run.run_id.to_string())
             .bind(&thread_id)
             .bind(run.assistant_id.to_string())
-            .bind(created_at.micros())
             .bind(now.micros())
             .bind(json_text(&run.metadata))
             .bind(json_text(&run.kwargs))
             .bind(run.multitask_strategy.as_str())
+            .bind(due_at.micros())
             .fetch_one(&mut *tx)
             .await
             .map_err(db("insert a run"))?;
@@ -796,10 +814,10 @@ impl Backend for SqliteBackend {
         let mut tx = self.write().await?;
         let now = Timestamp::now();
         let next: Option<String> = sqlx::query_scalar(
-            "SELECT r.run_id FROM graphkit_server_runs r WHERE r.status = 'pending' AND r.created_at <= ?1 \
+            "SELECT r.run_id FROM graphkit_server_runs r WHERE r.status = 'pending' AND r.due_at <= ?1 \
              AND NOT EXISTS (SELECT 1 FROM graphkit_server_runs x WHERE x.thread_id = r.thread_id \
                              AND x.status = 'running') \
-             ORDER BY r.created_at, r.run_id LIMIT 1",
+             ORDER BY r.due_at, r.run_id LIMIT 1",
         )
         .bind(now.micros())
         .fetch_optional(&mut *tx)

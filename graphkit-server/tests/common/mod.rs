@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use graphkit_server::backend::SqliteBackend;
+use graphkit_server::backend::{Backend, SqliteBackend};
 use graphkit_server::{RunningServer, Server, demo};
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
@@ -25,10 +25,19 @@ impl TestServer {
         let backend = SqliteBackend::open(dir.path().join("server.db"))
             .await
             .expect("open sqlite");
+        Self::start_on(Arc::new(backend), dir, configure).await
+    }
+
+    /// A server on `backend` (`dir` is kept as long as the server).
+    pub async fn start_on(
+        backend: Arc<dyn Backend>,
+        dir: tempfile::TempDir,
+        configure: impl FnOnce(Server) -> Server,
+    ) -> Self {
         let server = configure(
             Server::new()
                 .graph("agent", demo::agent_graph().expect("demo graph"))
-                .backend(Arc::new(backend)),
+                .backend(backend),
         );
         let running = server.start("127.0.0.1:0").await.expect("start");
         let addr = running.local_addr().expect("bound");
@@ -180,4 +189,132 @@ pub fn user_input(text: &str, extra: Value) -> Value {
         map.extend(more);
     }
     input
+}
+
+/// One answer read off a raw connection.
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    /// Header names in lower case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn closes(&self) -> bool {
+        self.header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+}
+
+/// A hand-written HTTP/1.1 client on one TCP connection, to send what a library would not
+/// (a body shorter than its Content-Length, invalid UTF-8, raw paths) and to see what the
+/// server does to the connection.
+pub struct RawConnection {
+    stream: tokio::net::TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl RawConnection {
+    pub async fn open(addr: std::net::SocketAddr) -> Self {
+        Self {
+            stream: tokio::net::TcpStream::connect(addr).await.expect("connect"),
+            buffer: Vec::new(),
+        }
+    }
+
+    pub async fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.stream.write_all(bytes).await?;
+        self.stream.flush().await
+    }
+
+    /// Reads more bytes; `false` at the end of the stream.
+    async fn fill(&mut self) -> std::io::Result<bool> {
+        use tokio::io::AsyncReadExt;
+        let mut chunk = [0u8; 8192];
+        let n = self.stream.read(&mut chunk).await?;
+        self.buffer.extend_from_slice(&chunk[..n]);
+        Ok(n > 0)
+    }
+
+    /// The next answer, or `None` if the connection ended (or broke) before one arrived.
+    pub async fn response(&mut self) -> Option<RawResponse> {
+        let head_end = loop {
+            if let Some(at) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at;
+            }
+            if !self.fill().await.unwrap_or(false) {
+                return None;
+            }
+        };
+        let head = String::from_utf8(self.buffer[..head_end].to_vec()).expect("ASCII head");
+        self.buffer.drain(..head_end + 4);
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().expect("status line");
+        let status: u16 = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let mut response = RawResponse {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if let Some(length) = response.header("content-length") {
+            let length: usize = length.parse().expect("content-length");
+            while self.buffer.len() < length {
+                if !self.fill().await.unwrap_or(false) {
+                    return None;
+                }
+            }
+            response.body = self.buffer.drain(..length).collect();
+        } else if response
+            .header("transfer-encoding")
+            .is_some_and(|v| v.contains("chunked"))
+        {
+            loop {
+                let line_end = loop {
+                    if let Some(at) = self.buffer.windows(2).position(|w| w == b"\r\n") {
+                        break at;
+                    }
+                    if !self.fill().await.unwrap_or(false) {
+                        return None;
+                    }
+                };
+                let size_text = String::from_utf8_lossy(&self.buffer[..line_end]).to_string();
+                let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
+                self.buffer.drain(..line_end + 2);
+                while self.buffer.len() < size + 2 {
+                    if !self.fill().await.unwrap_or(false) {
+                        return None;
+                    }
+                }
+                response.body.extend(self.buffer.drain(..size));
+                self.buffer.drain(..2);
+                if size == 0 {
+                    break;
+                }
+            }
+        }
+        Some(response)
+    }
+
+    /// Whether the server closed the connection (reads to its end; bytes after the last
+    /// answer make it `false`).
+    pub async fn closed_by_server(&mut self) -> bool {
+        matches!(self.fill().await, Ok(false) | Err(_)) && self.buffer.is_empty()
+    }
 }

@@ -14,10 +14,11 @@ use graphkit::sql::{Migration, Schema};
 pub(crate) const SCHEMA: Schema = Schema {
     component: "server",
     upgrade: "graphkit-server",
-    migrations: &[Migration {
-        version: 1,
-        description: "assistants, threads, runs (the queue), run events",
-        sql: r#"
+    migrations: &[
+        Migration {
+            version: 1,
+            description: "assistants, threads, runs (the queue), run events",
+            sql: r#"
         CREATE TABLE server_assistants (
             assistant_id UUID PRIMARY KEY,
             graph_id     TEXT NOT NULL,
@@ -83,5 +84,18 @@ pub(crate) const SCHEMA: Schema = Schema {
             PRIMARY KEY (run_id, seq)
         );
     "#,
-    }],
+        },
+        Migration {
+            version: 2,
+            description: "a run's due time (after_seconds) apart from its creation time",
+            // Until now `created_at` held the due time; it stays that for older runs.
+            sql: r#"
+        ALTER TABLE server_runs ADD COLUMN due_at TIMESTAMPTZ;
+        UPDATE server_runs SET due_at = created_at;
+        ALTER TABLE server_runs ALTER COLUMN due_at SET NOT NULL;
+        DROP INDEX server_runs_pending;
+        CREATE INDEX server_runs_pending ON server_runs (due_at) WHERE status = 'pending';
+    "#,
+        },
+    ],
 };

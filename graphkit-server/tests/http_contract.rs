@@ -1,0 +1,424 @@
+//! The HTTP contract: one suite of requests run against a server on each backend (SQLite
+//! always, PostgreSQL when `GRAPHKIT_TEST_POSTGRES_URL` names a server), asserting the same
+//! answers, word for word where it matters, so that a client cannot tell the backends apart.
+//! The cases are where they used to differ (NUL characters, unknown `sort_by`) and the
+//! validation of every numeric or typed field (a 422 that names it, never a default or a
+//! 500).
+
+use std::sync::Arc;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::backend_contract::Fixture;
+use crate::common::{TestServer, expect_json, user_input};
+
+/// A request and the detail its 422 must name.
+async fn refused(s: &TestServer, method: &str, path: &str, body: Value, names: &str) -> String {
+    let request = match method {
+        "GET" => s.client.get(s.url(path)),
+        "PUT" => s.client.put(s.url(path)).json(&body),
+        "PATCH" => s.client.patch(s.url(path)).json(&body),
+        "DELETE" => s.client.delete(s.url(path)).json(&body),
+        _ => s.client.post(s.url(path)).json(&body),
+    };
+    let answer = request.send().await.expect("send");
+    let answer = expect_json(answer, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let detail = answer["detail"].as_str().expect("detail").to_owned();
+    assert!(
+        detail.contains(names),
+        "{method} {path} {body}: the detail should name {names}: {detail}"
+    );
+    detail
+}
+
+async fn nul_characters_are_refused_with_the_field_named(s: &TestServer) {
+    let thread = s.thread().await;
+    let cases = [
+        (
+            "POST",
+            "/threads".to_owned(),
+            json!({"metadata": {"a": "x\u{0}y"}}),
+            "metadata.a",
+        ),
+        (
+            "PATCH",
+            format!("/threads/{thread}"),
+            json!({"metadata": {"k\u{0}": 1}}),
+            "metadata.k\\0",
+        ),
+        (
+            "POST",
+            "/threads/search".to_owned(),
+            json!({"metadata": {"a": "\u{0}"}}),
+            "metadata.a",
+        ),
+        (
+            "POST",
+            format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("a\u{0}b", json!({}))}),
+            "input.messages[0].content",
+        ),
+        (
+            "PUT",
+            "/store/items".to_owned(),
+            json!({"namespace": ["n"], "key": "k\u{0}", "value": {}}),
+            "`key`",
+        ),
+        (
+            "PUT",
+            "/store/items".to_owned(),
+            json!({"namespace": ["n"], "key": "k", "value": {"v": ["\u{0}"]}}),
+            "value.v[0]",
+        ),
+        (
+            "POST",
+            "/assistants/search".to_owned(),
+            json!({"graph_id": "agent\u{0}"}),
+            "graph_id",
+        ),
+        (
+            "GET",
+            "/store/items?key=a%00b&namespace=n".to_owned(),
+            json!(null),
+            "`key`",
+        ),
+        (
+            "GET",
+            format!("/threads/{thread}/state/ab%00c"),
+            json!(null),
+            "the path",
+        ),
+        (
+            "GET",
+            format!("/threads/{thread}/history?before=%00"),
+            json!(null),
+            "`before`",
+        ),
+    ];
+    for (method, path, body, names) in cases {
+        let detail = refused(s, method, &path, body, names).await;
+        assert!(detail.contains("NUL"), "{detail}");
+    }
+    // Nothing of it was stored.
+    let threads = s
+        .post_json("/threads/count", json!({}), StatusCode::OK)
+        .await;
+    assert_eq!(threads, json!(1));
+    let items = s
+        .post_json(
+            "/store/items/search",
+            json!({"namespace_prefix": ["n"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(items, json!({"items": []}));
+}
+
+async fn thread_sorting_takes_known_columns_and_orders_only(s: &TestServer) {
+    let detail = refused(
+        s,
+        "POST",
+        "/threads/search",
+        json!({"sort_by": "colour"}),
+        "sort_by",
+    )
+    .await;
+    assert_eq!(
+        detail,
+        "sort_by must be one of thread_id, created_at, updated_at, state_updated_at, status, not \"colour\""
+    );
+    refused(
+        s,
+        "POST",
+        "/threads/search",
+        json!({"sort_by": 3}),
+        "sort_by",
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        "/threads/search",
+        json!({"sort_order": "sideways"}),
+        "sort_order",
+    )
+    .await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(s.thread().await);
+    }
+    ids.sort();
+    for (order, expected) in [
+        ("asc", ids.clone()),
+        ("desc", ids.iter().rev().cloned().collect()),
+    ] {
+        let found = s
+            .post_json(
+                "/threads/search",
+                json!({"sort_by": "thread_id", "sort_order": order}),
+                StatusCode::OK,
+            )
+            .await;
+        let found: Vec<String> = found
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|t| t["thread_id"].as_str().expect("id").to_owned())
+            .collect();
+        assert_eq!(found, expected, "{order}");
+    }
+    for column in ["created_at", "updated_at", "state_updated_at", "status"] {
+        let found = s
+            .post_json(
+                "/threads/search",
+                json!({"sort_by": column}),
+                StatusCode::OK,
+            )
+            .await;
+        assert_eq!(found.as_array().map(Vec::len), Some(3), "{column}");
+    }
+}
+
+async fn numeric_and_typed_fields_are_refused_with_the_field_named(s: &TestServer) {
+    let thread = s.thread().await;
+    let runs = format!("/threads/{thread}/runs");
+    let run = |extra: Value| {
+        let mut body = json!({"assistant_id": "agent", "input": user_input("n", json!({}))});
+        if let (Some(body), Value::Object(extra)) = (body.as_object_mut(), extra) {
+            body.extend(extra);
+        }
+        body
+    };
+    let body_cases = [
+        (
+            runs.clone(),
+            run(json!({"after_seconds": "soon"})),
+            "after_seconds",
+        ),
+        (
+            runs.clone(),
+            run(json!({"stream_subgraphs": 3})),
+            "stream_subgraphs",
+        ),
+        (
+            runs.clone(),
+            run(json!({"multitask_strategy": 5})),
+            "multitask_strategy",
+        ),
+        (
+            runs.clone(),
+            run(json!({"interrupt_before": [1]})),
+            "interrupt_before",
+        ),
+        (
+            runs.clone(),
+            run(json!({"interrupt_after": 7})),
+            "interrupt_after",
+        ),
+        (
+            runs.clone(),
+            run(json!({"stream_mode": [1]})),
+            "stream_mode",
+        ),
+        (runs.clone(), run(json!({"metadata": []})), "metadata"),
+        // PostgreSQL gave such a number back as 309 digits that no longer read (a 500).
+        (runs.clone(), run(json!({"config": f64::MAX})), "config"),
+        (
+            "/threads".to_owned(),
+            json!({"metadata": {"x": [-1e301]}}),
+            "metadata.x[0]",
+        ),
+        (
+            format!("/threads/{thread}/history"),
+            json!({"limit": -1}),
+            "limit",
+        ),
+        (
+            format!("/threads/{thread}/history"),
+            json!({"limit": "x"}),
+            "limit",
+        ),
+        (
+            format!("/threads/{thread}/history"),
+            json!({"before": 5}),
+            "before",
+        ),
+        ("/threads".to_owned(), json!({"if_exists": 5}), "if_exists"),
+        (
+            "/threads".to_owned(),
+            json!({"supersteps": 5}),
+            "supersteps",
+        ),
+        ("/threads/search".to_owned(), json!({"ids": [5]}), "ids"),
+        ("/threads/search".to_owned(), json!({"status": 5}), "status"),
+        (
+            "/store/namespaces".to_owned(),
+            json!({"max_depth": -1}),
+            "max_depth",
+        ),
+        (
+            "/store/namespaces".to_owned(),
+            json!({"max_depth": "x"}),
+            "max_depth",
+        ),
+        (
+            "/store/namespaces".to_owned(),
+            json!({"limit": 1e30}),
+            "limit",
+        ),
+        (
+            "/runs/cancel".to_owned(),
+            json!({"run_ids": [5]}),
+            "run_ids",
+        ),
+    ];
+    for (path, body, names) in body_cases {
+        refused(s, "POST", &path, body, names).await;
+    }
+    let query_cases = [
+        (format!("{runs}?limit=-1"), "limit"),
+        (format!("{runs}?offset=x"), "offset"),
+        (format!("{runs}?limit=1e30"), "limit"),
+        (format!("/threads/{thread}/history?limit=abc"), "limit"),
+    ];
+    for (path, names) in query_cases {
+        refused(s, "GET", &path, json!(null), names).await;
+    }
+    // Checked before the cancel is asked for.
+    refused(
+        s,
+        "POST",
+        &format!("{runs}/{thread}/cancel?wait=maybe"),
+        json!({}),
+        "wait",
+    )
+    .await;
+    // Huge but whole offsets are an empty page on both backends, not a database error.
+    let huge = 1_000_000_000_000_000_000_u64;
+    for (path, body) in [
+        ("/threads/search", json!({"offset": huge})),
+        ("/assistants/search", json!({"offset": huge})),
+        ("/store/items/search", json!({"offset": huge})),
+        (
+            "/store/namespaces",
+            json!({"offset": huge, "max_depth": huge}),
+        ),
+    ] {
+        let page = s.post_json(path, body, StatusCode::OK).await;
+        let empty = page.as_array().map(Vec::is_empty).unwrap_or_else(|| {
+            page.as_object()
+                .and_then(|o| o.values().next())
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty)
+        });
+        assert!(empty, "{path}: {page}");
+    }
+    let page = s
+        .get_json(
+            &format!("{runs}?offset=18446744073709551615&limit=10000"),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(page, json!([]));
+    // Nothing of the above created a run, or a thread.
+    assert_eq!(s.get_json(&runs, StatusCode::OK).await, json!([]));
+    let threads = s
+        .post_json("/threads/count", json!({}), StatusCode::OK)
+        .await;
+    assert_eq!(threads, json!(1));
+}
+
+/// A delayed run keeps its creation time as `created_at` (it used to be its due time), waits
+/// while due later, and does not hold up a run created after it.
+async fn a_delayed_run_is_created_now_and_waits_for_its_time(s: &TestServer) {
+    let thread = s.thread().await;
+    let delayed = s
+        .post_json(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("later", json!({})), "after_seconds": 86_400}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(delayed["status"], "pending");
+    // A thread created after the run is no older than the run: `created_at` is not the
+    // due time, a day ahead. (Timestamps have one format and offset, so their text orders
+    // as the time does.)
+    let after = s.post_json("/threads", json!({}), StatusCode::OK).await;
+    let (run_created, after_created) = (
+        delayed["created_at"].as_str().expect("time"),
+        after["created_at"].as_str().expect("time"),
+    );
+    assert!(
+        run_created <= after_created,
+        "the delayed run's created_at {run_created} is later than a thread created after it ({after_created})"
+    );
+    // A run created after it runs now, on the same thread.
+    let now = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("now", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(now["messages"].is_array(), "{now}");
+    let still = s
+        .get_json(
+            &format!(
+                "/threads/{thread}/runs/{}",
+                delayed["run_id"].as_str().expect("id")
+            ),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(still["status"], "pending");
+    assert_eq!(still["created_at"], delayed["created_at"]);
+}
+
+macro_rules! over_each_backend {
+    ($($behaviour:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    let fixture = crate::backend_contract::Fixture::sqlite().await;
+                    super::serve(fixture, super::$behaviour).await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $behaviour() {
+                    let Some(fixture) =
+                        crate::backend_contract::Fixture::postgres(stringify!($behaviour)).await
+                    else {
+                        return;
+                    };
+                    super::serve(fixture, super::$behaviour).await;
+                }
+            )*
+        }
+    };
+}
+
+/// Runs `behaviour` against a server on the fixture's backend, then cleans up.
+pub(crate) async fn serve<F>(fixture: Fixture, behaviour: F)
+where
+    F: AsyncFnOnce(&TestServer),
+{
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = TestServer::start_on(Arc::clone(&fixture.a), dir, |server| server).await;
+    behaviour(&s).await;
+    s.stop().await;
+    fixture.finish().await;
+}
+
+over_each_backend!(
+    nul_characters_are_refused_with_the_field_named,
+    thread_sorting_takes_known_columns_and_orders_only,
+    numeric_and_typed_fields_are_refused_with_the_field_named,
+    a_delayed_run_is_created_now_and_waits_for_its_time,
+);
