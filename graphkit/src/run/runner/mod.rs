@@ -294,7 +294,10 @@ impl<S: State> Runner<S> {
             }
             _ => None,
         };
-        let mut outcome = self.run_steps(&core, input, persist.as_mut()).await;
+        // The step loop's future is the run's largest by far: boxed once here, it is not
+        // copied again by each wrapper it passes through (instrumenting, the cancellation
+        // select, `block_on`), which cost more than the allocation.
+        let mut outcome = Box::pin(self.run_steps(&core, input, persist.as_mut())).await;
         if let Err(Error::ParentCommand { node, .. }) = &outcome
             && !self.is_subgraph
         {
