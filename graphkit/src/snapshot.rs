@@ -108,6 +108,15 @@ impl<S: State> StateSnapshot<S> {
             .checkpoint_id(self.checkpoint_id.clone())
     }
 
+    /// `true` when this checkpoint plans nothing more: no task in its step and no
+    /// deferred node waiting — the run ended here. Unlike `next.is_empty()`, it is
+    /// `false` for a step whose tasks all finished before the process stopped, before
+    /// the step's checkpoint was saved (`next` leaves out finished tasks): continuing
+    /// such a thread applies their saved writes and runs the steps after them.
+    pub fn is_done(&self) -> bool {
+        self.tasks.is_empty() && self.deferred.is_empty()
+    }
+
     /// The same snapshot with its values as JSON.
     pub(crate) fn into_json(self) -> Result<SubgraphSnapshot, Error> {
         let values = serde_json::to_value(&self.values).map_err(|source| Error::Serde {

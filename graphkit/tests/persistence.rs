@@ -1865,3 +1865,115 @@ async fn a_step_saved_as_a_full_snapshot_keeps_its_writes_for_the_history() {
     assert_eq!(after_big.values.answer.len(), 40_000);
     assert_eq!(history[0].values.log, ["a"]);
 }
+
+/// A test double: an [`InMemorySaver`] that refuses to save checkpoints (not pending
+/// writes) while `refuse` is set, as a process that dies between a step's last task and
+/// the step's checkpoint leaves the thread.
+#[derive(Debug, Default)]
+struct RefusingSaver {
+    inner: InMemorySaver,
+    refuse: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Checkpointer for RefusingSaver {
+    async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(StorageError::backend(
+                "refusing saver",
+                "refused on purpose",
+            ));
+        }
+        self.inner.put(record).await
+    }
+
+    async fn put_writes(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: &str,
+        writes: Vec<graphkit::checkpoint::PendingWrite>,
+    ) -> Result<(), StorageError> {
+        self.inner
+            .put_writes(thread_id, checkpoint_ns, checkpoint_id, writes)
+            .await
+    }
+
+    async fn get(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Option<graphkit::checkpoint::CheckpointTuple>, StorageError> {
+        self.inner
+            .get(thread_id, checkpoint_ns, checkpoint_id)
+            .await
+    }
+
+    async fn list(
+        &self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+        options: &ListOptions,
+    ) -> Result<Vec<CheckpointRecord>, StorageError> {
+        self.inner.list(thread_id, checkpoint_ns, options).await
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
+        self.inner.delete_thread(thread_id).await
+    }
+
+    async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
+        self.inner.delete_run(thread_id, run_id).await
+    }
+
+    async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
+        self.inner.try_lock_thread(thread_id, run_id).await
+    }
+
+    async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
+        self.inner.unlock_thread(thread_id, run_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_step_whose_tasks_all_finished_before_its_checkpoint_is_not_done() {
+    // START → a and b together → c. The checkpoint after a and b is refused: both saved
+    // their writes, the step's checkpoint is missing.
+    let saver = Arc::new(RefusingSaver::default());
+    let mut g = StateGraph::<Chat>::new();
+    let refuse = Arc::clone(&saver);
+    g.add_node("a", say("a"))
+        .add_node(
+            "b",
+            SyncNode::new(move |_: &Chat| {
+                refuse.refuse.store(true, Ordering::SeqCst);
+                ChatUpdate::new().log(vec!["b".to_string()])
+            }),
+        )
+        .add_node("c", say("c"))
+        .add_edge(START, "a")
+        .add_edge(START, "b")
+        .add_edge(["a", "b"], "c");
+    let graph = g
+        .compile_with(CompileOptions::new().checkpointer(saver.clone()))
+        .unwrap();
+    let failed = graph.invoke_with(ChatUpdate::new(), thread("gap")).await;
+    assert!(matches!(failed, Err(Error::Storage(_))), "{failed:?}");
+
+    let snapshot = graph.get_state(&thread("gap")).await.unwrap();
+    // `next` leaves out the finished tasks, so it is empty; the run is not over.
+    assert!(snapshot.next.is_empty());
+    assert_eq!(snapshot.tasks.len(), 2);
+    assert!(!snapshot.is_done());
+
+    saver.refuse.store(false, Ordering::SeqCst);
+    let done = graph
+        .invoke_with(RunInput::Continue, thread("gap"))
+        .await
+        .unwrap()
+        .finished()
+        .unwrap();
+    assert_eq!(done.log, ["a", "b", "c"]);
+    assert!(graph.get_state(&thread("gap")).await.unwrap().is_done());
+}

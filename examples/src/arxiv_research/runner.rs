@@ -119,7 +119,7 @@ pub async fn run_arxiv_research(
         .cancellation(options.stop.immediate());
     let group = "arxiv";
     let input: RunInput<ResearchState> = match graph.get_state(&config).await {
-        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+        Ok(snapshot) if snapshot.is_done() && snapshot.step > 0 => {
             options.progress.note(group, "already finished");
             return Ok(snapshot.values);
         }

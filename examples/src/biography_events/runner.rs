@@ -153,7 +153,7 @@ pub async fn run_biography_events(
                 options.target.thread
             )));
         }
-        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+        Ok(snapshot) if snapshot.is_done() && snapshot.step > 0 => {
             resumed = true;
             options
                 .target

@@ -173,7 +173,7 @@ pub async fn run_due_diligence(
                 options.target.thread, options.target.thread
             )));
         }
-        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+        Ok(snapshot) if snapshot.is_done() && snapshot.step > 0 => {
             options
                 .target
                 .progress

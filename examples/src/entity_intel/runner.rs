@@ -381,7 +381,7 @@ async fn drive(
         .cancellation(options.target.stop.immediate());
     let here = output_directory.display().to_string();
     let run_input: RunInput<EntityIntelResearchState> = match graph.get_state(&config).await {
-        Ok(snapshot) if snapshot.next.is_empty() && snapshot.step > 0 => {
+        Ok(snapshot) if snapshot.is_done() && snapshot.step > 0 => {
             // Finished before: nothing to redo.
             summary.resumed = true;
             options
