@@ -24,7 +24,9 @@
 //! two processes on PostgreSQL with the followers split between them) starts one run that
 //! sleeps `--follow-sleep` seconds, joins `--followers` clients to its stream (from its first
 //! event, `Last-Event-ID: 0`), and reports how long after the run ended (its `updated_at`)
-//! their streams ended: p50, p99 and the slowest.
+//! their streams ended: p50, p99 and the slowest. `--follow-history N` runs N turns on the
+//! thread first (untimed), so each `values` event of the followed run carries a longer
+//! conversation.
 //!
 //! The stream cost compares, on one process and one client, the median latency of a
 //! `runs/wait` with the median latency of a `runs/stream` of the same run that reads every
@@ -58,6 +60,7 @@ struct Options {
     stream_runs: usize,
     followers: usize,
     follow_sleep: f64,
+    follow_history: usize,
     only: Option<String>,
     postgres: Option<String>,
 }
@@ -69,6 +72,7 @@ fn parse_options() -> BenchResult<Options> {
         stream_runs: 100,
         followers: 1000,
         follow_sleep: 15.0,
+        follow_history: 0,
         only: None,
         postgres: std::env::var("GRAPHKIT_TEST_POSTGRES_URL")
             .ok()
@@ -84,6 +88,7 @@ fn parse_options() -> BenchResult<Options> {
             "--runs" => options.runs = number(&value("--runs")?)?,
             "--stream-runs" => options.stream_runs = number(&value("--stream-runs")?)?,
             "--followers" => options.followers = number(&value("--followers")?)?,
+            "--follow-history" => options.follow_history = number(&value("--follow-history")?)?,
             "--follow-sleep" => {
                 let text = value("--follow-sleep")?;
                 options.follow_sleep = text
@@ -95,7 +100,7 @@ fn parse_options() -> BenchResult<Options> {
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; use --clients N, --runs N, --stream-runs N, \
-                     --followers N, --follow-sleep SECS, --only \
+                     --followers N, --follow-sleep SECS, --follow-history N, --only \
                      sqlite|postgres-1|postgres-3|stream|followers|followers-postgres-2, \
                      --postgres URL"
                 ));
@@ -553,6 +558,10 @@ async fn followers(
         run_wait(&http, base, &warm, "warm-up").await?;
     }
     let thread = new_thread(&http, &bases[0]).await?;
+    // A conversation so far: each `values` event of the followed run carries all of it.
+    for turn in 0..options.follow_history {
+        run_wait(&http, &bases[0], &thread, &format!("turn {turn}")).await?;
+    }
     let input =
         json!({"messages": [{"role": "user", "content": "follow"}], "sleep": options.follow_sleep});
     let run = post_json(
@@ -614,6 +623,7 @@ async fn followers(
     Ok(json!({
         "config": label,
         "processes": processes,
+        "history_turns": options.follow_history,
         "followers": lags.len(),
         "events_per_follower": events,
         "attach_s": (attach_s * 100.0).round() / 100.0,
