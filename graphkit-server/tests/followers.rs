@@ -2,7 +2,8 @@
 //! order, a follower joining mid-run gets the earlier events from the database and the rest
 //! live with no gap and no duplicate, and `Last-Event-ID` replays the rest of a finished run.
 //!
-//! The run is the `relay` graph below: four steps, each held at a gate the test opens, so
+//! The first tests drive a backend's followers directly, to see where events come from.
+//! The HTTP test's run is the `relay` graph below: four steps, each held at a gate the test opens, so
 //! the test (not timing) decides where the run stands when followers join.
 
 use std::sync::Arc;
@@ -11,9 +12,80 @@ use std::time::Duration;
 use crate::common;
 
 use common::{Event, SseReader, TestServer};
+use graphkit_server::backend::{
+    Backend, Followed, MultitaskStrategy, NewRun, RunFollower, SqliteBackend,
+};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+/// More events than a feed's buffer holds (1,024).
+const MORE_THAN_THE_BUFFER: usize = 1024 + 5;
+
+async fn backend_with_run() -> (SqliteBackend, Uuid) {
+    let backend = SqliteBackend::in_memory().await.expect("backend");
+    let run_id = Uuid::now_v7();
+    backend
+        .create_run(NewRun {
+            run_id,
+            thread_id: Uuid::now_v7(),
+            assistant_id: Uuid::now_v7(),
+            metadata: Map::new(),
+            kwargs: Value::Null,
+            multitask_strategy: MultitaskStrategy::Enqueue,
+            create_thread: Some(Map::new()),
+            thread_metadata: Map::new(),
+            not_before: None,
+        })
+        .await
+        .expect("run");
+    (backend, run_id)
+}
+
+async fn next_seqs(follower: &mut RunFollower, backend: &dyn Backend) -> Vec<i64> {
+    match follower.next(backend).await.expect("next") {
+        Followed::Events(events) => events.iter().map(|e| e.seq).collect(),
+        other => panic!("expected events, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn live_events_come_from_memory_after_the_replay() {
+    let (backend, run) = backend_with_run().await;
+    let stored = vec![("metadata".to_owned(), "{}".to_owned())];
+    backend.append_events(run, &stored).await.expect("append");
+    let mut follower = backend.follow_run(run, 0);
+    assert_eq!(next_seqs(&mut follower, &backend).await, [1]);
+    // Handed to the feed without being stored: only memory can give it.
+    backend
+        .feeds()
+        .publish(run, 2, &[("values".into(), "{}".into())]);
+    assert_eq!(next_seqs(&mut follower, &backend).await, [2]);
+    assert!(matches!(
+        follower.next(&backend).await.expect("next"),
+        Followed::Waiting
+    ));
+}
+
+#[tokio::test]
+async fn a_follower_behind_the_feeds_buffer_reads_the_database() {
+    let (backend, run) = backend_with_run().await;
+    let mut behind = backend.follow_run(run, 0);
+    assert!(matches!(
+        behind.next(&backend).await.expect("next"),
+        Followed::Waiting
+    ));
+    let many: Vec<(String, String)> = (0..MORE_THAN_THE_BUFFER)
+        .map(|i| ("custom".to_owned(), i.to_string()))
+        .collect();
+    backend.append_events(run, &many).await.expect("append");
+    // The feed kept only the newest events; the first ones come from the database.
+    let all: Vec<i64> = (1..=many.len() as i64).collect();
+    assert_eq!(next_seqs(&mut behind, &backend).await, all);
+    let mut late = backend.follow_run(run, 0);
+    assert_eq!(next_seqs(&mut late, &backend).await, all);
+}
 
 const STEPS: [&str; 4] = ["step_1", "step_2", "step_3", "step_4"];
 /// A stuck stream fails the test instead of hanging it.

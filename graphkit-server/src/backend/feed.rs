@@ -412,7 +412,6 @@ impl RunFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{NewRun, SqliteBackend};
 
     fn event(seq: i64) -> Arc<RunEvent> {
         Arc::new(RunEvent {
@@ -437,73 +436,5 @@ mod tests {
         assert_eq!(state.events.len(), MAX_EVENTS);
         assert_eq!(state.last(), 7 + MAX_EVENTS as i64 + 10);
         assert_eq!(state.events.front().map(|e| e.seq), Some(state.base + 1));
-    }
-
-    async fn backend_with_run() -> (SqliteBackend, Uuid) {
-        let backend = SqliteBackend::in_memory().await.expect("backend");
-        let run_id = crate::ids::new_id();
-        backend
-            .create_run(NewRun {
-                run_id,
-                thread_id: crate::ids::new_id(),
-                assistant_id: crate::ids::new_id(),
-                metadata: serde_json::Map::new(),
-                kwargs: serde_json::Value::Null,
-                multitask_strategy: crate::backend::MultitaskStrategy::Enqueue,
-                create_thread: Some(serde_json::Map::new()),
-                thread_metadata: serde_json::Map::new(),
-                not_before: None,
-            })
-            .await
-            .expect("run");
-        (backend, run_id)
-    }
-
-    fn seqs(followed: Followed) -> Vec<i64> {
-        match followed {
-            Followed::Events(events) => events.iter().map(|e| e.seq).collect(),
-            other => panic!("expected events, got {other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn live_events_come_from_memory_after_the_replay() {
-        let (backend, run) = backend_with_run().await;
-        let stored = |name: &str| vec![(name.to_owned(), "{}".to_owned())];
-        backend
-            .append_events(run, &stored("metadata"))
-            .await
-            .expect("append");
-        let mut follower = backend.follow_run(run, 0);
-        assert_eq!(seqs(follower.next(&backend).await.expect("next")), [1]);
-        // Published without being stored: only memory can give it.
-        backend
-            .feeds()
-            .publish(run, 2, &[("values".into(), "{}".into())]);
-        assert_eq!(seqs(follower.next(&backend).await.expect("next")), [2]);
-        assert!(matches!(
-            follower.next(&backend).await.expect("next"),
-            Followed::Waiting
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_follower_behind_the_buffer_reads_the_database() {
-        let (backend, run) = backend_with_run().await;
-        let mut slow = backend.follow_run(run, 0);
-        let mut fast = backend.follow_run(run, 0);
-        assert!(matches!(
-            fast.next(&backend).await.expect("next"),
-            Followed::Waiting
-        ));
-        let many: Vec<(String, String)> = (0..MAX_EVENTS + 5)
-            .map(|i| ("custom".to_owned(), i.to_string()))
-            .collect();
-        backend.append_events(run, &many).await.expect("append");
-        // The buffer holds the last MAX_EVENTS; the slow follower's first read is the replay.
-        let all = seqs(slow.next(&backend).await.expect("next"));
-        assert_eq!(all, (1..=many.len() as i64).collect::<Vec<_>>());
-        let live = seqs(fast.next(&backend).await.expect("next"));
-        assert_eq!(live, (1..=many.len() as i64).collect::<Vec<_>>());
     }
 }
