@@ -8,6 +8,9 @@
 //!   cargo bench -p graphkit-server --bench server
 //! # one configuration
 //! cargo bench -p graphkit-server --bench server -- --only sqlite --clients 8 --runs 400
+//! cargo bench -p graphkit-server --bench server -- --only followers --followers 1000
+//! # against another build of the server (to compare)
+//! GRAPHKIT_BENCH_SERVER=/path/to/graphkit-server cargo bench -p graphkit-server --bench server
 //! ```
 //!
 //! Each configuration starts fresh server processes (`--listen 127.0.0.1:0`; a temporary
@@ -16,6 +19,14 @@
 //! round-robin over the processes. It reports runs/s (runs over the wall time of the timed
 //! phase) and the p50/p99 latency of one `runs/wait`. Every answer is checked for the echo,
 //! so a broken server fails the bench instead of producing fast numbers.
+//!
+//! The follower fan-out (`--only followers`, SQLite, one process; `followers-postgres-2`,
+//! two processes on PostgreSQL with the followers split between them) starts one run that
+//! sleeps `--follow-sleep` seconds, joins `--followers` clients to its stream (from its first
+//! event, `Last-Event-ID: 0`), and reports how long after the run ended (its `updated_at`)
+//! their streams ended: p50, p99 and the slowest. `--follow-history N` runs N turns on the
+//! thread first (untimed), so each `values` event of the followed run carries a longer
+//! conversation.
 //!
 //! The stream cost compares, on one process and one client, the median latency of a
 //! `runs/wait` with the median latency of a `runs/stream` of the same run that reads every
@@ -32,12 +43,24 @@ use serde_json::{Value, json};
 /// The server binary this bench drives, built by cargo with the bench's features.
 const SERVER: &str = env!("CARGO_BIN_EXE_graphkit-server");
 
+/// The server binary to drive: `GRAPHKIT_BENCH_SERVER` (another build, to compare) or
+/// [`SERVER`].
+fn server_binary() -> String {
+    std::env::var("GRAPHKIT_BENCH_SERVER")
+        .ok()
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| SERVER.to_owned())
+}
+
 type BenchResult<T> = Result<T, String>;
 
 struct Options {
     clients: usize,
     runs: usize,
     stream_runs: usize,
+    followers: usize,
+    follow_sleep: f64,
+    follow_history: usize,
     only: Option<String>,
     postgres: Option<String>,
 }
@@ -47,6 +70,9 @@ fn parse_options() -> BenchResult<Options> {
         clients: 8,
         runs: 400,
         stream_runs: 100,
+        followers: 1000,
+        follow_sleep: 15.0,
+        follow_history: 0,
         only: None,
         postgres: std::env::var("GRAPHKIT_TEST_POSTGRES_URL")
             .ok()
@@ -61,12 +87,22 @@ fn parse_options() -> BenchResult<Options> {
             "--clients" => options.clients = number(&value("--clients")?)?,
             "--runs" => options.runs = number(&value("--runs")?)?,
             "--stream-runs" => options.stream_runs = number(&value("--stream-runs")?)?,
+            "--followers" => options.followers = number(&value("--followers")?)?,
+            "--follow-history" => options.follow_history = number(&value("--follow-history")?)?,
+            "--follow-sleep" => {
+                let text = value("--follow-sleep")?;
+                options.follow_sleep = text
+                    .parse()
+                    .map_err(|_| format!("--follow-sleep {text:?} is not a number of seconds"))?;
+            }
             "--only" => options.only = Some(value("--only")?),
             "--postgres" => options.postgres = Some(value("--postgres")?),
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; use --clients N, --runs N, --stream-runs N, \
-                     --only sqlite|postgres-1|postgres-3|stream, --postgres URL"
+                     --followers N, --follow-sleep SECS, --follow-history N, --only \
+                     sqlite|postgres-1|postgres-3|stream|followers|followers-postgres-2, \
+                     --postgres URL"
                 ));
             }
         }
@@ -90,13 +126,14 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(database: &str, extra: &[&str]) -> BenchResult<Self> {
-        let mut child = Command::new(SERVER)
+        let server = server_binary();
+        let mut child = Command::new(&server)
             .args(["--listen", "127.0.0.1:0", "--database", database])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start {SERVER}: {e}"))?;
+            .map_err(|e| format!("cannot start {server}: {e}"))?;
         let stdout = child
             .stdout
             .take()
@@ -122,7 +159,7 @@ impl ServerProcess {
             None => {
                 let _ = child.kill();
                 Err(format!(
-                    "{SERVER} exited before printing `listening on ADDR`"
+                    "{server} exited before printing `listening on ADDR`"
                 ))
             }
         }
@@ -422,6 +459,197 @@ async fn stream_cost(database: &Database, options: &Options) -> BenchResult<Valu
     }))
 }
 
+/// Microseconds since the epoch of the server's `2026-11-23T06:21:15.853308+00:00`.
+fn parse_timestamp(text: &str) -> BenchResult<i64> {
+    let bad =
+        || format!("{text:?} is not a timestamp of the form 2026-11-23T06:21:15.853308+00:00");
+    let (date, time) = text.split_once('T').ok_or_else(bad)?;
+    let time = time.strip_suffix("+00:00").ok_or_else(bad)?;
+    let field = |s: &str| s.parse::<i64>().map_err(|_| bad());
+    let mut ymd = date.splitn(3, '-');
+    let (y, m, d) = (
+        field(ymd.next().unwrap_or_default())?,
+        field(ymd.next().unwrap_or_default())?,
+        field(ymd.next().unwrap_or_default())?,
+    );
+    let (hms, micros) = time.split_once('.').ok_or_else(bad)?;
+    let mut parts = hms.splitn(3, ':');
+    let (hh, mm, ss) = (
+        field(parts.next().unwrap_or_default())?,
+        field(parts.next().unwrap_or_default())?,
+        field(parts.next().unwrap_or_default())?,
+    );
+    // Howard Hinnant's days_from_civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Ok(((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1_000_000) + field(micros)?)
+}
+
+fn now_micros() -> i64 {
+    graphkit_server::time::Timestamp::now().micros()
+}
+
+/// One follower: joins the run's stream from its first event, tells `attached` once the
+/// first event arrived, and reads to the end. Returns when the stream ended (µs since the
+/// epoch) and how many events it read; fails unless the echo came.
+async fn follow_run(
+    http: reqwest::Client,
+    url: String,
+    attached: tokio::sync::mpsc::Sender<()>,
+) -> BenchResult<(i64, usize)> {
+    let response = http
+        .get(&url)
+        .header("Last-Event-ID", "0")
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("GET {url} answered {}", response.status()));
+    }
+    let mut body = response.bytes_stream();
+    let (mut events, mut pending, mut saw_echo) = (0, Vec::new(), false);
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| format!("reading {url}: {e}"))?;
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let block: Vec<u8> = pending.drain(..end + 4).collect();
+            if block.starts_with(b"event:") {
+                events += 1;
+                if events == 1 {
+                    let _ = attached.send(()).await;
+                }
+            }
+            saw_echo |= block.windows(12).any(|w| w == b"echo: follow");
+        }
+    }
+    let ended = now_micros();
+    if saw_echo {
+        Ok((ended, events))
+    } else {
+        Err(format!(
+            "the stream of {url} ended without the run's answer"
+        ))
+    }
+}
+
+/// The follower fan-out: `--followers` clients join one run's stream (round-robin over
+/// `processes`) while it sleeps `--follow-sleep` seconds; how long after the run ended
+/// (its `updated_at`, written when it finished) each follower's stream ended.
+async fn followers(
+    label: &str,
+    database: &Database,
+    processes: usize,
+    options: &Options,
+) -> BenchResult<Value> {
+    let servers = database.start(processes)?;
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let http = graphkit_llm::http::client_builder()
+        .timeout(Duration::from_secs(600))
+        .pool_max_idle_per_host(options.followers + 8)
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    for base in &bases {
+        let warm = new_thread(&http, base).await?;
+        run_wait(&http, base, &warm, "warm-up").await?;
+    }
+    let thread = new_thread(&http, &bases[0]).await?;
+    // A conversation so far: each `values` event of the followed run carries all of it.
+    for turn in 0..options.follow_history {
+        run_wait(&http, &bases[0], &thread, &format!("turn {turn}")).await?;
+    }
+    let input =
+        json!({"messages": [{"role": "user", "content": "follow"}], "sleep": options.follow_sleep});
+    let run = post_json(
+        &http,
+        &format!("{}/threads/{thread}/runs", bases[0]),
+        &json!({"assistant_id": "agent", "input": input, "stream_mode": ["values"],
+                "stream_resumable": true}),
+    )
+    .await?;
+    let run_id = run["run_id"]
+        .as_str()
+        .ok_or_else(|| format!("POST runs gave no run_id: {run}"))?
+        .to_owned();
+    let started = Instant::now();
+    let (attached, mut attaching) = tokio::sync::mpsc::channel(options.followers.max(1));
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..options.followers {
+        let url = format!(
+            "{}/threads/{thread}/runs/{run_id}/stream",
+            bases[i % bases.len()]
+        );
+        tasks.spawn(follow_run(http.clone(), url, attached.clone()));
+    }
+    drop(attached);
+    for _ in 0..options.followers {
+        if attaching.recv().await.is_none() {
+            break;
+        }
+    }
+    let attach_s = started.elapsed().as_secs_f64();
+    let run_path = format!("{}/threads/{thread}/runs/{run_id}", bases[0]);
+    let status = get_json(&http, &run_path).await?;
+    if status["status"] != "running" {
+        return Err(format!(
+            "the run was {} before all {} followers had joined ({attach_s:.1} s); \
+             raise --follow-sleep",
+            status["status"], options.followers
+        ));
+    }
+    let mut ends = Vec::with_capacity(options.followers);
+    let mut events = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (ended, count) = joined.map_err(|e| format!("a follower task failed: {e}"))??;
+        ends.push(ended);
+        events = count;
+    }
+    let run = get_json(&http, &run_path).await?;
+    if run["status"] != "success" {
+        return Err(format!("the followed run ended {}: {run}", run["status"]));
+    }
+    let run_ended = parse_timestamp(run["updated_at"].as_str().unwrap_or_default())?;
+    drop(servers);
+    let mut lags: Vec<Duration> = ends
+        .iter()
+        .map(|&end| Duration::from_micros(u64::try_from(end - run_ended).unwrap_or(0)))
+        .collect();
+    lags.sort();
+    let round = |d: Duration| (ms(d) * 10.0).round() / 10.0;
+    Ok(json!({
+        "config": label,
+        "processes": processes,
+        "history_turns": options.follow_history,
+        "followers": lags.len(),
+        "events_per_follower": events,
+        "attach_s": (attach_s * 100.0).round() / 100.0,
+        "end_lag_p50_ms": round(percentile(&lags, 50.0)),
+        "end_lag_p99_ms": round(percentile(&lags, 99.0)),
+        "end_lag_max_ms": round(lags.last().copied().unwrap_or_default()),
+    }))
+}
+
+async fn get_json(http: &reqwest::Client, url: &str) -> BenchResult<Value> {
+    let response = http
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| format!("GET {url}: {e}"))?;
+    if !status.is_success() {
+        return Err(format!("GET {url} answered {status}: {text}"));
+    }
+    serde_json::from_str(&text).map_err(|e| format!("GET {url} sent no JSON ({e}): {text}"))
+}
+
 fn wanted(options: &Options, name: &str) -> bool {
     options.only.as_deref().is_none_or(|only| only == name)
 }
@@ -454,6 +682,23 @@ async fn run(options: Options) -> BenchResult<()> {
     if wanted(&options, "stream") {
         let database = Database::sqlite()?;
         println!("{}", stream_cost(&database, &options).await?);
+    }
+    if wanted(&options, "followers") {
+        let database = Database::sqlite()?;
+        println!("{}", followers("followers", &database, 1, &options).await?);
+    }
+    if wanted(&options, "followers-postgres-2") {
+        match options.postgres.as_deref() {
+            Some(url) if cfg!(feature = "postgres") => {
+                let database = Database::postgres(url, "f2");
+                let result = followers("followers-postgres-2", &database, 2, &options).await;
+                database.drop_schema().await;
+                println!("{}", result?);
+            }
+            _ => eprintln!(
+                "skipping followers-postgres-2: set GRAPHKIT_TEST_POSTGRES_URL and build with the `postgres` feature"
+            ),
+        }
     }
     Ok(())
 }

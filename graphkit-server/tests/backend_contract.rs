@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use graphkit_server::ServerError;
 use graphkit_server::backend::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, IfExists, Lease,
-    MultitaskStrategy, NewRun, NewThread, RunEnd, RunRecord, RunStatus, SqliteBackend, ThreadQuery,
-    ThreadStatus, Wakeup,
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, Followed, IfExists,
+    Lease, MultitaskStrategy, NewRun, NewThread, RunEnd, RunRecord, RunStatus, SqliteBackend,
+    ThreadQuery, ThreadStatus, Wakeup,
 };
 use graphkit_server::time::Timestamp;
 use serde_json::{Map, json};
@@ -480,6 +480,88 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &F
     woken(&mut queue, "the new run").await;
 }
 
+/// Follows a run on `backend` until it has ended; the sequence numbers and names given.
+async fn follow_to_the_end(
+    backend: Arc<dyn Backend>,
+    run_id: Uuid,
+    after: i64,
+) -> Vec<(i64, String)> {
+    let mut follower = backend.follow_run(run_id, after);
+    let mut seen = Vec::new();
+    loop {
+        match follower.next(&*backend).await.expect("follow") {
+            Followed::Events(events) => {
+                seen.extend(events.iter().map(|e| (e.seq, e.event.clone())));
+            }
+            Followed::Waiting => tokio::time::timeout(Duration::from_secs(60), follower.changed())
+                .await
+                .unwrap_or_else(|_| panic!("the followers of {run_id} heard nothing for a minute")),
+            Followed::Ended => return seen,
+        }
+    }
+}
+
+async fn followers_in_another_process_get_every_event_once_in_order(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    claim(&*f.a, "w1", LEASE).await;
+    let follow = |after: i64| {
+        let backend = Arc::clone(&f.b);
+        tokio::spawn(follow_to_the_end(backend, run.run_id, after))
+    };
+    // Alone at first: only the notifications can bring it each batch while the run goes on.
+    let mut live = f.b.follow_run(run.run_id, 0);
+    let mut early = Vec::new();
+    let mut late = Vec::new();
+    let mut names = Vec::new();
+    for batch in 0..12 {
+        let events: Vec<(String, String)> = (0..=batch % 3)
+            .map(|i| {
+                (
+                    format!("custom{batch}.{i}"),
+                    json!({"batch": batch}).to_string(),
+                )
+            })
+            .collect();
+        names.extend(events.iter().map(|(name, _)| name.clone()));
+        let last =
+            f.a.append_events(run.run_id, &events)
+                .await
+                .expect("append");
+        assert_eq!(last, names.len() as i64);
+        // Each batch reaches the other process while the run goes on.
+        while live.last_seq() < last {
+            match live.next(&*f.b).await.expect("follow") {
+                Followed::Events(_) => {}
+                Followed::Waiting => tokio::time::timeout(Duration::from_secs(60), live.changed())
+                    .await
+                    .unwrap_or_else(|_| panic!("event {last} did not reach the live follower")),
+                Followed::Ended => panic!("the run ended early"),
+            }
+        }
+        if batch == 5 {
+            // Joining mid-run, many from the start (the database, then live), one from now on.
+            early = (0..20).map(|_| follow(0)).collect();
+            let from_now = f.b.last_event_seq(run.run_id).await.expect("last");
+            assert_eq!(from_now, names.len() as i64);
+            late.push((from_now, follow(from_now)));
+        }
+    }
+    assert!(finish(&*f.a, run.run_id, "w1", RunEnd::Success).await);
+    let expected: Vec<(i64, String)> = (1..).zip(names.iter().cloned()).collect();
+    for task in early {
+        assert_eq!(task.await.expect("follower"), expected);
+    }
+    for (after, task) in late {
+        let skip = usize::try_from(after).expect("a sequence number");
+        assert_eq!(task.await.expect("follower"), expected[skip..]);
+    }
+    // A follower of the ended run gets it all from the database; one after an event id,
+    // the rest.
+    assert_eq!(follow(0).await.expect("follower"), expected);
+    assert_eq!(follow(7).await.expect("follower"), expected[7..]);
+}
+
 async fn deleting_a_thread_takes_its_running_run_from_the_worker(f: &Fixture) {
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
@@ -624,6 +706,7 @@ for_each_backend!(
     rollback_deletes_pending_runs_and_flags_running_ones,
     an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run_out,
     events_count_from_one_per_run_and_wake_readers_in_another_process,
+    followers_in_another_process_get_every_event_once_in_order,
     deleting_a_thread_takes_its_running_run_from_the_worker,
     search_and_count_apply_the_same_filters,
 );

@@ -6,6 +6,7 @@ mod backend_contract;
 mod bad_input;
 mod common;
 mod cors;
+mod followers;
 mod http_contract;
 mod http_fuzz;
 mod http_layer;

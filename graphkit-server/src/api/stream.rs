@@ -2,6 +2,7 @@
 //! `join` bodies, and what happens when the client goes away.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -12,13 +13,14 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::Api;
-use crate::backend::{CancelAction, RunEvent, RunRecord, RunStatus, Wakeup};
+use crate::backend::{CancelAction, Followed, RunEvent, RunFollower, RunRecord, RunStatus};
 use crate::error::Result;
 
 /// The comment both SDKs skip, sent after 5 s without an event.
 const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
-/// How often a follower re-reads without a wake-up (a lost notification only delays).
+/// How often a `wait`/`join` re-reads the run without a wake-up (a lost notification only
+/// delays).
 const RECHECK: Duration = Duration::from_secs(1);
 
 /// Which stored events a stream shows.
@@ -196,60 +198,42 @@ fn frame(event: &RunEvent, with_id: bool) -> Bytes {
 
 struct Follow {
     api: Api,
-    run_id: Uuid,
-    after: i64,
+    follower: RunFollower,
     filter: StreamFilter,
     with_ids: bool,
-    wake: Wakeup,
     pending: VecDeque<Bytes>,
     done: bool,
     departure: Departure,
 }
 
 impl Follow {
-    fn queue(&mut self, events: &[RunEvent]) {
+    fn queue(&mut self, events: &[Arc<RunEvent>]) {
         for event in events {
-            self.after = event.seq;
             if self.filter.passes(event) {
                 self.pending.push_back(frame(event, self.with_ids));
             }
         }
     }
 
-    /// Reads what is new; `true` once the run has ended and everything was read.
+    /// Queues what is new (replayed from the database, then live from memory), or waits
+    /// for it; sets `done` once the run has ended and everything was queued.
     async fn step(&mut self) -> Result<()> {
-        let events = self
-            .api
-            .backend()
-            .read_events(self.run_id, self.after)
-            .await?;
-        if !events.is_empty() {
-            self.queue(&events);
-            return Ok(());
-        }
-        let ended = match self.api.backend().get_run(None, self.run_id).await? {
-            None => true,
-            Some(run) => run.status.is_terminal(),
-        };
-        if ended {
-            // Events are committed before the final status: one more read catches the last.
-            let events = self
-                .api
-                .backend()
-                .read_events(self.run_id, self.after)
-                .await?;
-            self.queue(&events);
-            self.done = true;
-            return Ok(());
-        }
-        tokio::select! {
-            () = self.wake.changed() => {}
-            () = tokio::time::sleep(HEARTBEAT_EVERY) => {
-                self.pending.push_back(Bytes::from_static(HEARTBEAT));
+        match self.follower.next(self.api.backend().as_ref()).await? {
+            Followed::Events(events) => self.queue(&events),
+            Followed::Ended => self.done = true,
+            Followed::Waiting => {
+                tokio::select! {
+                    () = self.follower.changed() => {}
+                    () = tokio::time::sleep(HEARTBEAT_EVERY) => {
+                        self.pending.push_back(Bytes::from_static(HEARTBEAT));
+                        // Quiet for a while: a notification may have been lost.
+                        self.follower.recheck();
+                    }
+                    // The server stops: end the stream; the client reconnects elsewhere with
+                    // Last-Event-ID.
+                    () = self.api.stop.cancelled() => self.done = true,
+                }
             }
-            // The server stops: end the stream; the client reconnects elsewhere with
-            // Last-Event-ID.
-            () = self.api.stop.cancelled() => self.done = true,
         }
         Ok(())
     }
@@ -266,11 +250,9 @@ pub(crate) fn sse_body(
 ) -> Body {
     let follow = Follow {
         api: api.clone(),
-        run_id,
-        after,
+        follower: api.backend().follow_run(run_id, after),
         filter,
         with_ids,
-        wake: api.backend().watch_run(run_id),
         pending: VecDeque::new(),
         done: false,
         departure,
@@ -287,7 +269,7 @@ pub(crate) fn sse_body(
             if let Err(error) = follow.step().await {
                 let data = json!({"error": "ServerError", "message": error.to_string()});
                 let event = RunEvent {
-                    seq: follow.after,
+                    seq: follow.follower.last_seq(),
                     event: "error".into(),
                     data: data.to_string(),
                 };

@@ -10,6 +10,11 @@
 //! through an in-process [`Notifier`]) and, behind the `postgres` feature, a PostgreSQL
 //! backend for several processes (LISTEN/NOTIFY for wake-ups).
 //!
+//! Followers of a run's stream ([`Backend::follow_run`]) replay the stored events, then
+//! get each new one from memory as it is stored: one in-process [`EventFeeds`] entry per
+//! followed run, filled by the backend as it writes (and, across PostgreSQL processes, by
+//! one read per process per notification), not one database read per follower per event.
+//!
 //! The rules a backend enforces (the API and the workers rely on them):
 //! - at most one run per thread is `running` at a time; [`Backend::claim_run`] takes the
 //!   oldest due `pending` run of a thread that has none running;
@@ -19,6 +24,7 @@
 //! - event sequence numbers increase strictly per run, and an event is readable before the
 //!   run's terminal status is.
 
+mod feed;
 mod notify;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -37,6 +43,7 @@ use uuid::Uuid;
 use crate::error::Result;
 use crate::time::Timestamp;
 
+pub use feed::{EventFeeds, Followed, RunFollower};
 pub use notify::{Notifier, Wakeup};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBackend, PostgresOptions};
@@ -614,6 +621,20 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn watch_run(&self, run_id: Uuid) -> Wakeup;
     /// Resolves when a run may have become claimable.
     fn watch_queue(&self) -> Wakeup;
+
+    // --- live events ---
+
+    /// The live events of the runs followed in this process: the backend hands each
+    /// event it stores to them, and tells them of status changes (its own and, for
+    /// PostgreSQL, those of other processes).
+    fn feeds(&self) -> &EventFeeds;
+
+    /// Follows a run's events after `after` (0: from its first): the stored ones first,
+    /// then each new one from memory as it is stored, until the run has ended. See
+    /// [`RunFollower`].
+    fn follow_run(&self, run_id: Uuid, after: i64) -> RunFollower {
+        self.feeds().follow(run_id, after)
+    }
 }
 
 /// JSON containment as PostgreSQL's `@>`: objects contain the keys of `needle` with

@@ -1,4 +1,5 @@
-//! In-process wake-ups: [`Notifier`] hands out [`Wakeup`]s per run and for the queue.
+//! In-process wake-ups: [`Notifier`] hands out [`Wakeup`]s per run and for the queue, and
+//! holds the process's [`EventFeeds`] (the live events of followed runs).
 //!
 //! The SQLite backend notifies directly after each write; the PostgreSQL backend feeds it
 //! from LISTEN/NOTIFY, so waiters in every process wake the same way.
@@ -9,6 +10,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::feed::EventFeeds;
+
 /// What a waiter waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Topic {
@@ -16,10 +19,11 @@ enum Topic {
     Queue,
 }
 
-/// Keyed wake-up channels. Cheap to clone (shared).
+/// Keyed wake-up channels, and the feeds of followed runs. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct Notifier {
     topics: Arc<Mutex<HashMap<Topic, watch::Sender<u64>>>>,
+    feeds: EventFeeds,
 }
 
 /// Entries without waiters are dropped once the map holds more than this many.
@@ -59,9 +63,22 @@ impl Notifier {
         self.subscribe(Topic::Run(run_id))
     }
 
-    /// Wakes the waiters of one run.
+    /// Wakes the waiters of one run after a change of its status or a cancel request; its
+    /// followers in this process read its status once.
     pub fn notify_run(&self, run_id: Uuid) {
         self.notify(Topic::Run(run_id));
+        self.feeds.status_changed(run_id);
+    }
+
+    /// Wakes the waiters of one run after new events were stored (its followers get the
+    /// events through [`feeds`](Self::feeds), not through this).
+    pub fn notify_run_events(&self, run_id: Uuid) {
+        self.notify(Topic::Run(run_id));
+    }
+
+    /// The live events of the runs followed in this process.
+    pub fn feeds(&self) -> &EventFeeds {
+        &self.feeds
     }
 
     /// A wake-up for the run queue.

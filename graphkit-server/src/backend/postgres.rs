@@ -38,9 +38,10 @@ use uuid::Uuid;
 
 use self::listen::{Channels, Fanout};
 use super::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
-    Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, EventFeeds,
+    IfExists, Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery,
+    RunRecord, RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
+    attempts_exceeded,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -1003,6 +1004,11 @@ impl Backend for PostgresBackend {
         let mut tx = self.begin().await?;
         let last = append_locked(&mut tx, &self.channels, run_id, events).await?;
         tx.commit().await.map_err(db("appending run events"))?;
+        // This process's followers get them now; the others through the notification.
+        if last > 0 {
+            let first = last - i64::try_from(events.len()).unwrap_or(i64::MAX) + 1;
+            self.notifier.feeds().publish(run_id, first, events);
+        }
         Ok(last)
     }
 
@@ -1055,6 +1061,10 @@ impl Backend for PostgresBackend {
 
     fn watch_queue(&self) -> Wakeup {
         self.notifier.watch_queue()
+    }
+
+    fn feeds(&self) -> &EventFeeds {
+        self.notifier.feeds()
     }
 }
 

@@ -17,10 +17,10 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use super::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, IfExists,
-    Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup, attempts_exceeded,
-    json_contains,
+    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, EventFeeds,
+    IfExists, Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery,
+    RunRecord, RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
+    attempts_exceeded, json_contains,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -1021,7 +1021,9 @@ impl Backend for SqliteBackend {
         let mut tx = self.write().await?;
         let seq = append_in(&mut tx, &run_id.to_string(), events).await?;
         tx.commit().await.map_err(db("commit events"))?;
-        self.notifier.notify_run(run_id);
+        let first = seq - i64::try_from(events.len()).unwrap_or(i64::MAX) + 1;
+        self.notifier.feeds().publish(run_id, first, events);
+        self.notifier.notify_run_events(run_id);
         Ok(seq)
     }
 
@@ -1074,5 +1076,9 @@ impl Backend for SqliteBackend {
 
     fn watch_queue(&self) -> Wakeup {
         self.notifier.watch_queue()
+    }
+
+    fn feeds(&self) -> &EventFeeds {
+        self.notifier.feeds()
     }
 }

@@ -6,8 +6,10 @@
 //! big `values` event never passes through the notify queue.
 //!
 //! Each notification wakes the process's [`Notifier`]: `runs_new` the queue, the others
-//! the waiters of the run named (SSE clients, `wait`/`join` callers, and the worker holding
-//! the run, which hears its cancel that way). A notification lost while the connection was
+//! the waiters of the run named (`wait`/`join` callers, and the worker holding the run,
+//! which hears its cancel that way). The run's stream followers in this process share one
+//! feed ([`crate::backend::EventFeeds`]): `run_events` tells it up to which event the run
+//! has stored, and one of them reads the missing events for all. A notification lost while the connection was
 //! down only delays: waiters also re-read on a timer, and the queue is woken on reconnect.
 
 use std::sync::Arc;
@@ -61,8 +63,17 @@ impl Fanout {
             self.notifier.notify_queue();
             return;
         }
-        let id = payload.split(':').next().unwrap_or_default();
-        if let Ok(run_id) = Uuid::parse_str(id) {
+        let mut parts = payload.split(':');
+        let Ok(run_id) = Uuid::parse_str(parts.next().unwrap_or_default()) else {
+            return;
+        };
+        if channel == self.channels.run_events {
+            // `<run_id>:<last seq>`: this process's followers read what they have not seen.
+            self.notifier.notify_run_events(run_id);
+            if let Some(last) = parts.next().and_then(|seq| seq.parse().ok()) {
+                self.notifier.feeds().announce(run_id, last);
+            }
+        } else {
             self.notifier.notify_run(run_id);
         }
     }
@@ -95,9 +106,10 @@ impl Fanout {
                     () = tokio::time::sleep(Duration::from_secs(1)) => continue 'connect,
                 }
             }
-            // Anything sent before LISTEN took effect was missed: the queue re-reads now; run
-            // waiters re-read on their own timer.
+            // Anything sent before LISTEN took effect was missed: the queue and the followed
+            // runs re-read now; other run waiters re-read on their own timer.
             self.notifier.notify_queue();
+            self.notifier.feeds().all_changed();
             loop {
                 let next = tokio::select! {
                     () = stop.cancelled() => return,
@@ -111,6 +123,7 @@ impl Fanout {
                         // The connection dropped and was re-established (LISTEN included).
                         tracing::debug!("LISTEN connection re-established");
                         self.notifier.notify_queue();
+                        self.notifier.feeds().all_changed();
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
