@@ -69,18 +69,6 @@ impl PostgresCache {
             clock: Arc::new(SystemClock),
         })
     }
-
-    /// Measures time to live on `clock` instead of the system clock (for tests).
-    #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The connection pool.
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
 }
 
-super::sql::impl_sql_cache!(PostgresCache, POSTGRES, BACKEND);
+super::sql::impl_sql_cache!(PostgresCache, PgPool, POSTGRES, BACKEND);

@@ -66,7 +66,21 @@ impl Statements {
 /// it in errors. (A macro, as for the SQL stores: sqlx's bounds for one function over both
 /// pool types outweigh the bodies.)
 macro_rules! impl_sql_cache {
-    ($cache:ty, $statements:expr, $backend:expr) => {
+    ($cache:ty, $pool:ty, $statements:expr, $backend:expr) => {
+        impl $cache {
+            /// Measures time to live on `clock` instead of the system clock (for tests).
+            #[must_use]
+            pub fn with_clock(mut self, clock: std::sync::Arc<dyn $crate::clock::Clock>) -> Self {
+                self.clock = clock;
+                self
+            }
+
+            /// The connection pool.
+            pub fn pool(&self) -> &$pool {
+                &self.pool
+            }
+        }
+
         #[async_trait::async_trait]
         impl $crate::cache::Cache for $cache {
             async fn get(

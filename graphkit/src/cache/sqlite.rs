@@ -74,18 +74,6 @@ impl SqliteCache {
             clock: Arc::new(SystemClock),
         })
     }
-
-    /// Measures time to live on `clock` instead of the system clock (for tests).
-    #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The connection pool.
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
 }
 
-super::sql::impl_sql_cache!(SqliteCache, SQLITE, BACKEND);
+super::sql::impl_sql_cache!(SqliteCache, SqlitePool, SQLITE, BACKEND);

@@ -233,10 +233,7 @@ pub(crate) async fn load<S: State>(
         }
     }
     let Some(base) = chain.pop() else {
-        return Err(StorageError::Backend {
-            backend: "checkpoint loader",
-            message: "empty chain".into(),
-        });
+        return Err(StorageError::backend("checkpoint loader", "empty chain"));
     };
     let snapshot_bytes = base.payload.len();
     let mut delta_bytes = 0;

@@ -89,15 +89,9 @@ impl Writer {
         let writer = Arc::clone(self);
         let waiting = move || writer.run_waiting(doing, &work);
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime
-                    .spawn_blocking(waiting)
-                    .await
-                    .map_err(|e| StorageError::Backend {
-                        backend: BACKEND,
-                        message: format!("{doing}: the write's thread failed: {e}"),
-                    })?
-            }
+            Ok(runtime) => runtime.spawn_blocking(waiting).await.map_err(|e| {
+                StorageError::backend(BACKEND, format!("{doing}: the write's thread failed: {e}"))
+            })?,
             Err(_) => waiting(),
         }
     }
@@ -259,15 +253,12 @@ pub(super) fn is_busy(error: &rusqlite::Error) -> bool {
 }
 
 fn failed(doing: &str, error: rusqlite::Error) -> StorageError {
-    StorageError::Backend {
-        backend: BACKEND,
-        message: format!("{doing}: {error}"),
-    }
+    StorageError::backend(BACKEND, format!("{doing}: {error}"))
 }
 
 fn closed(doing: &str) -> StorageError {
-    StorageError::Backend {
-        backend: BACKEND,
-        message: format!("{doing}: the saver was closed; open it again to write"),
-    }
+    StorageError::backend(
+        BACKEND,
+        format!("{doing}: the saver was closed; open it again to write"),
+    )
 }

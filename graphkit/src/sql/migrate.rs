@@ -66,13 +66,13 @@ impl Schema {
     ) -> Result<&[Migration], StorageError> {
         let known = self.newest();
         if applied > known {
-            return Err(StorageError::Backend {
+            return Err(StorageError::backend(
                 backend,
-                message: format!(
+                format!(
                     "the database's {} schema is at version {applied}, newer than this build knows ({known}); upgrade {}",
                     self.component, self.upgrade
                 ),
-            });
+            ));
         }
         Ok(&self.migrations[self.migrations.partition_point(|m| m.version <= applied)..])
     }

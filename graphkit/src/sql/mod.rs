@@ -85,7 +85,7 @@ pub(crate) fn backend_error(
         },
         other => format!("{doing}: {other}"),
     };
-    StorageError::Backend { backend, message }
+    StorageError::backend(backend, message)
 }
 
 /// How many rows a statement's `LIMIT` lets through: `limit`, or all of them.

@@ -36,12 +36,12 @@ pub(crate) async fn connect_pool(
     };
     match tokio::time::timeout(timeout, PgConnection::connect_with(&options)).await {
         Err(_) => {
-            return Err(StorageError::Backend {
+            return Err(StorageError::backend(
                 backend,
-                message: format!(
+                format!(
                     "cannot connect to {where_to}: no answer within {timeout:?}; check the host and port, or raise the connect timeout"
                 ),
-            });
+            ));
         }
         Ok(Err(e)) => {
             return Err(backend_error(
@@ -63,11 +63,13 @@ pub(crate) async fn connect_pool(
 /// The connect options of `url`; an IPv6 literal host (`[::1]`) loses its brackets, which
 /// the URL keeps but a socket address must not have.
 fn connect_options(url: &str, backend: &'static str) -> Result<PgConnectOptions, StorageError> {
-    let options = PgConnectOptions::from_str(url).map_err(|e| StorageError::Backend {
-        backend,
-        message: format!(
-            "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"
-        ),
+    let options = PgConnectOptions::from_str(url).map_err(|e| {
+        StorageError::backend(
+            backend,
+            format!(
+                "invalid PostgreSQL URL: {e}; expected postgres://user[:password]@host[:port]/database"
+            ),
+        )
     })?;
     let host = options.get_host().to_owned();
     Ok(

@@ -178,12 +178,14 @@ where
     let key: String = row
         .try_get("key")
         .map_err(|e| error("reading an item", e))?;
-    let unreadable = |what: String| StorageError::Backend {
-        backend,
-        message: format!(
-            "item {key:?} in namespace {:?} cannot be read: {what}",
-            split(&namespace)
-        ),
+    let unreadable = |what: String| {
+        StorageError::backend(
+            backend,
+            format!(
+                "item {key:?} in namespace {:?} cannot be read: {what}",
+                split(&namespace)
+            ),
+        )
     };
     let value: String = row
         .try_get("value")
