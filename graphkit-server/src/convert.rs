@@ -81,7 +81,7 @@ fn is_removal(item: &Value) -> bool {
 /// An item as an upsert; LangGraph's `RemoveMessage` (`{"type": "remove", "id"}`) as a
 /// removal (`__remove_all__`: remove everything).
 fn keyed_op_from_langgraph(item: Value) -> Value {
-    if item.get("type").and_then(Value::as_str) == Some("remove") {
+    if is_removal(&item) {
         return match item.get("id") {
             Some(Value::String(id)) if id == "__remove_all__" => json!("RemoveAll"),
             Some(id) => json!({ "Remove": id }),
