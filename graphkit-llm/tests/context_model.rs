@@ -30,7 +30,7 @@ async fn a_node_calls_the_graph_s_model_as_a_trait_object() {
         let reply = model.invoke(&[Message::user("2 + 2?")]).await?;
         Ok(AnswerUpdate::new().text(reply.content))
     }
-    let mut graph = StateGraph::<Answer>::new();
+    let mut graph = StateGraph::<Answer, dyn ChatModel>::new();
     graph
         .add_node("ask", ask)
         .add_edge(START, "ask")
@@ -56,7 +56,7 @@ async fn a_concrete_model_in_the_context_wraps_into_structured_output() {
         let grade = grader.invoke(&[Message::user("grade it")]).await?;
         Ok(AnswerUpdate::new().score(grade.score))
     }
-    let mut graph = StateGraph::<Answer>::new();
+    let mut graph = StateGraph::<Answer, ScriptedModel>::new();
     graph
         .add_node("grade", grade)
         .add_edge(START, "grade")

@@ -122,7 +122,7 @@ async fn a_same_state_subgraph_s_model_call_is_streamed_once() {
         let reply = model.stream(&state.messages).await?.final_message().await?;
         Ok(ChatUpdate::new().messages(vec![Message::from(reply)]))
     }
-    let mut child = StateGraph::<Chat>::new();
+    let mut child = StateGraph::<Chat, ScriptedModel>::new();
     child
         .add_node("summarize", summarize)
         .add_edge(START, "summarize");

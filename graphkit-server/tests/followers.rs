@@ -127,7 +127,7 @@ async fn step(
 }
 
 async fn relay_server(gates: Gates) -> TestServer {
-    let mut graph = graphkit::StateGraph::<Relay>::new();
+    let mut graph = graphkit::StateGraph::<Relay, Gates>::new();
     for name in STEPS {
         graph.add_node(name, step);
     }

@@ -764,7 +764,7 @@ async fn greet(
 
 #[tokio::test]
 async fn a_graph_with_a_context_is_served_with_the_hosts_value() {
-    let mut graph = graphkit::StateGraph::<Greeting>::new();
+    let mut graph = graphkit::StateGraph::<Greeting, Greeter>::new();
     graph
         .add_node("greet", greet)
         .add_edge(graphkit::START, "greet")

@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tools = ToolNode::new((send_email,));
     let model: Arc<dyn ChatModel> = Arc::new(scripted_model().bind_tools(tools.specs()));
 
-    let mut graph = StateGraph::<AgentState>::new();
+    let mut graph = StateGraph::<AgentState, dyn ChatModel>::new();
     graph.add_node("agent", agent);
     graph.add_node("review", review);
     graph.add_node("tools", tools);

@@ -41,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tools = ToolNode::new((add, multiply, divide));
     let model: Arc<dyn ChatModel> = Arc::new(scripted_model().bind_tools(tools.specs()));
 
-    let mut graph = StateGraph::<AgentState>::new();
+    let mut graph = StateGraph::<AgentState, dyn ChatModel>::new();
     graph.add_node("chatbot", chatbot);
     graph.add_node("tools", tools);
     graph.add_edge(START, "chatbot");

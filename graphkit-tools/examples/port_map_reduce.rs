@@ -53,7 +53,7 @@ async fn best_joke(state: Arc<Overall>, model: Model) -> Result<OverallUpdate> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut graph = StateGraph::<Overall>::new();
+    let mut graph = StateGraph::<Overall, dyn ChatModel>::new();
     graph.add_node("generate_topics", generate_topics);
     graph.add_node("generate_joke", generate_joke);
     graph.add_node("best_joke", best_joke);

@@ -38,7 +38,7 @@ const WRITE: &str = "Answer the question from the facts found.";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut graph = StateGraph::<AgentState>::new();
+    let mut graph = StateGraph::<AgentState, dyn ChatModel>::new();
     graph.add_node("supervisor", supervisor);
     for (name, prompt) in [("researcher", RESEARCH), ("writer", WRITE)] {
         graph.add_node(name, move |s: Arc<AgentState>, model: Model| async move {

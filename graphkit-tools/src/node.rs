@@ -298,10 +298,10 @@ impl<S: MessagesState> Writes<S> {
 #[doc(hidden)]
 pub struct ToolNodeMarker;
 
-impl<S: MessagesState> IntoNode<S, ToolNodeMarker> for ToolNode<S> {
+impl<S: MessagesState, C: ?Sized + 'static> IntoNode<S, ToolNodeMarker, C> for ToolNode<S> {
     const MAY_ROUTE: bool = true;
 
-    fn into_runner(self) -> BoxedNode<S> {
+    fn into_runner(self) -> BoxedNode<S, C> {
         BoxedNode::new(move |state: Arc<S>, ctx: NodeContext| {
             let node = self.clone();
             async move { node.run(state, &ctx).await.map_err(BoxError::from) }

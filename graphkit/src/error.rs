@@ -99,6 +99,19 @@ pub enum Error {
         available: Vec<&'static str>,
     },
 
+    /// A graph declared a context type (`StateGraph<S, C>`) and a run started with no
+    /// value of it.
+    #[error(
+        "the graph's nodes read the context `{type_name}` (its `StateGraph<_, {type_name}>`), but neither the graph nor the run has a value of it (they have: {}); give one with `CompiledGraph::with_context(...)` once, or `RunConfig::with_context(...)` per run (for a trait object: `with_shared_context::<dyn Trait>(..)`)",
+        if available.is_empty() { "none".to_owned() } else { available.join(", ") }
+    )]
+    ContextNotGiven {
+        /// The graph's context type.
+        type_name: &'static str,
+        /// The types the graph and the run have values of.
+        available: Vec<&'static str>,
+    },
+
     /// A run's input cannot start a run (see the message).
     #[error("invalid run input: {0}")]
     InvalidRunInput(String),

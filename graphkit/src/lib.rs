@@ -61,7 +61,7 @@ pub mod store;
 pub use command::{Command, RunInput, SendTo};
 pub use context::config::{Durability, RetryPolicy, RunConfig};
 pub use context::node_context::NodeContext;
-pub use context::run_context::RunContext;
+pub use context::run_context::{Provides, RunContext};
 pub use context::stream::{Scoped, StreamMode, StreamPayload, StreamWriter};
 pub use error::{BuildError, Error};
 pub use graph::builder::{CompileOptions, StateGraph};
@@ -81,8 +81,8 @@ pub use state::{AppendUpdate, Keyed, KeyedUpdate, State};
 pub mod prelude {
     pub use crate::{
         AppendUpdate, BuildError, Command, CompileOptions, CompiledGraph, END, Error, Input, Keyed,
-        KeyedUpdate, NodeContext, Outcome, Paused, RunConfig, RunContext, RunInput, START, Scoped,
-        SendTo, State, StateGraph, StreamMode, StreamPayload, SyncNode, UpdateAs,
+        KeyedUpdate, NodeContext, Outcome, Paused, Provides, RunConfig, RunContext, RunInput,
+        START, Scoped, SendTo, State, StateGraph, StreamMode, StreamPayload, SyncNode, UpdateAs,
     };
 }
 
@@ -130,7 +130,7 @@ pub mod running {
 }
 
 /// `#[derive(State)]`: see [`State`](trait@State).
-pub use graphkit_derive::State;
+pub use graphkit_derive::{Provides, State};
 
 /// The README's quickstart, compiled and run as a doctest so it stays true.
 #[cfg(doctest)]

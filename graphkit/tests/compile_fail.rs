@@ -180,4 +180,7 @@ cases!(
     graph_of_non_state,
     run_context_not_send,
     input_not_deserializable,
+    node_reads_context_of_context_free_graph,
+    node_reads_context_not_provided,
+    provides_field_not_arc,
 );

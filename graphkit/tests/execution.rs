@@ -751,14 +751,14 @@ async fn nodes_read_the_run_context_by_type_and_subgraphs_see_it_too() {
     struct Limit {
         max: u32,
     }
-    let mut inner = StateGraph::<Log>::new();
+    let mut inner = StateGraph::<Log, Limit>::new();
     inner
         .add_node("inner", |_: Arc<Log>, limit: RunContext<Limit>| async move {
             LogUpdate::new().count(limit.max)
         })
         .add_edge(START, "inner")
         .add_edge("inner", END);
-    let mut g = StateGraph::<Log>::new();
+    let mut g = StateGraph::<Log, Greeting>::new();
     g.add_node(
         "greet",
         |_: Arc<Log>, greeting: RunContext<Greeting>| async move {

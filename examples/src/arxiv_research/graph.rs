@@ -83,7 +83,7 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<ResearchState>, graphkit::BuildError> {
     let supervisor = build_supervisor(deps)?;
-    let mut graph = StateGraph::<ResearchState>::new();
+    let mut graph = StateGraph::<ResearchState, NodeDeps>::new();
     graph
         .add_node(PLANNER, nodes::planner)
         .add_node(STEP_ITERATOR, nodes::step_iterator)

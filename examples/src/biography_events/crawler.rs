@@ -34,7 +34,7 @@ const MAX_CHUNKS: usize = 40;
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).
 pub fn build(deps: &Deps) -> Result<CompiledGraph<CrawlState>, graphkit::BuildError> {
-    let mut graph = StateGraph::<CrawlState>::new();
+    let mut graph = StateGraph::<CrawlState, Deps>::new();
     graph
         .add_node(CRAWL_AND_CHUNK, crawl_and_chunk)
         .add_node(CATEGORIZE_CHUNKS, categorize_chunks)

@@ -31,7 +31,7 @@ pub fn build_graph(
 ) -> Result<CompiledGraph<BiographyState>, graphkit::BuildError> {
     let tools = tool_node(deps)?;
 
-    let mut graph = StateGraph::<BiographyState>::new();
+    let mut graph = StateGraph::<BiographyState, Deps>::new();
     graph
         .add_node(CHECK_INITIAL_GAPS, supervisor::check_initial_gaps)
         .add_node(URL_FINDER, supervisor::url_finder)

@@ -32,7 +32,7 @@ const PAGE_CHARS: usize = 4000;
 /// # Errors
 /// [`graphkit::Error`] if the graph does not validate (a bug).
 pub fn build(deps: &Deps) -> Result<CompiledGraph<ResearchState>, graphkit::BuildError> {
-    let mut graph = StateGraph::<ResearchState>::new();
+    let mut graph = StateGraph::<ResearchState, Deps>::new();
     graph
         .add_node(FIND_GAPS, find_gaps)
         .add_node(SEARCH_GAPS, search_gaps)

@@ -28,7 +28,7 @@ pub fn build_graph(
     deps: Arc<Deps>,
     options: CompileOptions,
 ) -> Result<CompiledGraph<S>, graphkit::BuildError> {
-    let mut graph = StateGraph::<S>::new();
+    let mut graph = StateGraph::<S, Deps>::new();
     graph
         .add_node(INITIALIZE, nodes::initialize)
         .add_node(GENERATE_QUERIES, nodes::generate_queries)

@@ -1,13 +1,25 @@
 //! The graph: `generate_todos` → `research_agent` ⇄ `tools` → `finalize_output`.
 
-use graphkit::{CompileOptions, CompiledGraph, END, START, StateGraph};
+use std::sync::Arc;
+
+use graphkit::{CompileOptions, CompiledGraph, END, Provides, START, StateGraph};
 use graphkit_tools::{TOOLS_NODE, ToolNode};
 
 use super::nodes::{
     self, AgentDeps, FINALIZE_OUTPUT, GENERATE_TODOS, RESEARCH_AGENT, should_continue_or_finalize,
 };
+use super::output_folder::OutputFolder;
 use super::state::EntityIntelResearchState;
 use super::tools::{ToolDeps, research_tools};
+
+/// What the graph's nodes read: the agent's model, tools and limits, and where outputs go.
+#[derive(Provides)]
+pub struct GraphDeps {
+    #[provide]
+    agent: Arc<AgentDeps>,
+    #[provide]
+    outputs: Arc<OutputFolder>,
+}
 
 /// Builds the entity-intel research graph (one bundle per run).
 ///
@@ -33,7 +45,7 @@ pub fn build_graph(
         ..agent
     };
 
-    let mut graph = StateGraph::<EntityIntelResearchState>::new();
+    let mut graph = StateGraph::<EntityIntelResearchState, GraphDeps>::new();
     graph
         .add_node(GENERATE_TODOS, nodes::generate_todos)
         .add_node(RESEARCH_AGENT, nodes::research_agent)
@@ -53,8 +65,8 @@ pub fn build_graph(
         )
         .add_edge(FINALIZE_OUTPUT, END);
     // The nodes read the models and where outputs go as context.
-    Ok(graph
-        .compile_with(options)?
-        .with_context(agent)
-        .with_context(tools.outputs.clone()))
+    Ok(graph.compile_with(options)?.with_context(GraphDeps {
+        agent: Arc::new(agent),
+        outputs: Arc::new(tools.outputs.clone()),
+    }))
 }

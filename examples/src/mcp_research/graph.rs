@@ -20,7 +20,7 @@ pub fn build_graph(
     options: CompileOptions,
 ) -> Result<CompiledGraph<ResearchAgentState>, graphkit::BuildError> {
     let threshold = deps.confidence_threshold;
-    let mut graph = StateGraph::<ResearchAgentState>::new();
+    let mut graph = StateGraph::<ResearchAgentState, ResearchDeps>::new();
     graph
         .add_node(INITIALIZATION, nodes::initialization)
         .add_node(PLANNING, nodes::planning)

@@ -615,3 +615,74 @@ fn function_docs(description: &str) -> Tokens {
     let lines = description.lines().map(|line| format!(" {line}"));
     quote!(#(#[doc = #lines])*)
 }
+
+/// Derives `graphkit::Provides<T>` for each field marked `#[provide]`, which must be an
+/// `Arc<T>` (`T` may be a trait object): nodes of a graph whose context is this struct may
+/// then take `RunContext<T>`. Use it through `graphkit::Provides`.
+#[proc_macro_derive(Provides, attributes(provide))]
+pub fn derive_provides(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand_provides(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+fn expand_provides(input: &DeriveInput) -> syn::Result<Tokens> {
+    let Data::Struct(data) = &input.data else {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "#[derive(Provides)] is for a struct whose fields are the parts of a graph's context",
+        ));
+    };
+    let name = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut impls = Vec::new();
+    for (index, field) in data.fields.iter().enumerate() {
+        if !field.attrs.iter().any(|a| a.path().is_ident("provide")) {
+            continue;
+        }
+        let member = match &field.ident {
+            Some(ident) => quote!(#ident),
+            None => {
+                let index = syn::Index::from(index);
+                quote!(#index)
+            }
+        };
+        let Some(inner) = arc_inner(&field.ty) else {
+            return Err(syn::Error::new(
+                field.ty.span(),
+                "a #[provide] field must be an `Arc<T>`: nodes read `RunContext<T>`, which shares it without a copy",
+            ));
+        };
+        impls.push(quote! {
+            impl #impl_generics ::graphkit::Provides<#inner> for #name #ty_generics #where_clause {
+                fn provide(context: &::std::sync::Arc<Self>) -> ::std::sync::Arc<#inner> {
+                    ::std::sync::Arc::clone(&context.#member)
+                }
+            }
+        });
+    }
+    if impls.is_empty() {
+        return Err(syn::Error::new(
+            Span::call_site(),
+            "#[derive(Provides)] needs at least one field marked #[provide] (an `Arc<T>`)",
+        ));
+    }
+    Ok(quote!(#(#impls)*))
+}
+
+/// `T` of a field type written `Arc<T>` (or `std::sync::Arc<T>`).
+fn arc_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let last = path.path.segments.last()?;
+    if last.ident != "Arc" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(inner) if args.args.len() == 1 => Some(inner),
+        _ => None,
+    }
+}

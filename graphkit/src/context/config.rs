@@ -205,12 +205,14 @@ impl RunConfig {
         self
     }
 
-    /// Gives the run a context value of type `C`: nodes read it with the
-    /// [`RunContext<C>`](crate::RunContext) argument or [`NodeContext::context`](crate::NodeContext::context),
-    /// tools through their runtime's config. One value per type (a second replaces the
-    /// first); it wins over the graph's value of that type
-    /// ([`CompiledGraph::with_context`](crate::CompiledGraph::with_context)); subgraphs see
-    /// their parent run's values. LangGraph's `context=`.
+    /// Gives the run a context value of type `C`: the graph's context type
+    /// (`StateGraph<S, C>`), or a part of it, which nodes read with the
+    /// [`RunContext`](crate::RunContext) argument; any type for run-time lookups
+    /// ([`NodeContext::context`](crate::NodeContext::context), tools through their
+    /// runtime). One value per type (a second replaces the first); it wins over the graph's
+    /// value of that type ([`CompiledGraph::with_context`](crate::CompiledGraph::with_context)),
+    /// and a part given here wins over what the graph's context provides for it; subgraphs
+    /// see their parent run's values. LangGraph's `context=`.
     #[must_use]
     pub fn with_context<C: std::marker::Send + Sync + 'static>(mut self, value: C) -> Self {
         self.context.insert(Arc::new(value));

@@ -173,6 +173,24 @@ impl NodeContext {
         self.config.context::<C>()
     }
 
+    /// The `T` a node of a graph whose context type is `C` reads (what
+    /// [`RunContext<T>`](crate::RunContext) holds): the run's own `T`, else what the run's
+    /// `C` provides, else the graph's `T`, else what the graph's `C` provides.
+    pub(crate) fn provided_context<T, C>(&self) -> Result<Arc<T>, Error>
+    where
+        T: ?Sized + Send + Sync + 'static,
+        C: ?Sized + crate::Provides<T> + Send + Sync + 'static,
+    {
+        self.config
+            .context
+            .provided::<T, C>()
+            .ok_or_else(|| Error::MissingContext {
+                node: self.node.to_string(),
+                available: self.config.context.type_names(),
+                type_name: std::any::type_name::<T>(),
+            })
+    }
+
     /// The run's context value of type `C`, or an error naming the node, the type, and the
     /// types the run does have.
     pub fn require_context<C: ?Sized + Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {

@@ -1,5 +1,6 @@
-//! The typed run context: values of the user's own types given per run (models, clients,
-//! settings) and read by nodes and tools by type — LangGraph's `context_schema`.
+//! The typed context: a graph's context type (`StateGraph<S, C>`'s `C`), the values of it
+//! given to a compiled graph or a run (models, clients, settings), and what nodes read of
+//! it — LangGraph's `context_schema`, checked by the compiler.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -8,46 +9,96 @@ use std::sync::Arc;
 
 /// The context values of one run (or one compiled graph), one per type. A type may be a
 /// trait object (`dyn ChatModel`): each value is kept as the `Arc<C>` it was given as.
+///
+/// A run's values come first; the graph's defaults, added by
+/// [`with_defaults`](Self::with_defaults), follow from `defaults_from` on.
 #[derive(Clone, Default)]
-pub(crate) struct ContextValues(Vec<(TypeId, &'static str, Arc<dyn Any + Send + Sync>)>);
+pub(crate) struct ContextValues {
+    values: Vec<(TypeId, &'static str, Arc<dyn Any + Send + Sync>)>,
+    defaults_from: Option<usize>,
+}
 
 impl ContextValues {
     /// Sets the value of type `C`, replacing an earlier one of that type.
     pub(crate) fn insert<C: ?Sized + Send + Sync + 'static>(&mut self, value: Arc<C>) {
         let id = TypeId::of::<C>();
-        self.0.retain(|(t, _, _)| *t != id);
-        self.0
-            .push((id, std::any::type_name::<C>(), Arc::new(value)));
+        let entry: (TypeId, &'static str, Arc<dyn Any + Send + Sync>) =
+            (id, std::any::type_name::<C>(), Arc::new(value));
+        match self.defaults_from {
+            // Set on a run's merged values: it is the run's, ahead of the graph's.
+            Some(mut run_len) => {
+                if let Some(at) = self.values.iter().position(|(t, _, _)| *t == id) {
+                    self.values.remove(at);
+                    if at < run_len {
+                        run_len -= 1;
+                    }
+                }
+                self.values.insert(run_len, entry);
+                self.defaults_from = Some(run_len + 1);
+            }
+            None => {
+                self.values.retain(|(t, _, _)| *t != id);
+                self.values.push(entry);
+            }
+        }
     }
 
     /// The value of type `C`, if there is one.
     pub(crate) fn get<C: ?Sized + Send + Sync + 'static>(&self) -> Option<Arc<C>> {
+        Self::find::<C>(&self.values)
+    }
+
+    fn find<C: ?Sized + Send + Sync + 'static>(
+        values: &[(TypeId, &'static str, Arc<dyn Any + Send + Sync>)],
+    ) -> Option<Arc<C>> {
         let id = TypeId::of::<C>();
-        self.0
+        values
             .iter()
             .find(|(t, _, _)| *t == id)
             .and_then(|(_, _, value)| value.downcast_ref::<Arc<C>>().cloned())
     }
 
+    /// The value of `T` a node of a graph whose context type is `C` reads: the run's own
+    /// `T`, else what the run's `C` provides, else the graph's `T`, else what the graph's
+    /// `C` provides.
+    pub(crate) fn provided<T, C>(&self) -> Option<Arc<T>>
+    where
+        T: ?Sized + Send + Sync + 'static,
+        C: ?Sized + Provides<T> + Send + Sync + 'static,
+    {
+        let (run, graph) = self
+            .values
+            .split_at(self.defaults_from.unwrap_or(self.values.len()));
+        [run, graph].into_iter().find_map(|values| {
+            Self::find::<T>(values).or_else(|| Self::find::<C>(values).map(|c| C::provide(&c)))
+        })
+    }
+
+    /// Whether there is a value of the type `id`.
+    pub(crate) fn has(&self, id: TypeId) -> bool {
+        self.values.iter().any(|(t, _, _)| *t == id)
+    }
+
     /// The names of the types that have a value, in the order they were set.
     pub(crate) fn type_names(&self) -> Vec<&'static str> {
-        self.0.iter().map(|(_, name, _)| *name).collect()
+        self.values.iter().map(|(_, name, _)| *name).collect()
     }
 
     /// These values, with `defaults`' values for the types they lack; `None` when
     /// `defaults` adds nothing.
     pub(crate) fn with_defaults(&self, defaults: &ContextValues) -> Option<ContextValues> {
         let missing: Vec<_> = defaults
-            .0
+            .values
             .iter()
-            .filter(|(t, _, _)| !self.0.iter().any(|(own, _, _)| own == t))
+            .filter(|(t, _, _)| !self.has(*t))
             .cloned()
             .collect();
         if missing.is_empty() {
             return None;
         }
         let mut merged = self.clone();
-        merged.0.extend(missing);
+        merged.defaults_from.get_or_insert(merged.values.len());
+        merged.values.extend(missing);
         Some(merged)
     }
 }
@@ -55,22 +106,25 @@ impl ContextValues {
 impl fmt::Debug for ContextValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|(_, name, _)| name))
+            .entries(self.values.iter().map(|(_, name, _)| name))
             .finish()
     }
 }
 
-/// A node argument that reads the context value of type `C`: the graph's, given once with
+/// A node argument that reads the graph's context: the `C` of
+/// [`StateGraph<S, C>`](crate::StateGraph) itself, or a part `T` of it that `C`
+/// [`Provides`]. The compiler checks that the graph's context provides it.
+///
+/// The value is the graph's, given once with
 /// [`CompiledGraph::with_context`](crate::CompiledGraph::with_context) (a model, an HTTP
 /// client, settings), or the run's, given with
-/// [`RunConfig::with_context`](crate::RunConfig::with_context), which wins for its type.
-///
-/// The value is shared (an `Arc`), so it is built once, not cloned into every node
-/// closure. `C` may be a trait object: a graph given
+/// [`RunConfig::with_context`](crate::RunConfig::with_context), which wins (for `C`, or
+/// for one part `T`). It is shared (an `Arc`), so it is built once, not cloned into every
+/// node closure. `C` may be a trait object: a `StateGraph<S, dyn ChatModel>` given
 /// `with_shared_context::<dyn ChatModel>(model)` serves `RunContext<dyn ChatModel>`, and
-/// `RunContext<M>` is itself a `ChatModel` when `M` is one (graphkit-llm). Types match
-/// exactly: a node that asks for a type nobody gave fails with
-/// [`Error::MissingContext`](crate::Error::MissingContext), which lists the types there are.
+/// `RunContext<M>` is itself a `ChatModel` when `M` is one (graphkit-llm). A run that has
+/// no value of the graph's context type fails at its start with
+/// [`Error::ContextNotGiven`](crate::Error::ContextNotGiven).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -86,7 +140,7 @@ impl fmt::Debug for ContextValues {
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let mut graph = StateGraph::<Reply>::new();
+/// let mut graph = StateGraph::<Reply, Persona>::new();
 /// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
 /// let config = RunConfig::new().with_context(Persona { name: "Ada".into() });
 /// let out = graph.compile()?.invoke_with(ReplyUpdate::new(), config).await?.into_state();
@@ -112,5 +166,56 @@ impl<C: ?Sized> Deref for RunContext<C> {
 
     fn deref(&self) -> &C {
         &self.0
+    }
+}
+
+/// What a graph's context type gives its nodes: `C: Provides<T>` lets a node of a
+/// `StateGraph<S, C>` take [`RunContext<T>`]. Every type provides itself; implement it for
+/// the parts of your context nodes read on their own, as axum's `FromRef` does for state,
+/// or derive it: `#[derive(Provides)]` with `#[provide]` on `Arc<T>` fields.
+///
+/// The compiler checks it: a node asking for a type the graph's context does not provide
+/// is not a node of that graph.
+///
+/// ```
+/// use std::sync::Arc;
+/// use graphkit::{END, Provides, RunContext, START, State, StateGraph};
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+/// # struct Reply { text: String }
+/// trait Greeter: Send + Sync { fn greet(&self) -> String; }
+/// struct Polite;
+/// impl Greeter for Polite { fn greet(&self) -> String { "good day".into() } }
+///
+/// // The graph's context: everything its nodes need, given once. The derive writes
+/// // `impl Provides<dyn Greeter> for Deps`, which hands out the field's `Arc`.
+/// #[derive(Provides)]
+/// struct Deps { #[provide] greeter: Arc<dyn Greeter>, name: String }
+///
+/// async fn greet(_: Arc<Reply>, greeter: RunContext<dyn Greeter>, deps: RunContext<Deps>) -> ReplyUpdate {
+///     ReplyUpdate::new().text(format!("{}, {}", greeter.greet(), deps.name))
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut graph = StateGraph::<Reply, Deps>::new();
+/// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
+/// let graph = graph.compile()?.with_context(Deps { greeter: Arc::new(Polite), name: "Ada".into() });
+/// assert_eq!(graph.invoke(ReplyUpdate::new()).await?.into_state().text, "good day, Ada");
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "the graph's context `{Self}` does not provide `{T}`",
+    label = "a node of this graph asks for `RunContext<{T}>`",
+    note = "a graph's context type is the second parameter of `StateGraph<S, C>` (`()` when it is not named): declare it, e.g. `StateGraph::<MyState, Deps>::new()`",
+    note = "a node may take `RunContext<C>` for the context type itself, or `RunContext<T>` for a `T` it provides: `impl graphkit::Provides<T> for C {{ fn provide(c: &Arc<C>) -> Arc<T> {{ .. }} }}`"
+)]
+pub trait Provides<T: ?Sized> {
+    /// The `T` in `context` (usually a field's `Arc`, cloned: no value is copied).
+    fn provide(context: &Arc<Self>) -> Arc<T>;
+}
+
+impl<C: ?Sized> Provides<C> for C {
+    fn provide(context: &Arc<Self>) -> Arc<C> {
+        Arc::clone(context)
     }
 }

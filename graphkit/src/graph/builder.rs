@@ -236,7 +236,10 @@ pub(crate) struct BranchDecl<S: State> {
     pub(crate) path_map: Option<Vec<(Arc<str>, Arc<str>)>>,
 }
 
-/// A graph under construction: nodes, edges and routers over state `S`.
+/// A graph under construction: nodes, edges and routers over state `S`, whose nodes may
+/// read a context of type `C` (a model, clients, settings; `()` for none) with
+/// [`RunContext`](crate::RunContext): `StateGraph::<S, Deps>::new()`. The compiler checks
+/// that every node asks only for what `C` [provides](crate::Provides).
 ///
 /// Methods return `&mut Self` so calls chain; mistakes (an unknown node, a duplicate
 /// name) are collected and reported by [`compile`](Self::compile), which also checks the
@@ -264,22 +267,23 @@ pub(crate) struct BranchDecl<S: State> {
 /// assert_eq!(graph.invoke(CountUpdate::new()).await?.into_state().n, 3);
 /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
 /// ```
-pub struct StateGraph<S: State> {
+pub struct StateGraph<S: State, C: ?Sized + 'static = ()> {
     pub(crate) nodes: Vec<NodeDecl<S>>,
     names: std::collections::HashSet<Arc<str>>,
     pub(crate) edges: Vec<(Arc<str>, Arc<str>)>,
     pub(crate) joins: Vec<(Vec<Arc<str>>, Arc<str>)>,
     pub(crate) branches: Vec<BranchDecl<S>>,
     pub(crate) errors: Vec<BuildError>,
+    _context: std::marker::PhantomData<fn() -> Box<C>>,
 }
 
-impl<S: State> Default for StateGraph<S> {
+impl<S: State, C: ?Sized + 'static> Default for StateGraph<S, C> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<S: State> StateGraph<S> {
+impl<S: State, C: ?Sized + 'static> StateGraph<S, C> {
     /// An empty graph.
     pub fn new() -> Self {
         Self {
@@ -289,19 +293,20 @@ impl<S: State> StateGraph<S> {
             joins: Vec::new(),
             branches: Vec::new(),
             errors: Vec::new(),
+            _context: std::marker::PhantomData,
         }
     }
 
     /// Adds a node: an `async fn` or closure taking [`FromContext`](crate::nodes::FromContext)
     /// arguments (usually `Arc<S>`) and returning an update, a `Command` or a `Result`
     /// of those; or a [`SyncNode`](crate::SyncNode).
-    pub fn add_node<Args>(&mut self, name: &str, node: impl IntoNode<S, Args>) -> &mut Self {
+    pub fn add_node<Args>(&mut self, name: &str, node: impl IntoNode<S, Args, C>) -> &mut Self {
         self.add_node_with(name, node, NodeOptions::default())
     }
 
     /// Adds a node with options (retry, timeout, declared `Command` destinations,
     /// [`defer`](NodeOptions::defer)).
-    pub fn add_node_with<Args, N: IntoNode<S, Args>>(
+    pub fn add_node_with<Args, N: IntoNode<S, Args, C>>(
         &mut self,
         name: &str,
         node: N,
@@ -364,7 +369,7 @@ impl<S: State> StateGraph<S> {
     /// ```
     pub fn add_sequence<'a>(
         &mut self,
-        nodes: impl IntoIterator<Item = (&'a str, BoxedNode<S>)>,
+        nodes: impl IntoIterator<Item = (&'a str, BoxedNode<S, C>)>,
     ) -> &mut Self {
         let mut previous: Option<&str> = None;
         for (name, node) in nodes {

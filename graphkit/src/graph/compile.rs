@@ -3,6 +3,7 @@
 //! [`StateGraph::compile`] is defined here rather than in the builder: the builder only
 //! collects declarations, and compiling reads them.
 
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::graph::draw::{EdgeKind, Shape, ShapeEdge, ShapeNode};
 use crate::graph::{END, START};
 use crate::state::State;
 
-impl<S: State> StateGraph<S> {
+impl<S: State, C: ?Sized + 'static> StateGraph<S, C> {
     /// Validates the graph and returns a runnable [`CompiledGraph`].
     ///
     /// # Errors
@@ -52,8 +53,8 @@ impl<S: State> StateGraph<S> {
     }
 }
 
-fn compile<S: State>(
-    mut graph: StateGraph<S>,
+fn compile<S: State, C: ?Sized + 'static>(
+    mut graph: StateGraph<S, C>,
     options: CompileOptions,
 ) -> Result<CompiledGraph<S>, BuildError> {
     if !graph.errors.is_empty() {
@@ -251,13 +252,15 @@ fn compile<S: State>(
             cache: options.cache,
             caches_nodes,
             context: Default::default(),
+            context_type: (TypeId::of::<C>() != TypeId::of::<()>())
+                .then(|| (TypeId::of::<C>(), std::any::type_name::<C>())),
         }),
     })
 }
 
 /// The drawable structure: every edge a run could take, as far as it is declared.
-fn build_shape<S: State>(
-    graph: &StateGraph<S>,
+fn build_shape<S: State, C: ?Sized + 'static>(
+    graph: &StateGraph<S, C>,
     start_branches: &[Branch<S>],
     branches_out: &[Vec<Branch<S>>],
 ) -> Shape {
@@ -343,8 +346,8 @@ fn build_shape<S: State>(
 }
 
 /// Reachability from START, endless static loops, and paths to END.
-fn validate_structure<S: State>(
-    graph: &StateGraph<S>,
+fn validate_structure<S: State, C: ?Sized + 'static>(
+    graph: &StateGraph<S, C>,
     by_name: &HashMap<Arc<str>, NodeId>,
     shape: &Shape,
 ) -> Result<(), BuildError> {

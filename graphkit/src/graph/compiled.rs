@@ -111,6 +111,7 @@ impl<S: State> Clone for GraphCore<S> {
             cache: self.cache.clone(),
             caches_nodes: self.caches_nodes,
             context: self.context.clone(),
+            context_type: self.context_type,
         }
     }
 }
@@ -133,6 +134,9 @@ pub(crate) struct GraphCore<S: State> {
     pub(crate) caches_nodes: bool,
     /// The graph's own context values, for every run (a run's value of a type wins).
     pub(crate) context: ContextValues,
+    /// The context type the graph's nodes read (`StateGraph<S, C>`'s `C`), unless `()`:
+    /// a run starts only with a value of it.
+    pub(crate) context_type: Option<(std::any::TypeId, &'static str)>,
 }
 
 /// A validated graph. Cheap to clone (an `Arc`), safe to share across threads, and able
@@ -217,11 +221,14 @@ impl<S: State> CompiledGraph<S> {
         }
     }
 
-    /// The same graph with a context value of type `C` for every run: what its nodes read
-    /// with [`RunContext<C>`](crate::RunContext) (a model, a client, settings), given once
-    /// here instead of being cloned into node closures. A run's own value of that type
+    /// The same graph with a context value of type `C` for every run: usually the value of
+    /// the graph's context type (`StateGraph<S, C>`), which its nodes read with
+    /// [`RunContext`](crate::RunContext) (a model, a client, settings), given once here
+    /// instead of being cloned into node closures. A run's own value of that type
     /// ([`RunConfig::with_context`](crate::RunConfig::with_context)) wins; one value per
-    /// type (a second replaces the first). Like axum's `Router::with_state`.
+    /// type (a second replaces the first). Like axum's `Router::with_state`. Values of
+    /// other types serve the graph's subgraphs and run-time lookups
+    /// ([`NodeContext::context`](crate::NodeContext::context)).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -236,7 +243,7 @@ impl<S: State> CompiledGraph<S> {
     /// }
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let mut graph = StateGraph::<Reply>::new();
+    /// let mut graph = StateGraph::<Reply, Style>::new();
     /// graph.add_node("greet", greet).add_edge(START, "greet").add_edge("greet", END);
     /// let graph = graph.compile()?.with_context(Style { greeting: "hello" });
     /// assert_eq!(graph.invoke(ReplyUpdate::new()).await?.into_state().text, "hello!");

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use crate::command::{Command, Packet};
 use crate::context::config::RunConfig;
 use crate::context::node_context::NodeContext;
-use crate::context::run_context::RunContext;
+use crate::context::run_context::{Provides, RunContext};
 use crate::context::stream::StreamWriter;
 use crate::error::BoxError;
 use crate::state::State;
@@ -95,14 +95,17 @@ where
 /// A value a node can take as an argument, taken from the task (like an axum extractor).
 ///
 /// Implemented for `Arc<S>` (the state snapshot), [`NodeContext`], [`StreamWriter`],
-/// [`RunConfig`], [`RunContext<C>`](RunContext) and [`Input<T>`].
+/// [`RunConfig`], [`RunContext<T>`](RunContext) (when the graph's context type `C`
+/// [`Provides`] `T`) and [`Input<T>`]. `C` is the graph's context type, the second
+/// parameter of [`StateGraph<S, C>`](crate::StateGraph); an extractor of your own that does
+/// not read it implements `FromContext<S, C>` for every `C: ?Sized`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be an argument of a node of a `{S}` graph",
+    message = "`{Self}` cannot be an argument of a node of a `{S}` graph whose context is `{C}`",
     label = "not something a node can ask for",
-    note = "a node's arguments are each one of: `Arc<{S}>` (the state), `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<C>` (a value given with the run, `C: Send + Sync`), `Input<T>` (a `Send`'s input, `T: Clone + Serialize + DeserializeOwned`)",
+    note = "a node's arguments are each one of: `Arc<{S}>` (the state), `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<T>` (the graph's context `{C}` or a type it provides with `impl Provides<T> for {C}`), `Input<T>` (a `Send`'s input, `T: Clone + Serialize + DeserializeOwned`)",
     note = "to read the state by reference, take `Arc<{S}>`, or wrap a plain function `fn(&{S}) -> ...` in `SyncNode::new`"
 )]
-pub trait FromContext<S: State>: Sized + Send + 'static {
+pub trait FromContext<S: State, C: ?Sized = ()>: Sized + Send + 'static {
     /// Takes the value from the snapshot and the context.
     fn from_context(state: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError>;
 
@@ -126,33 +129,38 @@ where
         .map_err(|e| e.to_string())
 }
 
-impl<S: State> FromContext<S> for Arc<S> {
+impl<S: State, C: ?Sized> FromContext<S, C> for Arc<S> {
     fn from_context(state: &Arc<S>, _: &NodeContext) -> Result<Self, BoxError> {
         Ok(Arc::clone(state))
     }
 }
 
-impl<S: State> FromContext<S> for NodeContext {
+impl<S: State, C: ?Sized> FromContext<S, C> for NodeContext {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok(ctx.clone())
     }
 }
 
-impl<S: State> FromContext<S> for StreamWriter {
+impl<S: State, C: ?Sized> FromContext<S, C> for StreamWriter {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok(ctx.writer.clone())
     }
 }
 
-impl<S: State> FromContext<S> for RunConfig {
+impl<S: State, C: ?Sized> FromContext<S, C> for RunConfig {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
         Ok((*ctx.config).clone())
     }
 }
 
-impl<S: State, C: ?Sized + std::marker::Send + Sync + 'static> FromContext<S> for RunContext<C> {
+impl<S, C, T> FromContext<S, C> for RunContext<T>
+where
+    S: State,
+    C: ?Sized + Provides<T> + std::marker::Send + Sync + 'static,
+    T: ?Sized + std::marker::Send + Sync + 'static,
+{
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
-        Ok(RunContext(ctx.require_context::<C>()?))
+        Ok(RunContext(ctx.provided_context::<T, C>()?))
     }
 }
 
@@ -173,9 +181,10 @@ impl<S: State, C: ?Sized + std::marker::Send + Sync + 'static> FromContext<S> fo
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input<T>(pub T);
 
-impl<S, T> FromContext<S> for Input<T>
+impl<S, C, T> FromContext<S, C> for Input<T>
 where
     S: State,
+    C: ?Sized,
     T: Clone + serde::Serialize + serde::de::DeserializeOwned + std::marker::Send + Sync + 'static,
 {
     fn from_context(_: &Arc<S>, ctx: &NodeContext) -> Result<Self, BoxError> {
@@ -247,15 +256,18 @@ impl<S: State> NodeRunner<S> {
     }
 }
 
-/// Something that can be added as a node: an async function (or closure) whose arguments
-/// are [`FromContext`] values and whose output is [`IntoNodeOutput`], or a [`SyncNode`].
+/// Something that can be added as a node of a `StateGraph<S, C>`: an async function (or
+/// closure) whose arguments are [`FromContext<S, C>`](FromContext) values and whose output
+/// is [`IntoNodeOutput`], or a [`SyncNode`].
 ///
-/// `Args` is a marker that keeps the implementations apart; you never name it.
+/// `Args` is a marker that keeps the implementations apart; you never name it. `C` is the
+/// graph's context type (`()` for a graph that names none).
 ///
 /// A node is one of:
 /// - an `async fn` or a closure returning a `Send` future, taking up to four arguments,
 ///   each a [`FromContext`] value (`Arc<S>`, [`NodeContext`], [`StreamWriter`], [`RunConfig`],
-///   [`RunContext<C>`](RunContext), [`Input<T>`]), and returning an [`IntoNodeOutput`] value;
+///   [`RunContext<T>`](RunContext) for a `T` the graph's context [`Provides`],
+///   [`Input<T>`]), and returning an [`IntoNodeOutput`] value;
 /// - a plain function of `&S` wrapped in [`SyncNode::new`], or of `(&S, &NodeContext)` in
 ///   [`SyncNodeWithContext::new`];
 /// - a [`BoxedNode`], or a compiled graph added as a subgraph.
@@ -263,44 +275,63 @@ impl<S: State> NodeRunner<S> {
 /// `docs/node-errors.md` shows what the compiler says for the common mistakes.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a node of a `{S}` graph",
-    label = "not a node of a `{S}` graph",
-    note = "a node is an `async fn` (or a closure returning a `Send` future) with up to 4 arguments, each one of `Arc<{S}>`, `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<C>` (`C: Send + Sync`), `Input<T>` (`T: Clone + Serialize + DeserializeOwned`), that returns `<{S} as State>::Update`, `Command<{S}>`, `()`, or an `Option` or `Result` of those",
+    label = "not a node of a `StateGraph<{S}, {C}>`",
+    note = "a node is an `async fn` (or a closure returning a `Send` future) with up to 4 arguments, each one of `Arc<{S}>`, `NodeContext`, `StreamWriter`, `RunConfig`, `RunContext<T>`, `Input<T>` (`T: Clone + Serialize + DeserializeOwned`), that returns `<{S} as State>::Update`, `Command<{S}>`, `()`, or an `Option` or `Result` of those",
+    note = "`RunContext<T>` reads the graph's context, the `C` of `StateGraph<S, C>` (here `{C}`; a graph that names none has `()`): `T` is `C` itself, or a type `C` provides (`impl Provides<T> for C`); declare it with `StateGraph::<{S}, YourContext>::new()`",
     note = "a plain function taking `&{S}` is a node when wrapped: `SyncNode::new(f)` (or `SyncNodeWithContext::new(f)` for `fn(&{S}, &NodeContext)`); an `async fn` cannot borrow the state: take `Arc<{S}>`",
     note = "the future must be `Send`: do not hold an `Rc`, a `RefCell` borrow or a `MutexGuard` of `std` across an `.await`"
 )]
-pub trait IntoNode<S: State, Args>: std::marker::Send + Sync + 'static {
+pub trait IntoNode<S: State, Args, C: ?Sized = ()>: std::marker::Send + Sync + 'static {
     /// Whether the node can route with a `Command`.
     const MAY_ROUTE: bool;
 
     #[doc(hidden)]
-    fn into_runner(self) -> BoxedNode<S>;
+    fn into_runner(self) -> BoxedNode<S, C>;
 }
 
-/// A node of any kind, boxed; made with [`BoxedNode::new`].
-pub struct BoxedNode<S: State> {
+/// A node of any kind, boxed, for a graph whose context type is `C`; made with
+/// [`BoxedNode::new`].
+pub struct BoxedNode<S: State, C: ?Sized = ()> {
     pub(crate) runner: NodeRunner<S>,
     pub(crate) decoder: Option<InputDecoder>,
+    _context: std::marker::PhantomData<fn() -> Box<C>>,
 }
 
-struct AsyncFnNode<F, Args> {
+impl<S: State, C: ?Sized> BoxedNode<S, C> {
+    /// A node of the scheduler's own kind: its runner does not read the graph's context
+    /// type, so it fits a graph of any.
+    pub(crate) fn from_runner(runner: NodeRunner<S>, decoder: Option<InputDecoder>) -> Self {
+        Self {
+            runner,
+            decoder,
+            _context: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Marks which arguments and context type an [`AsyncFnNode`] was built for.
+type ArgsAndContext<Args, C> = std::marker::PhantomData<fn() -> (Args, Box<C>)>;
+
+struct AsyncFnNode<F, Args, C: ?Sized> {
     f: F,
-    _args: std::marker::PhantomData<fn() -> Args>,
+    _args: ArgsAndContext<Args, C>,
 }
 
 macro_rules! impl_into_node {
     ($($arg:ident),*) => {
-        impl<S, F, Fut, R, $($arg,)*> ErasedAsyncNode<S> for AsyncFnNode<F, ($($arg,)*)>
+        impl<S, C, F, Fut, R, $($arg,)*> ErasedAsyncNode<S> for AsyncFnNode<F, ($($arg,)*), C>
         where
             S: State,
+            C: ?Sized + 'static,
             F: Fn($($arg),*) -> Fut + std::marker::Send + Sync + 'static,
             Fut: Future<Output = R> + std::marker::Send + 'static,
             R: IntoNodeOutput<S>,
-            $($arg: FromContext<S>,)*
+            $($arg: FromContext<S, C>,)*
         {
             #[allow(non_snake_case, unused_variables)]
             fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
                 $(
-                    let $arg = match $arg::from_context(&state, &ctx) {
+                    let $arg = match <$arg as FromContext<S, C>>::from_context(&state, &ctx) {
                         Ok(value) => value,
                         Err(err) => return Box::pin(std::future::ready(Err(err))),
                     };
@@ -311,25 +342,26 @@ macro_rules! impl_into_node {
             }
         }
 
-        impl<S, F, Fut, R, $($arg,)*> IntoNode<S, (R, $($arg,)*)> for F
+        impl<S, C, F, Fut, R, $($arg,)*> IntoNode<S, (R, $($arg,)*), C> for F
         where
             S: State,
+            C: ?Sized + 'static,
             F: Fn($($arg),*) -> Fut + std::marker::Send + Sync + 'static,
             Fut: Future<Output = R> + std::marker::Send + 'static,
             R: IntoNodeOutput<S> + 'static,
-            $($arg: FromContext<S>,)*
+            $($arg: FromContext<S, C>,)*
         {
             const MAY_ROUTE: bool = R::MAY_ROUTE;
 
-            fn into_runner(self) -> BoxedNode<S> {
-                let decoder: Option<InputDecoder> = None $(.or(<$arg as FromContext<S>>::input_decoder()))*;
-                BoxedNode {
-                    runner: NodeRunner::Async(Arc::new(AsyncFnNode::<F, ($($arg,)*)> {
+            fn into_runner(self) -> BoxedNode<S, C> {
+                let decoder: Option<InputDecoder> = None $(.or(<$arg as FromContext<S, C>>::input_decoder()))*;
+                BoxedNode::from_runner(
+                    NodeRunner::Async(Arc::new(AsyncFnNode::<F, ($($arg,)*), C> {
                         f: self,
                         _args: std::marker::PhantomData,
                     })),
                     decoder,
-                }
+                )
             }
         }
     };
@@ -391,51 +423,53 @@ impl<F> SyncNodeWithContext<F> {
 #[doc(hidden)]
 pub struct SyncMarker<R>(std::marker::PhantomData<R>);
 
-impl<S, F, R> IntoNode<S, SyncMarker<R>> for SyncNode<F>
+impl<S, C, F, R> IntoNode<S, SyncMarker<R>, C> for SyncNode<F>
 where
     S: State,
+    C: ?Sized + 'static,
     F: Fn(&S) -> R + std::marker::Send + Sync + 'static,
     R: IntoNodeOutput<S> + 'static,
 {
     const MAY_ROUTE: bool = R::MAY_ROUTE;
 
-    fn into_runner(self) -> BoxedNode<S> {
+    fn into_runner(self) -> BoxedNode<S, C> {
         let f = self.0;
-        BoxedNode {
-            runner: NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| {
+        BoxedNode::from_runner(
+            NodeRunner::Sync(Arc::new(move |state: &S, _: &NodeContext| {
                 f(state).into_node_output()
             })),
-            decoder: None,
-        }
+            None,
+        )
     }
 }
 
 #[doc(hidden)]
 pub struct SyncCtxMarker<R>(std::marker::PhantomData<R>);
 
-impl<S, F, R> IntoNode<S, SyncCtxMarker<R>> for SyncNodeWithContext<F>
+impl<S, C, F, R> IntoNode<S, SyncCtxMarker<R>, C> for SyncNodeWithContext<F>
 where
     S: State,
+    C: ?Sized + 'static,
     F: Fn(&S, &NodeContext) -> R + std::marker::Send + Sync + 'static,
     R: IntoNodeOutput<S> + 'static,
 {
     const MAY_ROUTE: bool = R::MAY_ROUTE;
 
-    fn into_runner(self) -> BoxedNode<S> {
+    fn into_runner(self) -> BoxedNode<S, C> {
         let f = self.0;
-        BoxedNode {
-            runner: NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| {
+        BoxedNode::from_runner(
+            NodeRunner::Sync(Arc::new(move |state: &S, ctx: &NodeContext| {
                 f(state, ctx).into_node_output()
             })),
-            decoder: None,
-        }
+            None,
+        )
     }
 }
 
-impl<S: State> BoxedNode<S> {
+impl<S: State, C: ?Sized> BoxedNode<S, C> {
     /// Boxes any node function, so nodes of different types fit in one list
     /// (see [`StateGraph::add_sequence`](crate::StateGraph::add_sequence)).
-    pub fn new<Args>(node: impl IntoNode<S, Args>) -> Self {
+    pub fn new<Args>(node: impl IntoNode<S, Args, C>) -> Self {
         node.into_runner()
     }
 }
@@ -443,10 +477,10 @@ impl<S: State> BoxedNode<S> {
 #[doc(hidden)]
 pub struct BoxedMarker;
 
-impl<S: State> IntoNode<S, BoxedMarker> for BoxedNode<S> {
+impl<S: State, C: ?Sized + 'static> IntoNode<S, BoxedMarker, C> for BoxedNode<S, C> {
     const MAY_ROUTE: bool = true;
 
-    fn into_runner(self) -> BoxedNode<S> {
+    fn into_runner(self) -> BoxedNode<S, C> {
         self
     }
 }

@@ -21,7 +21,7 @@ use crate::run::runner::Runner;
 use crate::snapshot::SubgraphView;
 use crate::state::State;
 
-impl<S: State> StateGraph<S> {
+impl<S: State, X: ?Sized + 'static> StateGraph<S, X> {
     /// Adds a compiled graph with the same state type as a node. It starts from the
     /// parent's state, and its updates become the node's writes in the parent.
     pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
@@ -32,7 +32,7 @@ impl<S: State> StateGraph<S> {
 
     /// Adds a compiled graph with another state type `C` as a node: `into_child` builds
     /// its input from the parent's state, and `from_child` turns its final state into the
-    /// parent's update.
+    /// parent's update. The child reads the run's context values, and its own.
     pub fn add_subgraph_mapped<C: State>(
         &mut self,
         name: &str,

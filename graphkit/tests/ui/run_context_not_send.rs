@@ -18,6 +18,6 @@ async fn reply(_state: Arc<Chat>, _settings: RunContext<Rc<String>>) -> ChatUpda
     ChatUpdate::new()
 }
 
-pub fn build(graph: &mut graphkit::StateGraph<Chat>) {
+pub fn build(graph: &mut graphkit::StateGraph<Chat, Rc<String>>) {
     graph.add_node("reply", reply);
 }

@@ -276,6 +276,14 @@ impl<S: State> Runner<S> {
                 });
             }
         }
+        if let Some((id, type_name)) = core.context_type
+            && !self.config.context.has(id)
+        {
+            return Err(Error::ContextNotGiven {
+                type_name,
+                available: self.config.context.type_names(),
+            });
+        }
         let mut persist = match (&core.checkpointer, self.persistent, &self.link) {
             (_, false, Some(link)) => Some(Persist::nested(link, self.config.durability)),
             (Some(saver), true, _) => {
