@@ -152,9 +152,11 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
 }
 
-/// The model a node takes as an argument: the graph's (or the run's) context value of
-/// type `dyn ChatModel`, given with `graph.compile()?.with_shared_context(model)` where
-/// `model: Arc<dyn ChatModel>`. It is a [`ChatModel`] itself.
+/// The model a node takes as an argument, in a graph whose context type is
+/// `dyn ChatModel` (`StateGraph<S, dyn ChatModel>`, or a context that
+/// `Provides<dyn ChatModel>`): the graph's (or the run's) model, given with
+/// `graph.compile()?.with_shared_context(model)` where `model: Arc<dyn ChatModel>`. It is a
+/// [`ChatModel`] itself.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -170,7 +172,7 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
 /// }
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let mut graph = StateGraph::<Chat>::new();
+/// let mut graph = StateGraph::<Chat, dyn ChatModel>::new();
 /// graph.add_node("ask", ask).add_edge(START, "ask").add_edge("ask", END);
 /// let model: Arc<dyn ChatModel> = Arc::new(ScriptedModel::new(["4"]));
 /// let graph = graph.compile()?.with_shared_context(model);
