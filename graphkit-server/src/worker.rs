@@ -692,7 +692,11 @@ async fn fail(
     let error = json!({"error": name, "message": message});
     shared
         .backend
-        .append_events(run.run_id, token, &[("error".to_owned(), error.to_string())])
+        .append_events(
+            run.run_id,
+            token,
+            &[("error".to_owned(), error.to_string())],
+        )
         .await?;
     let mut outcome = graph
         .outcome(&thread)
