@@ -167,7 +167,12 @@ impl SqliteSaver {
     }
 
     /// Runs `work` on the writer in one transaction, checking the fence first.
-    async fn write_with<F>(&self, writer: &Arc<Writer>, doing: &'static str, work: F) -> Result<(), StorageError>
+    async fn write_with<F>(
+        &self,
+        writer: &Arc<Writer>,
+        doing: &'static str,
+        work: F,
+    ) -> Result<(), StorageError>
     where
         F: Fn(&rusqlite::Connection) -> rusqlite::Result<()> + Send + 'static,
     {
@@ -214,7 +219,9 @@ impl Checkpointer for SqliteSaver {
             (None, Some(_)) => {
                 let mut tx = self.begin_write(DOING).await?;
                 insert_checkpoint(&mut *tx, &record, metadata).await?;
-                tx.commit().await.map_err(|e| backend_error(BACKEND, DOING, e))
+                tx.commit()
+                    .await
+                    .map_err(|e| backend_error(BACKEND, DOING, e))
             }
         }
     }
