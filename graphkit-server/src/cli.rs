@@ -118,7 +118,9 @@ impl Args {
     #[cfg(feature = "postgres")]
     async fn open_postgres(&self) -> Result<Arc<dyn Backend>> {
         use crate::backend::postgres::{PostgresBackend, PostgresOptions};
-        let options = PostgresOptions::default().schema(self.database_schema.clone());
+        let options = PostgresOptions::default()
+            .schema(self.database_schema.clone())
+            .stalled_transaction_timeout(self.worker_settings()?.lease);
         Ok(Arc::new(
             PostgresBackend::connect_with(&self.database, options).await?,
         ))

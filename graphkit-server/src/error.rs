@@ -53,6 +53,17 @@ pub enum ServerError {
     /// A checkpointer or store failed, or refused a key (its message says what to do).
     #[error(transparent)]
     Storage(#[from] graphkit::error::StorageError),
+    /// A worker's write for a run was refused: its claim's lease token is no longer the
+    /// run's (the lease ran out and another attempt took the run, or the run ended or was
+    /// deleted). The worker stops the run's execution and writes nothing more (409 if it
+    /// ever reaches a client).
+    #[error(
+        "run {run_id}: this worker's lease is lost (another attempt took the run over, or it ended or was deleted); it stopped and wrote nothing more"
+    )]
+    LeaseLost {
+        /// The run.
+        run_id: uuid::Uuid,
+    },
     /// The storage backend failed; retry, or check that the database is reachable.
     #[error("storage backend: {0}")]
     Backend(String),
@@ -66,7 +77,7 @@ impl ServerError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::LeaseLost { .. } => StatusCode::CONFLICT,
             Self::Validation(_) | Self::MalformedBody(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -78,12 +89,36 @@ impl ServerError {
         }
     }
 
+    /// Whether this is a refusal of a write whose lease was lost ([`Self::LeaseLost`], or
+    /// a fenced checkpoint write), as opposed to a failure.
+    pub fn is_lease_lost(&self) -> bool {
+        use graphkit::error::StorageError;
+        match self {
+            Self::LeaseLost { .. } | Self::Storage(StorageError::Fenced { .. }) => true,
+            Self::Graph(error) => lost_lease(error),
+            _ => false,
+        }
+    }
+
     /// A backend error from any displayable cause.
     pub fn backend(doing: &str, error: impl std::fmt::Display) -> Self {
         Self::Backend(format!(
             "{doing}: {}",
             without_source_position(&error.to_string())
         ))
+    }
+}
+
+/// Whether a graph stopped because its fenced checkpointer refused a write (directly, or
+/// inside a node or task).
+pub(crate) fn lost_lease(error: &graphkit::Error) -> bool {
+    use graphkit::Error as E;
+    match error {
+        E::Storage(graphkit::error::StorageError::Fenced { .. }) => true,
+        E::NodeFailed { source, .. } | E::TaskFailed { source, .. } => {
+            source.downcast_ref::<E>().is_some_and(lost_lease)
+        }
+        _ => false,
     }
 }
 
@@ -112,6 +147,7 @@ fn graph_error_status(error: &graphkit::Error) -> StatusCode {
 fn storage_error_status(error: &graphkit::error::StorageError) -> StatusCode {
     match error {
         graphkit::error::StorageError::InvalidStoreKey(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        graphkit::error::StorageError::Fenced { .. } => StatusCode::CONFLICT,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

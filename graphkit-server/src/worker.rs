@@ -1,6 +1,11 @@
 //! Workers: claim runs from the backend's queue, run their graph, append the stream events,
 //! heartbeat the lease, obey cancels, and end the run with its thread's outcome. A sweeper
 //! returns runs of dead workers to the queue.
+//!
+//! Every write of a worker for a run names its claim's lease token, and the database
+//! refuses it once the token is no longer the run's (see [`crate::backend`]): a worker
+//! that was paused past its lease and wakes up after another attempt took the run stops
+//! at its first write, which is refused, and logs it once.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +25,7 @@ use crate::backend::{
     Backend, CancelAction, Lease, RunEnd, RunRecord, ThreadOutcome, ThreadStatus,
 };
 use crate::convert::stream_message_to_langchain;
-use crate::error::{Result, ServerError};
+use crate::error::{Result, ServerError, lost_lease};
 use crate::graph::{
     CommandSpec, EventKind, GraphEvent, GraphEvents, RunRequest, SharedGraph, dynamic, graph_modes,
     interrupt_json,
@@ -478,31 +483,42 @@ async fn next_batch(feed: &mut EventFeed) -> (Vec<GraphEvent>, Option<Option<gra
 /// Runs one claimed run to its end.
 async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &CancellationToken) {
     let run_id = run.run_id;
-    if let Err(error) = try_execute(shared, &run, worker_id, shutdown).await {
-        tracing::error!(%run_id, %error, "run failed outside its graph");
-        let data = json!({"error": "ServerError", "message": error.to_string()}).to_string();
-        let _ = shared
-            .backend
-            .append_events(run_id, &[("error".to_owned(), data)])
-            .await;
-        let outcome =
-            ThreadOutcome::failed(json!({"error": "ServerError", "message": error.to_string()}));
-        let _ = shared
-            .backend
-            .finish_run(
-                run_id,
-                worker_id,
-                RunEnd::Error(error.to_string()),
-                Some(&outcome),
-            )
-            .await;
+    let Some(token) = run.lease_token else {
+        tracing::error!(%run_id, "claimed a run without a lease token; left it to the sweeper");
+        return;
+    };
+    match try_execute(shared, &run, token, shutdown).await {
+        Ok(()) => {}
+        Err(error) if error.is_lease_lost() => {
+            tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
+        }
+        Err(error) => {
+            tracing::error!(%run_id, %error, "run failed outside its graph");
+            let data = json!({"error": "ServerError", "message": error.to_string()}).to_string();
+            let _ = shared
+                .backend
+                .append_events(run_id, token, &[("error".to_owned(), data)])
+                .await;
+            let outcome = ThreadOutcome::failed(
+                json!({"error": "ServerError", "message": error.to_string()}),
+            );
+            let _ = shared
+                .backend
+                .finish_run(
+                    run_id,
+                    token,
+                    RunEnd::Error(error.to_string()),
+                    Some(&outcome),
+                )
+                .await;
+        }
     }
 }
 
 async fn try_execute(
     shared: &Shared,
     run: &RunRecord,
-    worker_id: &str,
+    token: Uuid,
     shutdown: &CancellationToken,
 ) -> Result<()> {
     let backend = &shared.backend;
@@ -510,14 +526,18 @@ async fn try_execute(
     let thread = run.thread_id.to_string();
     let kwargs: RunKwargs = serde_json::from_value(run.kwargs.clone())
         .map_err(|e| ServerError::backend("read the run's request", e))?;
-    let graph = Arc::clone(shared.graph(&kwargs.graph_id)?);
+    // The graph writes its checkpoints through the claim's fence.
+    let fenced = backend.fenced_checkpointer(run_id, token);
+    let graph = shared
+        .graph(&kwargs.graph_id)?
+        .rebind(Arc::clone(&fenced), backend.store());
     let metadata = json!({"run_id": run_id, "attempt": run.attempt}).to_string();
     backend
-        .append_events(run_id, &[("metadata".to_owned(), metadata)])
+        .append_events(run_id, token, &[("metadata".to_owned(), metadata)])
         .await?;
 
-    let token = CancellationToken::new();
-    let config = run_config(run, &kwargs, &graph.node_names())?.cancellation(token.clone());
+    let stop_graph = CancellationToken::new();
+    let config = run_config(run, &kwargs, &graph.node_names())?.cancellation(stop_graph.clone());
     // A retried attempt whose run already saved checkpoints continues from them.
     let request = if run.attempt > 1 && has_checkpoints(shared, &thread, run_id).await? {
         RunRequest::default()
@@ -531,11 +551,12 @@ async fn try_execute(
         .await;
     let (mut feed, graph_task) = match started {
         Ok(events) => pump(events),
+        Err(error) if error.is_lease_lost() => return Err(error),
         Err(error) => {
             return fail(
                 shared,
                 run,
-                worker_id,
+                token,
                 &graph,
                 "InvalidInput",
                 &error.to_string(),
@@ -557,12 +578,16 @@ async fn try_execute(
                     translator.translate(event, &mut out);
                 }
                 if !out.is_empty() {
-                    backend.append_events(run_id, &out).await?;
+                    match backend.append_events(run_id, token, &out).await {
+                        Err(error) if error.is_lease_lost() => break Stop::Lost,
+                        appended => appended?,
+                    };
                 }
                 match end {
                     None => {}
                     Some(None) => break Stop::Finished,
                     Some(Some(graphkit::Error::NotFinished { interrupts, .. })) => break Stop::Paused(interrupts),
+                    Some(Some(error)) if lost_lease(&error) => break Stop::Lost,
                     Some(Some(error)) => break Stop::Failed(error),
                 }
             }
@@ -574,7 +599,7 @@ async fn try_execute(
                 check_at = None;
                 last_check = Instant::now();
                 next_beat = last_check + shared.settings.heartbeat;
-                match backend.heartbeat(run_id, worker_id, shared.settings.lease).await? {
+                match backend.heartbeat(run_id, token, shared.settings.lease).await? {
                     Lease::Lost => break Stop::Lost,
                     Lease::Held { cancel: Some(action) } => break Stop::Cancelled(action),
                     Lease::Held { cancel: None } => {}
@@ -586,7 +611,7 @@ async fn try_execute(
 
     if matches!(stop, Stop::Cancelled(_) | Stop::Lost | Stop::Shutdown) {
         // Stop the graph through its token and let it release the thread cleanly.
-        token.cancel();
+        stop_graph.cancel();
         let drain = async { while feed.recv().await.is_some() {} };
         if tokio::time::timeout(shared.settings.stop_grace, drain)
             .await
@@ -602,36 +627,34 @@ async fn try_execute(
         Stop::Paused(interrupts) => {
             let mut out = Vec::new();
             translator.paused(&interrupts, &mut out);
-            backend.append_events(run_id, &out).await?;
+            backend.append_events(run_id, token, &out).await?;
             RunEnd::Success
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(shared, run, worker_id, &graph, &name, &error.to_string()).await;
+            return fail(shared, run, token, &graph, &name, &error.to_string()).await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
             RunEnd::Interrupted("cancelled on request".into())
         }
         Stop::Cancelled(CancelAction::Rollback) => {
-            backend
-                .checkpointer()
-                .delete_run(&thread, &run_id.to_string())
-                .await?;
+            // Every namespace: a subgraph's checkpoints carry the run's id too.
+            fenced.delete_run(&thread, &run_id.to_string()).await?;
             RunEnd::RolledBack
         }
-        Stop::Lost => {
-            tracing::warn!(%run_id, "lost the run's lease (swept or deleted); stopped it");
-            return Ok(());
-        }
+        Stop::Lost => return Err(ServerError::LeaseLost { run_id }),
         Stop::Shutdown => {
-            backend.release_run(run_id, worker_id).await?;
+            backend.release_run(run_id, token).await?;
             return Ok(());
         }
     };
     let outcome = graph.outcome(&thread).await?;
-    backend
-        .finish_run(run_id, worker_id, end, Some(&outcome))
-        .await?;
+    if !backend
+        .finish_run(run_id, token, end, Some(&outcome))
+        .await?
+    {
+        return Err(ServerError::LeaseLost { run_id });
+    }
     if kwargs.delete_thread_when_done {
         backend.checkpointer().delete_thread(&thread).await?;
         backend.delete_thread(run.thread_id).await?;
@@ -660,7 +683,7 @@ async fn has_checkpoints(shared: &Shared, thread: &str, run_id: Uuid) -> Result<
 async fn fail(
     shared: &Shared,
     run: &RunRecord,
-    worker_id: &str,
+    token: Uuid,
     graph: &SharedGraph,
     name: &str,
     message: &str,
@@ -669,7 +692,11 @@ async fn fail(
     let error = json!({"error": name, "message": message});
     shared
         .backend
-        .append_events(run.run_id, &[("error".to_owned(), error.to_string())])
+        .append_events(
+            run.run_id,
+            token,
+            &[("error".to_owned(), error.to_string())],
+        )
         .await?;
     let mut outcome = graph
         .outcome(&thread)
@@ -677,14 +704,17 @@ async fn fail(
         .unwrap_or_else(|_| ThreadOutcome::failed(Value::Null));
     outcome.status = ThreadStatus::Error;
     outcome.error = error;
-    shared
+    let finished = shared
         .backend
         .finish_run(
             run.run_id,
-            worker_id,
+            token,
             RunEnd::Error(message.to_owned()),
             Some(&outcome),
         )
         .await?;
+    if !finished {
+        return Err(ServerError::LeaseLost { run_id: run.run_id });
+    }
     Ok(())
 }

@@ -13,6 +13,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use graphkit::checkpoint::{CheckpointRecord, CheckpointSource, ListOptions, PendingWrite};
+use graphkit::error::StorageError;
 use graphkit_server::ServerError;
 use graphkit_server::backend::{
     AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, Followed, IfExists,
@@ -142,10 +144,16 @@ async fn claim(backend: &dyn Backend, worker: &str, lease: Duration) -> RunRecor
     claimed.expect("a run to claim")
 }
 
-/// Ends a run the way `worker` would; `false` if it no longer held it.
-async fn finish(backend: &dyn Backend, run_id: Uuid, worker: &str, end: RunEnd) -> bool {
+/// The lease token of a claimed run.
+fn token(run: &RunRecord) -> Uuid {
+    run.lease_token.expect("a claimed run has a lease token")
+}
+
+/// Ends a run the way the holder of the claim `token` would; `false` if it no longer held
+/// it.
+async fn finish(backend: &dyn Backend, run_id: Uuid, token: Uuid, end: RunEnd) -> bool {
     backend
-        .finish_run(run_id, worker, end, None)
+        .finish_run(run_id, token, end, None)
         .await
         .expect("finish")
 }
@@ -200,8 +208,13 @@ async fn one_running_run_per_thread_in_creation_order(f: &Fixture) {
     assert!(f.b.claim_run("w2", LEASE).await.expect("claim").is_none());
 
     // Only the holder may end it.
-    assert!(!finish(&*f.b, b1.run_id, "w2", RunEnd::Success).await);
-    assert!(finish(&*f.b, b1.run_id, "w1", RunEnd::Success).await);
+    assert_ne!(
+        token(&first),
+        token(&second),
+        "each claim has a token of its own"
+    );
+    assert!(!finish(&*f.b, b1.run_id, token(&second), RunEnd::Success).await);
+    assert!(finish(&*f.b, b1.run_id, token(&first), RunEnd::Success).await);
     let third = claim(&*f.a, "w1", LEASE).await;
     assert_eq!(third.run_id, b2.run_id);
     let ended = stored_run(&*f.a, Some(b), b1.run_id).await;
@@ -264,8 +277,7 @@ async fn racing_claimers_run_one_run_per_thread_in_creation_order(f: &Fixture) {
             );
         }
         for run in claimed {
-            let worker = run.worker_id.clone().expect("held");
-            assert!(finish(&*f.b, run.run_id, &worker, RunEnd::Success).await);
+            assert!(finish(&*f.b, run.run_id, token(&run), RunEnd::Success).await);
         }
     }
     assert!(f.a.claim_run("w", LEASE).await.expect("claim").is_none());
@@ -310,7 +322,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
     // The worker holding the first run hears it (notified through the other handle).
     woken(&mut wakeup, "the cancel").await;
     assert_eq!(
-        f.a.heartbeat(first.run_id, "w1", LEASE)
+        f.a.heartbeat(first.run_id, token(&running), LEASE)
             .await
             .expect("beat"),
         Lease::Held {
@@ -326,7 +338,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
     // The new run waits until the cancelled one ends.
     assert!(f.a.claim_run("w2", LEASE).await.expect("claim").is_none());
     let interrupted = RunEnd::Interrupted("cancelled".into());
-    assert!(finish(&*f.a, first.run_id, "w1", interrupted).await);
+    assert!(finish(&*f.a, first.run_id, token(&running), interrupted).await);
     let next = claim(&*f.a, "w2", LEASE).await;
     assert_eq!(next.run_id, created.run.run_id);
     // Cancelling a finished run changes nothing; an unknown run is None.
@@ -347,7 +359,7 @@ async fn reject_refuses_while_in_flight_and_interrupt_cancels_the_runs_in_flight
 async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
     let t = thread(&*f.a).await;
     let running = enqueue(&*f.a, t).await;
-    claim(&*f.a, "w", LEASE).await;
+    let claimed = claim(&*f.a, "w", LEASE).await;
     let pending = enqueue(&*f.a, t).await;
 
     let rollback =
@@ -365,7 +377,7 @@ async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
             .is_none()
     );
     assert_eq!(
-        f.a.heartbeat(running.run_id, "w", LEASE)
+        f.a.heartbeat(running.run_id, token(&claimed), LEASE)
             .await
             .expect("beat"),
         Lease::Held {
@@ -373,7 +385,7 @@ async fn rollback_deletes_pending_runs_and_flags_running_ones(f: &Fixture) {
         }
     );
     assert_eq!(
-        f.a.heartbeat(running.run_id, "other", LEASE)
+        f.a.heartbeat(running.run_id, Uuid::now_v7(), LEASE)
             .await
             .expect("beat"),
         Lease::Lost
@@ -408,13 +420,13 @@ async fn an_expired_lease_returns_the_run_as_its_next_attempt_until_attempts_run
     let status = stored_run(&*f.a, None, run.run_id).await.status;
     assert_eq!(status, RunStatus::Pending);
     assert_eq!(
-        f.a.heartbeat(run.run_id, "dead-worker", LEASE)
+        f.a.heartbeat(run.run_id, token(&claimed), LEASE)
             .await
             .expect("beat"),
         Lease::Lost
     );
     assert!(
-        !finish(&*f.a, run.run_id, "dead-worker", RunEnd::Success).await,
+        !finish(&*f.a, run.run_id, token(&claimed), RunEnd::Success).await,
         "a lost run cannot be finished by its old worker"
     );
     let again = claim(&*f.b, "second-worker", Duration::ZERO).await;
@@ -450,6 +462,11 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &F
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
     let other = enqueue(&*f.a, thread(&*f.a).await).await;
+    let (held, other_held) = (
+        claim(&*f.a, "w", LEASE).await,
+        claim(&*f.a, "w", LEASE).await,
+    );
+    assert_eq!((held.run_id, other_held.run_id), (run.run_id, other.run_id));
     let mut wakeup = f.b.watch_run(run.run_id);
     let events = |names: &[&str]| {
         names
@@ -458,14 +475,16 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &F
             .collect::<Vec<_>>()
     };
     let appended =
-        f.a.append_events(run.run_id, &events(&["metadata", "values"]))
+        f.a.append_events(run.run_id, token(&held), &events(&["metadata", "values"]))
             .await;
     assert_eq!(appended.expect("append"), 2);
     let appended =
-        f.a.append_events(other.run_id, &events(&["metadata"]))
+        f.a.append_events(other.run_id, token(&other_held), &events(&["metadata"]))
             .await;
     assert_eq!(appended.expect("append"), 1);
-    let appended = f.a.append_events(run.run_id, &events(&["updates"])).await;
+    let appended =
+        f.a.append_events(run.run_id, token(&held), &events(&["updates"]))
+            .await;
     assert_eq!(appended.expect("append"), 3);
     woken(&mut wakeup, "the events").await;
     let replay = f.b.read_events(run.run_id, 1).await.expect("read");
@@ -504,7 +523,7 @@ async fn follow_to_the_end(
 async fn followers_in_another_process_get_every_event_once_in_order(f: &Fixture) {
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
-    claim(&*f.a, "w1", LEASE).await;
+    let held = claim(&*f.a, "w1", LEASE).await;
     let follow = |after: i64| {
         let backend = Arc::clone(&f.b);
         tokio::spawn(follow_to_the_end(backend, run.run_id, after))
@@ -525,7 +544,7 @@ async fn followers_in_another_process_get_every_event_once_in_order(f: &Fixture)
             .collect();
         names.extend(events.iter().map(|(name, _)| name.clone()));
         let last =
-            f.a.append_events(run.run_id, &events)
+            f.a.append_events(run.run_id, token(&held), &events)
                 .await
                 .expect("append");
         assert_eq!(last, names.len() as i64);
@@ -547,7 +566,7 @@ async fn followers_in_another_process_get_every_event_once_in_order(f: &Fixture)
             late.push((from_now, follow(from_now)));
         }
     }
-    assert!(finish(&*f.a, run.run_id, "w1", RunEnd::Success).await);
+    assert!(finish(&*f.a, run.run_id, token(&held), RunEnd::Success).await);
     let expected: Vec<(i64, String)> = (1..).zip(names.iter().cloned()).collect();
     for task in early {
         assert_eq!(task.await.expect("follower"), expected);
@@ -565,15 +584,21 @@ async fn followers_in_another_process_get_every_event_once_in_order(f: &Fixture)
 async fn deleting_a_thread_takes_its_running_run_from_the_worker(f: &Fixture) {
     let t = thread(&*f.a).await;
     let run = enqueue(&*f.a, t).await;
-    claim(&*f.a, "w", LEASE).await;
+    let held = claim(&*f.a, "w", LEASE).await;
     let appended =
-        f.a.append_events(run.run_id, &[("metadata".into(), "{}".into())])
-            .await;
+        f.a.append_events(
+            run.run_id,
+            token(&held),
+            &[("metadata".into(), "{}".into())],
+        )
+        .await;
     appended.expect("append");
     assert!(f.b.delete_thread(t).await.expect("delete"));
     assert!(!f.b.delete_thread(t).await.expect("delete"));
     assert_eq!(
-        f.a.heartbeat(run.run_id, "w", LEASE).await.expect("beat"),
+        f.a.heartbeat(run.run_id, token(&held), LEASE)
+            .await
+            .expect("beat"),
         Lease::Lost
     );
     assert!(f.a.get_run(None, run.run_id).await.expect("get").is_none());
@@ -600,6 +625,220 @@ async fn deleting_a_thread_takes_its_running_run_from_the_worker(f: &Fixture) {
         ..again
     };
     assert_eq!(f.b.create_thread(same).await.expect("create").thread_id, t);
+}
+
+/// A checkpoint of run `run_id` on thread `thread_id`, in namespace `ns`.
+fn checkpoint(thread_id: Uuid, ns: &str, run_id: Uuid, n: u8) -> CheckpointRecord {
+    CheckpointRecord {
+        thread_id: thread_id.to_string(),
+        checkpoint_ns: ns.to_owned(),
+        checkpoint_id: format!("{n:032x}"),
+        parent_id: None,
+        format_version: 1,
+        step: i64::from(n),
+        source: CheckpointSource::Loop,
+        created_at_ms: 0,
+        metadata: json!({"run_id": run_id.to_string()}),
+        is_snapshot: true,
+        payload: vec![n],
+    }
+}
+
+/// Appends one event named `name` for the holder of the claim `token`.
+async fn append_one(
+    backend: &dyn Backend,
+    run_id: Uuid,
+    token: Uuid,
+    name: &str,
+) -> Result<i64, ServerError> {
+    let events = [(name.to_owned(), "{}".to_owned())];
+    backend.append_events(run_id, token, &events).await
+}
+
+fn is_fenced<T: std::fmt::Debug>(result: &Result<T, StorageError>) -> bool {
+    matches!(result, Err(StorageError::Fenced { .. }))
+}
+
+/// The ids of the thread's checkpoints in namespace `ns`, oldest first.
+async fn checkpoint_ids(backend: &dyn Backend, thread_id: Uuid, ns: &str) -> Vec<String> {
+    let mut ids: Vec<String> = backend
+        .checkpointer()
+        .list(&thread_id.to_string(), ns, &ListOptions::default())
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|c| c.checkpoint_id)
+        .collect();
+    ids.reverse();
+    ids
+}
+
+async fn a_worker_that_lost_its_lease_can_write_nothing_more(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    let thread_id = t.to_string();
+    // The first worker claims the run, writes, then stalls past its lease.
+    let stalled = claim(&*f.a, "stalled", Duration::ZERO).await;
+    let old = f.a.fenced_checkpointer(run.run_id, token(&stalled));
+    assert!(old.try_lock_thread(&thread_id, "old").await.expect("lock"));
+    old.put(checkpoint(t, "", run.run_id, 1))
+        .await
+        .expect("put");
+    let before = append_one(&*f.a, run.run_id, token(&stalled), "metadata");
+    assert_eq!(before.await.expect("append"), 1);
+
+    // Another process sweeps it and takes it over as the next attempt.
+    assert_eq!(sweep_until_swept(&*f.b, 3).await, vec![run.run_id]);
+    let next = claim(&*f.b, "next", LEASE).await;
+    assert_eq!((next.run_id, next.attempt), (run.run_id, 2));
+    // A thread lock the stalled worker took outside the fence does not keep it out
+    // either: the lease is the lock.
+    let unfenced = f.a.checkpointer();
+    assert!(
+        unfenced
+            .try_lock_thread(&thread_id, "stalled")
+            .await
+            .expect("lock")
+    );
+    let new = f.b.fenced_checkpointer(run.run_id, token(&next));
+    assert!(
+        new.try_lock_thread(&thread_id, "next")
+            .await
+            .expect("not busy")
+    );
+    unfenced
+        .unlock_thread(&thread_id, "stalled")
+        .await
+        .expect("unlock");
+
+    // The stalled worker wakes: every write it makes is refused.
+    let refused = append_one(&*f.a, run.run_id, token(&stalled), "values");
+    assert!(matches!(refused.await, Err(ServerError::LeaseLost { .. })));
+    assert!(is_fenced(&old.put(checkpoint(t, "", run.run_id, 2)).await));
+    assert!(is_fenced(
+        &old.put_many(vec![checkpoint(t, "child:1", run.run_id, 3)])
+            .await
+    ));
+    let write = PendingWrite {
+        task_id: "task".into(),
+        node: "node".into(),
+        payload: vec![1],
+    };
+    let at = format!("{:032x}", 1);
+    assert!(is_fenced(
+        &old.put_writes(&thread_id, "", &at, vec![write.clone()])
+            .await
+    ));
+    assert!(is_fenced(
+        &old.delete_run(&thread_id, &run.run_id.to_string()).await
+    ));
+    assert!(is_fenced(&old.try_lock_thread(&thread_id, "old").await));
+    assert_eq!(
+        f.a.heartbeat(run.run_id, token(&stalled), LEASE)
+            .await
+            .expect("beat"),
+        Lease::Lost
+    );
+    assert!(
+        !f.a.release_run(run.run_id, token(&stalled))
+            .await
+            .expect("release")
+    );
+    assert!(
+        !finish(
+            &*f.a,
+            run.run_id,
+            token(&stalled),
+            RunEnd::Error("late".into())
+        )
+        .await
+    );
+
+    // Nothing of it landed; the new attempt's writes do, and it finishes the run.
+    let held = stored_run(&*f.a, Some(t), run.run_id).await;
+    assert_eq!(
+        (held.status, held.lease_token),
+        (RunStatus::Running, next.lease_token)
+    );
+    new.put(checkpoint(t, "", run.run_id, 4))
+        .await
+        .expect("put");
+    new.put_writes(&thread_id, "", &format!("{:032x}", 4), vec![write])
+        .await
+        .expect("writes");
+    let ids = checkpoint_ids(&*f.a, t, "").await;
+    assert_eq!(ids, [format!("{:032x}", 1), format!("{:032x}", 4)]);
+    assert!(checkpoint_ids(&*f.a, t, "child:1").await.is_empty());
+    let appended = append_one(&*f.b, run.run_id, token(&next), "values");
+    assert_eq!(appended.await.expect("append"), 2);
+    let events = f.a.read_events(run.run_id, 0).await.expect("read");
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(finish(&*f.b, run.run_id, token(&next), RunEnd::Success).await);
+    // Once it ended, its own token writes nothing more either.
+    assert!(is_fenced(&new.put(checkpoint(t, "", run.run_id, 5)).await));
+    assert_eq!(stored_run(&*f.a, None, run.run_id).await.lease_token, None);
+}
+
+async fn a_rollback_removes_the_runs_checkpoints_in_every_namespace(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let earlier = Uuid::now_v7();
+    f.a.checkpointer()
+        .put(checkpoint(t, "", earlier, 1))
+        .await
+        .expect("put");
+    let run = enqueue(&*f.a, t).await;
+    let held = claim(&*f.a, "w", LEASE).await;
+    let fenced = f.a.fenced_checkpointer(run.run_id, token(&held));
+    for (ns, n) in [("", 2), ("child:1", 3), ("child:1|grandchild:2", 4)] {
+        fenced
+            .put(checkpoint(t, ns, run.run_id, n))
+            .await
+            .expect("put");
+    }
+    f.b.request_cancel(Some(t), run.run_id, CancelAction::Rollback)
+        .await
+        .expect("cancel");
+    let deleted = fenced
+        .delete_run(&t.to_string(), &run.run_id.to_string())
+        .await
+        .expect("the holder rolls back");
+    assert_eq!(deleted, 3);
+    assert!(finish(&*f.a, run.run_id, token(&held), RunEnd::RolledBack).await);
+    assert_eq!(checkpoint_ids(&*f.a, t, "").await, [format!("{:032x}", 1)]);
+    assert!(checkpoint_ids(&*f.a, t, "child:1").await.is_empty());
+    assert!(f.a.get_run(None, run.run_id).await.expect("get").is_none());
+}
+
+async fn a_thread_deleted_and_created_again_refuses_its_old_runs_writes(f: &Fixture) {
+    let t = thread(&*f.a).await;
+    let run = enqueue(&*f.a, t).await;
+    let held = claim(&*f.a, "w", LEASE).await;
+    let fenced = f.a.fenced_checkpointer(run.run_id, token(&held));
+    fenced
+        .put(checkpoint(t, "", run.run_id, 1))
+        .await
+        .expect("put");
+    assert!(f.b.delete_thread(t).await.expect("delete"));
+    f.b.checkpointer()
+        .delete_thread(&t.to_string())
+        .await
+        .expect("delete checkpoints");
+    let again = NewThread {
+        thread_id: t,
+        metadata: Map::new(),
+        if_exists: IfExists::Raise,
+    };
+    f.b.create_thread(again).await.expect("create again");
+    // The old run's worker goes on: nothing it writes reaches the new thread.
+    assert!(is_fenced(
+        &fenced.put(checkpoint(t, "", run.run_id, 2)).await
+    ));
+    let refused = append_one(&*f.a, run.run_id, token(&held), "values");
+    assert!(matches!(refused.await, Err(ServerError::LeaseLost { .. })));
+    assert!(!finish(&*f.a, run.run_id, token(&held), RunEnd::Success).await);
+    assert!(checkpoint_ids(&*f.a, t, "").await.is_empty());
+    let thread = f.a.get_thread(t).await.expect("get").expect("thread");
+    assert_eq!(thread.status, ThreadStatus::Idle);
 }
 
 async fn search_and_count_apply_the_same_filters(f: &Fixture) {
@@ -709,6 +948,9 @@ for_each_backend!(
     followers_in_another_process_get_every_event_once_in_order,
     deleting_a_thread_takes_its_running_run_from_the_worker,
     search_and_count_apply_the_same_filters,
+    a_worker_that_lost_its_lease_can_write_nothing_more,
+    a_rollback_removes_the_runs_checkpoints_in_every_namespace,
+    a_thread_deleted_and_created_again_refuses_its_old_runs_writes,
 );
 
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
@@ -727,7 +969,8 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
          CREATE TABLE graphkit_server_schema (version INTEGER NOT NULL);
          INSERT INTO graphkit_server_schema (version) VALUES (1);
          DROP INDEX graphkit_server_runs_due;
-         ALTER TABLE graphkit_server_runs DROP COLUMN due_at;",
+         ALTER TABLE graphkit_server_runs DROP COLUMN due_at;
+         ALTER TABLE graphkit_server_runs DROP COLUMN lease_token;",
     )
     .execute(backend.pool())
     .await
@@ -741,7 +984,7 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .fetch_all(reopened.pool())
             .await
             .expect("read");
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     // The old run is due (its due time is its old created_at) and is claimed.
     let claimed = claim(&reopened, "w1", LEASE).await;
     assert_eq!(claimed.run_id, run.run_id);

@@ -23,7 +23,8 @@ use uuid::Uuid;
 /// More events than a feed's buffer holds (1,024).
 const MORE_THAN_THE_BUFFER: usize = 1024 + 5;
 
-async fn backend_with_run() -> (SqliteBackend, Uuid) {
+/// A backend with one run, claimed: the run's id and the claim's lease token.
+async fn backend_with_run() -> (SqliteBackend, Uuid, Uuid) {
     let backend = SqliteBackend::in_memory().await.expect("backend");
     let run_id = Uuid::now_v7();
     backend
@@ -40,7 +41,13 @@ async fn backend_with_run() -> (SqliteBackend, Uuid) {
         })
         .await
         .expect("run");
-    (backend, run_id)
+    let claimed = backend
+        .claim_run("w", std::time::Duration::from_secs(60))
+        .await
+        .expect("claim")
+        .expect("the run");
+    let token = claimed.lease_token.expect("a lease token");
+    (backend, run_id, token)
 }
 
 async fn next_seqs(follower: &mut RunFollower, backend: &dyn Backend) -> Vec<i64> {
@@ -52,9 +59,12 @@ async fn next_seqs(follower: &mut RunFollower, backend: &dyn Backend) -> Vec<i64
 
 #[tokio::test]
 async fn live_events_come_from_memory_after_the_replay() {
-    let (backend, run) = backend_with_run().await;
+    let (backend, run, token) = backend_with_run().await;
     let stored = vec![("metadata".to_owned(), "{}".to_owned())];
-    backend.append_events(run, &stored).await.expect("append");
+    backend
+        .append_events(run, token, &stored)
+        .await
+        .expect("append");
     let mut follower = backend.follow_run(run, 0);
     assert_eq!(next_seqs(&mut follower, &backend).await, [1]);
     // Handed to the feed without being stored: only memory can give it.
@@ -70,7 +80,7 @@ async fn live_events_come_from_memory_after_the_replay() {
 
 #[tokio::test]
 async fn a_follower_behind_the_feeds_buffer_reads_the_database() {
-    let (backend, run) = backend_with_run().await;
+    let (backend, run, token) = backend_with_run().await;
     let mut behind = backend.follow_run(run, 0);
     assert!(matches!(
         behind.next(&backend).await.expect("next"),
@@ -79,7 +89,10 @@ async fn a_follower_behind_the_feeds_buffer_reads_the_database() {
     let many: Vec<(String, String)> = (0..MORE_THAN_THE_BUFFER)
         .map(|i| ("custom".to_owned(), i.to_string()))
         .collect();
-    backend.append_events(run, &many).await.expect("append");
+    backend
+        .append_events(run, token, &many)
+        .await
+        .expect("append");
     // The feed kept only the newest events; the first ones come from the database.
     let all: Vec<i64> = (1..=many.len() as i64).collect();
     assert_eq!(next_seqs(&mut behind, &backend).await, all);

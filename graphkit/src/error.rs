@@ -444,6 +444,19 @@ pub enum StorageError {
         supported: u32,
     },
 
+    /// A fenced saver refused a write: its [`WriteFence`](crate::checkpoint::WriteFence)
+    /// no longer passes (the lease it stands for was taken over or ended). The writer must
+    /// stop; nothing it writes lands.
+    #[error(
+        "{doing} refused: {holder} no longer holds its lease (another worker took it over, or the run ended or was deleted); stop writing for it"
+    )]
+    Fenced {
+        /// Whose writes the fence guards.
+        holder: String,
+        /// The write refused.
+        doing: String,
+    },
+
     /// A value could not be encoded for storage or decoded from it.
     #[error("could not (de)serialize {what}: {source}")]
     Serde {

@@ -922,3 +922,42 @@ async fn a_child_edit_must_be_the_childs_update_and_name_a_subgraph() {
         .into_state();
     assert_eq!(done.log, ["before", "c1", "yes", "c2", "after"]);
 }
+
+#[tokio::test]
+async fn deleting_a_run_removes_its_checkpoints_in_the_childs_namespace_too() {
+    for (backend, saver, _guard) in savers().await {
+        let runs = Runs::default();
+        let graph = review_graph(&runs, &["ok?"], &saver);
+        let config = thread(backend, "delete-run").with_checkpoint_metadata("run_id", "run-1");
+        interrupted(graph.invoke_with(DocUpdate::new(), config.clone()).await);
+        let ns = graph.get_state(&config).await.unwrap().tasks[0]
+            .checkpoint_ns
+            .clone()
+            .unwrap();
+        let thread_id = config.thread_id.clone().unwrap();
+        let child = |saver: Arc<dyn Checkpointer>, thread_id: String, ns: String| async move {
+            saver
+                .list(&thread_id, &ns, &ListOptions::default())
+                .await
+                .unwrap()
+        };
+        let saved = child(Arc::clone(&saver), thread_id.clone(), ns.clone()).await;
+        assert!(!saved.is_empty(), "{backend}: the child saved checkpoints");
+        assert!(
+            saved.iter().all(|c| c.metadata["run_id"] == "run-1"),
+            "{backend}: the child's checkpoints carry the run's metadata"
+        );
+        let deleted = saver.delete_run(&thread_id, "run-1").await.unwrap();
+        assert!(deleted > saved.len() as u64, "{backend}: parent and child");
+        assert!(
+            child(Arc::clone(&saver), thread_id.clone(), ns)
+                .await
+                .is_empty(),
+            "{backend}: no checkpoint of the run is left in the child's namespace"
+        );
+        assert!(
+            child(saver, thread_id, String::new()).await.is_empty(),
+            "{backend}"
+        );
+    }
+}

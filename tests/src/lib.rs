@@ -7,6 +7,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -71,19 +72,48 @@ pub struct ServerProcess {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// The lines it logged (stderr), when started with [`start_logged`](Self::start_logged).
+    log: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 impl ServerProcess {
     /// Starts a server binary with `--listen 127.0.0.1:0` and `args`, and waits until it
     /// printed its address (`listening on http://ADDR`).
     pub fn start(binary: &str, args: &[&str]) -> Self {
+        Self::spawn(binary, args, false)
+    }
+
+    /// [`start`](Self::start), keeping the lines the process logs (they still reach the
+    /// test's stderr) for [`logged`](Self::logged).
+    pub fn start_logged(binary: &str, args: &[&str]) -> Self {
+        Self::spawn(binary, args, true)
+    }
+
+    fn spawn(binary: &str, args: &[&str], keep_log: bool) -> Self {
         let mut child = Command::new(binary)
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if keep_log {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {binary}: {e}"));
+        let log = child.stderr.take().map(|stderr| {
+            let kept = Arc::new(Mutex::new(Vec::new()));
+            let sink = Arc::clone(&kept);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    eprintln!("{line}");
+                    sink.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(line);
+                }
+            });
+            kept
+        });
         let stdout = child.stdout.take().expect("piped stdout");
         let mut lines = BufReader::new(stdout).lines();
         let mut base = None;
@@ -100,7 +130,28 @@ impl ServerProcess {
             let _ = child.kill();
             panic!("{binary} exited before announcing its address");
         };
-        Self { child, base }
+        Self { child, base, log }
+    }
+
+    /// Whether the process logged a line containing `needle` (only for a process started
+    /// with [`start_logged`](Self::start_logged)).
+    pub fn logged(&self, needle: &str) -> bool {
+        self.log.as_ref().is_some_and(|log| {
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .any(|line| line.contains(needle))
+        })
+    }
+
+    /// Sends the process `signal` (`"STOP"`, `"CONT"`, ...) with `kill(1)`.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run kill -{signal}: {e}"));
+        assert!(status.success(), "kill -{signal} {} failed", self.pid());
     }
 
     /// The process id.

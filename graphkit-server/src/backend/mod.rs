@@ -22,7 +22,15 @@
 //!   (`reject` refuses while a run is in flight; `interrupt`/`rollback` flag the in-flight
 //!   runs for cancellation);
 //! - event sequence numbers increase strictly per run, and an event is readable before the
-//!   run's terminal status is.
+//!   run's terminal status is;
+//! - **fencing**: each claim hands out a fresh lease token ([`RunRecord::lease_token`]).
+//!   Every write a worker makes for a run (its events, heartbeats, its end or release, and
+//!   the checkpoints of its graph through [`Backend::fenced_checkpointer`]) names the token
+//!   and is checked by the database in the write's own statement or transaction: once the
+//!   run was swept and claimed again, cancelled to its end, or deleted, the old holder's
+//!   writes are refused ([`ServerError::LeaseLost`](crate::ServerError::LeaseLost),
+//!   [`StorageError::Fenced`](graphkit::error::StorageError::Fenced)), however late it
+//!   wakes up.
 
 mod feed;
 mod notify;
@@ -397,6 +405,10 @@ pub struct RunRecord {
     pub worker_id: Option<String>,
     /// Until when the worker's lease holds.
     pub lease_until: Option<Timestamp>,
+    /// The token of the current claim, while running: every write of the worker holding
+    /// the run names it, and the database refuses the write once the token is no longer
+    /// the run's (swept and claimed again, ended, deleted).
+    pub lease_token: Option<Uuid>,
     /// A cancel asked for while it runs.
     pub cancel_requested: Option<CancelAction>,
     /// Why it ended `interrupted` or `error`, if it did.
@@ -520,6 +532,14 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn checkpointer(&self) -> Arc<dyn Checkpointer>;
     /// The store the server's graphs (and the `/store` endpoints) use.
     fn store(&self) -> Arc<dyn Store>;
+    /// The checkpointer a worker runs the graph of run `run_id` on while its claim `token`
+    /// holds it: every checkpoint, pending write or deletion checks the token in its own
+    /// transaction and is refused with
+    /// [`StorageError::Fenced`](graphkit::error::StorageError::Fenced) once the token is no
+    /// longer the run's. The run's lease stands in for the thread lock (taking the thread
+    /// only checks the token), so a worker that stalled while holding the thread never
+    /// keeps the run's next attempt out.
+    fn fenced_checkpointer(&self, run_id: Uuid, token: Uuid) -> Arc<dyn Checkpointer>;
 
     // --- assistants ---
 
@@ -572,23 +592,25 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// it did not exist.
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool>;
     /// Claims the oldest due pending run of a thread with no running run: sets it
-    /// `running`, held by `worker_id` until now + `lease`, and increments its attempt.
+    /// `running`, held by `worker_id` until now + `lease` under a fresh
+    /// [`lease_token`](RunRecord::lease_token), and increments its attempt.
     async fn claim_run(&self, worker_id: &str, lease: Duration) -> Result<Option<RunRecord>>;
-    /// Extends the lease of a run the worker holds, and reports a cancel request.
-    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease>;
-    /// Ends a run the worker holds and records `outcome` on its thread (unless another
-    /// run took the thread since), in one transaction; wakes the run's watchers and the
-    /// queue. `false` if the worker no longer held it (nothing changed).
+    /// Extends the lease of a run the claim `token` still holds, and reports a cancel
+    /// request; [`Lease::Lost`] once the token is no longer the run's.
+    async fn heartbeat(&self, run_id: Uuid, token: Uuid, lease: Duration) -> Result<Lease>;
+    /// Ends a run the claim `token` holds and records `outcome` on its thread, in one
+    /// transaction; wakes the run's watchers and the queue. `false` if the token no longer
+    /// held it (nothing changed).
     async fn finish_run(
         &self,
         run_id: Uuid,
-        worker_id: &str,
+        token: Uuid,
         end: RunEnd,
         outcome: Option<&ThreadOutcome>,
     ) -> Result<bool>;
-    /// Puts a run the worker holds back in the queue (graceful shutdown): `pending`, no
-    /// worker. `false` if it no longer held it.
-    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool>;
+    /// Puts a run the claim `token` holds back in the queue (graceful shutdown): `pending`,
+    /// no worker. `false` if the token no longer held it.
+    async fn release_run(&self, run_id: Uuid, token: Uuid) -> Result<bool>;
     /// Returns runs whose lease expired to the queue (`pending`, to resume as their next
     /// attempt), or ends them `error` once `max_attempts` claims were made. Returns the
     /// ids it changed.
@@ -605,9 +627,16 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
 
     // --- run events ---
 
-    /// Appends events to a run's stream; returns the sequence number of the last one.
-    /// Wakes the run's watchers.
-    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64>;
+    /// Appends events to the stream of a run the claim `token` holds; returns the sequence
+    /// number of the last one. Wakes the run's watchers.
+    /// [`ServerError::LeaseLost`](crate::ServerError::LeaseLost) (nothing stored) once the
+    /// token is no longer the run's.
+    async fn append_events(
+        &self,
+        run_id: Uuid,
+        token: Uuid,
+        events: &[(String, String)],
+    ) -> Result<i64>;
     /// The run's events with a sequence number above `after` (all with 0), in order.
     async fn read_events(&self, run_id: Uuid, after: i64) -> Result<Vec<RunEvent>>;
     /// The highest sequence number of the run's events (0 when it has none).

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use graphkit::checkpoint::{Checkpointer, PostgresSaver};
+use graphkit::checkpoint::{Checkpointer, PostgresSaver, WriteFence};
 use graphkit::sql::migrate_postgres;
 use graphkit::store::{PostgresStore, Store};
 use serde_json::{Map, Value};
@@ -57,6 +57,13 @@ pub struct PostgresOptions {
     pub max_connections: u32,
     /// How long to wait for the database when connecting.
     pub connect_timeout: Duration,
+    /// How long PostgreSQL lets one of the process's transactions sit idle before it ends
+    /// the session (`idle_in_transaction_session_timeout`). A worker paused in the middle
+    /// of a fenced write holds its run's row; ending its session frees the run for the
+    /// sweeper, and the paused worker's write fails when it wakes. The server's own
+    /// transactions never wait on anything outside the database, so a lease is a safe
+    /// value (the CLI sets it to `--lease-secs`).
+    pub stalled_transaction_timeout: Duration,
 }
 
 impl Default for PostgresOptions {
@@ -65,6 +72,7 @@ impl Default for PostgresOptions {
             schema: Self::DEFAULT_SCHEMA.to_owned(),
             max_connections: 10,
             connect_timeout: Duration::from_secs(5),
+            stalled_transaction_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -77,6 +85,13 @@ impl PostgresOptions {
     #[must_use]
     pub fn schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
+        self
+    }
+
+    /// The options with another [`stalled_transaction_timeout`](Self::stalled_transaction_timeout).
+    #[must_use]
+    pub fn stalled_transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.stalled_transaction_timeout = timeout;
         self
     }
 }
@@ -198,10 +213,19 @@ impl PostgresBackend {
             }
             let _ = connection.close().await;
         }
+        // At least a second: 0 would switch the timeout off.
+        let idle_ms = options
+            .stalled_transaction_timeout
+            .as_millis()
+            .max(1000)
+            .to_string();
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections.max(2))
             .acquire_timeout(options.connect_timeout.max(Duration::from_secs(1)))
-            .connect_with(base.options([("search_path", options.schema.as_str())]))
+            .connect_with(base.options([
+                ("search_path", options.schema.as_str()),
+                ("idle_in_transaction_session_timeout", &idle_ms),
+            ]))
             .await
             .map_err(|e| startup("cannot open the pool", e))?;
         migrate_postgres(&pool, "postgres server backend", &schema::SCHEMA)
@@ -344,7 +368,7 @@ const THREAD_COLUMNS: &str = concat!(
 
 const RUN_COLUMNS: &str = concat!(
     "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt, ",
-    "worker_id, cancel_requested, cancel_reason, ",
+    "worker_id, lease_token, cancel_requested, cancel_reason, ",
     micros!("created_at"),
     " AS created_us, ",
     micros!("updated_at"),
@@ -431,6 +455,7 @@ fn decode_run(row: &PgRow) -> Result<RunRecord> {
         attempt: u32::try_from(attempt).unwrap_or(0),
         worker_id: row.try_get("worker_id").map_err(get)?,
         lease_until: lease.map(Timestamp),
+        lease_token: row.try_get("lease_token").map_err(get)?,
         cancel_requested: cancel.as_deref().and_then(CancelAction::parse),
         cancel_reason: row.try_get("cancel_reason").map_err(get)?,
     })
@@ -485,6 +510,19 @@ const CLAIM_RETRIES: usize = 8;
 
 #[async_trait]
 impl Backend for PostgresBackend {
+    fn fenced_checkpointer(&self, run_id: Uuid, token: Uuid) -> Arc<dyn Checkpointer> {
+        // `FOR SHARE`: a sweep or a deletion that would take the run waits for a write
+        // that passed the fence to commit (the sweep skips the run instead), so no write
+        // commits after the takeover.
+        let fence = WriteFence::new(
+            format!("run {run_id}"),
+            "SELECT 1 FROM server_runs WHERE run_id = $1::uuid AND lease_token = $2::uuid \
+             AND status = 'running' FOR SHARE",
+            [run_id.to_string(), token.to_string()],
+        );
+        Arc::new(self.checkpointer.fenced(fence))
+    }
+
     fn checkpointer(&self) -> Arc<dyn Checkpointer> {
         self.checkpointer.clone()
     }
@@ -789,7 +827,8 @@ impl Backend for PostgresBackend {
         let sql = format!(
             "WITH claimed AS (UPDATE server_runs SET status = 'running', worker_id = $1, attempt = attempt + 1, \
              lease_until = clock_timestamp() + $2 * interval '1 microsecond', \
-             started_at = COALESCE(started_at, now()), cancel_requested = NULL, updated_at = now() \
+             started_at = COALESCE(started_at, now()), cancel_requested = NULL, updated_at = now(), \
+             lease_token = $4 \
              WHERE run_id = ( \
                SELECT r.run_id FROM server_runs r \
                WHERE r.status = 'pending' AND r.due_at <= clock_timestamp() \
@@ -808,6 +847,7 @@ impl Backend for PostgresBackend {
                 .bind(worker_id)
                 .bind(lease_micros(lease))
                 .bind(&self.channels.run_status)
+                .bind(Uuid::now_v7())
                 .fetch_optional(&self.pool)
                 .await;
             match claimed {
@@ -821,13 +861,13 @@ impl Backend for PostgresBackend {
         Ok(None)
     }
 
-    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease> {
+    async fn heartbeat(&self, run_id: Uuid, token: Uuid, lease: Duration) -> Result<Lease> {
         let row: Option<(Option<String>,)> = sqlx::query_as(
             "UPDATE server_runs SET lease_until = clock_timestamp() + $3 * interval '1 microsecond' \
-             WHERE run_id = $1 AND worker_id = $2 AND status = 'running' RETURNING cancel_requested",
+             WHERE run_id = $1 AND lease_token = $2 AND status = 'running' RETURNING cancel_requested",
         )
         .bind(run_id)
-        .bind(worker_id)
+        .bind(token)
         .bind(lease_micros(lease))
         .fetch_optional(&self.pool)
         .await
@@ -843,7 +883,7 @@ impl Backend for PostgresBackend {
     async fn finish_run(
         &self,
         run_id: Uuid,
-        worker_id: &str,
+        token: Uuid,
         end: RunEnd,
         outcome: Option<&ThreadOutcome>,
     ) -> Result<bool> {
@@ -853,11 +893,11 @@ impl Backend for PostgresBackend {
             return Ok(false);
         };
         let held = sqlx::query(
-            "SELECT 1 FROM server_runs WHERE run_id = $1 AND worker_id = $2 \
+            "SELECT 1 FROM server_runs WHERE run_id = $1 AND lease_token = $2 \
              AND status = 'running' FOR UPDATE",
         )
         .bind(run_id)
-        .bind(worker_id)
+        .bind(token)
         .fetch_optional(&mut *tx)
         .await
         .map_err(&err)?
@@ -869,8 +909,8 @@ impl Backend for PostgresBackend {
             Some((status, reason)) => {
                 sqlx::query(
                     "UPDATE server_runs SET status = $2, cancel_reason = COALESCE($3, cancel_reason), \
-                     worker_id = NULL, lease_until = NULL, ended_at = now(), updated_at = now() \
-                     WHERE run_id = $1",
+                     worker_id = NULL, lease_until = NULL, lease_token = NULL, ended_at = now(), \
+                     updated_at = now() WHERE run_id = $1",
                 )
                 .bind(run_id)
                 .bind(status.as_str())
@@ -891,15 +931,16 @@ impl Backend for PostgresBackend {
         Ok(true)
     }
 
-    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool> {
+    async fn release_run(&self, run_id: Uuid, token: Uuid) -> Result<bool> {
         let err = db("releasing a run");
         let mut tx = self.begin().await?;
         let released = sqlx::query(
             "UPDATE server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
-             updated_at = now() WHERE run_id = $1 AND worker_id = $2 AND status = 'running'",
+             lease_token = NULL, updated_at = now() \
+             WHERE run_id = $1 AND lease_token = $2 AND status = 'running'",
         )
         .bind(run_id)
-        .bind(worker_id)
+        .bind(token)
         .execute(&mut *tx)
         .await
         .map_err(&err)?
@@ -935,7 +976,8 @@ impl Backend for PostgresBackend {
                cancel_reason = CASE WHEN attempt >= $1 \
                  THEN 'Run ' || run_id || ' exceeded max attempts (' || attempt || ')' END, \
                ended_at = CASE WHEN attempt >= $1 THEN now() END, \
-               worker_id = NULL, lease_until = NULL, cancel_requested = NULL, updated_at = now() \
+               worker_id = NULL, lease_until = NULL, lease_token = NULL, cancel_requested = NULL, \
+               updated_at = now() \
              WHERE run_id IN (SELECT run_id FROM server_runs WHERE status = 'running' \
                               AND lease_until < clock_timestamp() AND thread_id = ANY($2) \
                               FOR UPDATE SKIP LOCKED) \
@@ -955,6 +997,7 @@ impl Backend for PostgresBackend {
                     &mut tx,
                     &self.channels,
                     *run_id,
+                    None,
                     &[("error".to_owned(), error.to_string())],
                 )
                 .await?;
@@ -1000,9 +1043,14 @@ impl Backend for PostgresBackend {
 
     // --- run events ---
 
-    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64> {
+    async fn append_events(
+        &self,
+        run_id: Uuid,
+        token: Uuid,
+        events: &[(String, String)],
+    ) -> Result<i64> {
         let mut tx = self.begin().await?;
-        let last = append_locked(&mut tx, &self.channels, run_id, events).await?;
+        let last = append_locked(&mut tx, &self.channels, run_id, Some(token), events).await?;
         tx.commit().await.map_err(db("appending run events"))?;
         // This process's followers get them now; the others through the notification.
         if last > 0 {
@@ -1210,20 +1258,30 @@ async fn append_locked(
     tx: &mut Transaction<'_, Postgres>,
     channels: &Channels,
     run_id: Uuid,
+    token: Option<Uuid>,
     events: &[(String, String)],
 ) -> Result<i64> {
     let err = db("appending run events");
     let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+    // With a token, only while the claim still holds the run (the fence of a worker's
+    // events); without, the sweeper's own event on a run it ends.
     let last: Option<i64> = sqlx::query_scalar(
-        "UPDATE server_runs SET last_seq = last_seq + $2 WHERE run_id = $1 RETURNING last_seq",
+        "UPDATE server_runs SET last_seq = last_seq + $2 WHERE run_id = $1 \
+         AND ($3::uuid IS NULL OR (lease_token = $3 AND status = 'running')) RETURNING last_seq",
     )
     .bind(run_id)
     .bind(count)
+    .bind(token)
     .fetch_optional(&mut **tx)
     .await
     .map_err(&err)?;
-    // A deleted run (rolled back, its thread deleted): its events have nowhere to go.
-    let Some(last) = last else { return Ok(0) };
+    let Some(last) = last else {
+        return match token {
+            Some(_) => Err(ServerError::LeaseLost { run_id }),
+            // A deleted run (rolled back, its thread deleted): its events have nowhere to go.
+            None => Ok(0),
+        };
+    };
     if events.is_empty() {
         return Ok(last);
     }

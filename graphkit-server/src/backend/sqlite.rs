@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use graphkit::checkpoint::{Checkpointer, SqliteSaver};
+use graphkit::checkpoint::{Checkpointer, SqliteSaver, WriteFence};
 use graphkit::sql::{Migration, Schema, migrate_sqlite};
 use graphkit::store::{SqliteStore, Store};
 use serde_json::{Map, Value};
@@ -99,11 +99,25 @@ const SCHEMA: Schema = Schema {
     CREATE INDEX graphkit_server_runs_due ON graphkit_server_runs (status, due_at);
     ",
         },
+        Migration {
+            version: 3,
+            description: "a lease token per claim, which fences the writes of a worker that lost the run",
+            // Runs running at the upgrade have no token: their workers (of the old version)
+            // are gone, and the sweeper returns the runs to the queue when their leases end.
+            sql: "
+    ALTER TABLE graphkit_server_runs ADD COLUMN lease_token TEXT;
+    ",
+        },
     ],
 };
 
+/// The fence of a claim's writes: the run is still running under the claim's token. Checked
+/// inside each write's `IMMEDIATE` transaction, which holds the file's write lock, so a
+/// takeover commits either before the check (and the write is refused) or after the write.
+const FENCE: &str = "SELECT 1 FROM graphkit_server_runs WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running'";
+
 const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
-     multitask_strategy, attempt, worker_id, lease_until, cancel_requested, cancel_reason";
+     multitask_strategy, attempt, worker_id, lease_until, lease_token, cancel_requested, cancel_reason";
 
 const THREAD_SELECT: &str = "SELECT t.thread_id, t.created_at, t.updated_at, t.state_updated_at, t.metadata, \
      t.status, t.config, t.state_values, t.interrupts, t.error, \
@@ -339,6 +353,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
     let strategy: String = get(row, "multitask_strategy")?;
     let cancel: Option<String> = get(row, "cancel_requested")?;
     let attempt: i64 = get(row, "attempt")?;
+    let token: Option<String> = get(row, "lease_token")?;
     Ok(RunRecord {
         run_id: parse_id(&get::<String>(row, "run_id")?)?,
         thread_id: parse_id(&get::<String>(row, "thread_id")?)?,
@@ -353,6 +368,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
         attempt: u32::try_from(attempt).unwrap_or(0),
         worker_id: get(row, "worker_id")?,
         lease_until: get::<Option<i64>>(row, "lease_until")?.map(Timestamp),
+        lease_token: token.as_deref().map(parse_id).transpose()?,
         cancel_requested: cancel.as_deref().and_then(CancelAction::parse),
         cancel_reason: get(row, "cancel_reason")?,
     })
@@ -505,6 +521,15 @@ impl Backend for SqliteBackend {
 
     fn store(&self) -> Arc<dyn Store> {
         self.store.clone()
+    }
+
+    fn fenced_checkpointer(&self, run_id: Uuid, token: Uuid) -> Arc<dyn Checkpointer> {
+        let fence = WriteFence::new(
+            format!("run {run_id}"),
+            FENCE,
+            [run_id.to_string(), token.to_string()],
+        );
+        Arc::new(self.saver.fenced(fence))
     }
 
     async fn put_assistant(&self, a: &AssistantRecord) -> Result<()> {
@@ -828,13 +853,14 @@ impl Backend for SqliteBackend {
         };
         let sql = format!(
             "UPDATE graphkit_server_runs SET status = 'running', worker_id = ?2, attempt = attempt + 1, \
-             lease_until = ?3, updated_at = ?4 WHERE run_id = ?1 RETURNING {RUN_COLUMNS}"
+             lease_until = ?3, updated_at = ?4, lease_token = ?5 WHERE run_id = ?1 RETURNING {RUN_COLUMNS}"
         );
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(&run_id)
             .bind(worker_id)
             .bind(now.plus(lease).micros())
             .bind(now.micros())
+            .bind(Uuid::now_v7().to_string())
             .fetch_one(&mut *tx)
             .await
             .map_err(db("claim a run"))?;
@@ -844,14 +870,14 @@ impl Backend for SqliteBackend {
         Ok(Some(run))
     }
 
-    async fn heartbeat(&self, run_id: Uuid, worker_id: &str, lease: Duration) -> Result<Lease> {
+    async fn heartbeat(&self, run_id: Uuid, token: Uuid, lease: Duration) -> Result<Lease> {
         let now = Timestamp::now();
         let row: Option<Option<String>> = sqlx::query_scalar(
-            "UPDATE graphkit_server_runs SET lease_until = ?3 WHERE run_id = ?1 AND worker_id = ?2 \
+            "UPDATE graphkit_server_runs SET lease_until = ?3 WHERE run_id = ?1 AND lease_token = ?2 \
              AND status = 'running' RETURNING cancel_requested",
         )
         .bind(run_id.to_string())
-        .bind(worker_id)
+        .bind(token.to_string())
         .bind(now.plus(lease).micros())
         .fetch_optional(&self.pool)
         .await
@@ -867,17 +893,17 @@ impl Backend for SqliteBackend {
     async fn finish_run(
         &self,
         run_id: Uuid,
-        worker_id: &str,
+        token: Uuid,
         end: RunEnd,
         outcome: Option<&ThreadOutcome>,
     ) -> Result<bool> {
         let mut tx = self.write().await?;
         let id = run_id.to_string();
         let thread: Option<String> = sqlx::query_scalar(
-            "SELECT thread_id FROM graphkit_server_runs WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
+            "SELECT thread_id FROM graphkit_server_runs WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running'",
         )
         .bind(&id)
-        .bind(worker_id)
+        .bind(token.to_string())
         .fetch_optional(&mut *tx)
         .await
         .map_err(db("read a run"))?;
@@ -890,7 +916,7 @@ impl Backend for SqliteBackend {
             Some((status, reason)) => {
                 sqlx::query(
                     "UPDATE graphkit_server_runs SET status = ?2, cancel_reason = ?3, worker_id = NULL, \
-                     lease_until = NULL, updated_at = ?4, ended_at = ?4 WHERE run_id = ?1",
+                     lease_until = NULL, lease_token = NULL, updated_at = ?4, ended_at = ?4 WHERE run_id = ?1",
                 )
                 .bind(&id)
                 .bind(status.as_str())
@@ -910,13 +936,13 @@ impl Backend for SqliteBackend {
         Ok(true)
     }
 
-    async fn release_run(&self, run_id: Uuid, worker_id: &str) -> Result<bool> {
+    async fn release_run(&self, run_id: Uuid, token: Uuid) -> Result<bool> {
         let released = sqlx::query(
             "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
-             updated_at = ?3 WHERE run_id = ?1 AND worker_id = ?2 AND status = 'running'",
+             lease_token = NULL, updated_at = ?3 WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running'",
         )
         .bind(run_id.to_string())
-        .bind(worker_id)
+        .bind(token.to_string())
         .bind(Timestamp::now().micros())
         .execute(&self.pool)
         .await
@@ -948,7 +974,7 @@ impl Backend for SqliteBackend {
                 let (reason, error) = attempts_exceeded(&id, attempt);
                 sqlx::query(
                     "UPDATE graphkit_server_runs SET status = 'error', cancel_reason = ?2, worker_id = NULL, \
-                     lease_until = NULL, updated_at = ?3, ended_at = ?3 WHERE run_id = ?1",
+                     lease_until = NULL, lease_token = NULL, updated_at = ?3, ended_at = ?3 WHERE run_id = ?1",
                 )
                 .bind(&id)
                 .bind(&reason)
@@ -967,7 +993,7 @@ impl Backend for SqliteBackend {
                 append_in(&mut tx, &id, &[("error".to_owned(), error.to_string())]).await?;
             } else {
                 sqlx::query(
-                    "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, \
+                    "UPDATE graphkit_server_runs SET status = 'pending', worker_id = NULL, lease_until = NULL, lease_token = NULL, \
                      updated_at = ?2 WHERE run_id = ?1",
                 )
                 .bind(&id)
@@ -1017,8 +1043,23 @@ impl Backend for SqliteBackend {
         Ok(Some(outcome))
     }
 
-    async fn append_events(&self, run_id: Uuid, events: &[(String, String)]) -> Result<i64> {
+    async fn append_events(
+        &self,
+        run_id: Uuid,
+        token: Uuid,
+        events: &[(String, String)],
+    ) -> Result<i64> {
         let mut tx = self.write().await?;
+        let held = sqlx::query(FENCE)
+            .bind(run_id.to_string())
+            .bind(token.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db("check a run's lease"))?
+            .is_some();
+        if !held {
+            return Err(ServerError::LeaseLost { run_id });
+        }
         let seq = append_in(&mut tx, &run_id.to_string(), events).await?;
         tx.commit().await.map_err(db("commit events"))?;
         let first = seq - i64::try_from(events.len()).unwrap_or(i64::MAX) + 1;

@@ -8,6 +8,7 @@
 //! deltas, which the engine does. This is what keeps write cost proportional to the size of
 //! each step's update rather than the size of the state.
 
+mod fence;
 pub(crate) mod format;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -28,6 +29,7 @@ use serde_json::Value;
 
 use crate::error::StorageError;
 
+pub use fence::WriteFence;
 pub use memory::InMemorySaver;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSaver;

@@ -18,7 +18,9 @@ use super::sql::{
     POSTGRES, bind_checkpoint, bind_write, execute_each, get_checkpoint, list_checkpoints,
     metadata_text,
 };
-use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite};
+use super::{
+    CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, WriteFence,
+};
 use crate::error::StorageError;
 use crate::sql::postgres::{advisory_key, close, connect_pool};
 use crate::sql::{Migration, Schema, backend_error, migrate_postgres};
@@ -83,6 +85,8 @@ pub struct PostgresSaver {
     /// Thread id -> the run holding it from this saver, and the connection holding the
     /// advisory lock (outside the pool, so the lock lives exactly as long as the hold).
     locks: Mutex<HashMap<String, HeldLock>>,
+    /// The condition every write checks first, for a saver made by [`fenced`](Self::fenced).
+    fence: Option<WriteFence>,
 }
 
 struct HeldLock {
@@ -123,7 +127,40 @@ impl PostgresSaver {
         Ok(Self {
             pool,
             locks: Mutex::default(),
+            fence: None,
         })
+    }
+
+    /// The same database, with every write (checkpoints, pending writes, deleting a run or
+    /// a thread) refused unless `fence` passes in the write's own transaction; taking the
+    /// thread only checks the fence, with no advisory lock (see [`WriteFence`]). Cheap: the
+    /// pool is shared.
+    #[must_use]
+    pub fn fenced(&self, fence: WriteFence) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            locks: Mutex::default(),
+            fence: Some(fence),
+        }
+    }
+
+    /// Begins a transaction and checks the fence, if any, in it.
+    async fn begin_write(
+        &self,
+        doing: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, StorageError> {
+        let err = |e| backend_error(BACKEND, doing, e);
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        if let Some(fence) = &self.fence {
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(fence.query().to_owned()));
+            for param in fence.params() {
+                query = query.bind(param.clone());
+            }
+            if query.fetch_optional(&mut *tx).await.map_err(err)?.is_none() {
+                return Err(fence.refused(doing));
+            }
+        }
+        Ok(tx)
     }
 
     /// The connection pool, to share it with a store or to inspect the tables.
@@ -139,16 +176,20 @@ fn thread_lock_key(thread_id: &str) -> i64 {
 #[async_trait]
 impl Checkpointer for PostgresSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
+        let err = |e| backend_error(BACKEND, "saving a checkpoint", e);
         let metadata = metadata_text(&record)?;
-        bind_checkpoint!(
+        let insert = bind_checkpoint!(
             sqlx::query(POSTGRES.insert_checkpoint.as_str()),
             record,
             metadata
-        )
-        .execute(&self.pool)
-        .await
-        .map_err(|e| backend_error(BACKEND, "saving a checkpoint", e))?;
-        Ok(())
+        );
+        if self.fence.is_none() {
+            insert.execute(&self.pool).await.map_err(err)?;
+            return Ok(());
+        }
+        let mut tx = self.begin_write("saving a checkpoint").await?;
+        insert.execute(&mut *tx).await.map_err(err)?;
+        tx.commit().await.map_err(err)
     }
 
     async fn put_writes(
@@ -159,7 +200,7 @@ impl Checkpointer for PostgresSaver {
         writes: Vec<PendingWrite>,
     ) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        let mut tx = self.begin_write("saving pending writes").await?;
         for write in &writes {
             let query = sqlx::query(POSTGRES.upsert_write.as_str());
             bind_write!(query, thread_id, checkpoint_ns, checkpoint_id, write)
@@ -206,20 +247,25 @@ impl Checkpointer for PostgresSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        let mut tx = self.begin_write("deleting a thread").await?;
         execute_each!(tx, &POSTGRES.delete_thread, err, thread_id);
         tx.commit().await.map_err(err)
     }
 
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        let mut tx = self.begin_write("deleting a run's checkpoints").await?;
         let deleted = execute_each!(tx, &POSTGRES.delete_run, err, thread_id, run_id);
         tx.commit().await.map_err(err)?;
         Ok(deleted)
     }
 
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
+        if self.fence.is_some() {
+            // The fence is the lock: whoever passes it holds the thread.
+            self.begin_write("taking the thread").await?;
+            return Ok(true);
+        }
         let err = |e| backend_error(BACKEND, "locking a thread", e);
         // Held across the round trip so two runs of this process cannot both take the thread.
         let mut locks = self.locks.lock().await;
@@ -247,6 +293,9 @@ impl Checkpointer for PostgresSaver {
     }
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
+        if self.fence.is_some() {
+            return Ok(()); // nothing was locked (see try_lock_thread)
+        }
         let held = {
             let mut locks = self.locks.lock().await;
             match locks.get(thread_id) {

@@ -20,7 +20,9 @@ use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, UNLOCK, took_over,
 };
 use super::sqlite_writer::{self, Writer};
-use super::{CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, now_ms};
+use super::{
+    CheckpointRecord, CheckpointTuple, Checkpointer, ListOptions, PendingWrite, WriteFence, now_ms,
+};
 use crate::error::StorageError;
 use crate::sql::sqlite::{in_memory_pool, open_pool};
 use crate::sql::{Migration, Schema, backend_error, migrate_sqlite};
@@ -91,6 +93,8 @@ pub struct SqliteSaver {
     /// writes of a saver without a writer (in memory, or [`from_pool`](Self::from_pool)).
     /// See [`sqlite_writer`](super::sqlite_writer) for why it bypasses the async driver.
     writer: Option<Arc<Writer>>,
+    /// The condition every write checks first, for a saver made by [`fenced`](Self::fenced).
+    fence: Option<Arc<WriteFence>>,
 }
 
 impl SqliteSaver {
@@ -129,7 +133,59 @@ impl SqliteSaver {
     /// migrating its schema first.
     pub async fn from_pool(pool: SqlitePool) -> Result<Self, StorageError> {
         migrate_sqlite(&pool, BACKEND, &SCHEMA).await?;
-        Ok(Self { pool, writer: None })
+        Ok(Self {
+            pool,
+            writer: None,
+            fence: None,
+        })
+    }
+
+    /// The same database, with every write (checkpoints, pending writes, deleting a run or
+    /// a thread) refused unless `fence` passes in the write's own transaction; taking the
+    /// thread only checks the fence (see [`WriteFence`]). Cheap: the connections are shared.
+    #[must_use]
+    pub fn fenced(&self, fence: WriteFence) -> Self {
+        Self {
+            fence: Some(Arc::new(fence)),
+            ..self.clone()
+        }
+    }
+
+    /// Begins a write transaction on the pool and checks the fence, if any, in it.
+    async fn begin_write(
+        &self,
+        doing: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StorageError> {
+        let err = |e| backend_error(BACKEND, doing, e);
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        if let Some(fence) = &self.fence
+            && !pool_fence_passes(&mut tx, fence, doing).await?
+        {
+            return Err(fence.refused(doing));
+        }
+        Ok(tx)
+    }
+
+    /// Runs `work` on the writer in one transaction, checking the fence first.
+    async fn write_with<F>(
+        &self,
+        writer: &Arc<Writer>,
+        doing: &'static str,
+        work: F,
+    ) -> Result<(), StorageError>
+    where
+        F: Fn(&rusqlite::Connection) -> rusqlite::Result<()> + Send + 'static,
+    {
+        let fence = self.fence.clone();
+        let written = writer
+            .run(doing, move |conn| {
+                sqlite_writer::in_transaction(conn, fence.as_deref(), &work)
+            })
+            .await?;
+        match (written, &self.fence) {
+            (None, Some(fence)) => Err(fence.refused(doing)),
+            _ => Ok(()),
+        }
     }
 
     /// The connection pool, to share it with a store or to inspect the tables. A saver
@@ -143,15 +199,31 @@ impl SqliteSaver {
 #[async_trait]
 impl Checkpointer for SqliteSaver {
     async fn put(&self, record: CheckpointRecord) -> Result<(), StorageError> {
+        const DOING: &str = "saving a checkpoint";
         let metadata = metadata_text(&record)?;
-        if let Some(writer) = &self.writer {
-            return writer
-                .run("saving a checkpoint", move |conn| {
+        match (&self.writer, &self.fence) {
+            (Some(writer), None) => {
+                writer
+                    .run(DOING, move |conn| {
+                        sqlite_writer::insert_checkpoint(conn, &record, &metadata)
+                    })
+                    .await
+            }
+            (Some(writer), Some(_)) => {
+                self.write_with(writer, DOING, move |conn| {
                     sqlite_writer::insert_checkpoint(conn, &record, &metadata)
                 })
-                .await;
+                .await
+            }
+            (None, None) => insert_checkpoint(&self.pool, &record, metadata).await,
+            (None, Some(_)) => {
+                let mut tx = self.begin_write(DOING).await?;
+                insert_checkpoint(&mut *tx, &record, metadata).await?;
+                tx.commit()
+                    .await
+                    .map_err(|e| backend_error(BACKEND, DOING, e))
+            }
         }
-        insert_checkpoint(&self.pool, &record, metadata).await
     }
 
     async fn put_many(&self, records: Vec<CheckpointRecord>) -> Result<(), StorageError> {
@@ -160,14 +232,14 @@ impl Checkpointer for SqliteSaver {
             .map(|record| Ok((metadata_text(&record)?, record)))
             .collect::<Result<Vec<_>, StorageError>>()?;
         if let Some(writer) = &self.writer {
-            return writer
-                .run("saving checkpoints", move |conn| {
+            return self
+                .write_with(writer, "saving checkpoints", move |conn| {
                     sqlite_writer::insert_checkpoints(conn, &records)
                 })
                 .await;
         }
         let err = |e| backend_error(BACKEND, "saving checkpoints", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.begin_write("saving checkpoints").await?;
         for (metadata, record) in records {
             insert_checkpoint(&mut *tx, &record, metadata).await?;
         }
@@ -187,14 +259,14 @@ impl Checkpointer for SqliteSaver {
                 checkpoint_ns.to_owned(),
                 checkpoint_id.to_owned(),
             );
-            return writer
-                .run("saving pending writes", move |conn| {
+            return self
+                .write_with(writer, "saving pending writes", move |conn| {
                     sqlite_writer::upsert_writes(conn, &at, &writes)
                 })
                 .await;
         }
         let err = |e| backend_error(BACKEND, "saving pending writes", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.begin_write("saving pending writes").await?;
         for write in &writes {
             let query = sqlx::query(SQLITE.upsert_write.as_str());
             bind_write!(query, thread_id, checkpoint_ns, checkpoint_id, write)
@@ -241,20 +313,26 @@ impl Checkpointer for SqliteSaver {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<(), StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a thread", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.begin_write("deleting a thread").await?;
         execute_each!(tx, &SQLITE.delete_thread, err, thread_id);
         tx.commit().await.map_err(err)
     }
 
     async fn delete_run(&self, thread_id: &str, run_id: &str) -> Result<u64, StorageError> {
         let err = |e| backend_error(BACKEND, "deleting a run's checkpoints", e);
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.begin_write("deleting a run's checkpoints").await?;
         let deleted = execute_each!(tx, &SQLITE.delete_run, err, thread_id, run_id);
         tx.commit().await.map_err(err)?;
         Ok(deleted)
     }
 
     async fn try_lock_thread(&self, thread_id: &str, run_id: &str) -> Result<bool, StorageError> {
+        if self.fence.is_some() {
+            // The fence is the lock: whoever passes it holds the thread.
+            let tx = self.begin_write("taking the thread").await?;
+            drop(tx);
+            return Ok(true);
+        }
         let me = Holder::current();
         if let Some(writer) = &self.writer {
             let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
@@ -319,6 +397,9 @@ impl Checkpointer for SqliteSaver {
     }
 
     async fn unlock_thread(&self, thread_id: &str, run_id: &str) -> Result<(), StorageError> {
+        if self.fence.is_some() {
+            return Ok(()); // nothing was locked (see try_lock_thread)
+        }
         if let Some(writer) = &self.writer {
             let (thread, run) = (thread_id.to_owned(), run_id.to_owned());
             return writer
@@ -337,6 +418,23 @@ impl Checkpointer for SqliteSaver {
             .map_err(|e| backend_error(BACKEND, "unlocking a thread", e))?;
         Ok(())
     }
+}
+
+/// Whether `fence`'s query returns a row inside `tx`.
+async fn pool_fence_passes(
+    tx: &mut sqlx::SqliteConnection,
+    fence: &WriteFence,
+    doing: &'static str,
+) -> Result<bool, StorageError> {
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(fence.query().to_owned()));
+    for param in fence.params() {
+        query = query.bind(param.clone());
+    }
+    let row = query
+        .fetch_optional(tx)
+        .await
+        .map_err(|e| backend_error(BACKEND, doing, e))?;
+    Ok(row.is_some())
 }
 
 /// Inserts (or replaces) one checkpoint row through the pool (a saver without a writer).

@@ -24,7 +24,7 @@ use super::sql::SQLITE;
 use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, took_over,
 };
-use super::{CheckpointRecord, PendingWrite, now_ms};
+use super::{CheckpointRecord, PendingWrite, WriteFence, now_ms};
 use crate::error::StorageError;
 use crate::sql::sqlite::{BUSY_TIMEOUT, SqliteSync, retry_while_locked};
 
@@ -157,40 +157,62 @@ pub(super) fn insert_checkpoint(
     Ok(())
 }
 
-/// Inserts several checkpoint rows (each with its metadata text) in one transaction.
-pub(super) fn insert_checkpoints(
+/// Runs `work` in one `IMMEDIATE` transaction, after checking `fence` in it: `None` (and
+/// nothing written) when the fence refuses.
+pub(super) fn in_transaction<T>(
     connection: &mut Connection,
-    records: &[(String, CheckpointRecord)],
-) -> rusqlite::Result<()> {
+    fence: Option<&WriteFence>,
+    work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Option<T>> {
     let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for (metadata, record) in records {
-        insert_checkpoint(&tx, record, metadata)?;
+    if let Some(fence) = fence
+        && !fence_passes(&tx, fence)?
+    {
+        return Ok(None); // dropping the transaction rolls it back
     }
-    tx.commit()
+    let value = work(&tx)?;
+    tx.commit()?;
+    Ok(Some(value))
 }
 
-/// Saves pending writes against one checkpoint, in one transaction.
+/// Whether `fence`'s query returns a row on `connection`.
+pub(super) fn fence_passes(connection: &Connection, fence: &WriteFence) -> rusqlite::Result<bool> {
+    let mut statement = connection.prepare_cached(fence.query())?;
+    let mut rows = statement.query(rusqlite::params_from_iter(fence.params()))?;
+    Ok(rows.next()?.is_some())
+}
+
+/// Inserts several checkpoint rows (each with its metadata text); the caller holds the
+/// transaction.
+pub(super) fn insert_checkpoints(
+    connection: &Connection,
+    records: &[(String, CheckpointRecord)],
+) -> rusqlite::Result<()> {
+    for (metadata, record) in records {
+        insert_checkpoint(connection, record, metadata)?;
+    }
+    Ok(())
+}
+
+/// Saves pending writes against one checkpoint; the caller holds the transaction.
 pub(super) fn upsert_writes(
-    connection: &mut Connection,
+    connection: &Connection,
     at: &(String, String, String),
     writes: &[PendingWrite],
 ) -> rusqlite::Result<()> {
     let (thread_id, checkpoint_ns, checkpoint_id) = at;
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    {
-        let mut statement = tx.prepare_cached(&SQLITE.upsert_write)?;
-        for write in writes {
-            statement.execute(params![
-                thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                write.task_id,
-                write.node,
-                write.payload,
-            ])?;
-        }
+    let mut statement = connection.prepare_cached(&SQLITE.upsert_write)?;
+    for write in writes {
+        statement.execute(params![
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            write.task_id,
+            write.node,
+            write.payload,
+        ])?;
     }
-    tx.commit()
+    Ok(())
 }
 
 /// Takes `thread_id`'s lock for `run_id`, or takes it over from a run whose process is

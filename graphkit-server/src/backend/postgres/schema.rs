@@ -97,5 +97,14 @@ pub(crate) const SCHEMA: Schema = Schema {
         CREATE INDEX server_runs_pending ON server_runs (due_at) WHERE status = 'pending';
     "#,
         },
+        Migration {
+            version: 3,
+            description: "a lease token per claim, which fences the writes of a worker that lost the run",
+            // Runs running at the upgrade have no token: their workers (of the old version)
+            // are gone, and the sweeper returns the runs to the queue when their leases end.
+            sql: r#"
+        ALTER TABLE server_runs ADD COLUMN lease_token UUID;
+    "#,
+        },
     ],
 };

@@ -285,7 +285,16 @@ impl<S: State> Runner<S> {
             });
         }
         let mut persist = match (&core.checkpointer, self.persistent, &self.link) {
-            (_, false, Some(link)) => Some(Persist::nested(link, self.config.durability)),
+            (_, false, Some(link)) => {
+                // A subgraph's checkpoints carry the run's metadata too, so that what finds
+                // a run's checkpoints by it (a server's rollback) finds them in every
+                // namespace.
+                let mut persist = Persist::nested(link, self.config.durability);
+                if !self.config.checkpoint_metadata.is_empty() {
+                    persist.extra_metadata(&self.config.checkpoint_metadata);
+                }
+                Some(persist)
+            }
             (Some(saver), true, _) => {
                 let thread = self
                     .config
