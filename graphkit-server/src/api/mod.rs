@@ -426,3 +426,60 @@ pub(crate) fn text_field<'a>(body: &'a Map<String, Value>, key: &str) -> Result<
         ))),
     }
 }
+
+/// An object field of a body (`None` when absent or null), or a 422 naming `key`.
+pub(crate) fn object_field(
+    body: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Map<String, Value>>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m.clone())),
+        Some(_) => Err(ServerError::Validation(format!(
+            "`{key}` must be an object"
+        ))),
+    }
+}
+
+/// Only the fields of `item` that `select` names (`None`: all of them). `select` is what a
+/// client sent (a body's list, or the query's values); a name that is not one of `fields`
+/// is a 422 that lists them, never silently dropped.
+pub(crate) fn select_fields(
+    item: Value,
+    select: Option<&[String]>,
+    fields: &[&str],
+) -> Result<Value> {
+    let Some(select) = select else {
+        return Ok(item);
+    };
+    if let Some(bad) = select.iter().find(|f| !fields.contains(&f.as_str())) {
+        return Err(ServerError::Validation(format!(
+            "`select` names {bad:?}, which is not a field; choose from {}",
+            fields.join(", ")
+        )));
+    }
+    let Value::Object(mut all) = item else {
+        return Ok(item);
+    };
+    let chosen: Map<String, Value> = select
+        .iter()
+        .filter_map(|f| all.remove_entry(f.as_str()))
+        .collect();
+    Ok(Value::Object(chosen))
+}
+
+/// `select` of a body: `None` when absent, null or empty; a list of field names; anything
+/// else a 422.
+pub(crate) fn select_of(body: &Map<String, Value>) -> Result<Option<Vec<String>>> {
+    let wrong = || ServerError::Validation("`select` must be a list of field names".into());
+    match body.get("select") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.is_empty() => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(wrong))
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
+}

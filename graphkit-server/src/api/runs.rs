@@ -206,6 +206,31 @@ fn is_empty_object(value: Option<&Value>) -> bool {
     }
 }
 
+/// `over`'s keys set on `base`'s (both objects; a non-object counts as none).
+fn merged(base: &Value, over: Value) -> Value {
+    let mut merged = base.as_object().cloned().unwrap_or_default();
+    if let Value::Object(over) = over {
+        merged.extend(over);
+    }
+    Value::Object(merged)
+}
+
+/// A run's `config` over its assistant's, as the reference server merges them: the run's
+/// keys win, and `configurable` is merged key by key, the run's winning.
+fn config_over(assistant: &Value, run: Value) -> Value {
+    let configurable = merged(
+        assistant.get("configurable").unwrap_or(&Value::Null),
+        run.get("configurable").cloned().unwrap_or(Value::Null),
+    );
+    let mut config = merged(assistant, run);
+    if let (Value::Object(config), Value::Object(c)) = (&mut config, &configurable)
+        && !c.is_empty()
+    {
+        config.insert("configurable".into(), configurable);
+    }
+    config
+}
+
 struct Created {
     run: RunRecord,
     kwargs: RunKwargs,
@@ -240,6 +265,14 @@ async fn create_run(
             "Cannot specify both configurable and context. Prefer setting context alone.".into(),
         ));
     }
+    let config = config_over(&assistant.config, config);
+    let context = match merged(
+        &assistant.context,
+        body.context.clone().unwrap_or(Value::Null),
+    ) {
+        Value::Object(o) if o.is_empty() => Value::Null,
+        context => context,
+    };
     if thread.is_none() && body.command.as_ref().is_some_and(|c| c.resume.is_some()) {
         return Err(ServerError::BadRequest(
             "a resume command needs a thread: create the run on /threads/{thread_id}/runs".into(),
@@ -314,7 +347,7 @@ async fn create_run(
         interrupt_before: body.interrupt_before,
         interrupt_after: body.interrupt_after,
         config,
-        context: body.context.unwrap_or(Value::Null),
+        context,
         checkpoint_id,
         durability,
         delete_thread_when_done: delete_when_done && follow == Follow::Background,

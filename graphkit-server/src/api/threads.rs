@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    Api, json_response, limit_of, no_content, offset_of, parse_body, query_count, query_pairs,
-    query_value, refuse_unsupported, text_field, uuid_param,
+    Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
+    query_pairs, query_value, refuse_unsupported, text_field, uuid_param,
 };
 use crate::backend::{
     IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
@@ -33,16 +33,6 @@ pub(super) fn routes() -> Router<Api> {
         .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
         .route("/threads/{id}/history", post(history).get(history_get))
         .route("/threads/{id}/copy", post(copy))
-}
-
-fn object_field(body: &Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m.clone())),
-        Some(_) => Err(ServerError::Validation(format!(
-            "`{key}` must be an object"
-        ))),
-    }
 }
 
 pub(super) async fn thread_or_404(api: &Api, id: Uuid) -> Result<ThreadRecord> {
