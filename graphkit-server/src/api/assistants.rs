@@ -250,14 +250,7 @@ async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
     let select = select_of(&body)?;
     let found = api.backend().search_assistants(&query_of(&body)?).await?;
-    let found = found
-        .iter()
-        .map(|a| {
-            let value = serde_json::to_value(a)
-                .map_err(|e| ServerError::backend("encode an assistant", e))?;
-            select_fields(value, select.as_deref(), ASSISTANT_FIELDS)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let found = select_fields(&found, select.as_deref(), ASSISTANT_FIELDS)?;
     Ok(json_response(StatusCode::OK, &found))
 }
 

@@ -15,7 +15,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -71,6 +71,9 @@ pub(crate) fn router(api: Api) -> Router {
         .merge(threads::routes())
         .merge(runs::routes())
         .merge(store::routes())
+        .route("/runs/crons", any(crons))
+        .route("/runs/crons/{*rest}", any(crons))
+        .route("/threads/{tid}/runs/crons", any(crons))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -95,6 +98,17 @@ async fn info(State(api): State<Api>) -> Response {
 async fn not_found(request: Request) -> ServerError {
     ServerError::NotFound(format!(
         "no endpoint {} {}; see docs/server.md for the API subset served",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+/// Every cron route (`/runs/crons...`, `/threads/{id}/runs/crons`): a 404 that says crons
+/// are not served, rather than the generic "no endpoint".
+async fn crons(request: Request) -> ServerError {
+    ServerError::NotFound(format!(
+        "crons are not served by this server ({} {}): it runs no schedules; create runs yourself \
+         on a timer (POST /threads/{{thread_id}}/runs or POST /runs), see docs/server.md",
         request.method(),
         request.uri().path()
     ))
@@ -441,35 +455,44 @@ pub(crate) fn object_field(
     }
 }
 
-/// Only the fields of `item` that `select` names (`None`: all of them). `select` is what a
-/// client sent (a body's list, or the query's values); a name that is not one of `fields`
-/// is a 422 that lists them, never silently dropped.
-pub(crate) fn select_fields(
-    item: Value,
+/// Each of `items` as JSON with only the fields `select` names (`None`: all of them).
+/// `select` is what a client sent (a body's list, or the query's values); a name that is
+/// not one of `fields` is a 422 that lists them, never silently dropped.
+pub(crate) fn select_fields<T: serde::Serialize>(
+    items: &[T],
     select: Option<&[String]>,
     fields: &[&str],
-) -> Result<Value> {
-    let Some(select) = select else {
-        return Ok(item);
-    };
-    if let Some(bad) = select.iter().find(|f| !fields.contains(&f.as_str())) {
+) -> Result<Vec<Value>> {
+    if let Some(bad) = select
+        .unwrap_or_default()
+        .iter()
+        .find(|f| !fields.contains(&f.as_str()))
+    {
         return Err(ServerError::Validation(format!(
             "`select` names {bad:?}, which is not a field; choose from {}",
             fields.join(", ")
         )));
     }
-    let Value::Object(mut all) = item else {
-        return Ok(item);
-    };
-    let chosen: Map<String, Value> = select
+    items
         .iter()
-        .filter_map(|f| all.remove_entry(f.as_str()))
-        .collect();
-    Ok(Value::Object(chosen))
+        .map(|item| {
+            let value = serde_json::to_value(item)
+                .map_err(|e| ServerError::backend("encode the response", e))?;
+            Ok(match (select, value) {
+                (Some(select), Value::Object(mut all)) => Value::Object(
+                    select
+                        .iter()
+                        .filter_map(|f| all.remove_entry(f.as_str()))
+                        .collect(),
+                ),
+                (_, value) => value,
+            })
+        })
+        .collect()
 }
 
 /// `select` of a body: `None` when absent, null or empty; a list of field names; anything
-/// else a 422.
+/// else a 422 (the names are checked by [`select_fields`]).
 pub(crate) fn select_of(body: &Map<String, Value>) -> Result<Option<Vec<String>>> {
     let wrong = || ServerError::Validation("`select` must be a list of field names".into());
     match body.get("select") {
@@ -482,4 +505,24 @@ pub(crate) fn select_of(body: &Map<String, Value>) -> Result<Option<Vec<String>>
             .map(Some),
         Some(_) => Err(wrong()),
     }
+}
+
+/// `select` of a query: its values, repeated (`select=a&select=b`, as Python sends them) or
+/// one JSON list (`select=["a","b"]`); `None` when there are none.
+pub(crate) fn query_select(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
+    let mut names = Vec::new();
+    for (_, value) in pairs.iter().filter(|(k, v)| k == "select" && !v.is_empty()) {
+        match serde_json::from_str::<Value>(value) {
+            Ok(Value::Array(items)) => {
+                for item in items {
+                    let name = item.as_str().ok_or_else(|| {
+                        ServerError::Validation("`select` must be a list of field names".into())
+                    })?;
+                    names.push(name.to_owned());
+                }
+            }
+            _ => names.push(value.clone()),
+        }
+    }
+    Ok((!names.is_empty()).then_some(names))
 }

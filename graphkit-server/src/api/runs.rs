@@ -17,8 +17,8 @@ use super::stream::{
 };
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_value,
-    refuse_unsupported, text_field, uuid_param,
+    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_select,
+    query_value, refuse_unsupported, select_fields, text_field, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
@@ -393,7 +393,23 @@ async fn create_run(
     })
 }
 
-/// The `Run` JSON.
+/// The fields of a `Run`, which a list's `select` may name.
+const RUN_FIELDS: &[&str] = &[
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "status",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+    "attempt",
+    "worker_id",
+    "cancel_reason",
+];
+
+/// The `Run` JSON (the fields of [`RUN_FIELDS`]).
 pub(crate) fn run_json(run: &RunRecord) -> Value {
     json!({
         "run_id": run.run_id,
@@ -520,8 +536,10 @@ async fn list(
         limit: Some(query_count(&pairs, "limit", 10)?),
         offset: query_count(&pairs, "offset", 0)?,
     };
+    let select = query_select(&pairs)?;
     let runs = api.backend().list_runs(thread, &query).await?;
     let runs: Vec<Value> = runs.iter().map(run_json).collect();
+    let runs = select_fields(&runs, select.as_deref(), RUN_FIELDS)?;
     Ok(json_response(StatusCode::OK, &runs))
 }
 

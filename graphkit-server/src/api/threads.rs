@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{
     Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
-    query_pairs, query_value, refuse_unsupported, text_field, uuid_param,
+    query_pairs, query_value, refuse_unsupported, select_fields, select_of, text_field, uuid_param,
 };
 use crate::backend::{
     IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
@@ -34,6 +34,20 @@ pub(super) fn routes() -> Router<Api> {
         .route("/threads/{id}/history", post(history).get(history_get))
         .route("/threads/{id}/copy", post(copy))
 }
+
+/// The fields of a `Thread`, which a search's `select` may name.
+const THREAD_FIELDS: &[&str] = &[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "metadata",
+    "status",
+    "config",
+    "values",
+    "interrupts",
+    "error",
+];
 
 pub(super) async fn thread_or_404(api: &Api, id: Uuid) -> Result<ThreadRecord> {
     api.backend()
@@ -235,10 +249,12 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
 
 async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
+    let select = select_of(&body)?;
     let found = api
         .backend()
         .search_threads(&thread_query(&body, true)?)
         .await?;
+    let found = select_fields(&found, select.as_deref(), THREAD_FIELDS)?;
     Ok(json_response(StatusCode::OK, &found))
 }
 
