@@ -239,6 +239,7 @@ impl Server {
             backend,
             graphs,
             settings: self.settings,
+            run_durations: Default::default(),
         });
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();

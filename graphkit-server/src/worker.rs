@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub backend: Arc<dyn Backend>,
     pub graphs: HashMap<String, SharedGraph>,
     pub settings: WorkerSettings,
+    /// How long this process's workers took on the runs they ended (`GET /metrics`).
+    pub run_durations: crate::metrics::RunDurations,
 }
 
 impl Shared {
@@ -104,6 +106,23 @@ impl Shared {
                 self.graph_ids().join(", ")
             ))
         })
+    }
+
+    /// Ends a run a worker of this process holds ([`Backend::finish_run`]), having first
+    /// recorded how long the attempt took since `claimed` (`GET /metrics`): whoever sees the
+    /// run ended finds it counted.
+    pub(crate) async fn finish_run(
+        &self,
+        run_id: Uuid,
+        worker_id: &str,
+        end: RunEnd,
+        outcome: Option<&ThreadOutcome>,
+        claimed: Instant,
+    ) -> Result<bool> {
+        self.run_durations.record(claimed.elapsed());
+        self.backend
+            .finish_run(run_id, worker_id, end, outcome)
+            .await
     }
 
     pub(crate) fn graph_ids(&self) -> Vec<String> {
@@ -478,7 +497,8 @@ async fn next_batch(feed: &mut EventFeed) -> (Vec<GraphEvent>, Option<Option<gra
 /// Runs one claimed run to its end.
 async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &CancellationToken) {
     let run_id = run.run_id;
-    if let Err(error) = try_execute(shared, &run, worker_id, shutdown).await {
+    let claimed = Instant::now();
+    if let Err(error) = try_execute(shared, &run, worker_id, shutdown, claimed).await {
         tracing::error!(%run_id, %error, "run failed outside its graph");
         let data = json!({"error": "ServerError", "message": error.to_string()}).to_string();
         let _ = shared
@@ -488,12 +508,12 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
         let outcome =
             ThreadOutcome::failed(json!({"error": "ServerError", "message": error.to_string()}));
         let _ = shared
-            .backend
             .finish_run(
                 run_id,
                 worker_id,
                 RunEnd::Error(error.to_string()),
                 Some(&outcome),
+                claimed,
             )
             .await;
     }
@@ -504,6 +524,7 @@ async fn try_execute(
     run: &RunRecord,
     worker_id: &str,
     shutdown: &CancellationToken,
+    claimed: Instant,
 ) -> Result<()> {
     let backend = &shared.backend;
     let run_id = run.run_id;
@@ -539,6 +560,7 @@ async fn try_execute(
                 &graph,
                 "InvalidInput",
                 &error.to_string(),
+                claimed,
             )
             .await;
         }
@@ -607,7 +629,8 @@ async fn try_execute(
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(shared, run, worker_id, &graph, &name, &error.to_string()).await;
+            let message = error.to_string();
+            return fail(shared, run, worker_id, &graph, &name, &message, claimed).await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
             RunEnd::Interrupted("cancelled on request".into())
@@ -629,8 +652,8 @@ async fn try_execute(
         }
     };
     let outcome = graph.outcome(&thread).await?;
-    backend
-        .finish_run(run_id, worker_id, end, Some(&outcome))
+    shared
+        .finish_run(run_id, worker_id, end, Some(&outcome), claimed)
         .await?;
     if kwargs.delete_thread_when_done {
         backend.checkpointer().delete_thread(&thread).await?;
@@ -664,6 +687,7 @@ async fn fail(
     graph: &SharedGraph,
     name: &str,
     message: &str,
+    claimed: Instant,
 ) -> Result<()> {
     let thread = run.thread_id.to_string();
     let error = json!({"error": name, "message": message});
@@ -678,12 +702,12 @@ async fn fail(
     outcome.status = ThreadStatus::Error;
     outcome.error = error;
     shared
-        .backend
         .finish_run(
             run.run_id,
             worker_id,
             RunEnd::Error(message.to_owned()),
             Some(&outcome),
+            claimed,
         )
         .await?;
     Ok(())

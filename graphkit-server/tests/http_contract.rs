@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_contract::Fixture;
-use crate::common::{TestServer, expect_json, user_input};
+use crate::common::{SseReader, TestServer, expect_json, user_input};
 
 /// A request and the detail its 422 must name.
 async fn refused(s: &TestServer, method: &str, path: &str, body: Value, names: &str) -> String {
@@ -629,6 +629,108 @@ async fn assistants_are_created_updated_versioned_and_deleted(s: &TestServer) {
     assert_eq!(wait["messages"][1]["content"], "echo: yo");
 }
 
+/// The value of the sample `name` (with its labels) in a `/metrics` answer.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+        .parse()
+        .expect("a number")
+}
+
+async fn metrics_text(s: &TestServer) -> String {
+    let answer = s.get("/metrics").await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let kind = answer.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+    answer.text().await.expect("text")
+}
+
+async fn metrics_count_runs_the_queue_durations_and_followers(s: &TestServer) {
+    let before = metrics_text(s).await;
+    assert_eq!(
+        sample(&before, "graphkit_server_runs{status=\"success\"}"),
+        0.0
+    );
+    assert_eq!(sample(&before, "graphkit_server_queue_depth"), 0.0);
+    assert_eq!(
+        sample(&before, "graphkit_server_run_duration_seconds_count"),
+        0.0
+    );
+    assert_eq!(sample(&before, "graphkit_server_stream_followers"), 0.0);
+
+    s.post_json(
+        "/runs/wait",
+        json!({"assistant_id": "agent", "input": user_input("m", json!({})), "on_completion": "keep"}),
+        StatusCode::OK,
+    )
+    .await;
+    let thread = s.thread().await;
+    s.post_json(
+        &format!("/threads/{thread}/runs"),
+        json!({"assistant_id": "agent", "input": user_input("later", json!({})), "after_seconds": 3600}),
+        StatusCode::OK,
+    )
+    .await;
+    // A streamed run that sleeps: its stream has one follower while it is open.
+    let streamed = s
+        .post(
+            "/runs/stream",
+            json!({"assistant_id": "agent", "input": user_input("slow", json!({"sleep": 600}))}),
+        )
+        .await;
+    let mut reader = SseReader::new(streamed);
+    let first = reader.next().await.expect("metadata");
+    let run_id = first.data["run_id"].as_str().expect("run id").to_owned();
+
+    let during = metrics_text(s).await;
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"success\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"running\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"pending\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_queue_depth"),
+        1.0,
+        "the delayed run"
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_run_duration_seconds_count"),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &during,
+            "graphkit_server_run_duration_seconds_bucket{le=\"+Inf\"}"
+        ),
+        1.0
+    );
+    assert_eq!(sample(&during, "graphkit_server_stream_followers"), 1.0);
+    assert_eq!(sample(&during, "graphkit_server_followed_runs"), 1.0);
+
+    let cancelled = s.post("/runs/cancel", json!({"status": "running"})).await;
+    assert_eq!(cancelled.status(), StatusCode::NO_CONTENT);
+    // The stream ends once the run has ended, and the run's time was recorded before.
+    let rest = reader.collect().await;
+    assert!(rest.iter().all(|e| e.event != "error"), "{rest:?}");
+    let after = metrics_text(s).await;
+    assert_eq!(
+        sample(&after, "graphkit_server_run_duration_seconds_count"),
+        2.0,
+        "run {run_id}"
+    );
+}
+
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
         mod sqlite {
@@ -676,4 +778,5 @@ over_each_backend!(
     numeric_and_typed_fields_are_refused_with_the_field_named,
     a_delayed_run_is_created_now_and_waits_for_its_time,
     assistants_are_created_updated_versioned_and_deleted,
+    metrics_count_runs_the_queue_durations_and_followers,
 );

@@ -67,6 +67,7 @@ pub(crate) fn router(api: Api) -> Router {
     Router::new()
         .route("/ok", get(ok))
         .route("/info", get(info))
+        .route("/metrics", get(metrics))
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
@@ -93,6 +94,26 @@ async fn info(State(api): State<Api>) -> Response {
         "metadata": {},
     }))
     .into_response()
+}
+
+/// `GET /metrics`: Prometheus text (see [`crate::metrics`]).
+async fn metrics(State(api): State<Api>) -> Result<Response> {
+    let runs = api.backend().count_runs_by_status().await?;
+    let (followers, followed_runs) = api.backend().feeds().followers();
+    let text = crate::metrics::render(&crate::metrics::Snapshot {
+        runs: &runs,
+        durations: &api.shared.run_durations,
+        followers,
+        followed_runs,
+    });
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response())
 }
 
 async fn not_found(request: Request) -> ServerError {

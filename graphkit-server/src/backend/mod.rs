@@ -374,6 +374,17 @@ pub(crate) fn attempts_exceeded(run_id: impl std::fmt::Display, attempts: i64) -
     (message, error)
 }
 
+/// `(status, count)` rows as a backend's `GROUP BY status` gives them, in status order; a
+/// status this build does not know is left out.
+pub(crate) fn counts_by_status(rows: Vec<(String, i64)>) -> Vec<(RunStatus, u64)> {
+    let mut counts: Vec<(RunStatus, u64)> = rows
+        .into_iter()
+        .filter_map(|(status, n)| Some((RunStatus::parse(&status)?, u64::try_from(n).ok()?)))
+        .collect();
+    counts.sort_by_key(|(status, _)| status.as_str());
+    counts
+}
+
 /// A run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -393,6 +404,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status.
+    pub const ALL: [Self; 6] = [
+        Self::Pending,
+        Self::Running,
+        Self::Success,
+        Self::Error,
+        Self::Timeout,
+        Self::Interrupted,
+    ];
+
     /// The API name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -732,6 +753,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>>;
     /// The runs of a thread, newest first.
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>>;
+    /// How many runs there are in each status (statuses without runs left out), over every
+    /// thread: what `GET /metrics` reports.
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>>;
     /// Deletes a run and its events. `Conflict` while it is pending or running; `false` if
     /// it did not exist.
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool>;

@@ -41,7 +41,8 @@ use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
     Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
-    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, no_such_version,
+    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
+    no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -948,6 +949,15 @@ impl Backend for PostgresBackend {
             .bind(limit(query.limit))
             .bind(offset(query.offset));
         self.fetch_all(list, decode_run, "listing runs").await
+    }
+
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM server_runs GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db("counting runs"))?;
+        Ok(counts_by_status(rows))
     }
 
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {

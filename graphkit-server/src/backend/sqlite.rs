@@ -20,8 +20,8 @@ use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
     Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
-    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, json_contains,
-    no_such_version,
+    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
+    json_contains, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -964,6 +964,15 @@ impl Backend for SqliteBackend {
             .await
             .map_err(db("list runs"))?;
         rows.iter().map(run_from_row).collect()
+    }
+
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM graphkit_server_runs GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db("count runs"))?;
+        Ok(counts_by_status(rows))
     }
 
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {
