@@ -30,6 +30,7 @@ pub mod demo;
 pub mod error;
 mod graph;
 pub mod ids;
+mod metrics;
 mod server;
 pub mod time;
 mod worker;

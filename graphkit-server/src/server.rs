@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{Api, router};
-use crate::backend::{AssistantRecord, Backend, SqliteBackend};
+use crate::backend::{AssistantRecord, Backend, IfExists, SqliteBackend};
 use crate::error::{Result, ServerError};
 use crate::graph::{SharedGraph, TypedGraph};
 use crate::ids::system_assistant_id;
@@ -239,6 +239,7 @@ impl Server {
             backend,
             graphs,
             settings: self.settings,
+            run_durations: Default::default(),
         });
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();
@@ -287,31 +288,30 @@ impl Server {
     }
 }
 
+/// Creates the system assistant of each graph that has none yet. One that exists is left as
+/// it is: a client may have updated it (a new version) or set another version latest.
 async fn register_assistants(
     backend: &dyn Backend,
     graphs: &HashMap<String, SharedGraph>,
 ) -> Result<()> {
     for graph_id in graphs.keys() {
-        let assistant_id = system_assistant_id(graph_id);
-        let created_at = match backend.get_assistant(assistant_id).await? {
-            Some(existing) => existing.created_at,
-            None => Timestamp::now(),
-        };
+        let now = Timestamp::now();
         let mut metadata = Map::new();
         metadata.insert("created_by".into(), json!("system"));
+        let assistant = AssistantRecord {
+            assistant_id: system_assistant_id(graph_id),
+            graph_id: graph_id.clone(),
+            config: json!({}),
+            context: json!({}),
+            metadata,
+            name: graph_id.clone(),
+            description: None,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+        };
         backend
-            .put_assistant(&AssistantRecord {
-                assistant_id,
-                graph_id: graph_id.clone(),
-                config: json!({}),
-                context: json!({}),
-                metadata,
-                name: graph_id.clone(),
-                description: None,
-                created_at,
-                updated_at: created_at,
-                version: 1,
-            })
+            .create_assistant(&assistant, IfExists::DoNothing)
             .await?;
     }
     Ok(())

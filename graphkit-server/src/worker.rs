@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     pub backend: Arc<dyn Backend>,
     pub graphs: HashMap<String, SharedGraph>,
     pub settings: WorkerSettings,
+    /// How long this process's workers took on the runs they ended (`GET /metrics`).
+    pub run_durations: crate::metrics::RunDurations,
 }
 
 impl Shared {
@@ -109,6 +111,22 @@ impl Shared {
                 self.graph_ids().join(", ")
             ))
         })
+    }
+
+    /// Ends a run a worker of this process holds with the claim's `token`
+    /// ([`Backend::finish_run`]), having first recorded how long the attempt took since
+    /// `claimed` (`GET /metrics`): whoever sees the run ended finds it counted. `false`:
+    /// the lease was lost, nothing was written.
+    pub(crate) async fn finish_run(
+        &self,
+        run_id: Uuid,
+        token: Uuid,
+        end: RunEnd,
+        outcome: Option<&ThreadOutcome>,
+        claimed: Instant,
+    ) -> Result<bool> {
+        self.run_durations.record(claimed.elapsed());
+        self.backend.finish_run(run_id, token, end, outcome).await
     }
 
     pub(crate) fn graph_ids(&self) -> Vec<String> {
@@ -487,7 +505,8 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
         tracing::error!(%run_id, "claimed a run without a lease token; left it to the sweeper");
         return;
     };
-    match try_execute(shared, &run, token, shutdown).await {
+    let claimed = Instant::now();
+    match try_execute(shared, &run, token, shutdown, claimed).await {
         Ok(()) => {}
         Err(error) if error.is_lease_lost() => {
             tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
@@ -503,12 +522,12 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
                 json!({"error": "ServerError", "message": error.to_string()}),
             );
             let _ = shared
-                .backend
                 .finish_run(
                     run_id,
                     token,
                     RunEnd::Error(error.to_string()),
                     Some(&outcome),
+                    claimed,
                 )
                 .await;
         }
@@ -520,6 +539,7 @@ async fn try_execute(
     run: &RunRecord,
     token: Uuid,
     shutdown: &CancellationToken,
+    claimed: Instant,
 ) -> Result<()> {
     let backend = &shared.backend;
     let run_id = run.run_id;
@@ -560,6 +580,7 @@ async fn try_execute(
                 &graph,
                 "InvalidInput",
                 &error.to_string(),
+                claimed,
             )
             .await;
         }
@@ -632,7 +653,8 @@ async fn try_execute(
         }
         Stop::Failed(error) => {
             let name = error_name(&error);
-            return fail(shared, run, token, &graph, &name, &error.to_string()).await;
+            let message = error.to_string();
+            return fail(shared, run, token, &graph, &name, &message, claimed).await;
         }
         Stop::Cancelled(CancelAction::Interrupt) => {
             RunEnd::Interrupted("cancelled on request".into())
@@ -649,8 +671,8 @@ async fn try_execute(
         }
     };
     let outcome = graph.outcome(&thread).await?;
-    if !backend
-        .finish_run(run_id, token, end, Some(&outcome))
+    if !shared
+        .finish_run(run_id, token, end, Some(&outcome), claimed)
         .await?
     {
         return Err(ServerError::LeaseLost { run_id });
@@ -687,6 +709,7 @@ async fn fail(
     graph: &SharedGraph,
     name: &str,
     message: &str,
+    claimed: Instant,
 ) -> Result<()> {
     let thread = run.thread_id.to_string();
     let error = json!({"error": name, "message": message});
@@ -705,12 +728,12 @@ async fn fail(
     outcome.status = ThreadStatus::Error;
     outcome.error = error;
     let finished = shared
-        .backend
         .finish_run(
             run.run_id,
             token,
             RunEnd::Error(message.to_owned()),
             Some(&outcome),
+            claimed,
         )
         .await?;
     if !finished {

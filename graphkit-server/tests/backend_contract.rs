@@ -17,12 +17,12 @@ use graphkit::checkpoint::{CheckpointRecord, CheckpointSource, ListOptions, Pend
 use graphkit::error::StorageError;
 use graphkit_server::ServerError;
 use graphkit_server::backend::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, Followed, IfExists,
-    Lease, MultitaskStrategy, NewRun, NewThread, RunEnd, RunRecord, RunStatus, SqliteBackend,
-    ThreadQuery, ThreadStatus, Wakeup,
+    AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
+    CancelOutcome, Followed, IfExists, Lease, MultitaskStrategy, NewRun, NewThread, RunEnd,
+    RunRecord, RunStatus, SqliteBackend, ThreadQuery, ThreadStatus, VersionQuery, Wakeup,
 };
 use graphkit_server::time::Timestamp;
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -888,7 +888,9 @@ async fn search_and_count_apply_the_same_filters(f: &Fixture) {
             updated_at: Timestamp::now(),
             version: 1,
         };
-        f.a.put_assistant(&assistant).await.expect("put");
+        f.a.create_assistant(&assistant, IfExists::Raise)
+            .await
+            .expect("create");
     }
     let g1 = AssistantQuery {
         graph_id: Some("g1".into()),
@@ -903,6 +905,238 @@ async fn search_and_count_apply_the_same_filters(f: &Fixture) {
         ..AssistantQuery::default()
     };
     assert_eq!(f.b.count_assistants(&named).await.expect("count"), 1);
+}
+
+fn assistant(name: &str, metadata: serde_json::Value) -> AssistantRecord {
+    let now = Timestamp::now();
+    AssistantRecord {
+        assistant_id: Uuid::now_v7(),
+        graph_id: "g1".into(),
+        config: json!({"configurable": {"model": "small"}}),
+        context: json!({}),
+        metadata: metadata.as_object().cloned().unwrap_or_default(),
+        name: name.into(),
+        description: None,
+        created_at: now,
+        updated_at: now,
+        version: 1,
+    }
+}
+
+async fn creating_an_assistant_twice_raises_or_returns_the_first(f: &Fixture) {
+    let first = assistant("first", json!({"team": "red"}));
+    let created =
+        f.a.create_assistant(&first, IfExists::Raise)
+            .await
+            .expect("create");
+    assert_eq!(created, first);
+    let again = AssistantRecord {
+        name: "second".into(),
+        ..first.clone()
+    };
+    let refused = f.b.create_assistant(&again, IfExists::Raise).await;
+    assert!(
+        matches!(refused, Err(ServerError::Conflict(_))),
+        "a taken id is a conflict: {refused:?}"
+    );
+    let kept =
+        f.b.create_assistant(&again, IfExists::DoNothing)
+            .await
+            .expect("do nothing");
+    assert_eq!(
+        kept.name, "first",
+        "do_nothing returns the existing assistant unchanged"
+    );
+    let stored =
+        f.b.get_assistant(first.assistant_id)
+            .await
+            .expect("get")
+            .expect("exists");
+    assert_eq!(stored.name, "first");
+    let versions =
+        f.b.assistant_versions(first.assistant_id, &VersionQuery::default())
+            .await
+            .expect("versions");
+    assert_eq!(versions.len(), 1, "creating records version 1 once");
+    assert_eq!(versions[0].version, 1);
+    assert_eq!(versions[0].config, first.config);
+}
+
+async fn updates_make_new_versions_and_an_old_one_can_be_made_latest(f: &Fixture) {
+    let a = assistant("bot", json!({"team": "red"}));
+    f.a.create_assistant(&a, IfExists::Raise)
+        .await
+        .expect("create");
+    let patch = AssistantPatch {
+        config: Some(json!({"configurable": {"model": "large"}})),
+        metadata: Some(
+            json!({"stage": "beta"})
+                .as_object()
+                .cloned()
+                .expect("object"),
+        ),
+        ..AssistantPatch::default()
+    };
+    let v2 =
+        f.b.update_assistant(a.assistant_id, &patch)
+            .await
+            .expect("update")
+            .expect("exists");
+    assert_eq!(v2.version, 2);
+    assert_eq!(
+        v2.config,
+        json!({"configurable": {"model": "large"}}),
+        "config is replaced whole"
+    );
+    assert_eq!(
+        Value::Object(v2.metadata.clone()),
+        json!({"team": "red", "stage": "beta"}),
+        "metadata is merged"
+    );
+    assert_eq!(v2.name, "bot", "what the patch leaves out stays");
+    assert_eq!(v2.created_at, a.created_at);
+    let renamed = AssistantPatch {
+        name: Some("bot3".into()),
+        ..AssistantPatch::default()
+    };
+    let v3 =
+        f.a.update_assistant(a.assistant_id, &renamed)
+            .await
+            .expect("update")
+            .expect("exists");
+    assert_eq!(v3.version, 3);
+    assert_eq!(v3.config, v2.config);
+
+    let all =
+        f.b.assistant_versions(a.assistant_id, &VersionQuery::default())
+            .await
+            .expect("versions");
+    let numbers: Vec<i64> = all.iter().map(|v| v.version).collect();
+    assert_eq!(numbers, [3, 2, 1], "newest first");
+    assert_eq!(all[2].config, a.config, "version 1 keeps what it was");
+    let beta = VersionQuery {
+        metadata: json!({"stage": "beta"}).as_object().cloned(),
+        limit: Some(1),
+        ..VersionQuery::default()
+    };
+    let page =
+        f.b.assistant_versions(a.assistant_id, &beta)
+            .await
+            .expect("versions");
+    assert_eq!(page.iter().map(|v| v.version).collect::<Vec<_>>(), [3]);
+
+    let back =
+        f.b.set_assistant_version(a.assistant_id, 1)
+            .await
+            .expect("set")
+            .expect("exists");
+    assert_eq!(back.version, 1);
+    assert_eq!(back.config, a.config);
+    assert_eq!(back.name, "bot");
+    let stored =
+        f.a.get_assistant(a.assistant_id)
+            .await
+            .expect("get")
+            .expect("exists");
+    assert_eq!(stored, back, "the current version is stored");
+    let v4 =
+        f.a.update_assistant(a.assistant_id, &renamed)
+            .await
+            .expect("update")
+            .expect("exists");
+    assert_eq!(
+        v4.version, 4,
+        "an update after going back still gets a new number"
+    );
+    assert_eq!(v4.config, a.config, "built on the version made latest");
+
+    let missing = f.b.set_assistant_version(a.assistant_id, 9).await;
+    assert!(
+        matches!(missing, Err(ServerError::NotFound(_))),
+        "{missing:?}"
+    );
+    let unknown = Uuid::now_v7();
+    assert!(
+        f.b.update_assistant(unknown, &renamed)
+            .await
+            .expect("update")
+            .is_none()
+    );
+    assert!(
+        f.b.set_assistant_version(unknown, 1)
+            .await
+            .expect("set")
+            .is_none()
+    );
+}
+
+async fn concurrent_updates_each_get_a_version_of_their_own(f: &Fixture) {
+    let a = assistant("busy", json!({}));
+    f.a.create_assistant(&a, IfExists::Raise)
+        .await
+        .expect("create");
+    let updates = (0..8).map(|i| {
+        let backend = if i % 2 == 0 { f.a.clone() } else { f.b.clone() };
+        let patch = AssistantPatch {
+            name: Some(format!("n{i}")),
+            ..AssistantPatch::default()
+        };
+        async move { backend.update_assistant(a.assistant_id, &patch).await }
+    });
+    let results = futures::future::join_all(updates).await;
+    let mut versions: Vec<i64> = results
+        .into_iter()
+        .map(|r| r.expect("update").expect("exists").version)
+        .collect();
+    versions.sort_unstable();
+    assert_eq!(versions, (2..=9).collect::<Vec<_>>());
+    let all =
+        f.a.assistant_versions(a.assistant_id, &VersionQuery::default())
+            .await
+            .expect("versions");
+    assert_eq!(all.len(), 9);
+}
+
+async fn deleting_an_assistant_deletes_its_versions(f: &Fixture) {
+    let a = assistant("gone", json!({}));
+    f.a.create_assistant(&a, IfExists::Raise)
+        .await
+        .expect("create");
+    let patch = AssistantPatch {
+        name: Some("gone2".into()),
+        ..AssistantPatch::default()
+    };
+    f.a.update_assistant(a.assistant_id, &patch)
+        .await
+        .expect("update");
+    assert!(f.b.delete_assistant(a.assistant_id).await.expect("delete"));
+    assert!(
+        f.a.get_assistant(a.assistant_id)
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        f.a.assistant_versions(a.assistant_id, &VersionQuery::default())
+            .await
+            .expect("versions")
+            .is_empty()
+    );
+    assert!(
+        !f.b.delete_assistant(a.assistant_id).await.expect("delete"),
+        "a second delete finds nothing"
+    );
+    // The id can be used again, from version 1.
+    let again =
+        f.a.create_assistant(&a, IfExists::Raise)
+            .await
+            .expect("create again");
+    assert_eq!(again.version, 1);
+    let versions =
+        f.a.assistant_versions(a.assistant_id, &VersionQuery::default())
+            .await
+            .expect("versions");
+    assert_eq!(versions.len(), 1);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -951,12 +1185,16 @@ for_each_backend!(
     a_worker_that_lost_its_lease_can_write_nothing_more,
     a_rollback_removes_the_runs_checkpoints_in_every_namespace,
     a_thread_deleted_and_created_again_refuses_its_old_runs_writes,
+    creating_an_assistant_twice_raises_or_returns_the_first,
+    updates_make_new_versions_and_an_old_one_can_be_made_latest,
+    concurrent_updates_each_get_a_version_of_their_own,
+    deleting_an_assistant_deletes_its_versions,
 );
 
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
 /// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
 /// migrated to version 1 again, and gets version 2: its runs' due time, which was their
-/// `created_at`.
+/// `created_at`; and the later versions, among them 4: its assistants' versions, one each.
 #[tokio::test]
 async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -964,13 +1202,19 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     let backend = SqliteBackend::open(&path).await.expect("open");
     let t = thread(&backend).await;
     let run = enqueue(&backend, t).await;
+    let old = assistant("old", json!({}));
+    backend
+        .create_assistant(&old, IfExists::Raise)
+        .await
+        .expect("create");
     sqlx::raw_sql(
         "DELETE FROM graphkit_migrations WHERE component = 'server';
          CREATE TABLE graphkit_server_schema (version INTEGER NOT NULL);
          INSERT INTO graphkit_server_schema (version) VALUES (1);
          DROP INDEX graphkit_server_runs_due;
          ALTER TABLE graphkit_server_runs DROP COLUMN due_at;
-         ALTER TABLE graphkit_server_runs DROP COLUMN lease_token;",
+         ALTER TABLE graphkit_server_runs DROP COLUMN lease_token;
+         DROP TABLE graphkit_server_assistant_versions;",
     )
     .execute(backend.pool())
     .await
@@ -984,7 +1228,20 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .fetch_all(reopened.pool())
             .await
             .expect("read");
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(
+        versions,
+        [1, 2, 3, 4],
+        "version 1 is not applied again, the later ones are"
+    );
+    let recorded = reopened
+        .assistant_versions(old.assistant_id, &VersionQuery::default())
+        .await
+        .expect("versions");
+    assert_eq!(
+        recorded,
+        [AssistantVersion::of(&old)],
+        "an assistant of the old file has its version"
+    );
     // The old run is due (its due time is its old created_at) and is claimed.
     let claimed = claim(&reopened, "w1", LEASE).await;
     assert_eq!(claimed.run_id, run.run_id);

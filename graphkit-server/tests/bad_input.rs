@@ -296,3 +296,99 @@ async fn unsupported_fields_are_refused_not_ignored() {
     .await;
     s.stop().await;
 }
+
+/// Cron routes, on runs and on a thread, answer a 404 that says crons are not served (not
+/// the generic "no endpoint"), whatever the method.
+#[tokio::test]
+async fn cron_routes_say_crons_are_not_served() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let cron = json!({"assistant_id": "agent", "schedule": "* * * * *"});
+    let requests = [
+        s.client.post(s.url("/runs/crons")).json(&cron),
+        s.client.post(s.url("/runs/crons/search")).json(&json!({})),
+        s.client.post(s.url("/runs/crons/count")).json(&json!({})),
+        s.client.delete(s.url(&format!("/runs/crons/{thread}"))),
+        s.client
+            .patch(s.url(&format!("/runs/crons/{thread}")))
+            .json(&json!({})),
+        s.client
+            .post(s.url(&format!("/threads/{thread}/runs/crons")))
+            .json(&cron),
+    ];
+    for request in requests {
+        let answer = expect_json(request.send().await.expect("send"), StatusCode::NOT_FOUND).await;
+        let detail = answer["detail"].as_str().expect("detail");
+        assert!(detail.starts_with("crons are not served"), "{detail}");
+    }
+    s.stop().await;
+}
+
+/// `select` gives only the named fields: on a run list (query, repeated
+/// or one JSON list), a thread search and an assistant search (body); an unknown name is a
+/// 422 that names it.
+#[tokio::test]
+async fn select_returns_only_the_named_fields() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let run = s
+        .post_json(
+            &format!("/threads/{thread}/runs/wait"),
+            json!({"assistant_id": "agent", "input": user_input("s", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert!(run["messages"].is_array(), "{run}");
+    let listed = s
+        .get_json(
+            &format!("/threads/{thread}/runs?select=status&select=run_id"),
+            StatusCode::OK,
+        )
+        .await;
+    let only = listed[0].as_object().expect("a run");
+    let mut keys: Vec<&String> = only.keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["run_id", "status"]);
+    assert_eq!(only["status"], "success");
+    let as_list = s
+        .get_json(
+            &format!("/threads/{thread}/runs?select=%5B%22attempt%22%5D"),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(as_list, json!([{"attempt": 1}]));
+    let bad = s
+        .get_json(
+            &format!("/threads/{thread}/runs?select=nope"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    assert!(
+        bad["detail"].as_str().expect("detail").contains("\"nope\""),
+        "{bad}"
+    );
+
+    let threads = s
+        .post_json(
+            "/threads/search",
+            json!({"select": ["thread_id"], "ids": [thread]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(threads, json!([{"thread_id": thread}]));
+    s.post_json(
+        "/threads/search",
+        json!({"select": ["values", 3]}),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+    let assistants = s
+        .post_json(
+            "/assistants/search",
+            json!({"select": ["graph_id", "version"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(assistants, json!([{"graph_id": "agent", "version": 1}]));
+    s.stop().await;
+}

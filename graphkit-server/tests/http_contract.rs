@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::backend_contract::Fixture;
-use crate::common::{TestServer, expect_json, user_input};
+use crate::common::{SseReader, TestServer, expect_json, user_input};
 
 /// A request and the detail its 422 must name.
 async fn refused(s: &TestServer, method: &str, path: &str, body: Value, names: &str) -> String {
@@ -375,6 +375,362 @@ async fn a_delayed_run_is_created_now_and_waits_for_its_time(s: &TestServer) {
     assert_eq!(still["created_at"], delayed["created_at"]);
 }
 
+async fn assistants_are_created_updated_versioned_and_deleted(s: &TestServer) {
+    let created = s
+        .post_json(
+            "/assistants",
+            json!({"graph_id": "agent", "config": {"configurable": {"tone": "dry"}},
+                   "metadata": {"team": "red"}, "name": "dry agent", "description": "terse"}),
+            StatusCode::OK,
+        )
+        .await;
+    let id = created["assistant_id"].as_str().expect("id").to_owned();
+    assert_eq!(created["version"], 1);
+    assert_eq!(created["graph_id"], "agent");
+    assert_eq!(created["name"], "dry agent");
+    assert_eq!(created["description"], "terse");
+    assert_eq!(created["context"], json!({}));
+    assert_eq!(
+        s.get_json(&format!("/assistants/{id}"), StatusCode::OK)
+            .await,
+        created
+    );
+
+    // The id is taken: raise (the default) is a 409, do_nothing returns the first.
+    let again = json!({"graph_id": "agent", "assistant_id": id, "name": "other"});
+    s.post_json("/assistants", again.clone(), StatusCode::CONFLICT)
+        .await;
+    let mut do_nothing = again;
+    do_nothing["if_exists"] = json!("do_nothing");
+    assert_eq!(
+        s.post_json("/assistants", do_nothing, StatusCode::OK).await,
+        created
+    );
+    // Only a served graph; a default name.
+    let unknown = s
+        .post_json(
+            "/assistants",
+            json!({"graph_id": "nope"}),
+            StatusCode::NOT_FOUND,
+        )
+        .await;
+    assert!(
+        unknown["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("agent"),
+        "{unknown}"
+    );
+    let unnamed = s
+        .post_json("/assistants", json!({"graph_id": "agent"}), StatusCode::OK)
+        .await;
+    assert_eq!(unnamed["name"], "Untitled");
+    refused(
+        s,
+        "POST",
+        "/assistants",
+        json!({"graph_id": "agent", "if_exists": "maybe"}),
+        "if_exists",
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        "/assistants",
+        json!({"graph_id": "agent", "assistant_id": "x"}),
+        "UUID",
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        "/assistants",
+        json!({"graph_id": "agent", "config": 5}),
+        "config",
+    )
+    .await;
+    refused(s, "POST", "/assistants", json!({}), "graph_id").await;
+
+    // Search and count see the created ones next to the system assistant.
+    let red = s
+        .post_json(
+            "/assistants/search",
+            json!({"metadata": {"team": "red"}}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(red, json!([created.clone()]));
+    assert_eq!(
+        s.post_json("/assistants/count", json!({}), StatusCode::OK)
+            .await,
+        json!(3)
+    );
+    let names = s
+        .post_json(
+            "/assistants/search",
+            json!({"graph_id": "agent", "select": ["name"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        names,
+        json!([{"name": "Untitled"}, {"name": "dry agent"}, {"name": "agent"}])
+    );
+    refused(
+        s,
+        "POST",
+        "/assistants/search",
+        json!({"select": ["nope"]}),
+        "nope",
+    )
+    .await;
+
+    // An update is a new version; metadata merges, config is replaced.
+    let updated = s
+        .client
+        .patch(s.url(&format!("/assistants/{id}")))
+        .json(&json!({"config": {"configurable": {"tone": "warm"}}, "metadata": {"stage": "beta"}}))
+        .send()
+        .await
+        .expect("send");
+    let updated = expect_json(updated, StatusCode::OK).await;
+    assert_eq!(updated["version"], 2);
+    assert_eq!(updated["config"], json!({"configurable": {"tone": "warm"}}));
+    assert_eq!(updated["metadata"], json!({"team": "red", "stage": "beta"}));
+    assert_eq!(updated["name"], "dry agent");
+    assert_eq!(updated["created_at"], created["created_at"]);
+    let versions = s
+        .post_json(
+            &format!("/assistants/{id}/versions"),
+            json!({}),
+            StatusCode::OK,
+        )
+        .await;
+    let numbers: Vec<&Value> = versions
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|v| &v["version"])
+        .collect();
+    assert_eq!(numbers, [&json!(2), &json!(1)]);
+    assert_eq!(
+        versions[1]["config"],
+        json!({"configurable": {"tone": "dry"}})
+    );
+    let limited = s
+        .post_json(
+            &format!("/assistants/{id}/versions"),
+            json!({"limit": 1, "offset": 1}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(limited.as_array().expect("list").len(), 1);
+    assert_eq!(limited[0]["version"], 1);
+
+    // Back to version 1.
+    let latest = s
+        .post_json(
+            &format!("/assistants/{id}/latest"),
+            json!({"version": 1}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(latest["version"], 1);
+    assert_eq!(latest["config"], json!({"configurable": {"tone": "dry"}}));
+    assert_eq!(
+        s.get_json(&format!("/assistants/{id}"), StatusCode::OK)
+            .await["version"],
+        1
+    );
+    s.post_json(
+        &format!("/assistants/{id}/latest"),
+        json!({"version": 7}),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        &format!("/assistants/{id}/latest"),
+        json!({"version": "one"}),
+        "version",
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        &format!("/assistants/{id}/latest"),
+        json!({}),
+        "version",
+    )
+    .await;
+
+    // A run on it: the assistant's config under the run's own.
+    let thread = s.thread().await;
+    let run = s
+        .post_json(
+            &format!("/threads/{thread}/runs"),
+            json!({"assistant_id": id, "input": user_input("hi", json!({})),
+                   "config": {"configurable": {"extra": 1}, "recursion_limit": 7}}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(run["assistant_id"], json!(id));
+    assert_eq!(
+        run["kwargs"]["config"],
+        json!({"configurable": {"tone": "dry", "extra": 1}, "recursion_limit": 7})
+    );
+    let rid = run["run_id"].as_str().expect("run id");
+    let done = s
+        .get_json(
+            &format!("/threads/{thread}/runs/{rid}/join"),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(done["messages"][1]["content"], "echo: hi", "{done}");
+    let on_thread = s
+        .get_json(&format!("/threads/{thread}"), StatusCode::OK)
+        .await;
+    assert_eq!(on_thread["metadata"]["assistant_id"], json!(id));
+
+    // Delete, with the threads it ran on.
+    let deleted = s
+        .client
+        .delete(s.url(&format!("/assistants/{id}?delete_threads=true")))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    s.get_json(&format!("/assistants/{id}"), StatusCode::NOT_FOUND)
+        .await;
+    s.get_json(&format!("/threads/{thread}"), StatusCode::NOT_FOUND)
+        .await;
+    s.post_json(
+        &format!("/assistants/{id}/versions"),
+        json!({}),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    let twice = s
+        .client
+        .delete(s.url(&format!("/assistants/{id}")))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(twice.status(), StatusCode::NOT_FOUND);
+    // The system assistant still serves runs.
+    let wait = s
+        .post_json(
+            "/runs/wait",
+            json!({"assistant_id": "agent", "input": user_input("yo", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(wait["messages"][1]["content"], "echo: yo");
+}
+
+/// The value of the sample `name` (with its labels) in a `/metrics` answer.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+        .parse()
+        .expect("a number")
+}
+
+async fn metrics_text(s: &TestServer) -> String {
+    let answer = s.get("/metrics").await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    let kind = answer.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
+    answer.text().await.expect("text")
+}
+
+async fn metrics_count_runs_the_queue_durations_and_followers(s: &TestServer) {
+    let before = metrics_text(s).await;
+    assert_eq!(
+        sample(&before, "graphkit_server_runs{status=\"success\"}"),
+        0.0
+    );
+    assert_eq!(sample(&before, "graphkit_server_queue_depth"), 0.0);
+    assert_eq!(
+        sample(&before, "graphkit_server_run_duration_seconds_count"),
+        0.0
+    );
+    assert_eq!(sample(&before, "graphkit_server_stream_followers"), 0.0);
+
+    s.post_json(
+        "/runs/wait",
+        json!({"assistant_id": "agent", "input": user_input("m", json!({})), "on_completion": "keep"}),
+        StatusCode::OK,
+    )
+    .await;
+    let thread = s.thread().await;
+    s.post_json(
+        &format!("/threads/{thread}/runs"),
+        json!({"assistant_id": "agent", "input": user_input("later", json!({})), "after_seconds": 3600}),
+        StatusCode::OK,
+    )
+    .await;
+    // A streamed run that sleeps: its stream has one follower while it is open.
+    let streamed = s
+        .post(
+            "/runs/stream",
+            json!({"assistant_id": "agent", "input": user_input("slow", json!({"sleep": 600}))}),
+        )
+        .await;
+    let mut reader = SseReader::new(streamed);
+    let first = reader.next().await.expect("metadata");
+    let run_id = first.data["run_id"].as_str().expect("run id").to_owned();
+
+    let during = metrics_text(s).await;
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"success\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"running\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_runs{status=\"pending\"}"),
+        1.0
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_queue_depth"),
+        1.0,
+        "the delayed run"
+    );
+    assert_eq!(
+        sample(&during, "graphkit_server_run_duration_seconds_count"),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            &during,
+            "graphkit_server_run_duration_seconds_bucket{le=\"+Inf\"}"
+        ),
+        1.0
+    );
+    assert_eq!(sample(&during, "graphkit_server_stream_followers"), 1.0);
+    assert_eq!(sample(&during, "graphkit_server_followed_runs"), 1.0);
+
+    let cancelled = s.post("/runs/cancel", json!({"status": "running"})).await;
+    assert_eq!(cancelled.status(), StatusCode::NO_CONTENT);
+    // The stream ends once the run has ended, and the run's time was recorded before.
+    let rest = reader.collect().await;
+    assert!(rest.iter().all(|e| e.event != "error"), "{rest:?}");
+    let after = metrics_text(s).await;
+    assert_eq!(
+        sample(&after, "graphkit_server_run_duration_seconds_count"),
+        2.0,
+        "run {run_id}"
+    );
+}
+
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
         mod sqlite {
@@ -421,4 +777,6 @@ over_each_backend!(
     thread_sorting_takes_known_columns_and_orders_only,
     numeric_and_typed_fields_are_refused_with_the_field_named,
     a_delayed_run_is_created_now_and_waits_for_its_time,
+    assistants_are_created_updated_versioned_and_deleted,
+    metrics_count_runs_the_queue_durations_and_followers,
 );

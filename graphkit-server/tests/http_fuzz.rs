@@ -68,6 +68,16 @@ const THREAD_SEARCH_FIELDS: &[&str] = &[
     "sort_by",
     "sort_order",
 ];
+const ASSISTANT_FIELDS: &[&str] = &[
+    "graph_id",
+    "assistant_id",
+    "if_exists",
+    "config",
+    "context",
+    "metadata",
+    "name",
+    "description",
+];
 const STORE_FIELDS: &[&str] = &[
     "namespace",
     "key",
@@ -95,9 +105,34 @@ fn routes() -> Vec<Route> {
         ("GET", "/info", none.clone(), &[]),
         (
             "POST",
+            "/assistants",
+            json!({"graph_id": "agent", "name": "fuzzed", "config": {"configurable": {"k": 1}}}),
+            ASSISTANT_FIELDS,
+        ),
+        (
+            "POST",
             "/assistants/search",
             json!({"graph_id": "agent", "limit": 5}),
-            &["graph_id", "name", "metadata", "limit", "offset"],
+            &["graph_id", "name", "metadata", "limit", "offset", "select"],
+        ),
+        (
+            "PATCH",
+            "/assistants/{a}",
+            json!({"metadata": {"k": 2}}),
+            ASSISTANT_FIELDS,
+        ),
+        ("DELETE", "/assistants/{a}", none.clone(), &[]),
+        (
+            "POST",
+            "/assistants/{a}/versions",
+            json!({"limit": 2}),
+            &["metadata", "limit", "offset"],
+        ),
+        (
+            "POST",
+            "/assistants/{a}/latest",
+            json!({"version": 1}),
+            &["version"],
         ),
         (
             "POST",
@@ -243,6 +278,8 @@ const QUERY_KEYS: &[&str] = &[
     "before",
     "stream_mode",
     "cancel_on_disconnect",
+    "select",
+    "delete_threads",
 ];
 
 const QUERY_VALUES: &[&str] = &[

@@ -1,41 +1,64 @@
-//! `/assistants`: the read side (search, count, get, graph, schemas, subgraphs).
+//! `/assistants`: create, update (a new version each time), delete, versions and the latest
+//! version, search, count, get, graph, schemas, subgraphs.
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
-use super::{Api, json_response, limit_of, offset_of, parse_body, text_field};
-use crate::backend::AssistantQuery;
+use super::{
+    Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_bool,
+    query_pairs, select_fields, select_of, text_field, uuid_param,
+};
+use crate::backend::{
+    AssistantPatch, AssistantQuery, AssistantRecord, IfExists, ThreadQuery, VersionQuery,
+};
 use crate::error::{Result, ServerError};
+use crate::ids::new_id;
+use crate::time::Timestamp;
 
 pub(super) fn routes() -> Router<Api> {
     Router::new()
+        .route("/assistants", post(create))
         .route("/assistants/search", post(search))
         .route("/assistants/count", post(count))
-        .route("/assistants/{id}", get(get_one))
+        .route(
+            "/assistants/{id}",
+            get(get_one).patch(update).delete(delete),
+        )
+        .route("/assistants/{id}/versions", post(versions))
+        .route("/assistants/{id}/latest", post(set_latest))
         .route("/assistants/{id}/graph", get(graph))
         .route("/assistants/{id}/schemas", get(schemas))
         .route("/assistants/{id}/subgraphs", get(subgraphs))
 }
 
+/// The fields of an `Assistant`, which a search's `select` may name.
+const ASSISTANT_FIELDS: &[&str] = &[
+    "assistant_id",
+    "graph_id",
+    "config",
+    "context",
+    "metadata",
+    "name",
+    "description",
+    "created_at",
+    "updated_at",
+    "version",
+];
+
+/// The name of an assistant created without one (the reference server's).
+const DEFAULT_NAME: &str = "Untitled";
+
 fn query_of(body: &Map<String, Value>) -> Result<AssistantQuery> {
     let text =
         |key: &str| -> Result<Option<String>> { Ok(text_field(body, key)?.map(str::to_owned)) };
-    let metadata = match body.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m.clone()),
-        Some(_) => {
-            return Err(ServerError::Validation(
-                "`metadata` must be an object".into(),
-            ));
-        }
-    };
     Ok(AssistantQuery {
-        metadata,
+        metadata: object_field(body, "metadata")?,
         graph_id: text("graph_id")?,
         name: text("name")?,
         limit: Some(limit_of(body.get("limit"), 10)?),
@@ -43,9 +66,191 @@ fn query_of(body: &Map<String, Value>) -> Result<AssistantQuery> {
     })
 }
 
+/// The graph an assistant is to run: one this server serves, else a 404 that lists them.
+fn served_graph(api: &Api, graph_id: &str) -> Result<String> {
+    if api.shared.graphs.contains_key(graph_id) {
+        Ok(graph_id.to_owned())
+    } else {
+        Err(ServerError::NotFound(format!(
+            "Graph '{graph_id}' not found: this server serves {}",
+            api.shared.graph_ids().join(", ")
+        )))
+    }
+}
+
+/// `config` and `context` of a create or update body, checked as a run's are: objects,
+/// `config.configurable` an object, and not both `configurable` and `context` (400, as the
+/// reference server).
+fn config_and_context(body: &Map<String, Value>) -> Result<(Option<Value>, Option<Value>)> {
+    let config = object_field(body, "config")?;
+    let context = object_field(body, "context")?;
+    if let Some(config) = &config {
+        object_field(config, "configurable")?;
+    }
+    let configurable = config
+        .as_ref()
+        .and_then(|c| c.get("configurable"))
+        .and_then(Value::as_object)
+        .is_some_and(|c| !c.is_empty());
+    if configurable && context.as_ref().is_some_and(|c| !c.is_empty()) {
+        return Err(ServerError::BadRequest(
+            "Cannot specify both configurable and context. Prefer setting context alone.".into(),
+        ));
+    }
+    Ok((config.map(Value::Object), context.map(Value::Object)))
+}
+
+async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let graph_id = text_field(&body, "graph_id")?
+        .ok_or_else(|| ServerError::Validation("`graph_id` is required".into()))?;
+    let graph_id = served_graph(&api, graph_id)?;
+    let assistant_id = match text_field(&body, "assistant_id")? {
+        None => new_id(),
+        Some(id) => uuid_param("assistant", id)?,
+    };
+    let if_exists = match text_field(&body, "if_exists")? {
+        None | Some("raise") => IfExists::Raise,
+        Some("do_nothing") => IfExists::DoNothing,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "if_exists must be \"raise\" or \"do_nothing\", not {other:?}"
+            )));
+        }
+    };
+    let (config, context) = config_and_context(&body)?;
+    let now = Timestamp::now();
+    let assistant = AssistantRecord {
+        assistant_id,
+        graph_id,
+        config: config.unwrap_or_else(|| json!({})),
+        context: context.unwrap_or_else(|| json!({})),
+        metadata: object_field(&body, "metadata")?.unwrap_or_default(),
+        name: text_field(&body, "name")?
+            .unwrap_or(DEFAULT_NAME)
+            .to_owned(),
+        description: text_field(&body, "description")?.map(str::to_owned),
+        created_at: now,
+        updated_at: now,
+        version: 1,
+    };
+    let created = api
+        .backend()
+        .create_assistant(&assistant, if_exists)
+        .await?;
+    Ok(json_response(StatusCode::OK, &created))
+}
+
+/// The UUID of an assistant named by UUID or graph id, which must exist.
+async fn assistant_id(api: &Api, id: &str) -> Result<Uuid> {
+    Ok(api.assistant(id).await?.assistant_id)
+}
+
+async fn update(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let assistant_id = assistant_id(&api, &id).await?;
+    let (config, context) = config_and_context(&body)?;
+    let patch = AssistantPatch {
+        graph_id: text_field(&body, "graph_id")?
+            .map(|g| served_graph(&api, g))
+            .transpose()?,
+        config,
+        context,
+        metadata: object_field(&body, "metadata")?,
+        name: text_field(&body, "name")?.map(str::to_owned),
+        description: text_field(&body, "description")?.map(str::to_owned),
+    };
+    let updated = api
+        .backend()
+        .update_assistant(assistant_id, &patch)
+        .await?
+        .ok_or_else(|| gone(assistant_id))?;
+    Ok(json_response(StatusCode::OK, &updated))
+}
+
+/// The 404 for an assistant deleted between finding it and changing it.
+fn gone(assistant_id: Uuid) -> ServerError {
+    ServerError::NotFound(format!("Assistant {assistant_id} not found"))
+}
+
+/// `DELETE /assistants/{id}?delete_threads=`: the assistant and its versions; with
+/// `delete_threads`, also the threads whose last run used it (their runs and checkpoints).
+async fn delete(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> Result<Response> {
+    let delete_threads = query_bool(&query_pairs(q.as_deref()), "delete_threads")?;
+    let assistant_id = assistant_id(&api, &id).await?;
+    if !api.backend().delete_assistant(assistant_id).await? {
+        return Err(gone(assistant_id));
+    }
+    if delete_threads {
+        let mut metadata = Map::new();
+        metadata.insert("assistant_id".into(), json!(assistant_id.to_string()));
+        let query = ThreadQuery {
+            metadata: Some(metadata),
+            ..ThreadQuery::default()
+        };
+        for thread in api.backend().search_threads(&query).await? {
+            if api.backend().delete_thread(thread.thread_id).await? {
+                api.backend()
+                    .checkpointer()
+                    .delete_thread(&thread.thread_id.to_string())
+                    .await?;
+            }
+        }
+    }
+    Ok(no_content())
+}
+
+async fn versions(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let assistant_id = assistant_id(&api, &id).await?;
+    let query = VersionQuery {
+        metadata: object_field(&body, "metadata")?,
+        limit: Some(limit_of(body.get("limit"), 10)?),
+        offset: offset_of(body.get("offset"))?,
+    };
+    let found = api
+        .backend()
+        .assistant_versions(assistant_id, &query)
+        .await?;
+    Ok(json_response(StatusCode::OK, &found))
+}
+
+async fn set_latest(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    let version = match body.get("version") {
+        None | Some(Value::Null) => {
+            return Err(ServerError::Validation(
+                "`version` is required: the version to make the latest".into(),
+            ));
+        }
+        Some(v) => v.as_i64().filter(|n| *n >= 1).ok_or_else(|| {
+            ServerError::Validation(format!(
+                "`version` must be a version number from 1, not {v}"
+            ))
+        })?,
+    };
+    let assistant_id = assistant_id(&api, &id).await?;
+    let latest = api
+        .backend()
+        .set_assistant_version(assistant_id, version)
+        .await?
+        .ok_or_else(|| gone(assistant_id))?;
+    Ok(json_response(StatusCode::OK, &latest))
+}
+
 async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
+    let select = select_of(&body)?;
     let found = api.backend().search_assistants(&query_of(&body)?).await?;
+    let found = select_fields(&found, select.as_deref(), ASSISTANT_FIELDS)?;
     Ok(json_response(StatusCode::OK, &found))
 }
 

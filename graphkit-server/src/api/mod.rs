@@ -15,7 +15,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -67,10 +67,14 @@ pub(crate) fn router(api: Api) -> Router {
     Router::new()
         .route("/ok", get(ok))
         .route("/info", get(info))
+        .route("/metrics", get(metrics))
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
         .merge(store::routes())
+        .route("/runs/crons", any(crons))
+        .route("/runs/crons/{*rest}", any(crons))
+        .route("/threads/{tid}/runs/crons", any(crons))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -92,9 +96,40 @@ async fn info(State(api): State<Api>) -> Response {
     .into_response()
 }
 
+/// `GET /metrics`: Prometheus text (see [`crate::metrics`]).
+async fn metrics(State(api): State<Api>) -> Result<Response> {
+    let runs = api.backend().count_runs_by_status().await?;
+    let (followers, followed_runs) = api.backend().feeds().followers();
+    let text = crate::metrics::render(&crate::metrics::Snapshot {
+        runs: &runs,
+        durations: &api.shared.run_durations,
+        followers,
+        followed_runs,
+    });
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        text,
+    )
+        .into_response())
+}
+
 async fn not_found(request: Request) -> ServerError {
     ServerError::NotFound(format!(
         "no endpoint {} {}; see docs/server.md for the API subset served",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+/// Every cron route (`/runs/crons...`, `/threads/{id}/runs/crons`): a 404 that says crons
+/// are not served, rather than the generic "no endpoint".
+async fn crons(request: Request) -> ServerError {
+    ServerError::NotFound(format!(
+        "crons are not served by this server ({} {}): it runs no schedules; create runs yourself \
+         on a timer (POST /threads/{{thread_id}}/runs or POST /runs), see docs/server.md",
         request.method(),
         request.uri().path()
     ))
@@ -425,4 +460,90 @@ pub(crate) fn text_field<'a>(body: &'a Map<String, Value>, key: &str) -> Result<
             "`{key}` must be a string, not {other}"
         ))),
     }
+}
+
+/// An object field of a body (`None` when absent or null), or a 422 naming `key`.
+pub(crate) fn object_field(
+    body: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Map<String, Value>>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m.clone())),
+        Some(_) => Err(ServerError::Validation(format!(
+            "`{key}` must be an object"
+        ))),
+    }
+}
+
+/// Each of `items` as JSON with only the fields `select` names (`None`: all of them).
+/// `select` is what a client sent (a body's list, or the query's values); a name that is
+/// not one of `fields` is a 422 that lists them, never silently dropped.
+pub(crate) fn select_fields<T: serde::Serialize>(
+    items: &[T],
+    select: Option<&[String]>,
+    fields: &[&str],
+) -> Result<Vec<Value>> {
+    if let Some(bad) = select
+        .unwrap_or_default()
+        .iter()
+        .find(|f| !fields.contains(&f.as_str()))
+    {
+        return Err(ServerError::Validation(format!(
+            "`select` names {bad:?}, which is not a field; choose from {}",
+            fields.join(", ")
+        )));
+    }
+    items
+        .iter()
+        .map(|item| {
+            let value = serde_json::to_value(item)
+                .map_err(|e| ServerError::backend("encode the response", e))?;
+            Ok(match (select, value) {
+                (Some(select), Value::Object(mut all)) => Value::Object(
+                    select
+                        .iter()
+                        .filter_map(|f| all.remove_entry(f.as_str()))
+                        .collect(),
+                ),
+                (_, value) => value,
+            })
+        })
+        .collect()
+}
+
+/// `select` of a body: `None` when absent, null or empty; a list of field names; anything
+/// else a 422 (the names are checked by [`select_fields`]).
+pub(crate) fn select_of(body: &Map<String, Value>) -> Result<Option<Vec<String>>> {
+    let wrong = || ServerError::Validation("`select` must be a list of field names".into());
+    match body.get("select") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.is_empty() => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned).ok_or_else(wrong))
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(_) => Err(wrong()),
+    }
+}
+
+/// `select` of a query: its values, repeated (`select=a&select=b`, as Python sends them) or
+/// one JSON list (`select=["a","b"]`); `None` when there are none.
+pub(crate) fn query_select(pairs: &[(String, String)]) -> Result<Option<Vec<String>>> {
+    let mut names = Vec::new();
+    for (_, value) in pairs.iter().filter(|(k, v)| k == "select" && !v.is_empty()) {
+        match serde_json::from_str::<Value>(value) {
+            Ok(Value::Array(items)) => {
+                for item in items {
+                    let name = item.as_str().ok_or_else(|| {
+                        ServerError::Validation("`select` must be a list of field names".into())
+                    })?;
+                    names.push(name.to_owned());
+                }
+            }
+            _ => names.push(value.clone()),
+        }
+    }
+    Ok((!names.is_empty()).then_some(names))
 }

@@ -17,8 +17,8 @@ use super::stream::{
 };
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_value,
-    refuse_unsupported, text_field, uuid_param,
+    Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_select,
+    query_value, refuse_unsupported, select_fields, text_field, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
@@ -206,6 +206,31 @@ fn is_empty_object(value: Option<&Value>) -> bool {
     }
 }
 
+/// `over`'s keys set on `base`'s (both objects; a non-object counts as none).
+fn merged(base: &Value, over: Value) -> Value {
+    let mut merged = base.as_object().cloned().unwrap_or_default();
+    if let Value::Object(over) = over {
+        merged.extend(over);
+    }
+    Value::Object(merged)
+}
+
+/// A run's `config` over its assistant's, as the reference server merges them: the run's
+/// keys win, and `configurable` is merged key by key, the run's winning.
+fn config_over(assistant: &Value, run: Value) -> Value {
+    let configurable = merged(
+        assistant.get("configurable").unwrap_or(&Value::Null),
+        run.get("configurable").cloned().unwrap_or(Value::Null),
+    );
+    let mut config = merged(assistant, run);
+    if let (Value::Object(config), Value::Object(c)) = (&mut config, &configurable)
+        && !c.is_empty()
+    {
+        config.insert("configurable".into(), configurable);
+    }
+    config
+}
+
 struct Created {
     run: RunRecord,
     kwargs: RunKwargs,
@@ -240,6 +265,14 @@ async fn create_run(
             "Cannot specify both configurable and context. Prefer setting context alone.".into(),
         ));
     }
+    let config = config_over(&assistant.config, config);
+    let context = match merged(
+        &assistant.context,
+        body.context.clone().unwrap_or(Value::Null),
+    ) {
+        Value::Object(o) if o.is_empty() => Value::Null,
+        context => context,
+    };
     if thread.is_none() && body.command.as_ref().is_some_and(|c| c.resume.is_some()) {
         return Err(ServerError::BadRequest(
             "a resume command needs a thread: create the run on /threads/{thread_id}/runs".into(),
@@ -314,7 +347,7 @@ async fn create_run(
         interrupt_before: body.interrupt_before,
         interrupt_after: body.interrupt_after,
         config,
-        context: body.context.unwrap_or(Value::Null),
+        context,
         checkpoint_id,
         durability,
         delete_thread_when_done: delete_when_done && follow == Follow::Background,
@@ -360,7 +393,23 @@ async fn create_run(
     })
 }
 
-/// The `Run` JSON.
+/// The fields of a `Run`, which a list's `select` may name.
+const RUN_FIELDS: &[&str] = &[
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "status",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+    "attempt",
+    "worker_id",
+    "cancel_reason",
+];
+
+/// The `Run` JSON (the fields of [`RUN_FIELDS`]).
 pub(crate) fn run_json(run: &RunRecord) -> Value {
     json!({
         "run_id": run.run_id,
@@ -487,8 +536,10 @@ async fn list(
         limit: Some(query_count(&pairs, "limit", 10)?),
         offset: query_count(&pairs, "offset", 0)?,
     };
+    let select = query_select(&pairs)?;
     let runs = api.backend().list_runs(thread, &query).await?;
     let runs: Vec<Value> = runs.iter().map(run_json).collect();
+    let runs = select_fields(&runs, select.as_deref(), RUN_FIELDS)?;
     Ok(json_response(StatusCode::OK, &runs))
 }
 

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{
-    Api, json_response, limit_of, no_content, offset_of, parse_body, query_count, query_pairs,
-    query_value, refuse_unsupported, text_field, uuid_param,
+    Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
+    query_pairs, query_value, refuse_unsupported, select_fields, select_of, text_field, uuid_param,
 };
 use crate::backend::{
     IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
@@ -35,15 +35,19 @@ pub(super) fn routes() -> Router<Api> {
         .route("/threads/{id}/copy", post(copy))
 }
 
-fn object_field(body: &Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>> {
-    match body.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m.clone())),
-        Some(_) => Err(ServerError::Validation(format!(
-            "`{key}` must be an object"
-        ))),
-    }
-}
+/// The fields of a `Thread`, which a search's `select` may name.
+const THREAD_FIELDS: &[&str] = &[
+    "thread_id",
+    "created_at",
+    "updated_at",
+    "state_updated_at",
+    "metadata",
+    "status",
+    "config",
+    "values",
+    "interrupts",
+    "error",
+];
 
 pub(super) async fn thread_or_404(api: &Api, id: Uuid) -> Result<ThreadRecord> {
     api.backend()
@@ -245,10 +249,12 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
 
 async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
+    let select = select_of(&body)?;
     let found = api
         .backend()
         .search_threads(&thread_query(&body, true)?)
         .await?;
+    let found = select_fields(&found, select.as_deref(), THREAD_FIELDS)?;
     Ok(json_response(StatusCode::OK, &found))
 }
 

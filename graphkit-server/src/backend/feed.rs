@@ -219,6 +219,21 @@ impl EventFeeds {
         }
     }
 
+    /// How many followers this process has now, and of how many runs.
+    pub fn followers(&self) -> (usize, usize) {
+        let feeds: Vec<Arc<Feed>> = lock(&self.runs)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        // Each follower holds one receiver of its feed's changes.
+        let followers = feeds.iter().map(|f| f.changed.receiver_count()).sum();
+        let runs = feeds
+            .iter()
+            .filter(|f| f.changed.receiver_count() > 0)
+            .count();
+        (followers, runs)
+    }
+
     /// Hands events just stored for `run_id`, numbered from `first`, to its followers in
     /// this process (nothing to do when it has none).
     pub fn publish(&self, run_id: Uuid, first: i64, events: &[(String, String)]) {

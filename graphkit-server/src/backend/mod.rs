@@ -57,8 +57,9 @@ pub use notify::{Notifier, Wakeup};
 pub use postgres::{PostgresBackend, PostgresOptions};
 pub use sqlite::SqliteBackend;
 
-/// An assistant: a graph with a configuration. The server registers one system assistant
-/// per graph (id [`crate::ids::system_assistant_id`]).
+/// An assistant: a graph with a configuration, at its current version. The server registers
+/// one system assistant per graph (id [`crate::ids::system_assistant_id`]); clients create
+/// more (`POST /assistants`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AssistantRecord {
     /// Its id.
@@ -79,8 +80,140 @@ pub struct AssistantRecord {
     pub created_at: Timestamp,
     /// When it last changed.
     pub updated_at: Timestamp,
-    /// Its version (1 for system assistants).
+    /// Its current version (1 when created; each update makes a new one).
     pub version: i64,
+}
+
+/// One version of an assistant, as `POST /assistants/{id}/versions` lists it: what the
+/// assistant was at that version. Every create, update and system registration records one.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AssistantVersion {
+    /// The assistant.
+    pub assistant_id: Uuid,
+    /// The version (1, 2, 3, ... per assistant).
+    pub version: i64,
+    /// The graph it runs at this version.
+    pub graph_id: String,
+    /// Its run configuration at this version.
+    pub config: Value,
+    /// Its static context at this version.
+    pub context: Value,
+    /// Its metadata at this version.
+    pub metadata: Map<String, Value>,
+    /// Its name at this version.
+    pub name: String,
+    /// Its description at this version.
+    pub description: Option<String>,
+    /// When this version was made.
+    pub created_at: Timestamp,
+}
+
+impl AssistantVersion {
+    /// The version `assistant` is at.
+    pub fn of(assistant: &AssistantRecord) -> Self {
+        Self {
+            assistant_id: assistant.assistant_id,
+            version: assistant.version,
+            graph_id: assistant.graph_id.clone(),
+            config: assistant.config.clone(),
+            context: assistant.context.clone(),
+            metadata: assistant.metadata.clone(),
+            name: assistant.name.clone(),
+            description: assistant.description.clone(),
+            created_at: assistant.updated_at,
+        }
+    }
+
+    /// `assistant` set back to this version (its id and creation time kept), changed `now`.
+    pub fn restore(&self, assistant: &AssistantRecord, now: Timestamp) -> AssistantRecord {
+        AssistantRecord {
+            assistant_id: assistant.assistant_id,
+            graph_id: self.graph_id.clone(),
+            config: self.config.clone(),
+            context: self.context.clone(),
+            metadata: self.metadata.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+            created_at: assistant.created_at,
+            updated_at: now,
+            version: self.version,
+        }
+    }
+}
+
+/// What an assistant update changes (`PATCH /assistants/{id}`); `None` keeps the current
+/// value. The update makes a new version.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AssistantPatch {
+    /// A new graph (the API checks that it is served).
+    pub graph_id: Option<String>,
+    /// A new configuration, replacing the current one whole.
+    pub config: Option<Value>,
+    /// A new context, replacing the current one whole.
+    pub context: Option<Value>,
+    /// Metadata merged into the current metadata (keys replaced at the top level).
+    pub metadata: Option<Map<String, Value>>,
+    /// A new name.
+    pub name: Option<String>,
+    /// A new description.
+    pub description: Option<String>,
+}
+
+impl AssistantPatch {
+    /// `current` with this patch applied, as `version`, changed `now`.
+    pub fn apply(
+        &self,
+        current: &AssistantRecord,
+        version: i64,
+        now: Timestamp,
+    ) -> AssistantRecord {
+        let mut metadata = current.metadata.clone();
+        if let Some(added) = &self.metadata {
+            metadata.extend(added.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        AssistantRecord {
+            assistant_id: current.assistant_id,
+            graph_id: self
+                .graph_id
+                .clone()
+                .unwrap_or_else(|| current.graph_id.clone()),
+            config: self
+                .config
+                .clone()
+                .unwrap_or_else(|| current.config.clone()),
+            context: self
+                .context
+                .clone()
+                .unwrap_or_else(|| current.context.clone()),
+            metadata,
+            name: self.name.clone().unwrap_or_else(|| current.name.clone()),
+            description: self
+                .description
+                .clone()
+                .or_else(|| current.description.clone()),
+            created_at: current.created_at,
+            updated_at: now,
+            version,
+        }
+    }
+}
+
+/// Filters for [`Backend::assistant_versions`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VersionQuery {
+    /// Metadata the version's metadata must contain (JSON containment).
+    pub metadata: Option<Map<String, Value>>,
+    /// At most this many (`None`: all).
+    pub limit: Option<usize>,
+    /// Skip this many.
+    pub offset: usize,
+}
+
+/// The `NotFound` for a version an assistant does not have.
+pub(crate) fn no_such_version(assistant_id: Uuid, version: i64) -> crate::ServerError {
+    crate::ServerError::NotFound(format!(
+        "Assistant {assistant_id} has no version {version}; list its versions with POST /assistants/{assistant_id}/versions"
+    ))
 }
 
 /// Filters for [`Backend::search_assistants`].
@@ -249,6 +382,17 @@ pub(crate) fn attempts_exceeded(run_id: impl std::fmt::Display, attempts: i64) -
     (message, error)
 }
 
+/// `(status, count)` rows as a backend's `GROUP BY status` gives them, in status order; a
+/// status this build does not know is left out.
+pub(crate) fn counts_by_status(rows: Vec<(String, i64)>) -> Vec<(RunStatus, u64)> {
+    let mut counts: Vec<(RunStatus, u64)> = rows
+        .into_iter()
+        .filter_map(|(status, n)| Some((RunStatus::parse(&status)?, u64::try_from(n).ok()?)))
+        .collect();
+    counts.sort_by_key(|(status, _)| status.as_str());
+    counts
+}
+
 /// A run's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -268,6 +412,16 @@ pub enum RunStatus {
 }
 
 impl RunStatus {
+    /// Every status.
+    pub const ALL: [Self; 6] = [
+        Self::Pending,
+        Self::Running,
+        Self::Success,
+        Self::Error,
+        Self::Timeout,
+        Self::Interrupted,
+    ];
+
     /// The API name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -543,8 +697,39 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
 
     // --- assistants ---
 
-    /// Inserts or replaces an assistant (the server registers its system assistants so).
-    async fn put_assistant(&self, assistant: &AssistantRecord) -> Result<()>;
+    /// Creates an assistant at its version, recording that version. When the id is taken,
+    /// [`IfExists::Raise`] is a `Conflict` and [`IfExists::DoNothing`] returns the existing
+    /// assistant unchanged (the server registers its system assistants so).
+    async fn create_assistant(
+        &self,
+        assistant: &AssistantRecord,
+        if_exists: IfExists,
+    ) -> Result<AssistantRecord>;
+    /// Applies `patch` as a new version (one above the highest recorded), which becomes the
+    /// assistant's current one; `None` if it does not exist. Concurrent updates each get a
+    /// version of their own.
+    async fn update_assistant(
+        &self,
+        assistant_id: Uuid,
+        patch: &AssistantPatch,
+    ) -> Result<Option<AssistantRecord>>;
+    /// Makes a recorded version the assistant's current one; `None` if the assistant does
+    /// not exist, `NotFound` if it has no such version.
+    async fn set_assistant_version(
+        &self,
+        assistant_id: Uuid,
+        version: i64,
+    ) -> Result<Option<AssistantRecord>>;
+    /// Deletes an assistant with its versions (not its threads or runs); `false` if it did
+    /// not exist.
+    async fn delete_assistant(&self, assistant_id: Uuid) -> Result<bool>;
+    /// The recorded versions of an assistant matching `query`, newest first (empty if it
+    /// does not exist).
+    async fn assistant_versions(
+        &self,
+        assistant_id: Uuid,
+        query: &VersionQuery,
+    ) -> Result<Vec<AssistantVersion>>;
     /// One assistant.
     async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>>;
     /// Assistants matching `query`, newest first.
@@ -588,6 +773,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>>;
     /// The runs of a thread, newest first.
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>>;
+    /// How many runs there are in each status (statuses without runs left out), over every
+    /// thread: what `GET /metrics` reports.
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>>;
     /// Deletes a run and its events. `Conflict` while it is pending or running; `false` if
     /// it did not exist.
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool>;

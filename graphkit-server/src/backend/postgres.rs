@@ -38,10 +38,11 @@ use uuid::Uuid;
 
 use self::listen::{Channels, Fanout};
 use super::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, EventFeeds,
-    IfExists, Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery,
-    RunRecord, RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
-    attempts_exceeded,
+    AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
+    CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
+    Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
+    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
+    no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -412,6 +413,91 @@ fn decode_assistant(row: &PgRow) -> Result<AssistantRecord> {
     })
 }
 
+const VERSION_COLUMNS: &str = concat!(
+    "assistant_id, version, graph_id, config, context, metadata, name, description, ",
+    micros!("created_at"),
+    " AS created_us"
+);
+
+fn decode_version(row: &PgRow) -> Result<AssistantVersion> {
+    let get = |e| corrupt("an assistant version", e);
+    Ok(AssistantVersion {
+        assistant_id: row.try_get("assistant_id").map_err(get)?,
+        version: row.try_get("version").map_err(get)?,
+        graph_id: row.try_get("graph_id").map_err(get)?,
+        config: row.try_get("config").map_err(get)?,
+        context: row.try_get("context").map_err(get)?,
+        metadata: object(row.try_get("metadata").map_err(get)?),
+        name: row.try_get("name").map_err(get)?,
+        description: row.try_get("description").map_err(get)?,
+        created_at: Timestamp(row.try_get("created_us").map_err(get)?),
+    })
+}
+
+/// An assistant, locked until the transaction ends (updates of it take turns).
+async fn lock_assistant(
+    tx: &mut Transaction<'_, Postgres>,
+    assistant_id: Uuid,
+) -> Result<Option<AssistantRecord>> {
+    let sql = format!(
+        "SELECT {ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = $1 FOR UPDATE"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(assistant_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db("reading an assistant"))?
+        .as_ref()
+        .map(decode_assistant)
+        .transpose()
+}
+
+/// Makes `a` the assistant's current row (it exists).
+async fn set_current(tx: &mut Transaction<'_, Postgres>, a: &AssistantRecord) -> Result<()> {
+    sqlx::query(concat!(
+        "UPDATE server_assistants SET graph_id = $2, config = $3, context = $4, metadata = $5, \
+         name = $6, description = $7, version = $8, updated_at = ",
+        micros_to_ts!("$9"),
+        " WHERE assistant_id = $1"
+    ))
+    .bind(a.assistant_id)
+    .bind(&a.graph_id)
+    .bind(&a.config)
+    .bind(&a.context)
+    .bind(Value::Object(a.metadata.clone()))
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(a.version)
+    .bind(a.updated_at.micros())
+    .execute(&mut **tx)
+    .await
+    .map_err(db("saving an assistant"))?;
+    Ok(())
+}
+
+/// Records the version `a` is at.
+async fn record_version(tx: &mut Transaction<'_, Postgres>, a: &AssistantRecord) -> Result<()> {
+    sqlx::query(concat!(
+        "INSERT INTO server_assistant_versions (assistant_id, version, graph_id, config, context, \
+         metadata, name, description, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ",
+        micros_to_ts!("$9"),
+        ") ON CONFLICT (assistant_id, version) DO NOTHING"
+    ))
+    .bind(a.assistant_id)
+    .bind(a.version)
+    .bind(&a.graph_id)
+    .bind(&a.config)
+    .bind(&a.context)
+    .bind(Value::Object(a.metadata.clone()))
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(a.updated_at.micros())
+    .execute(&mut **tx)
+    .await
+    .map_err(db("recording an assistant version"))?;
+    Ok(())
+}
+
 fn decode_thread(row: &PgRow) -> Result<ThreadRecord> {
     let get = |e| corrupt("a thread", e);
     let status: String = row.try_get("status").map_err(get)?;
@@ -533,17 +619,19 @@ impl Backend for PostgresBackend {
 
     // --- assistants ---
 
-    async fn put_assistant(&self, a: &AssistantRecord) -> Result<()> {
-        sqlx::query(concat!(
+    async fn create_assistant(
+        &self,
+        a: &AssistantRecord,
+        if_exists: IfExists,
+    ) -> Result<AssistantRecord> {
+        let mut tx = self.begin().await?;
+        let inserted = sqlx::query(concat!(
             "INSERT INTO server_assistants (assistant_id, graph_id, config, context, metadata, name, \
              description, version, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ",
             micros_to_ts!("$9"),
             ", ",
             micros_to_ts!("$10"),
-            ") ON CONFLICT (assistant_id) DO UPDATE SET graph_id = excluded.graph_id, \
-             config = excluded.config, context = excluded.context, metadata = excluded.metadata, \
-             name = excluded.name, description = excluded.description, version = excluded.version, \
-             updated_at = excluded.updated_at"
+            ") ON CONFLICT (assistant_id) DO NOTHING"
         ))
         .bind(a.assistant_id)
         .bind(&a.graph_id)
@@ -555,10 +643,116 @@ impl Backend for PostgresBackend {
         .bind(a.version)
         .bind(a.created_at.micros())
         .bind(a.updated_at.micros())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
-        .map_err(db("saving an assistant"))?;
-        Ok(())
+        .map_err(db("creating an assistant"))?
+        .rows_affected();
+        if inserted == 0 {
+            drop(tx);
+            return match if_exists {
+                IfExists::Raise => Err(ServerError::Conflict(format!(
+                    "Assistant {} already exists; pass if_exists=\"do_nothing\" to get it instead",
+                    a.assistant_id
+                ))),
+                IfExists::DoNothing => self.get_assistant(a.assistant_id).await?.ok_or_else(|| {
+                    ServerError::Conflict(format!(
+                        "Assistant {} was deleted while it was being created; try again",
+                        a.assistant_id
+                    ))
+                }),
+            };
+        }
+        record_version(&mut tx, a).await?;
+        tx.commit().await.map_err(db("creating an assistant"))?;
+        Ok(a.clone())
+    }
+
+    async fn update_assistant(
+        &self,
+        assistant_id: Uuid,
+        patch: &AssistantPatch,
+    ) -> Result<Option<AssistantRecord>> {
+        let mut tx = self.begin().await?;
+        let Some(current) = lock_assistant(&mut tx, assistant_id).await? else {
+            return Ok(None);
+        };
+        let newest: Option<i64> = sqlx::query_scalar(
+            "SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = $1",
+        )
+        .bind(assistant_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db("reading an assistant's versions"))?;
+        let version = newest.unwrap_or(0).max(current.version) + 1;
+        let updated = patch.apply(&current, version, Timestamp::now());
+        set_current(&mut tx, &updated).await?;
+        record_version(&mut tx, &updated).await?;
+        tx.commit().await.map_err(db("updating an assistant"))?;
+        Ok(Some(updated))
+    }
+
+    async fn set_assistant_version(
+        &self,
+        assistant_id: Uuid,
+        version: i64,
+    ) -> Result<Option<AssistantRecord>> {
+        let mut tx = self.begin().await?;
+        let Some(current) = lock_assistant(&mut tx, assistant_id).await? else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} FROM server_assistant_versions WHERE assistant_id = $1 AND version = $2"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(assistant_id)
+            .bind(version)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db("reading an assistant version"))?;
+        let Some(row) = row else {
+            return Err(no_such_version(assistant_id, version));
+        };
+        let latest = decode_version(&row)?.restore(&current, Timestamp::now());
+        set_current(&mut tx, &latest).await?;
+        tx.commit()
+            .await
+            .map_err(db("setting an assistant's version"))?;
+        Ok(Some(latest))
+    }
+
+    async fn delete_assistant(&self, assistant_id: Uuid) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        sqlx::query("DELETE FROM server_assistant_versions WHERE assistant_id = $1")
+            .bind(assistant_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("deleting an assistant's versions"))?;
+        let deleted = sqlx::query("DELETE FROM server_assistants WHERE assistant_id = $1")
+            .bind(assistant_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("deleting an assistant"))?
+            .rows_affected();
+        tx.commit().await.map_err(db("deleting an assistant"))?;
+        Ok(deleted > 0)
+    }
+
+    async fn assistant_versions(
+        &self,
+        assistant_id: Uuid,
+        query: &VersionQuery,
+    ) -> Result<Vec<AssistantVersion>> {
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} FROM server_assistant_versions WHERE assistant_id = $1 \
+             AND ($2::jsonb IS NULL OR metadata @> $2) ORDER BY version DESC LIMIT $3 OFFSET $4"
+        );
+        let search = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(assistant_id)
+            .bind(query.metadata.clone().map(Value::Object))
+            .bind(limit(query.limit))
+            .bind(offset(query.offset));
+        self.fetch_all(search, decode_version, "reading an assistant's versions")
+            .await
     }
 
     async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
@@ -793,6 +987,15 @@ impl Backend for PostgresBackend {
             .bind(limit(query.limit))
             .bind(offset(query.offset));
         self.fetch_all(list, decode_run, "listing runs").await
+    }
+
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, count(*) FROM server_runs GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db("counting runs"))?;
+        Ok(counts_by_status(rows))
     }
 
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {

@@ -17,10 +17,11 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use super::{
-    AssistantQuery, AssistantRecord, Backend, CancelAction, CancelOutcome, CreatedRun, EventFeeds,
-    IfExists, Lease, MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery,
-    RunRecord, RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, Wakeup,
-    attempts_exceeded, json_contains,
+    AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
+    CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
+    Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
+    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
+    json_contains, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -106,6 +107,29 @@ const SCHEMA: Schema = Schema {
             // are gone, and the sweeper returns the runs to the queue when their leases end.
             sql: "
     ALTER TABLE graphkit_server_runs ADD COLUMN lease_token TEXT;
+    ",
+        },
+        Migration {
+            version: 4,
+            description: "assistant versions",
+            // Every assistant so far is at the version its row holds; that is its one version.
+            sql: "
+    CREATE TABLE graphkit_server_assistant_versions (
+        assistant_id TEXT NOT NULL,
+        version      INTEGER NOT NULL,
+        graph_id     TEXT NOT NULL,
+        config       TEXT NOT NULL,
+        context      TEXT NOT NULL,
+        metadata     TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        description  TEXT,
+        created_at   INTEGER NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+    );
+    INSERT INTO graphkit_server_assistant_versions (assistant_id, version, graph_id, config, context, \
+        metadata, name, description, created_at)
+        SELECT assistant_id, version, graph_id, config, context, metadata, name, description, updated_at
+        FROM graphkit_server_assistants;
     ",
         },
     ],
@@ -327,6 +351,74 @@ fn assistant_from_row(row: &SqliteRow) -> Result<AssistantRecord> {
     })
 }
 
+fn version_from_row(row: &SqliteRow) -> Result<AssistantVersion> {
+    Ok(AssistantVersion {
+        assistant_id: parse_id(&get::<String>(row, "assistant_id")?)?,
+        version: get(row, "version")?,
+        graph_id: get(row, "graph_id")?,
+        config: parse_json(&get::<String>(row, "config")?, "assistant config")?,
+        context: parse_json(&get::<String>(row, "context")?, "assistant context")?,
+        metadata: parse_object(&get::<String>(row, "metadata")?, "assistant metadata")?,
+        name: get(row, "name")?,
+        description: get(row, "description")?,
+        created_at: Timestamp(get(row, "created_at")?),
+    })
+}
+
+/// An assistant, read inside a write transaction.
+async fn assistant_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    assistant_id: Uuid,
+) -> Result<Option<AssistantRecord>> {
+    let row = sqlx::query("SELECT * FROM graphkit_server_assistants WHERE assistant_id = ?1")
+        .bind(assistant_id.to_string())
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db("read an assistant"))?;
+    row.as_ref().map(assistant_from_row).transpose()
+}
+
+/// Writes `a` as the assistant's current row and records its version.
+async fn save_assistant(tx: &mut Transaction<'static, Sqlite>, a: &AssistantRecord) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO graphkit_server_assistants (assistant_id, graph_id, config, context, metadata, name, \
+         description, created_at, updated_at, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+         ON CONFLICT (assistant_id) DO UPDATE SET graph_id = excluded.graph_id, config = excluded.config, \
+         context = excluded.context, metadata = excluded.metadata, name = excluded.name, \
+         description = excluded.description, updated_at = excluded.updated_at, version = excluded.version",
+    )
+    .bind(a.assistant_id.to_string())
+    .bind(&a.graph_id)
+    .bind(json_text(&a.config))
+    .bind(json_text(&a.context))
+    .bind(json_text(&a.metadata))
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(a.created_at.micros())
+    .bind(a.updated_at.micros())
+    .bind(a.version)
+    .execute(&mut **tx)
+    .await
+    .map_err(db("save an assistant"))?;
+    sqlx::query(
+        "INSERT OR IGNORE INTO graphkit_server_assistant_versions (assistant_id, version, graph_id, config, \
+         context, metadata, name, description, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .bind(a.assistant_id.to_string())
+    .bind(a.version)
+    .bind(&a.graph_id)
+    .bind(json_text(&a.config))
+    .bind(json_text(&a.context))
+    .bind(json_text(&a.metadata))
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(a.updated_at.micros())
+    .execute(&mut **tx)
+    .await
+    .map_err(db("record an assistant version"))?;
+    Ok(())
+}
+
 fn thread_from_row(row: &SqliteRow) -> Result<ThreadRecord> {
     let busy: bool = get(row, "busy")?;
     let stored: String = get(row, "status")?;
@@ -532,28 +624,115 @@ impl Backend for SqliteBackend {
         Arc::new(self.saver.fenced(fence))
     }
 
-    async fn put_assistant(&self, a: &AssistantRecord) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO graphkit_server_assistants (assistant_id, graph_id, config, context, metadata, name, \
-             description, created_at, updated_at, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-             ON CONFLICT (assistant_id) DO UPDATE SET graph_id = excluded.graph_id, config = excluded.config, \
-             context = excluded.context, metadata = excluded.metadata, name = excluded.name, \
-             description = excluded.description, updated_at = excluded.updated_at, version = excluded.version",
+    async fn create_assistant(
+        &self,
+        a: &AssistantRecord,
+        if_exists: IfExists,
+    ) -> Result<AssistantRecord> {
+        let mut tx = self.write().await?;
+        if let Some(existing) = assistant_in(&mut tx, a.assistant_id).await? {
+            return match if_exists {
+                IfExists::DoNothing => Ok(existing),
+                IfExists::Raise => Err(ServerError::Conflict(format!(
+                    "Assistant {} already exists; pass if_exists=\"do_nothing\" to get it instead",
+                    a.assistant_id
+                ))),
+            };
+        }
+        save_assistant(&mut tx, a).await?;
+        tx.commit().await.map_err(db("create an assistant"))?;
+        Ok(a.clone())
+    }
+
+    async fn update_assistant(
+        &self,
+        assistant_id: Uuid,
+        patch: &AssistantPatch,
+    ) -> Result<Option<AssistantRecord>> {
+        let mut tx = self.write().await?;
+        let Some(current) = assistant_in(&mut tx, assistant_id).await? else {
+            return Ok(None);
+        };
+        let newest: Option<i64> = sqlx::query_scalar(
+            "SELECT MAX(version) FROM graphkit_server_assistant_versions WHERE assistant_id = ?1",
         )
-        .bind(a.assistant_id.to_string())
-        .bind(&a.graph_id)
-        .bind(json_text(&a.config))
-        .bind(json_text(&a.context))
-        .bind(json_text(&a.metadata))
-        .bind(&a.name)
-        .bind(&a.description)
-        .bind(a.created_at.micros())
-        .bind(a.updated_at.micros())
-        .bind(a.version)
-        .execute(&self.pool)
+        .bind(assistant_id.to_string())
+        .fetch_one(&mut *tx)
         .await
-        .map_err(db("save an assistant"))?;
-        Ok(())
+        .map_err(db("read an assistant's versions"))?;
+        let version = newest.unwrap_or(0).max(current.version) + 1;
+        let updated = patch.apply(&current, version, Timestamp::now());
+        save_assistant(&mut tx, &updated).await?;
+        tx.commit().await.map_err(db("update an assistant"))?;
+        Ok(Some(updated))
+    }
+
+    async fn set_assistant_version(
+        &self,
+        assistant_id: Uuid,
+        version: i64,
+    ) -> Result<Option<AssistantRecord>> {
+        let mut tx = self.write().await?;
+        let Some(current) = assistant_in(&mut tx, assistant_id).await? else {
+            return Ok(None);
+        };
+        let row = sqlx::query(
+            "SELECT * FROM graphkit_server_assistant_versions WHERE assistant_id = ?1 AND version = ?2",
+        )
+        .bind(assistant_id.to_string())
+        .bind(version)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db("read an assistant version"))?;
+        let Some(row) = row else {
+            return Err(no_such_version(assistant_id, version));
+        };
+        let latest = version_from_row(&row)?.restore(&current, Timestamp::now());
+        save_assistant(&mut tx, &latest).await?;
+        tx.commit()
+            .await
+            .map_err(db("set an assistant's version"))?;
+        Ok(Some(latest))
+    }
+
+    async fn delete_assistant(&self, assistant_id: Uuid) -> Result<bool> {
+        let mut tx = self.write().await?;
+        let id = assistant_id.to_string();
+        sqlx::query("DELETE FROM graphkit_server_assistant_versions WHERE assistant_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("delete an assistant's versions"))?;
+        let deleted = sqlx::query("DELETE FROM graphkit_server_assistants WHERE assistant_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("delete an assistant"))?
+            .rows_affected();
+        tx.commit().await.map_err(db("delete an assistant"))?;
+        Ok(deleted > 0)
+    }
+
+    async fn assistant_versions(
+        &self,
+        assistant_id: Uuid,
+        query: &VersionQuery,
+    ) -> Result<Vec<AssistantVersion>> {
+        let rows = sqlx::query(
+            "SELECT * FROM graphkit_server_assistant_versions WHERE assistant_id = ?1 ORDER BY version DESC",
+        )
+        .bind(assistant_id.to_string())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read an assistant's versions"))?;
+        let mut found = Vec::new();
+        for row in &rows {
+            let v = version_from_row(row)?;
+            if contains_metadata(&v.metadata, query.metadata.as_ref()) {
+                found.push(v);
+            }
+        }
+        Ok(page(found, query.offset, query.limit))
     }
 
     async fn get_assistant(&self, assistant_id: Uuid) -> Result<Option<AssistantRecord>> {
@@ -810,6 +989,15 @@ impl Backend for SqliteBackend {
             .await
             .map_err(db("list runs"))?;
         rows.iter().map(run_from_row).collect()
+    }
+
+    async fn count_runs_by_status(&self) -> Result<Vec<(RunStatus, u64)>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM graphkit_server_runs GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db("count runs"))?;
+        Ok(counts_by_status(rows))
     }
 
     async fn delete_run(&self, thread_id: Uuid, run_id: Uuid) -> Result<bool> {

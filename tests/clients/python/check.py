@@ -124,6 +124,59 @@ async def assistants_graph_and_schemas(client):
 
 
 @check
+async def assistants_create_update_versions_delete(client):
+    created = await client.assistants.create(
+        graph_id="agent",
+        config={"configurable": {"tone": "dry"}},
+        metadata={"check": MARKER},
+        name="checked",
+    )
+    assistant_id = created["assistant_id"]
+    expect(created["version"] == 1, f"a new assistant is at version {created['version']}")
+    expect(created["name"] == "checked", f"name is {created['name']!r}")
+    again = await client.assistants.create(
+        graph_id="agent", assistant_id=assistant_id, if_exists="do_nothing", name="other"
+    )
+    expect(again["name"] == "checked", f"if_exists='do_nothing' gave {again!r}")
+    try:
+        await client.assistants.create(graph_id="agent", assistant_id=assistant_id)
+        expect(False, "creating a taken assistant id did not raise")
+    except ConflictError:
+        pass
+    found = await client.assistants.search(metadata={"check": MARKER})
+    expect([a["assistant_id"] for a in found] == [assistant_id], f"search gave {found!r}")
+    updated = await client.assistants.update(
+        assistant_id, config={"configurable": {"tone": "warm"}}, metadata={"stage": "beta"}
+    )
+    expect(updated["version"] == 2, f"an update gave version {updated['version']}")
+    expect(
+        updated["metadata"] == {"check": MARKER, "stage": "beta"},
+        f"metadata after the update is {updated['metadata']!r}",
+    )
+    versions = await client.assistants.get_versions(assistant_id)
+    expect([v["version"] for v in versions] == [2, 1], f"versions are {versions!r}")
+    latest = await client.assistants.set_latest(assistant_id, 1)
+    expect(
+        latest["version"] == 1 and latest["config"] == {"configurable": {"tone": "dry"}},
+        f"set_latest(1) gave {latest!r}",
+    )
+    thread_id = await new_thread(client)
+    run = await client.runs.create(thread_id, assistant_id, input=user("assisted"))
+    expect(
+        run["kwargs"]["config"]["configurable"].get("tone") == "dry",
+        f"the run lacks its assistant's config: {run['kwargs']!r}",
+    )
+    values = await client.runs.join(thread_id, run["run_id"])
+    expect(values["messages"][-1]["content"] == "echo: assisted", f"join gave {values!r}")
+    await client.assistants.delete(assistant_id)
+    try:
+        await client.assistants.get(assistant_id)
+        expect(False, "a deleted assistant is still found")
+    except NotFoundError:
+        pass
+
+
+@check
 async def threads_create_get_search_update(client):
     thread = await client.threads.create(metadata={"check": MARKER, "kind": "crud"})
     thread_id = thread["thread_id"]

@@ -106,5 +106,28 @@ pub(crate) const SCHEMA: Schema = Schema {
         ALTER TABLE server_runs ADD COLUMN lease_token UUID;
     "#,
         },
+        Migration {
+            version: 4,
+            description: "assistant versions",
+            // Every assistant so far is at the version its row holds; that is its one version.
+            sql: r#"
+        CREATE TABLE server_assistant_versions (
+            assistant_id UUID NOT NULL,
+            version      BIGINT NOT NULL,
+            graph_id     TEXT NOT NULL,
+            config       JSONB NOT NULL,
+            context      JSONB NOT NULL,
+            metadata     JSONB NOT NULL,
+            name         TEXT NOT NULL,
+            description  TEXT,
+            created_at   TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (assistant_id, version)
+        );
+        INSERT INTO server_assistant_versions (assistant_id, version, graph_id, config, context,
+            metadata, name, description, created_at)
+            SELECT assistant_id, version, graph_id, config, context, metadata, name, description, updated_at
+            FROM server_assistants;
+    "#,
+        },
     ],
 };
