@@ -512,24 +512,39 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
             tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
         }
         Err(error) => {
-            tracing::error!(%run_id, %error, "run failed outside its graph");
+            // Ending the run as failed is fenced too: refused, the run was not ours any more
+            // (after a pause, the first thing to fail may be a connection, not a fenced write).
             let data = json!({"error": "ServerError", "message": error.to_string()}).to_string();
-            let _ = shared
+            let appended = shared
                 .backend
                 .append_events(run_id, token, &[("error".to_owned(), data)])
                 .await;
             let outcome = ThreadOutcome::failed(
                 json!({"error": "ServerError", "message": error.to_string()}),
             );
-            let _ = shared
-                .finish_run(
-                    run_id,
-                    token,
-                    RunEnd::Error(error.to_string()),
-                    Some(&outcome),
-                    claimed,
-                )
-                .await;
+            let finished = match appended {
+                Err(lost) if lost.is_lease_lost() => Ok(false),
+                _ => {
+                    shared
+                        .finish_run(
+                            run_id,
+                            token,
+                            RunEnd::Error(error.to_string()),
+                            Some(&outcome),
+                            claimed,
+                        )
+                        .await
+                }
+            };
+            match finished {
+                Ok(false) => {
+                    tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
+                }
+                Err(lost) if lost.is_lease_lost() => {
+                    tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
+                }
+                _ => tracing::error!(%run_id, %error, "run failed outside its graph"),
+            }
         }
     }
 }
