@@ -25,7 +25,7 @@ struct Route {
 
 async fn supervisor(state: Arc<AgentState>, model: Model) -> Result<Command<AgentState>, LlmError> {
     let system = Message::system("Pick researcher or writer to act next, or FINISH.");
-    let messages = [vec![system], state.messages.clone()].concat();
+    let messages = [vec![system], state.messages.to_vec()].concat();
     let route: Route = model.with_structured_output().invoke(&messages).await?;
     Ok(Command::goto_only(match route.next.as_str() {
         "FINISH" => END,
@@ -42,7 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     graph.add_node("supervisor", supervisor);
     for (name, prompt) in [("researcher", RESEARCH), ("writer", WRITE)] {
         graph.add_node(name, move |s: Arc<AgentState>, model: Model| async move {
-            let messages = [vec![Message::system(prompt)], s.messages.clone()].concat();
+            let messages = [vec![Message::system(prompt)], s.messages.to_vec()].concat();
             let reply = model.invoke(&messages).await?;
             Ok::<_, LlmError>(AgentStateUpdate::new().messages([reply.into()]))
         });

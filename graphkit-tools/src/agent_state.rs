@@ -2,6 +2,7 @@
 //! and the todo tool's list ([`TodoState`]).
 
 use graphkit::KeyedUpdate;
+use graphkit::reducers::KeyedVec;
 use graphkit_llm::Message;
 use serde::{Deserialize, Serialize};
 
@@ -14,9 +15,10 @@ use crate::prebuilt::todo::{TodoItem, TodoList, TodoState};
 /// todo tools).
 #[derive(graphkit::State, Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AgentState {
-    /// The conversation; merges by message id.
+    /// The conversation; merges by message id (an index keeps each id's place, so a
+    /// message added or replaced costs the same however long the conversation is).
     #[reducer(merge_by_key)]
-    pub messages: Vec<Message>,
+    pub messages: KeyedVec<Message>,
     /// The agent's todo list; merges by item id.
     #[reducer(with = TodoList::merge, update = KeyedUpdate<TodoItem>)]
     pub todos: TodoList,

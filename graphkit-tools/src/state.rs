@@ -12,8 +12,10 @@ use graphkit_llm::{Message, ToolCall};
 ///
 /// graphkit states are your own structs, so the tool layer cannot know which field holds
 /// the messages. This trait says it: read the messages, and build an update of them.
-/// The field should be `#[reducer(merge_by_key)] Vec<Message>` (LangGraph's
-/// `add_messages`), so parallel tool messages, edits by id and removals all merge.
+/// The field should be `#[reducer(merge_by_key)]` (LangGraph's `add_messages`), so
+/// parallel tool messages, edits by id and removals all merge: a `Vec<Message>`, or a
+/// [`KeyedVec<Message>`](graphkit::reducers::KeyedVec) for long conversations (an index
+/// of ids makes each merge O(1) instead of a scan of the list).
 ///
 /// Implement it with [`messages_state!`](crate::messages_state) in one line, or by hand:
 ///

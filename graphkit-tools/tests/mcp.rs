@@ -126,7 +126,8 @@ async fn lists_tools_and_calls_echo_and_add_over_stdio() {
                 ],
             )
             .into(),
-        ],
+        ]
+        .into(),
         ..AgentState::default()
     };
     let out = node

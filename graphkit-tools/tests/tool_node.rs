@@ -36,7 +36,8 @@ fn asking(calls: Vec<ToolCall>) -> AgentState {
         messages: vec![
             Message::user("go"),
             AssistantMessage::with_tool_calls("", calls).into(),
-        ],
+        ]
+        .into(),
         ..AgentState::default()
     }
 }
@@ -166,7 +167,7 @@ async fn a_panicking_tool_is_reported_not_propagated() {
 #[tokio::test]
 async fn the_last_message_must_be_an_assistant_message() {
     let state = AgentState {
-        messages: vec![Message::user("hi")],
+        messages: vec![Message::user("hi")].into(),
         ..AgentState::default()
     };
     let err = run_tools(ToolNode::new([sleeper()]), state)
@@ -184,7 +185,7 @@ fn tools_condition_routes_to_tools_only_when_the_model_asked_for_them() {
     let with_calls = asking(vec![ToolCall::new("sleep", json!({}))]);
     assert_eq!(tools_condition(&with_calls), TOOLS_NODE);
     let without = AgentState {
-        messages: vec![Message::assistant("done")],
+        messages: vec![Message::assistant("done")].into(),
         ..AgentState::default()
     };
     assert_eq!(tools_condition(&without), END);
@@ -328,7 +329,9 @@ async fn a_command_tool_can_replace_the_conversation_with_a_summary() {
     let mut state = asking(vec![
         ToolCall::new("reset", json!({"summary": "we found X"})).with_id("c1"),
     ]);
-    state.messages.insert(0, Message::system("be brief"));
+    state.messages = std::iter::once(Message::system("be brief"))
+        .chain(state.messages)
+        .collect();
     let done = run_tools(ToolNode::new([reset]), state).await.unwrap();
     let texts: Vec<(&str, &str)> = done.messages.iter().map(|m| (m.role(), m.text())).collect();
     assert_eq!(texts, [("system", "be brief"), ("user", "we found X")]);

@@ -185,6 +185,15 @@ impl<T: Keyed> FromIterator<T> for KeyedVec<T> {
     }
 }
 
+impl<T: Keyed> IntoIterator for KeyedVec<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
 impl<T: Keyed> From<Vec<T>> for KeyedVec<T> {
     fn from(items: Vec<T>) -> Self {
         items.into_iter().collect()
