@@ -11,7 +11,7 @@ use clap::ArgMatches;
 use graphkit::checkpoint::Checkpointer;
 use serde_json::Value;
 
-use super::models::ModelHealth;
+use super::models::{ModelHealth, RunBudget};
 use super::{
     CheckpointChoice, CommonArgs, ExampleError, GivenOptions, Progress, RunRequest, RunSession,
     RunStatus, RunTarget,
@@ -141,6 +141,7 @@ pub(crate) async fn run<W: Workflow>(
         return Ok(RunStatus::Finished);
     }
     let given = W::check(&args, &common)?;
+    let budget = common.time_budget()?;
     let mut session = RunSession::begin(RunRequest {
         thread: W::thread(&common),
         out: common.out.clone(),
@@ -163,6 +164,7 @@ pub(crate) async fn run<W: Workflow>(
         progress,
     };
     let calls_before = ModelHealth::process().counts();
+    RunBudget::process().start(budget, common.quiet);
     let result = plan.run(launch).await;
     checkpointer.close().await;
     // The workflows carry on past a failed model call (a blocked todo, a fallback report):
@@ -174,6 +176,17 @@ pub(crate) async fn run<W: Workflow>(
     {
         eprintln!("warning: {some}");
     }
+    // A spent budget is said at the end, where it is read, and kept with the summary.
+    let budget_note = RunBudget::process().spent_note();
+    if let Some(note) = &budget_note {
+        eprintln!("note: {note}");
+    }
+    let result = result.map(|ending| match (ending, &budget_note) {
+        (Ending::Finish(status, text), Some(note)) => {
+            Ending::Finish(status, format!("{text}note: {note}\n"))
+        }
+        (ending, _) => ending,
+    });
     match result {
         Ok(Ending::Finish(status, text)) => match &all_failed {
             Some(why) if status != RunStatus::Interrupted => {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use graphkit_llm::{
@@ -61,7 +61,12 @@ impl ModelChoice {
                     .max_retries(
                         usize::try_from(env_number(RETRIES_VAR, 2)?).unwrap_or(usize::MAX),
                     );
-                Ok(ModelHealth::process().watch(spec.build(options)?))
+                let slow_after = Duration::from_secs(env_number(SLOW_VAR, 30)?.max(1));
+                Ok(ModelHealth::process().watch_within(
+                    spec.build(options)?,
+                    RunBudget::process().clone(),
+                    slow_after,
+                ))
             }
         }
     }
@@ -71,6 +76,16 @@ impl ModelChoice {
 pub const TIMEOUT_VAR: &str = "GRAPHKIT_MODEL_TIMEOUT_SECS";
 /// How many times a real model's failed or timed-out call is retried.
 pub const RETRIES_VAR: &str = "GRAPHKIT_MODEL_RETRIES";
+/// After how many seconds of waiting for one real model call a line on stderr says so
+/// (and again every as many seconds), default 30.
+pub const SLOW_VAR: &str = "GRAPHKIT_MODEL_SLOW_SECS";
+/// The run's time budget in seconds for real model calls (`--time-budget`), default
+/// [`DEFAULT_BUDGET_SECS`]; `0` means none.
+pub const BUDGET_VAR: &str = "GRAPHKIT_RUN_BUDGET_SECS";
+/// The default of `--time-budget`: sized so that a run against a slow local model (a
+/// small model on one busy core) ends within about ten minutes, its last steps falling
+/// back to what was gathered.
+pub const DEFAULT_BUDGET_SECS: u64 = 420;
 
 /// The whole number in the environment variable `name`, or `default` when it is unset.
 fn env_number(name: &str, default: u64) -> Result<u64, ExampleError> {
@@ -78,7 +93,7 @@ fn env_number(name: &str, default: u64) -> Result<u64, ExampleError> {
         Err(_) => Ok(default),
         Ok(text) => text.trim().parse().map_err(|_| {
             ExampleError::Usage(format!(
-                "{name}={text:?} is not a whole number (seconds for {TIMEOUT_VAR}, a count for {RETRIES_VAR})"
+                "{name}={text:?} is not a whole number (seconds for {TIMEOUT_VAR}, {SLOW_VAR} and {BUDGET_VAR}, a count for {RETRIES_VAR})"
             ))
         }),
     }
@@ -187,9 +202,43 @@ impl ModelHealth {
 
     /// `model`, its calls counted here.
     pub fn watch(&self, model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
+        self.watch_within(model, RunBudget::default(), Duration::from_secs(30))
+    }
+
+    /// `model`, its calls counted here and held to `budget`: once the budget is spent a
+    /// call fails at once with [`LlmError::BudgetSpent`] (not sent), a call still waiting
+    /// when it runs out is abandoned with that error, and a call waiting longer than
+    /// `slow_after` says so on stderr (again every `slow_after`), unless the budget is
+    /// quiet.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use graphkit_examples::shared::models::{ModelHealth, RunBudget};
+    /// use graphkit_llm::{ChatModel, LlmError, Message, ScriptedModel};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let budget = RunBudget::default();
+    /// budget.start(Some(Duration::ZERO), true); // already spent
+    /// let health = ModelHealth::default();
+    /// let model = health.watch_within(Arc::new(ScriptedModel::new(["ok"])), budget.clone(), Duration::from_secs(30));
+    /// let err = model.invoke(&[Message::user("hi")]).await.unwrap_err();
+    /// assert!(matches!(err, LlmError::BudgetSpent { .. }));
+    /// assert_eq!(budget.refused(), 1);
+    /// assert_eq!(health.counts().failed, 1);
+    /// # });
+    /// ```
+    pub fn watch_within(
+        &self,
+        model: Arc<dyn ChatModel>,
+        budget: RunBudget,
+        slow_after: Duration,
+    ) -> Arc<dyn ChatModel> {
         Arc::new(Watched {
             model,
             health: self.clone(),
+            budget,
+            slow_after,
         })
     }
 
@@ -211,10 +260,142 @@ impl ModelHealth {
     }
 }
 
-/// A model whose calls a [`ModelHealth`] counts.
+/// The time budget of a run's real model calls (`--time-budget`, [`BUDGET_VAR`]): the
+/// CLI starts it when a run starts; models built with [`ModelChoice::build`] stop calling
+/// once it is spent (see [`ModelHealth::watch_within`]), so the workflow's remaining steps
+/// fall back to what was gathered and the run ends in bounded time. Its counts say how
+/// many calls it refused or cut, for the run's summary.
+#[derive(Debug, Clone, Default)]
+pub struct RunBudget(Arc<Mutex<BudgetState>>);
+
+#[derive(Debug, Default)]
+struct BudgetState {
+    /// When the budget ends and how long it was; `None`: no budget.
+    deadline: Option<(Instant, Duration)>,
+    /// No "still waiting" lines.
+    quiet: bool,
+    /// Calls not sent or abandoned because the budget was spent.
+    refused: u64,
+}
+
+impl RunBudget {
+    /// The budget of the models this process built with [`ModelChoice::build`].
+    pub fn process() -> &'static Self {
+        static PROCESS: OnceLock<RunBudget> = OnceLock::new();
+        PROCESS.get_or_init(Self::default)
+    }
+
+    /// Starts the budget now: `limit` from now (`None`: no limit); `quiet` silences the
+    /// "still waiting" lines. Resets the count of refused calls.
+    pub fn start(&self, limit: Option<Duration>, quiet: bool) {
+        let mut state = self.lock();
+        state.deadline = limit.map(|limit| (Instant::now() + limit, limit));
+        state.quiet = quiet;
+        state.refused = 0;
+    }
+
+    /// How many calls were not sent or were abandoned because the budget was spent.
+    pub fn refused(&self) -> u64 {
+        self.lock().refused
+    }
+
+    /// `Some(what)` when the budget refused or cut calls: for the run's summary.
+    pub fn spent_note(&self) -> Option<String> {
+        let state = self.lock();
+        let (_, limit) = state.deadline?;
+        (state.refused > 0).then(|| {
+            format!(
+                "the run's time budget of {} s for model calls was spent: {} model call(s) were not made or were cut short, \
+                 so the steps after it used what was gathered (raise --time-budget or {BUDGET_VAR} for a fuller run)",
+                limit.as_secs(),
+                state.refused
+            )
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The time left (`None`: no budget) and whether "still waiting" lines are wanted.
+    fn left(&self) -> (Option<(Duration, Duration)>, bool) {
+        let state = self.lock();
+        let left = state
+            .deadline
+            .map(|(end, limit)| (end.saturating_duration_since(Instant::now()), limit));
+        (left, state.quiet)
+    }
+
+    fn refuse(&self, model: &str, limit: Duration, during: bool) -> LlmError {
+        self.lock().refused += 1;
+        let what = if during {
+            "ran out while waiting for the reply"
+        } else {
+            "is spent; the call was not sent"
+        };
+        LlmError::BudgetSpent {
+            reason: format!(
+                "{model}: the run's time budget of {} s for model calls {what}; raise --time-budget or {BUDGET_VAR}",
+                limit.as_secs()
+            ),
+        }
+    }
+
+    /// Runs `call` within the budget, saying on stderr every `slow_after` that it is
+    /// still waiting.
+    async fn within<T>(
+        &self,
+        model: &str,
+        slow_after: Duration,
+        call: impl std::future::Future<Output = Result<T, LlmError>>,
+    ) -> Result<T, LlmError> {
+        let (left, quiet) = self.left();
+        if let Some((left, limit)) = left
+            && left.is_zero()
+        {
+            return Err(self.refuse(model, limit, false));
+        }
+        let started = Instant::now();
+        let deadline = async {
+            match left {
+                Some((left, _)) => tokio::time::sleep(left).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(call);
+        tokio::pin!(deadline);
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + slow_after, slow_after);
+        loop {
+            tokio::select! {
+                result = &mut call => return result,
+                () = &mut deadline => {
+                    let limit = left.map_or(Duration::ZERO, |(_, limit)| limit);
+                    return Err(self.refuse(model, limit, true));
+                }
+                _ = ticks.tick() => {
+                    if !quiet {
+                        let budget = match self.left().0 {
+                            Some((left, _)) => format!("{} s of the run's budget left", left.as_secs()),
+                            None => "no run budget".to_owned(),
+                        };
+                        eprintln!(
+                            "model: still waiting for {model} after {} s ({budget})",
+                            started.elapsed().as_secs()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A model whose calls a [`ModelHealth`] counts, held to a [`RunBudget`].
 struct Watched {
     model: Arc<dyn ChatModel>,
     health: ModelHealth,
+    budget: RunBudget,
+    slow_after: Duration,
 }
 
 #[async_trait]
@@ -224,13 +405,21 @@ impl ChatModel for Watched {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        let result = self.model.chat(request).await;
+        let name = self.model.model_name().to_owned();
+        let result = self
+            .budget
+            .within(&name, self.slow_after, self.model.chat(request))
+            .await;
         self.health.record(&result);
         result
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let result = self.model.chat_stream(request).await;
+        let name = self.model.model_name().to_owned();
+        let result = self
+            .budget
+            .within(&name, self.slow_after, self.model.chat_stream(request))
+            .await;
         self.health.record(&result);
         result
     }
