@@ -16,3 +16,4 @@ mod output_safety;
 mod research_cli;
 mod served_workflows;
 mod unseen_inputs;
+mod workflow_prompts;

@@ -548,6 +548,22 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             ));
         }
     }
+    let missed: Vec<&str> = state
+        .facts
+        .iter()
+        .filter(|f| {
+            f.kind == FactKind::Note
+                && !f.content.starts_with(OFF_TOPIC_NOTE)
+                && !f.content.starts_with(PLAN_FALLBACK_NOTE)
+        })
+        .map(|f| f.content.as_str())
+        .collect();
+    if !missed.is_empty() {
+        report.push_str("\n## What the run could not do\n\n");
+        for note in &missed {
+            report.push_str(&format!("- {}\n", note.trim()));
+        }
+    }
     let uncovered = uncovered_steps(&state);
     if !uncovered.is_empty() {
         report.push_str(&format!(

@@ -64,6 +64,13 @@ pub struct CommonArgs {
     #[arg(long)]
     pub(crate) print_graph: bool,
 
+    /// Run the workflow offline (in a temporary directory, removed after) and print one full
+    /// prompt per model role as the JSON body the OpenAI API would get for `openai:gpt-4o`
+    /// (messages, tools, and the response_format with the JSON schema), then exit. The
+    /// workflow docs show this output.
+    #[arg(long)]
+    pub(crate) print_prompts: bool,
+
     /// Machine-readable output: every node update and event as one JSON object per line on
     /// stdout (plain values: lists as lists), human text on stderr. Pipe it to jq.
     #[arg(long)]

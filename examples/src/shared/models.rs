@@ -54,6 +54,9 @@ impl ModelChoice {
     /// whole number.
     pub fn build(&self, offline: Arc<dyn ChatModel>) -> Result<Arc<dyn ChatModel>, ExampleError> {
         match self {
+            Self::Offline if PromptLog::process().is_on() => {
+                Ok(PromptLog::process().clone().watch(offline))
+            }
             Self::Offline => Ok(offline),
             Self::Spec(spec) => {
                 let options = ClientOptions::default()
@@ -422,5 +425,118 @@ impl ChatModel for Watched {
             .await;
         self.health.record(&result);
         result
+    }
+}
+
+/// `--print-prompts`: the requests a run's models were sent, for the workflow's docs. When
+/// on, the offline models [`ModelChoice::build`] returns record each request as the JSON
+/// body the OpenAI API would get (`openai:gpt-4o`: system and user messages, tools, and the
+/// `response_format` with the JSON schema of structured output), one per role: the
+/// shortest (fewest messages, then smallest text), so that parallel branches do not change
+/// which is kept. A role is told apart by its system message (or, without one, by the
+/// first line of its first message).
+#[derive(Debug, Clone, Default)]
+pub struct PromptLog(Arc<Mutex<Option<Vec<RolePrompt>>>>);
+
+/// One role's request in a [`PromptLog`].
+#[derive(Debug, Clone)]
+struct RolePrompt {
+    role: String,
+    messages: usize,
+    text: String,
+}
+
+impl PromptLog {
+    /// The log of this process.
+    pub fn process() -> &'static Self {
+        static PROCESS: OnceLock<PromptLog> = OnceLock::new();
+        PROCESS.get_or_init(Self::default)
+    }
+
+    /// Starts recording.
+    pub fn turn_on(&self) {
+        let mut log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        log.get_or_insert_with(Vec::new);
+    }
+
+    /// `true` while recording.
+    pub fn is_on(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// `model`, its requests recorded here.
+    pub fn watch(self, model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
+        Arc::new(Recorded { model, log: self })
+    }
+
+    fn record(&self, request: &ChatRequest) -> Result<(), LlmError> {
+        let openai = graphkit_llm::OpenAiModel::new("gpt-4o", "");
+        let body = openai.request_body(request, false)?;
+        let text = serde_json::to_string_pretty(&body).map_err(|e| {
+            LlmError::InvalidRequest(format!("the request cannot be written as JSON: {e}"))
+        })?;
+        let new = RolePrompt {
+            role: role_key(request),
+            messages: request.messages.len(),
+            text,
+        };
+        let mut log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(log) = log.as_mut() else {
+            return Ok(());
+        };
+        match log.iter_mut().find(|p| p.role == new.role) {
+            None => log.push(new),
+            Some(kept) if (new.messages, &new.text) < (kept.messages, &kept.text) => *kept = new,
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Each role (in the order first seen) and its request body, pretty-printed JSON.
+    pub fn bodies(&self) -> Vec<(String, String)> {
+        let log = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        log.iter()
+            .flatten()
+            .map(|p| (p.role.clone(), p.text.clone()))
+            .collect()
+    }
+}
+
+/// What tells a request's role apart: its system message, else its first message, first
+/// line, at most 100 characters.
+fn role_key(request: &ChatRequest) -> String {
+    let first = request
+        .messages
+        .iter()
+        .find(|m| matches!(m, graphkit_llm::Message::System(_)))
+        .or_else(|| request.messages.first())
+        .map(graphkit_llm::Message::text)
+        .unwrap_or_default();
+    super::truncate(first.lines().next().unwrap_or("").trim(), 100)
+}
+
+/// A model whose requests a [`PromptLog`] records.
+struct Recorded {
+    model: Arc<dyn ChatModel>,
+    log: PromptLog,
+}
+
+#[async_trait]
+impl ChatModel for Recorded {
+    fn model_name(&self) -> &str {
+        self.model.model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        self.log.record(&request)?;
+        self.model.chat(request).await
+    }
+
+    async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
+        self.log.record(&request)?;
+        self.model.chat_stream(request).await
     }
 }
