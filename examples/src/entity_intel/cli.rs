@@ -208,7 +208,7 @@ impl Plan for EntityIntelPlan {
             );
             let status = launch.session.finish_unmet(
                 &why,
-                "its outputs and research_complete.json are written; the blocked todos say why in their notes (raise --max-tool-calls-per-todo or the other limits, or use a stronger model, and start a new run)",
+                "its outputs and research_complete.json are written; each blocked todo says why in its notes (a per-todo limit, the model's failed calls, or the run's --time-budget); start a new run with more room or a stronger model",
                 &launch.session.summary_text(&summary.render()),
                 launch.common.stream,
             )?;

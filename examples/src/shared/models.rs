@@ -203,16 +203,21 @@ impl ModelHealth {
         PROCESS.get_or_init(Self::default)
     }
 
-    /// `model`, its calls counted here.
+    /// `model`, its calls counted here (no budget, no "still waiting" lines: no timers
+    /// needed).
     pub fn watch(&self, model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
-        self.watch_within(model, RunBudget::default(), Duration::from_secs(30))
+        Arc::new(Watched {
+            model,
+            health: self.clone(),
+            budget: None,
+        })
     }
 
     /// `model`, its calls counted here and held to `budget`: once the budget is spent a
     /// call fails at once with [`LlmError::BudgetSpent`] (not sent), a call still waiting
     /// when it runs out is abandoned with that error, and a call waiting longer than
     /// `slow_after` says so on stderr (again every `slow_after`), unless the budget is
-    /// quiet.
+    /// quiet. Needs a Tokio runtime with timers (`enable_time`).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -240,8 +245,7 @@ impl ModelHealth {
         Arc::new(Watched {
             model,
             health: self.clone(),
-            budget,
-            slow_after,
+            budget: Some((budget, slow_after)),
         })
     }
 
@@ -397,8 +401,8 @@ impl RunBudget {
 struct Watched {
     model: Arc<dyn ChatModel>,
     health: ModelHealth,
-    budget: RunBudget,
-    slow_after: Duration,
+    /// The budget and after how long a waiting call says so.
+    budget: Option<(RunBudget, Duration)>,
 }
 
 #[async_trait]
@@ -408,21 +412,29 @@ impl ChatModel for Watched {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
-        let name = self.model.model_name().to_owned();
-        let result = self
-            .budget
-            .within(&name, self.slow_after, self.model.chat(request))
-            .await;
+        let call = self.model.chat(request);
+        let result = match &self.budget {
+            Some((budget, slow_after)) => {
+                budget
+                    .within(self.model.model_name(), *slow_after, call)
+                    .await
+            }
+            None => call.await,
+        };
         self.health.record(&result);
         result
     }
 
     async fn chat_stream(&self, request: ChatRequest) -> Result<ChatStream, LlmError> {
-        let name = self.model.model_name().to_owned();
-        let result = self
-            .budget
-            .within(&name, self.slow_after, self.model.chat_stream(request))
-            .await;
+        let call = self.model.chat_stream(request);
+        let result = match &self.budget {
+            Some((budget, slow_after)) => {
+                budget
+                    .within(self.model.model_name(), *slow_after, call)
+                    .await
+            }
+            None => call.await,
+        };
         self.health.record(&result);
         result
     }
