@@ -552,3 +552,68 @@ impl ChatModel for Recorded {
         self.model.chat_stream(request).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphkit_llm::Message;
+
+    /// A model that never answers (a server that hangs).
+    struct Hanging;
+
+    #[async_trait]
+    impl ChatModel for Hanging {
+        fn model_name(&self) -> &str {
+            "hanging"
+        }
+
+        async fn chat(&self, _request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_call_still_waiting_when_the_budget_runs_out_is_abandoned_and_counted() {
+        let budget = RunBudget::default();
+        budget.start(Some(Duration::from_millis(20)), true);
+        let health = ModelHealth::default();
+        let model = health.watch_within(Arc::new(Hanging), budget.clone(), Duration::from_secs(30));
+        let err = model
+            .invoke(&[Message::user("hi")])
+            .await
+            .expect_err("the budget ends the call");
+        assert!(
+            matches!(&err, LlmError::BudgetSpent { reason } if reason.contains("ran out while waiting")),
+            "{err}"
+        );
+        assert_eq!(budget.refused(), 1);
+        assert_eq!(health.counts().failed, 1);
+        let note = budget.spent_note().expect("a note");
+        assert!(
+            note.contains("1 model call(s)") && note.contains("--time-budget"),
+            "{note}"
+        );
+        // Spent: the next call is not sent at all.
+        let err = model
+            .invoke(&[Message::user("again")])
+            .await
+            .expect_err("spent");
+        assert!(err.to_string().contains("the call was not sent"), "{err}");
+        assert_eq!(budget.refused(), 2);
+    }
+
+    #[tokio::test]
+    async fn without_a_budget_nothing_is_refused_and_no_note_is_written() {
+        let budget = RunBudget::default();
+        budget.start(None, true);
+        let model = ModelHealth::default().watch_within(
+            Arc::new(graphkit_llm::ScriptedModel::new(["ok"])),
+            budget.clone(),
+            Duration::from_secs(30),
+        );
+        let reply = model.invoke(&[Message::user("hi")]).await.expect("a reply");
+        assert_eq!(reply.content, "ok");
+        assert_eq!(budget.refused(), 0);
+        assert!(budget.spent_note().is_none());
+    }
+}
