@@ -351,7 +351,12 @@ fn deliverable_facts(state: &ResearchState) -> Vec<Fact> {
     };
     match answer {
         None => vec![note(format!(
-            "step {n}: the supervisor did not delegate the step to a worker"
+            "step {n}: the supervisor did not delegate the step to a worker{}",
+            if crate::shared::models::RunBudget::process().is_spent() {
+                " (the run's time budget for model calls was spent)"
+            } else {
+                ""
+            }
         ))],
         Some(text) => match text.split_once(DELIVERABLE) {
             Some((_, body)) => vec![finding(body)],

@@ -301,6 +301,11 @@ impl RunBudget {
         state.refused = 0;
     }
 
+    /// `true` once the budget (if any) has run out.
+    pub fn is_spent(&self) -> bool {
+        matches!(self.left().0, Some((left, _)) if left.is_zero())
+    }
+
     /// How many calls were not sent or were abandoned because the budget was spent.
     pub fn refused(&self) -> u64 {
         self.lock().refused
@@ -393,6 +398,30 @@ impl RunBudget {
                     }
                 }
             }
+        }
+    }
+}
+
+/// `model`, answering a call the run's time budget refused ([`LlmError::BudgetSpent`])
+/// with an empty reply instead of the error: for prebuilt agents (a supervisor, a ReAct
+/// worker), whose turn then ends without a tool call, so that the workflow goes on to its
+/// fallback and its report instead of failing. Other errors stay errors.
+pub(crate) fn empty_when_spent(model: Arc<dyn ChatModel>) -> Arc<dyn ChatModel> {
+    Arc::new(EmptyWhenSpent(model))
+}
+
+struct EmptyWhenSpent(Arc<dyn ChatModel>);
+
+#[async_trait]
+impl ChatModel for EmptyWhenSpent {
+    fn model_name(&self) -> &str {
+        self.0.model_name()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<AssistantMessage, LlmError> {
+        match self.0.chat(request).await {
+            Err(LlmError::BudgetSpent { .. }) => Ok(AssistantMessage::text("")),
+            other => other,
         }
     }
 }
