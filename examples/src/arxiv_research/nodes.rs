@@ -531,7 +531,17 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             note.content.trim_start_matches(PLAN_FALLBACK_NOTE).trim()
         ));
     }
-    if sources.is_empty() {
+    let searched = !state.facts.iter().any(|f| {
+        f.kind == FactKind::Note && f.content.contains("did not delegate the step to a worker")
+    });
+    if sources.is_empty() && !searched {
+        // No step was handed to the worker: nothing was searched, which is not nothing found.
+        report.push_str(
+            "**Insufficient evidence.** No paper was gathered: a plan step was not handed to \
+             the worker that searches (see \"What the run could not do\"); this report claims \
+             nothing about the topic.\n\n",
+        );
+    } else if sources.is_empty() {
         report.push_str(&format!(
             "**Insufficient evidence.** No paper on this topic was found in the papers searched{}; \
              this report claims nothing about it.\n\n",
