@@ -746,20 +746,12 @@ async fn a_weak_real_model_ends_on_its_own_within_limits() {
     d.nodes.max_steps = 1;
     d.worker_max_iterations = 3;
     let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
-    match ar::run_arxiv_research(&options("speculative decoding", 3, d, saver, "weak")).await {
-        Ok(state) => {
-            assert!(state.done);
-            assert!(state.facts.iter().any(|f| f.kind == FactKind::Draft));
-        }
-        Err(err) => {
-            let text = err.to_string();
-            assert!(
-                text.contains("the planner gave no usable plan")
-                    || text.contains("the synthesizer gave no acceptable report"),
-                "{text}"
-            );
-        }
-    }
+    // An unusable plan or report no longer fails the run: the report says so instead.
+    let state = ar::run_arxiv_research(&options("speculative decoding", 3, d, saver, "weak"))
+        .await
+        .expect("the run ends with a report");
+    assert!(state.done);
+    assert!(state.facts.iter().any(|f| f.kind == FactKind::Draft));
 }
 
 #[tokio::test]
@@ -1032,4 +1024,44 @@ async fn an_offline_run_meets_the_id_doi_and_url_duplicates_and_keeps_one_refere
         published.extended_summary.is_some(),
         "published versions are summarised too"
     );
+}
+
+#[tokio::test]
+async fn a_planner_and_a_synthesizer_that_fail_leave_a_report_saying_what_was_not_the_models() {
+    let server = five_papers().serve().await.expect("server");
+    let failing: Arc<dyn ChatModel> = Arc::new(graphkit_llm::FunctionModel::new(|_| {
+        Err(LlmError::Function("the model is down".into()))
+    }));
+    let shared: Arc<dyn ChatModel> = Arc::new(ar::offline_model(2));
+    let mut d = deps(Arc::clone(&shared), &server, None);
+    d.nodes.planner = Arc::clone(&failing);
+    d.nodes.synthesizer = failing;
+    let saver: Arc<dyn Checkpointer> = Arc::new(InMemorySaver::new());
+    let state = ar::run_arxiv_research(&options("widgets", 3, d, saver, "down"))
+        .await
+        .expect("the run ends with a report");
+    let report = &state
+        .facts
+        .iter()
+        .find(|f| f.kind == FactKind::Draft)
+        .expect("a report")
+        .content;
+    assert!(
+        report.contains("**Plan not the model's:**")
+            && report.contains("the model is down")
+            && report.contains("fell back to one step searching the topic itself"),
+        "{report}"
+    );
+    assert!(report.contains("**Not synthesized.**"), "{report}");
+    // The summaries gathered are shown unedited, numbered as in the sources list.
+    let summarised: Vec<&Fact> = state
+        .facts
+        .iter()
+        .filter(|f| f.is_reference() && f.extended_summary.is_some())
+        .collect();
+    assert!(!summarised.is_empty(), "{report}");
+    assert!(report.contains("[1] *"), "{report}");
+    let plan = state.plan.as_ref().expect("the fallback plan");
+    assert_eq!(plan.steps.len(), 1);
+    assert_eq!(plan.main_query, "widgets");
 }

@@ -13,6 +13,8 @@ mod mcp_events_server;
 mod mcp_research;
 mod mcp_research_web;
 mod output_safety;
+mod real_model;
 mod research_cli;
 mod served_workflows;
 mod unseen_inputs;
+mod workflow_prompts;

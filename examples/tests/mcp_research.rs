@@ -957,3 +957,41 @@ async fn a_weak_local_model_ends_the_research_within_its_limits() {
     assert!(matches!(markers.last(), Some(Marker::ResearchComplete(_))));
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_spent_time_budget_sends_the_research_to_synthesis_and_the_report_says_nothing_was_gathered()
+ {
+    let spent: Arc<dyn ChatModel> = Arc::new(graphkit_llm::FunctionModel::new(|_| {
+        Err(graphkit_llm::LlmError::BudgetSpent {
+            reason: "the run's time budget of 60 s for model calls is spent".into(),
+        })
+    }));
+    let client = bundled_server().await;
+    let config = EngineConfig {
+        offline: spent,
+        ..EngineConfig::new(
+            Arc::new(graphkit_tools::mcp::McpToolSet::new([Arc::clone(&client)])),
+            Arc::new(InMemorySaver::new()),
+        )
+    };
+    let engine = Engine::new(config).expect("builds");
+    let session = engine
+        .start(ResearchRequest::new(
+            "Which countries have the most events?",
+        ))
+        .await
+        .expect("starts");
+    let markers = collect(session.markers).await;
+    let state = session
+        .finished
+        .await
+        .expect("joins")
+        .expect("the run ends with a report, not an error");
+    // The first planning saw the budget spent and went straight to synthesis.
+    assert_eq!(state.iteration_count, 1);
+    let report = state.final_report.expect("report");
+    assert!(report.contains("**Nothing gathered:**"), "{report}");
+    assert!(report.contains("time budget"), "{report}");
+    assert!(matches!(markers.last(), Some(Marker::ResearchComplete(_))));
+    client.close().await;
+}

@@ -927,3 +927,62 @@ fn a_run_whose_model_calls_all_fail_exits_non_zero_and_says_why_in_the_todos_and
         }
     }
 }
+
+#[test]
+fn a_required_todo_left_blocked_exits_non_zero_naming_it_and_still_writes_every_artifact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("strict");
+    // One tool call per todo: the offline agent's research needs more, so its todos block.
+    let ran = run(cli(
+        dir.path(),
+        &[
+            "entity-intel",
+            "--quiet",
+            "--thread",
+            "strict",
+            "--max-tool-calls-per-todo",
+            "1",
+        ],
+    )
+    .arg("--out")
+    .arg(&out));
+    let text = stderr(&ran);
+    assert_eq!(ran.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("required todo(s) were not completed") && text.contains("(blocked"),
+        "{text}"
+    );
+    assert_eq!(read_json(&out.join("run.json"))["status"], "failed");
+    let summary = read_json(&out.join("run_summary.json"));
+    let mut named = 0;
+    for bundle in BUNDLES {
+        let master = read_json(&out.join(bundle).join("research_complete.json"));
+        let todos = master["todoList"]["todos"].as_array().expect("todos");
+        let entry = summary["bundles"]
+            .as_array()
+            .expect("bundles")
+            .iter()
+            .find(|b| b["bundleId"] == bundle)
+            .expect("bundle in summary");
+        let unmet = entry["requiredNotCompleted"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for todo in todos {
+            let required_and_open = todo["optional"] != true && todo["status"] != "completed";
+            let id = todo["id"].as_str().expect("id");
+            assert_eq!(
+                unmet
+                    .iter()
+                    .any(|u| u.as_str().is_some_and(|u| u.starts_with(id))),
+                required_and_open,
+                "{todo}"
+            );
+            if required_and_open {
+                assert!(text.contains(id), "{id} not named: {text}");
+                named += 1;
+            }
+        }
+    }
+    assert!(named > 0, "no required todo blocked: {text}");
+}

@@ -171,6 +171,14 @@ pub enum LlmError {
     /// A [`FunctionModel`](crate::FunctionModel)'s closure returned an error.
     #[error("FunctionModel failed: {0}")]
     Function(String),
+
+    /// The caller's time budget ran out: the call was not sent, or was abandoned while
+    /// waiting for the reply. Not retryable: the budget stays spent.
+    #[error("call abandoned: {reason}")]
+    BudgetSpent {
+        /// What ran out and how to give more time.
+        reason: String,
+    },
 }
 
 fn hint_for_status(status: u16) -> &'static str {

@@ -40,11 +40,13 @@ pub struct GraphDeps {
 pub(crate) fn build_supervisor(
     deps: &GraphDeps,
 ) -> Result<CompiledGraph<ResearchState>, graphkit::BuildError> {
-    // Every reply is bounded, so a weak model cannot talk forever.
+    // Every reply is bounded, so a weak model cannot talk forever; once the run's time
+    // budget is spent the agents' turns end without a tool call (the step's note says so)
+    // instead of failing the run.
     let bounded = |model: &Arc<dyn ChatModel>| -> Arc<dyn ChatModel> {
-        Arc::new(
+        crate::shared::models::empty_when_spent(Arc::new(
             Arc::clone(model).with_options(CallOptions::new().temperature(0.0).max_tokens(1024)),
-        )
+        ))
     };
     let worker = ReactAgent::<ResearchState>::from_shared(
         bounded(&deps.worker),

@@ -14,7 +14,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::prompts::{self, DELIVERABLE, PLAN_STEP, SECTIONS};
-use super::state::{Fact, FactKind, Plan, ResearchState, ResearchStateUpdate, reference_key};
+use super::state::{
+    Fact, FactKind, Plan, PlanStep, ResearchState, ResearchStateUpdate, reference_key,
+};
 
 /// Node name: the planner.
 pub(crate) const PLANNER: &str = "planner";
@@ -71,8 +73,12 @@ impl std::fmt::Debug for NodeDeps {
 /// `planner`: makes a [`Plan`] when there is none (or it has no steps) and resets
 /// `step_idx`; otherwise changes nothing.
 ///
+/// When the model gives no usable plan (after one retry; or its call fails, e.g. the run's
+/// time budget is spent), the plan falls back to one step searching the topic itself, and
+/// a [`PLAN_FALLBACK_NOTE`] fact says so for the report.
+///
 /// # Errors
-/// An empty topic; a model that gives no usable plan (after one retry).
+/// An empty topic.
 pub async fn planner(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) -> NodeResult {
     if state.plan.as_ref().is_some_and(|p| !p.steps.is_empty()) {
         return Ok(ResearchStateUpdate::new());
@@ -81,20 +87,50 @@ pub async fn planner(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) -> N
         return Err("the topic is empty; give a research topic".into());
     }
     let max_steps = deps.max_steps.max(1);
-    let mut plan = Arc::clone(&deps.planner)
+    let planned = Arc::clone(&deps.planner)
         .with_options(CallOptions::new().temperature(0.0).max_tokens(1024))
         .with_structured_output::<Plan>()
         .retries(1)
         .validate(|plan: &Plan| non_empty("steps", &plan.steps))
         .invoke(&[Message::user(prompts::planner(&state.topic, max_steps))])
-        .await
-        .map_err(|e| format!("the planner gave no usable plan: {e}"))?;
+        .await;
+    let (mut plan, notes) = match planned {
+        Ok(plan) => (plan, Vec::new()),
+        Err(e) => {
+            let topic = state.topic.trim();
+            let note = format!(
+                "{PLAN_FALLBACK_NOTE} the model's plan could not be used ({}); fell back to one step searching the topic itself",
+                crate::shared::truncate(&e.to_string().replace(['\n', '\r'], " "), 300)
+            );
+            let plan = Plan {
+                main_query: crate::shared::truncate(topic, 200),
+                steps: vec![PlanStep {
+                    task: crate::shared::truncate(
+                        &format!("Search arXiv for papers on: {topic}"),
+                        300,
+                    ),
+                    expected_output: "papers on the topic, with their abstracts".into(),
+                }],
+                success_criteria: Vec::new(),
+            };
+            (plan, vec![Fact::new(FactKind::Note, note)])
+        }
+    };
     plan.steps.truncate(max_steps);
     if plan.main_query.trim().is_empty() {
         plan.main_query.clone_from(&state.topic);
     }
-    Ok(ResearchStateUpdate::new().plan(Some(plan)).step_idx(0))
+    let update = ResearchStateUpdate::new().plan(Some(plan)).step_idx(0);
+    Ok(if notes.is_empty() {
+        update
+    } else {
+        update.facts(notes)
+    })
 }
+
+/// How a [`FactKind::Note`] begins that says the plan is the workflow's fallback, not the
+/// model's; the report repeats it.
+pub const PLAN_FALLBACK_NOTE: &str = "plan fallback:";
 
 /// `step_iterator`: one PLAN STEP message for the current step; resets the step's count
 /// and clears `pending_facts` with the clear sentinel.
@@ -315,7 +351,12 @@ fn deliverable_facts(state: &ResearchState) -> Vec<Fact> {
     };
     match answer {
         None => vec![note(format!(
-            "step {n}: the supervisor did not delegate the step to a worker"
+            "step {n}: the supervisor did not delegate the step to a worker{}",
+            if crate::shared::models::RunBudget::process().is_spent() {
+                " (the run's time budget for model calls was spent)"
+            } else {
+                ""
+            }
         ))],
         Some(text) => match text.split_once(DELIVERABLE) {
             Some((_, body)) => vec![finding(body)],
@@ -435,10 +476,12 @@ pub(crate) struct ReportBody {
 /// `synthesizer`: a report from the references **with** an extended summary only (the
 /// `facts` reducer has already collapsed duplicates, latest wins); the sections Context,
 /// Techniques, Evidence, Limitations, Implications; inline `[n]`; a numbered sources
-/// list. Stored as a `draft` fact and an assistant message.
+/// list. Stored as a `draft` fact and an assistant message. When the model gives no
+/// acceptable report (after one retry, or its call fails), the body says so and lists the
+/// summaries unedited.
 ///
 /// # Errors
-/// A model that gives no acceptable report (after one retry).
+/// None today; the signature is a node's.
 pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) -> NodeResult {
     let sources: Vec<(usize, &Fact)> = state
         .facts
@@ -457,7 +500,7 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             .collect::<Vec<_>>()
             .join("\n")
     } else {
-        Arc::clone(&deps.synthesizer)
+        match Arc::clone(&deps.synthesizer)
             .with_options(CallOptions::new().temperature(0.0).max_tokens(2048))
             .with_structured_output::<ReportBody>()
             .retries(1)
@@ -465,8 +508,11 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             .validate(move |r: &ReportBody| citations_in_range(&r.markdown, n))
             .invoke(&[Message::user(prompts::synthesizer(&state.topic, &sources))])
             .await
-            .map_err(|e| format!("the synthesizer gave no acceptable report: {e}"))?
-            .markdown
+        {
+            Ok(body) => body.markdown,
+            // No synthesis to show: the summaries gathered, unedited, and why.
+            Err(e) => unsynthesized_body(&e.to_string(), &sources),
+        }
     };
     let off_topic: Vec<&str> = state
         .facts
@@ -475,7 +521,27 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
         .map(|f| f.content.as_str())
         .collect();
     let mut report = format!("# {}\n\n", state.topic.trim());
-    if sources.is_empty() {
+    for note in state
+        .facts
+        .iter()
+        .filter(|f| f.kind == FactKind::Note && f.content.starts_with(PLAN_FALLBACK_NOTE))
+    {
+        report.push_str(&format!(
+            "**Plan not the model's:** {}.\n\n",
+            note.content.trim_start_matches(PLAN_FALLBACK_NOTE).trim()
+        ));
+    }
+    let searched = !state.facts.iter().any(|f| {
+        f.kind == FactKind::Note && f.content.contains("did not delegate the step to a worker")
+    });
+    if sources.is_empty() && !searched {
+        // No step was handed to the worker: nothing was searched, which is not nothing found.
+        report.push_str(
+            "**Insufficient evidence.** No paper was gathered: a plan step was not handed to \
+             the worker that searches (see \"What the run could not do\"); this report claims \
+             nothing about the topic.\n\n",
+        );
+    } else if sources.is_empty() {
         report.push_str(&format!(
             "**Insufficient evidence.** No paper on this topic was found in the papers searched{}; \
              this report claims nothing about it.\n\n",
@@ -497,6 +563,22 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             ));
         }
     }
+    let missed: Vec<&str> = state
+        .facts
+        .iter()
+        .filter(|f| {
+            f.kind == FactKind::Note
+                && !f.content.starts_with(OFF_TOPIC_NOTE)
+                && !f.content.starts_with(PLAN_FALLBACK_NOTE)
+        })
+        .map(|f| f.content.as_str())
+        .collect();
+    if !missed.is_empty() {
+        report.push_str("\n## What the run could not do\n\n");
+        for note in &missed {
+            report.push_str(&format!("- {}\n", note.trim()));
+        }
+    }
     let uncovered = uncovered_steps(&state);
     if !uncovered.is_empty() {
         report.push_str(&format!(
@@ -514,6 +596,27 @@ pub async fn synthesizer(state: Arc<ResearchState>, deps: RunContext<NodeDeps>) 
             ..Fact::new(FactKind::Draft, report.clone())
         }])
         .messages(vec![Message::assistant(report)]))
+}
+
+/// The report's body when the synthesizer gave no acceptable report: it says so, and
+/// lists each source's summary as the expander wrote it, claiming no synthesis.
+fn unsynthesized_body(error: &str, sources: &[(usize, &Fact)]) -> String {
+    let mut body = format!(
+        "**Not synthesized.** The model's report could not be used ({}); the sections \
+         Context, Techniques, Evidence, Limitations and Implications were not written. Below \
+         are the summaries of the {} source(s) gathered, unedited; nothing beyond them is claimed.\n\n\
+         ## Source summaries\n",
+        crate::shared::truncate(&error.replace(['\n', '\r'], " "), 400),
+        sources.len()
+    );
+    for (n, fact) in sources {
+        body.push_str(&format!(
+            "\n[{n}] *{}*: {}\n",
+            fact.title.as_deref().unwrap_or("untitled"),
+            fact.extended_summary.as_deref().unwrap_or("").trim()
+        ));
+    }
+    body
 }
 
 /// Plan steps (1-based) with no admitted reference.

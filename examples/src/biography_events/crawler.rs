@@ -169,7 +169,7 @@ async fn categorize_chunks(
 
 async fn summarize_events(
     state: Arc<CrawlState>,
-    _ctx: NodeContext,
+    ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<CrawlStateUpdate, BoxError> {
     let life: Vec<String> = state
@@ -181,9 +181,22 @@ async fn summarize_events(
     if life.is_empty() {
         return Ok(CrawlStateUpdate::new().events_summary(String::new()));
     }
-    let reply = model(&deps, 1024)
+    let reply = match model(&deps, 1024)
         .invoke(&[Message::user(prompts::events_summary(&state.person, &life))])
-        .await?;
+        .await
+    {
+        Ok(reply) => reply,
+        // No summary, so no events from this page: said, not hidden.
+        Err(err) => {
+            ctx.writer().custom(json!({"event": "warning", "message": format!(
+                "the model could not summarize the life events of {} ({err}); no events taken from it",
+                state.url
+            )}));
+            return Ok(CrawlStateUpdate::new()
+                .events_summary(String::new())
+                .model_calls(1));
+        }
+    };
     Ok(CrawlStateUpdate::new()
         .events_summary(reply.content.trim().to_owned())
         .model_calls(1))

@@ -80,6 +80,9 @@ pub struct BiographyRunSummary {
     pub crawled: Vec<String>,
     /// Model calls made.
     pub(crate) model_calls: u64,
+    /// Real model calls of this process's part that failed (their retries spent, or the
+    /// run's time budget spent); the offline stand-in's are not counted.
+    pub model_calls_failed: u64,
     /// `true` when this process continued an earlier run of the thread.
     pub resumed: bool,
     /// When this process started (RFC 3339).
@@ -129,6 +132,7 @@ pub async fn run_biography_events(
     }
     options.limits.validate().map_err(ExampleError::Usage)?;
     let started = Instant::now();
+    let health_before = crate::shared::models::ModelHealth::process().counts();
     let started_at = rfc3339(now_ms());
     let deps = Deps {
         model: Arc::clone(&options.model),
@@ -193,7 +197,11 @@ pub async fn run_biography_events(
         Some(input) => stream_run(&graph, input, config, options).await?,
     };
 
-    let summary = summarize(&state, options, resumed, started_at, started);
+    let mut summary = summarize(&state, options, resumed, started_at, started);
+    summary.model_calls_failed = crate::shared::models::ModelHealth::process()
+        .counts()
+        .since(&health_before)
+        .failed;
     write_outputs(&state, &summary, &options.target.run_dir)?;
     Ok((summary, state))
 }
@@ -288,6 +296,7 @@ fn summarize(
         urls: state.urls.clone(),
         crawled: state.crawled.clone(),
         model_calls: state.model_calls,
+        model_calls_failed: 0,
         resumed,
         started_at,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -325,13 +334,21 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
         cell(&summary.stop_reason)
     );
     if summary.events == 0 {
-        out.insert_str(
-            out.find("| Date |").unwrap_or(out.len()),
-            &format!(
+        // Pages read but nothing taken from them because the model failed is not nothing found.
+        let why = if !summary.crawled.is_empty() && summary.model != super::offline::STAND_IN_NAME {
+            format!(
+                "**Nothing extracted:** {} page(s) were read, but the model took no dated event of {} from them (its replies were unusable, which the run's warnings name, or {} of its calls failed, the run's time budget included). This is not evidence that the pages name no such event.\n\n",
+                summary.crawled.len(),
+                summary.person,
+                summary.model_calls_failed
+            )
+        } else {
+            format!(
                 "**Nothing found:** no page on the sites searched names {} in full.\n\n",
                 summary.person
-            ),
-        );
+            )
+        };
+        out.insert_str(out.find("| Date |").unwrap_or(out.len()), &why);
     }
     if summary.model == super::offline::STAND_IN_NAME {
         out.insert_str(

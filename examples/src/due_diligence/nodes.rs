@@ -841,7 +841,7 @@ pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<
     };
     let mut sections = sections;
     if report::sources_read(&state) == 0 {
-        report::mark_insufficient(&mut sections, &state.subject);
+        report::mark_insufficient(&mut sections, &state.subject, state.search_count);
     }
     let file = DueDiligenceReportFile {
         report: sections,

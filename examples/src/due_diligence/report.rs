@@ -30,10 +30,20 @@ pub(crate) fn sources_read(state: &DueDiligenceState) -> usize {
 /// The graph's check on the report, whatever the model wrote: with no source about the
 /// subject, the overall risk is [`RiskLevel::Insufficient`] (not "low": nothing found is
 /// not evidence of no risk), and the summary and gaps say so first.
-pub(crate) fn mark_insufficient(report: &mut DueDiligenceReport, subject: &str) {
-    let note = format!(
-        "Insufficient information: no source about {subject} was found, so no risk can be assessed; the absence of red flags here is not evidence of low risk."
-    );
+///
+/// `searches` is how many searches ran: with none, the note says that nothing was searched
+/// (the model gave no usable query, or the run's time budget ran out), not that nothing
+/// was found.
+pub(crate) fn mark_insufficient(report: &mut DueDiligenceReport, subject: &str, searches: u64) {
+    let note = if searches == 0 {
+        format!(
+            "Insufficient information: no search about {subject} was made (the model gave no usable query, or the run's time budget ran out before one), so no risk can be assessed; the absence of red flags here is not evidence of low risk."
+        )
+    } else {
+        format!(
+            "Insufficient information: no source about {subject} was found, so no risk can be assessed; the absence of red flags here is not evidence of low risk."
+        )
+    };
     report.risk_assessment.overall_risk = RiskLevel::Insufficient;
     report.executive_summary = format!("{note} {}", report.executive_summary)
         .trim_end()

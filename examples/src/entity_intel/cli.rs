@@ -199,6 +199,21 @@ impl Plan for EntityIntelPlan {
             target: launch.target(),
         };
         let summary = run_entity_intel(&self.input, &options).await?;
+        let unmet = summary.required_not_completed();
+        if !summary.interrupted() && summary.succeeded() && !unmet.is_empty() {
+            let why = format!(
+                "{} required todo(s) were not completed: {}",
+                unmet.len(),
+                unmet.join("; ")
+            );
+            let status = launch.session.finish_unmet(
+                &why,
+                "its outputs and research_complete.json are written; each blocked todo says why in its notes (a per-todo limit, the model's failed calls, or the run's --time-budget); start a new run with more room or a stronger model",
+                &launch.session.summary_text(&summary.render()),
+                launch.common.stream,
+            )?;
+            return Ok(Ending::Reported(status));
+        }
         let status = if summary.interrupted() {
             RunStatus::Interrupted
         } else if summary.succeeded() {

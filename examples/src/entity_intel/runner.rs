@@ -80,6 +80,10 @@ pub struct BundleSummary {
     pub completed_todos: usize,
     /// Todos blocked.
     pub blocked_todos: usize,
+    /// The required (not optional) todos that did not complete: `ID (blocked: REASON)`.
+    /// A run with any exits non-zero (its artifacts are written all the same).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub required_not_completed: Vec<String>,
     /// Tool calls made by the model.
     pub tool_calls: u64,
     /// Model calls.
@@ -120,6 +124,19 @@ impl RunSummary {
     /// `true` when every bundle finished.
     pub fn succeeded(&self) -> bool {
         self.bundles.iter().all(|b| b.status == "finished")
+    }
+
+    /// The required todos of every bundle that did not complete (`BUNDLE: ID (blocked:
+    /// REASON)`): the run did not do what it had to, though every bundle finished.
+    pub fn required_not_completed(&self) -> Vec<String> {
+        self.bundles
+            .iter()
+            .flat_map(|b| {
+                b.required_not_completed
+                    .iter()
+                    .map(move |todo| format!("{}: {todo}", b.bundle_id))
+            })
+            .collect()
     }
 
     /// `true` when a stop request (Ctrl-C) left a bundle unfinished.
@@ -293,6 +310,7 @@ async fn run_bundle(
         total_todos: bundle.total_directions(),
         completed_todos: 0,
         blocked_todos: 0,
+        required_not_completed: Vec::new(),
         tool_calls: 0,
         model_calls: 0,
         context_checkpoints: 0,
@@ -333,6 +351,15 @@ async fn run_bundle(
             summary.total_todos = list.todos.len();
             summary.completed_todos = list.count(TodoStatus::Completed);
             summary.blocked_todos = list.count(TodoStatus::Blocked);
+            summary.required_not_completed = list
+                .todos
+                .iter()
+                .filter(|t| !t.optional && t.status != TodoStatus::Completed)
+                .map(|t| match t.notes.trim() {
+                    "" => format!("{} ({})", t.id, t.status.as_str()),
+                    notes => format!("{} ({}: {notes})", t.id, t.status.as_str()),
+                })
+                .collect();
             summary.tool_calls = state.tool_calls;
             summary.model_calls = state.model_calls;
             summary.context_checkpoints = state.checkpoint_count;

@@ -215,6 +215,20 @@ pub async fn planning(
             );
             PlannerDecision::default()
         }
+        Err(LlmError::BudgetSpent { reason }) => {
+            // The run's time budget is spent: no more planning, the report is written
+            // from what was gathered (and says whose work it is).
+            emit(
+                &writer,
+                Marker::thinking(format!(
+                    "No plan for iteration {iteration}: {reason}. Synthesizing from what was gathered."
+                )),
+            );
+            PlannerDecision {
+                next_action: Some(SYNTHESIZE.to_owned()),
+                ..PlannerDecision::default()
+            }
+        }
         Err(e) => return Err(format!("the planner's model failed: {e}").into()),
     };
     let mut calls = Vec::new();

@@ -18,6 +18,15 @@ pub struct CommonArgs {
     #[arg(long, value_name = "SPEC")]
     pub summary_model: Option<String>,
 
+    /// Seconds the run's real model calls may take in all [default: GRAPHKIT_RUN_BUDGET_SECS,
+    /// else 420; 0: no limit]. Once spent, no further call is made (a call still waiting is
+    /// abandoned) and the workflow's remaining steps use what was gathered, which the
+    /// summary and report say. Each call also times out after GRAPHKIT_MODEL_TIMEOUT_SECS
+    /// (180) and is retried GRAPHKIT_MODEL_RETRIES (2) times; a call waiting longer than
+    /// GRAPHKIT_MODEL_SLOW_SECS (30) says so on stderr. The offline model is not held to it.
+    #[arg(long, value_name = "SECS")]
+    pub time_budget: Option<u64>,
+
     /// The run directory (default: graphkit-runs/<workflow>/<thread>; graphkit-runs/ is
     /// ignored by git). With --resume: the run to continue (found from --thread otherwise).
     #[arg(long, value_name = "DIR")]
@@ -55,6 +64,13 @@ pub struct CommonArgs {
     #[arg(long)]
     pub(crate) print_graph: bool,
 
+    /// Run the workflow offline (in a temporary directory, removed after) and print one full
+    /// prompt per model role as the JSON body the OpenAI API would get for `openai:gpt-4o`
+    /// (messages, tools, and the response_format with the JSON schema), then exit. The
+    /// workflow docs show this output.
+    #[arg(long)]
+    pub(crate) print_prompts: bool,
+
     /// Machine-readable output: every node update and event as one JSON object per line on
     /// stdout (plain values: lists as lists), human text on stderr. Pipe it to jq.
     #[arg(long)]
@@ -75,6 +91,28 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// The run's budget for real model calls: `--time-budget`, else
+    /// [`BUDGET_VAR`](super::models::BUDGET_VAR), else
+    /// [`DEFAULT_BUDGET_SECS`](super::models::DEFAULT_BUDGET_SECS); `None` for `0`.
+    ///
+    /// # Errors
+    /// [`ExampleError::Usage`](super::ExampleError::Usage) when the variable is not a whole number.
+    pub fn time_budget(&self) -> Result<Option<std::time::Duration>, super::ExampleError> {
+        use super::models::{BUDGET_VAR, DEFAULT_BUDGET_SECS};
+        let secs = match self.time_budget {
+            Some(secs) => secs,
+            None => match std::env::var(BUDGET_VAR) {
+                Err(_) => DEFAULT_BUDGET_SECS,
+                Ok(text) => text.trim().parse().map_err(|_| {
+                    super::ExampleError::Usage(format!(
+                        "{BUDGET_VAR}={text:?} is not a whole number of seconds"
+                    ))
+                })?,
+            },
+        };
+        Ok((secs > 0).then(|| std::time::Duration::from_secs(secs)))
+    }
+
     /// The first of `flags` (a given-or-not test and the flag's name) that was given: for a
     /// workflow to refuse options it has no use for.
     pub(crate) fn first_given(flags: &[(bool, &'static str)]) -> Option<&'static str> {

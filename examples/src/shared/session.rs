@@ -344,15 +344,35 @@ impl RunSession {
         summary: &str,
         stream: bool,
     ) -> Result<RunStatus, ExampleError> {
+        self.finish_unmet(
+            why,
+            "its steps ran without answers from the model (a resume would not redo them); start a new run once the model answers again",
+            summary,
+            stream,
+        )
+    }
+
+    /// Ends an invocation whose run ended but left something it had to do undone (in
+    /// entity-intel, a required todo blocked): records the run as failed, prints `summary`
+    /// as [`finish`](Self::finish) does, then `why` and `advice`. Every artifact the run
+    /// wrote stays. Returns [`RunStatus::Failed`].
+    ///
+    /// # Errors
+    /// [`ExampleError::Io`] when `run.json` cannot be written.
+    pub(crate) fn finish_unmet(
+        &self,
+        why: &str,
+        advice: &str,
+        summary: &str,
+        stream: bool,
+    ) -> Result<RunStatus, ExampleError> {
         self.record_status(RunStatus::Failed)?;
         if stream {
             eprint!("{summary}");
         } else {
             print!("{summary}");
         }
-        eprintln!(
-            "error: {why}\nthe run is recorded as failed: its steps ran without answers from the model (a resume would not redo them); start a new run once the model answers again"
-        );
+        eprintln!("error: {why}\nthe run is recorded as failed: {advice}");
         Ok(RunStatus::Failed)
     }
 

@@ -133,7 +133,8 @@ pub(crate) async fn write_report(
 
 /// The graph's check on a report, whatever wrote it: when no event matched (no
 /// aggregation counted any and no document was sampled), the report says that nothing was
-/// found and its confidence is at most 0.1.
+/// found (or, when no aggregation ran at all, that nothing was gathered) and its
+/// confidence is at most 0.1.
 fn limit_to_evidence(draft: &mut ReportDraft, state: &ResearchAgentState) {
     let counted: u64 = state
         .aggregation_results
@@ -141,14 +142,23 @@ fn limit_to_evidence(draft: &mut ReportDraft, state: &ResearchAgentState) {
         .map(AggregationResult::total)
         .sum();
     if counted == 0 && state.samples.is_empty() && state.findings.is_empty() {
-        draft.markdown = draft.markdown.replacen(
-            REPORT_HEADING,
-            &format!(
-                "{REPORT_HEADING}\n\n**Nothing found:** no event matched this question, so the \
-                 data cannot answer it; nothing below is evidence."
-            ),
-            1,
-        );
+        // Nothing queried is not nothing found: say which.
+        let why = if state.aggregation_results.is_empty() {
+            format!(
+                "**Nothing gathered:** no sub-agent collected any data in {} planning \
+                 iteration(s) (the planner's plans could not be used, or the run's time budget \
+                 ran out), so this report answers nothing; nothing below is evidence.",
+                state.iteration_count
+            )
+        } else {
+            "**Nothing found:** no event matched this question, so the data cannot answer it; \
+             nothing below is evidence."
+                .to_owned()
+        };
+        draft.markdown =
+            draft
+                .markdown
+                .replacen(REPORT_HEADING, &format!("{REPORT_HEADING}\n\n{why}"), 1);
         draft.confidence = draft.confidence.min(0.1);
     }
 }
