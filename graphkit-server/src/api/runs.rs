@@ -1,16 +1,15 @@
 //! Runs: stateful (`/threads/{id}/runs...`) and stateless (`/runs...`): create, stream,
 //! wait, join, join the stream, cancel, get, list, delete.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::spec::{Answer, Endpoint, Field, NO_CONTENT, SSE, fields, json, opt, req};
 use super::stream::{
     Departure, StreamFilter, run_result, set_locations, sse_body, sse_response, wait_body,
     wait_response, wait_terminal,
@@ -31,20 +30,131 @@ use crate::worker::RunKwargs;
 /// "now" or an overflow in the database.
 const MAX_AFTER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
-pub(super) fn routes() -> Router<Api> {
-    Router::new()
-        .route("/threads/{tid}/runs", post(create_stateful).get(list))
-        .route("/threads/{tid}/runs/stream", post(stream_stateful))
-        .route("/threads/{tid}/runs/wait", post(wait_stateful))
-        .route("/threads/{tid}/runs/{rid}", get(get_one).delete(delete))
-        .route("/threads/{tid}/runs/{rid}/join", get(join))
-        .route("/threads/{tid}/runs/{rid}/stream", get(join_stream))
-        .route("/threads/{tid}/runs/{rid}/cancel", post(cancel))
-        .route("/runs", post(create_stateless))
-        .route("/runs/stream", post(stream_stateless))
-        .route("/runs/wait", post(wait_stateless))
-        .route("/runs/cancel", post(cancel_many))
-        .route("/runs/{rid}/stream", get(join_stream_stateless))
+/// The fields of a run-create body (`RunCreateStateful` / `RunCreateStateless`).
+const RUN_CREATE: &[Field] = &[
+    req("assistant_id", "string"),
+    opt("input", "any"),
+    opt("command", "object"),
+    opt("stream_mode", "any"),
+    opt("stream_subgraphs", "boolean"),
+    opt("stream_resumable", "boolean"),
+    opt("interrupt_before", "any"),
+    opt("interrupt_after", "any"),
+    opt("config", "object"),
+    opt("context", "object"),
+    opt("metadata", "object"),
+    opt("checkpoint_id", "string"),
+    opt("checkpoint", "object"),
+    opt("multitask_strategy", "string"),
+    opt("if_not_exists", "string"),
+    opt("on_disconnect", "string"),
+    opt("on_completion", "string"),
+    opt("after_seconds", "number"),
+    opt("durability", "string"),
+];
+
+/// The query of a join of a run's stream.
+const JOIN_STREAM_QUERY: &[Field] = &[
+    opt("stream_mode", "any"),
+    opt("cancel_on_disconnect", "boolean"),
+];
+
+const RUN: Answer = json("the run");
+
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post(
+            "/threads/{tid}/runs",
+            "Create a background run",
+            create_stateful,
+        )
+        .body(RUN_CREATE)
+        .answers(RUN),
+        Endpoint::get(
+            "/threads/{tid}/runs",
+            "List a thread's runs, newest first",
+            list,
+        )
+        .query(fields![
+            opt("limit", "integer"),
+            opt("offset", "integer"),
+            opt("status", "string"),
+            opt("select", "array"),
+        ]),
+        Endpoint::post(
+            "/threads/{tid}/runs/stream",
+            "Create a run and stream it",
+            stream_stateful,
+        )
+        .body(RUN_CREATE)
+        .answers(SSE),
+        Endpoint::post(
+            "/threads/{tid}/runs/wait",
+            "Create a run and wait for its final values",
+            wait_stateful,
+        )
+        .body(RUN_CREATE),
+        Endpoint::get("/threads/{tid}/runs/{rid}", "Get a run", get_one).answers(RUN),
+        Endpoint::delete("/threads/{tid}/runs/{rid}", "Delete a run", delete).answers(NO_CONTENT),
+        Endpoint::get(
+            "/threads/{tid}/runs/{rid}/join",
+            "Wait for a run's final values",
+            join,
+        ),
+        Endpoint::get(
+            "/threads/{tid}/runs/{rid}/stream",
+            "Join a run's stream (replay after Last-Event-ID)",
+            join_stream,
+        )
+        .query(JOIN_STREAM_QUERY)
+        .answers(SSE),
+        Endpoint::post("/threads/{tid}/runs/{rid}/cancel", "Cancel a run", cancel)
+            .query(fields![opt("wait", "boolean"), opt("action", "string")])
+            .answers(Answer {
+                status: 202,
+                description: "cancel requested (with wait=true: 200 and the run's final values)",
+                content: None,
+            }),
+        Endpoint::post(
+            "/runs",
+            "Create a stateless background run",
+            create_stateless,
+        )
+        .body(RUN_CREATE)
+        .answers(RUN),
+        Endpoint::post(
+            "/runs/stream",
+            "Create a stateless run and stream it",
+            stream_stateless,
+        )
+        .body(RUN_CREATE)
+        .answers(SSE),
+        Endpoint::post(
+            "/runs/wait",
+            "Create a stateless run and wait for its final values",
+            wait_stateless,
+        )
+        .body(RUN_CREATE),
+        Endpoint::post(
+            "/runs/cancel",
+            "Cancel runs by id or by status",
+            cancel_many,
+        )
+        .query(fields![opt("action", "string")])
+        .body(fields![
+            opt("thread_id", "string"),
+            opt("run_ids", "array"),
+            opt("status", "string"),
+        ])
+        .answers(NO_CONTENT),
+        Endpoint::get(
+            "/runs/{rid}/stream",
+            "Join a stateless run's stream",
+            join_stream_stateless,
+        )
+        .query(JOIN_STREAM_QUERY)
+        .answers(SSE),
+    ]
 }
 
 /// The modes the v1 routes serve.
