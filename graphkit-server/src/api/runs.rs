@@ -136,6 +136,13 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
         )
         .body(RUN_CREATE),
         Endpoint::post(
+            "/runs/batch",
+            "Create several stateless background runs",
+            create_batch,
+        )
+        .list_body(RUN_CREATE)
+        .answers(json("the created runs, in the order given")),
+        Endpoint::post(
             "/runs/cancel",
             "Cancel runs by id or by status",
             cancel_many,
@@ -349,13 +356,45 @@ struct Created {
     stateless: bool,
 }
 
+/// A run request that passed every check, ready to be stored.
+struct Prepared {
+    new_run: NewRun,
+    kwargs: RunKwargs,
+    cancel_on_disconnect: bool,
+    delete_thread: Option<Uuid>,
+    stateless: bool,
+}
+
 async fn create_run(
     api: &Api,
     thread: Option<Uuid>,
     body: &Bytes,
     follow: Follow,
 ) -> Result<Created> {
-    let body: RunCreate = parse_body(body)?;
+    let prepared = prepare_run(api, thread, parse_body(body)?, follow).await?;
+    store_run(api, prepared).await
+}
+
+/// Stores a prepared run (and its thread, when it needs one).
+async fn store_run(api: &Api, prepared: Prepared) -> Result<Created> {
+    let created = api.backend().create_run(prepared.new_run).await?;
+    Ok(Created {
+        run: created.run,
+        kwargs: prepared.kwargs,
+        cancel_on_disconnect: prepared.cancel_on_disconnect,
+        delete_thread: prepared.delete_thread,
+        stateless: prepared.stateless,
+    })
+}
+
+/// Checks a run request (`thread`: the thread of a stateful run; `None` for a stateless
+/// one, which gets a new thread) and turns it into the run to store, storing nothing.
+async fn prepare_run(
+    api: &Api,
+    thread: Option<Uuid>,
+    body: RunCreate,
+    follow: Follow,
+) -> Result<Prepared> {
     let assistant_id = body
         .assistant_id
         .as_deref()
@@ -480,9 +519,8 @@ async fn create_run(
     };
     let kwargs_json =
         serde_json::to_value(&kwargs).map_err(|e| ServerError::backend("encode the run", e))?;
-    let created = api
-        .backend()
-        .create_run(NewRun {
+    Ok(Prepared {
+        new_run: NewRun {
             run_id: new_id(),
             thread_id,
             assistant_id: assistant.assistant_id,
@@ -492,10 +530,7 @@ async fn create_run(
             create_thread: (thread.is_none() || create_if_missing).then(|| thread_metadata.clone()),
             thread_metadata,
             not_before,
-        })
-        .await?;
-    Ok(Created {
-        run: created.run,
+        },
         kwargs,
         cancel_on_disconnect,
         delete_thread: (delete_when_done && follow != Follow::Background).then_some(thread_id),
@@ -616,6 +651,64 @@ async fn wait_stateful(
 
 async fn create_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
     background(&api, None, &body).await
+}
+
+/// `POST /runs/batch`: a list of stateless run requests, each checked as `POST /runs`
+/// checks one; the first invalid one refuses the whole batch with its index named, and
+/// nothing is stored. Answers the created runs in the order given.
+async fn create_batch(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let items: Value = parse_body(&body)?;
+    let Value::Array(items) = items else {
+        return Err(ServerError::Validation(
+            "the body of /runs/batch must be a list of run requests (each as POST /runs takes)"
+                .into(),
+        ));
+    };
+    let mut prepared = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let item = Bytes::from(
+            serde_json::to_vec(&item).map_err(|e| ServerError::backend("encode a run", e))?,
+        );
+        let run = async { prepare_run(&api, None, parse_body(&item)?, Follow::Background).await }
+            .await
+            .map_err(|e| in_batch(index, e))?;
+        prepared.push(run);
+    }
+    let mut created: Vec<Value> = Vec::with_capacity(prepared.len());
+    let mut threads: Vec<Uuid> = Vec::with_capacity(prepared.len());
+    for run in prepared {
+        let thread = run.new_run.thread_id;
+        match store_run(&api, run).await {
+            Ok(run) => {
+                threads.push(thread);
+                created.push(run_json(&run.run));
+            }
+            Err(error) => {
+                // Undo the runs stored so far (with their temporary threads), so that a
+                // failed batch leaves nothing behind.
+                for thread in threads {
+                    if let Err(undo) = api.backend().delete_thread(thread).await {
+                        tracing::warn!(%thread, error = %undo, "could not undo a run of a failed batch");
+                    }
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(json_response(StatusCode::OK, &created))
+}
+
+/// `error` of the batch item at `index`, its message naming the item.
+fn in_batch(index: usize, error: ServerError) -> ServerError {
+    match error {
+        ServerError::Validation(m) => ServerError::Validation(format!("run [{index}]: {m}")),
+        ServerError::MalformedBody(m) => {
+            ServerError::Validation(format!("run [{index}]: malformed run request: {m}"))
+        }
+        ServerError::NotFound(m) => ServerError::NotFound(format!("run [{index}]: {m}")),
+        ServerError::BadRequest(m) => ServerError::BadRequest(format!("run [{index}]: {m}")),
+        other => other,
+    }
 }
 
 async fn stream_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
