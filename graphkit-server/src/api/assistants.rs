@@ -82,8 +82,14 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::get(
             "/assistants/{id}/subgraphs",
-            "The shapes of the graph's subgraphs",
+            "The graph's subgraphs by namespace",
             subgraphs,
+        )
+        .query(fields![opt("recurse", "boolean")]),
+        Endpoint::get(
+            "/assistants/{id}/subgraphs/{namespace}",
+            "One subgraph of the graph",
+            subgraph,
         )
         .query(fields![opt("recurse", "boolean")]),
     ]
@@ -339,8 +345,49 @@ async fn schemas(State(api): State<Api>, Path(id): Path<String>) -> Result<Respo
     ))
 }
 
-async fn subgraphs(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
-    api.assistant(&id).await?;
-    // Subgraph introspection is not served: no subgraphs are listed.
-    Ok(json_response(StatusCode::OK, &json!({})))
+/// `GET /assistants/{id}/subgraphs[/{namespace}]`: the reference answers each subgraph's
+/// schemas by namespace. A graph without subgraphs truly has none to list (`{}`, or a 404
+/// for a namespace); for a graph with subgraphs, whose schemas this server cannot give,
+/// it is a 422 that says so, never an empty answer.
+async fn subgraphs_of(
+    api: &Api,
+    id: &str,
+    namespace: Option<&str>,
+    query: Option<&str>,
+) -> Result<Response> {
+    query_bool(&query_pairs(query), "recurse")?;
+    let assistant = api.assistant(id).await?;
+    let graph = api.shared.graph(&assistant.graph_id)?;
+    let nodes = graph.subgraph_nodes();
+    if !nodes.is_empty() {
+        return Err(ServerError::Validation(format!(
+            "subgraph schemas are not served by this server yet: graph {:?} has subgraphs ({}); \
+             GET /assistants/{{assistant_id}}/graph draws the graph",
+            assistant.graph_id,
+            nodes.join(", ")
+        )));
+    }
+    match namespace {
+        None => Ok(json_response(StatusCode::OK, &json!({}))),
+        Some(namespace) => Err(ServerError::NotFound(format!(
+            "graph {:?} has no subgraph {namespace:?}: it has no subgraphs",
+            assistant.graph_id
+        ))),
+    }
+}
+
+async fn subgraphs(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    subgraphs_of(&api, &id, None, query.as_deref()).await
+}
+
+async fn subgraph(
+    State(api): State<Api>,
+    Path((id, namespace)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    subgraphs_of(&api, &id, Some(&namespace), query.as_deref()).await
 }
