@@ -393,10 +393,10 @@ async fn select_returns_only_the_named_fields() {
     s.stop().await;
 }
 
-/// The thread-level stream and thread pruning are not served: each route answers a 404
-/// that names what is not served and what to use instead, whatever the method.
+/// The thread-level stream is not served: its route answers a 404 that names it and what
+/// to use instead, whatever the method.
 #[tokio::test]
-async fn the_thread_stream_and_thread_pruning_say_they_are_not_served() {
+async fn the_thread_stream_says_it_is_not_served() {
     let s = TestServer::start().await;
     let thread = s.thread().await;
     let cases = [
@@ -411,10 +411,8 @@ async fn the_thread_stream_and_thread_pruning_say_they_are_not_served() {
             "GET /threads/{thread_id}/runs/{run_id}/stream",
         ),
         (
-            s.client
-                .post(s.url("/threads/prune"))
-                .json(&json!({"thread_ids": [thread], "strategy": "delete"})),
-            "thread pruning is not served",
+            s.client.post(s.url(&format!("/threads/{thread}/stream"))),
+            "the thread-level stream is not served",
         ),
     ];
     for (request, names) in cases {
@@ -422,9 +420,6 @@ async fn the_thread_stream_and_thread_pruning_say_they_are_not_served() {
         let detail = answer["detail"].as_str().expect("detail");
         assert!(detail.contains(names), "{detail}");
     }
-    // Nothing was pruned.
-    s.get_json(&format!("/threads/{thread}"), StatusCode::OK)
-        .await;
     s.stop().await;
 }
 

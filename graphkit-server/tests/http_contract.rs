@@ -822,6 +822,64 @@ async fn a_batch_creates_every_run_or_none(s: &TestServer) {
     assert_eq!(empty, json!([]));
 }
 
+async fn prune_deletes_the_named_threads_and_counts_them(s: &TestServer) {
+    let (a, b, kept) = (s.thread().await, s.thread().await, s.thread().await);
+    s.post_json(
+        &format!("/threads/{a}/runs/wait"),
+        json!({"assistant_id": "agent", "input": user_input("x", json!({}))}),
+        StatusCode::OK,
+    )
+    .await;
+    let missing = uuid::Uuid::new_v4().to_string();
+    // Refusals first: nothing is deleted by a refused request.
+    let cases = [
+        (json!({"thread_ids": [a, "nope"]}), "`thread_ids[1]`"),
+        (
+            json!({"thread_ids": [a], "strategy": "keep_latest"}),
+            "keep_latest",
+        ),
+        (
+            json!({"thread_ids": [a], "strategy": "all"}),
+            "strategy must be",
+        ),
+        (json!({}), "`thread_ids` is required"),
+    ];
+    for (body, names) in cases {
+        refused(s, "POST", "/threads/prune", body, names).await;
+    }
+    s.get_json(&format!("/threads/{a}"), StatusCode::OK).await;
+    let pruned = s
+        .post_json(
+            "/threads/prune",
+            json!({"thread_ids": [a, b, missing], "strategy": "delete"}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(pruned, json!({"pruned_count": 2}));
+    for gone in [&a, &b] {
+        s.get_json(&format!("/threads/{gone}"), StatusCode::NOT_FOUND)
+            .await;
+        let history = s
+            .post_json(
+                &format!("/threads/{gone}/history"),
+                json!({}),
+                StatusCode::NOT_FOUND,
+            )
+            .await;
+        assert!(history["detail"].is_string(), "{history}");
+    }
+    s.get_json(&format!("/threads/{kept}"), StatusCode::OK)
+        .await;
+    let again = s
+        .post_json("/threads/prune", json!({"thread_ids": [a]}), StatusCode::OK)
+        .await;
+    assert_eq!(
+        again,
+        json!({"pruned_count": 0}),
+        "the default strategy is delete"
+    );
+}
+
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
         mod sqlite {
@@ -871,4 +929,5 @@ over_each_backend!(
     assistants_are_created_updated_versioned_and_deleted,
     metrics_count_runs_the_queue_durations_and_followers,
     a_batch_creates_every_run_or_none,
+    prune_deletes_the_named_threads_and_counts_them,
 );

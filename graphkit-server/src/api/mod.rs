@@ -100,7 +100,6 @@ pub(crate) fn router(api: Api) -> Router {
         .route("/runs/crons/{*rest}", any(crons))
         .route("/threads/{tid}/runs/crons", any(crons))
         .route("/threads/{tid}/stream", any(thread_stream))
-        .route("/threads/prune", any(thread_prune))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -168,16 +167,6 @@ async fn thread_stream(request: Request) -> ServerError {
         "the thread-level stream is not served by this server ({} {}); follow each run's \
          stream with GET /threads/{{thread_id}}/runs/{{run_id}}/stream (list the runs with \
          GET /threads/{{thread_id}}/runs), see docs/server.md",
-        request.method(),
-        request.uri().path()
-    ))
-}
-
-/// `/threads/prune`: a 404 that says thread pruning is not served and what to use instead.
-async fn thread_prune(request: Request) -> ServerError {
-    ServerError::NotFound(format!(
-        "thread pruning is not served by this server ({} {}); delete threads with \
-         DELETE /threads/{{thread_id}}, see docs/server.md",
         request.method(),
         request.uri().path()
     ))

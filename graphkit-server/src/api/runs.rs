@@ -687,7 +687,7 @@ async fn create_batch(State(api): State<Api>, body: Bytes) -> Result<Response> {
                 // Undo the runs stored so far (with their temporary threads), so that a
                 // failed batch leaves nothing behind.
                 for thread in threads {
-                    if let Err(undo) = api.backend().delete_thread(thread).await {
+                    if let Err(undo) = super::threads::delete_thread(&api, thread).await {
                         tracing::warn!(%thread, error = %undo, "could not undo a run of a failed batch");
                     }
                 }

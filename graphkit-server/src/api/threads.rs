@@ -51,6 +51,10 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
         ]),
         Endpoint::post("/threads/search", "Search threads", search).body(THREAD_QUERY),
         Endpoint::post("/threads/count", "Count threads", count).body(THREAD_QUERY),
+        Endpoint::post("/threads/prune", "Delete threads by id", prune).body(fields![
+            req("thread_ids", "array"),
+            opt("strategy", "string")
+        ]),
         Endpoint::get("/threads/{id}", "Get a thread", get_one),
         Endpoint::patch("/threads/{id}", "Merge metadata into a thread", patch)
             .body(fields![req("metadata", "object")]),
@@ -235,14 +239,73 @@ async fn patch(
 
 async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
-    if !api.backend().delete_thread(id).await? {
+    if !delete_thread(&api, id).await? {
         return Err(ServerError::NotFound(format!("Thread {id} not found")));
+    }
+    Ok(no_content())
+}
+
+/// Deletes a thread with its runs, events and checkpoints; `false` if there was none.
+pub(super) async fn delete_thread(api: &Api, id: Uuid) -> Result<bool> {
+    if !api.backend().delete_thread(id).await? {
+        return Ok(false);
     }
     api.backend()
         .checkpointer()
         .delete_thread(&id.to_string())
         .await?;
-    Ok(no_content())
+    Ok(true)
+}
+
+/// `POST /threads/prune` `{thread_ids, strategy?}`: the `delete` strategy (the default)
+/// deletes each thread as `DELETE /threads/{id}` does and answers `{"pruned_count": n}`,
+/// the threads that existed; `keep_latest` (drop all but the latest checkpoint) is a 422.
+async fn prune(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    match text_field(&body, "strategy")? {
+        None | Some("delete") => {}
+        Some("keep_latest") => {
+            return Err(ServerError::Validation(
+                "strategy \"keep_latest\" is not served by this server (it keeps every \
+                 checkpoint of a thread); use \"delete\""
+                    .into(),
+            ));
+        }
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "strategy must be \"delete\" or \"keep_latest\", not {other:?}"
+            )));
+        }
+    }
+    let Some(Value::Array(given)) = body.get("thread_ids") else {
+        return Err(ServerError::Validation(
+            "`thread_ids` is required: the list of the thread ids to prune".into(),
+        ));
+    };
+    let ids = given
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match v.as_str() {
+            Some(id) => Uuid::try_parse(id).map_err(|_| {
+                ServerError::Validation(format!(
+                    "`thread_ids[{i}]` must be a thread id (a UUID), not {id:?}"
+                ))
+            }),
+            None => Err(ServerError::Validation(format!(
+                "`thread_ids[{i}]` must be a thread id, not {v}"
+            ))),
+        })
+        .collect::<Result<Vec<Uuid>>>()?;
+    let mut pruned = 0u64;
+    for id in ids {
+        if delete_thread(&api, id).await? {
+            pruned += 1;
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "pruned_count": pruned }),
+    ))
 }
 
 fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
