@@ -669,7 +669,7 @@ async fn create_batch(State(api): State<Api>, body: Bytes) -> Result<Response> {
         let item = Bytes::from(
             serde_json::to_vec(&item).map_err(|e| ServerError::backend("encode a run", e))?,
         );
-        let run = async { prepare_run(&api, None, parse_body(&item)?, Follow::Background).await }
+        let run = prepare_item(&api, &item)
             .await
             .map_err(|e| in_batch(index, e))?;
         prepared.push(run);
@@ -696,6 +696,11 @@ async fn create_batch(State(api): State<Api>, body: Bytes) -> Result<Response> {
         }
     }
     Ok(json_response(StatusCode::OK, &created))
+}
+
+/// One item of a batch, checked as `POST /runs` checks its body.
+async fn prepare_item(api: &Api, item: &Bytes) -> Result<Prepared> {
+    prepare_run(api, None, parse_body(item)?, Follow::Background).await
 }
 
 /// `error` of the batch item at `index`, its message naming the item.
