@@ -416,6 +416,10 @@ mod tests {
         served.dedup();
         assert_eq!(before, served.len(), "an endpoint is in the table twice");
         assert_eq!(documented, served);
+        let mut ids: Vec<String> = endpoints.iter().map(operation_id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), endpoints.len(), "operation ids are unique");
         for must in [
             ("GET", "/openapi.json"),
             ("GET", "/docs"),
