@@ -84,6 +84,8 @@ pub(crate) trait ServedGraph: Send + Sync + 'static {
     fn node_names(&self) -> Vec<String>;
     /// `{"nodes": [...], "edges": [...]}` as the SDK draws it.
     fn graph_json(&self) -> Value;
+    /// The nodes that run a subgraph.
+    fn subgraph_nodes(&self) -> Vec<String>;
     /// The JSON Schemas of the state (null when the state has none).
     fn state_schema(&self) -> Value;
     /// Checks a run request against the state type (422 if it does not fit).
@@ -364,6 +366,10 @@ impl<S: State> ServedGraph for TypedGraph<S> {
 
     fn node_names(&self) -> Vec<String> {
         self.graph.node_names().map(str::to_owned).collect()
+    }
+
+    fn subgraph_nodes(&self) -> Vec<String> {
+        self.graph.subgraph_nodes()
     }
 
     fn graph_json(&self) -> Value {

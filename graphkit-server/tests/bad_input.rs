@@ -392,3 +392,101 @@ async fn select_returns_only_the_named_fields() {
     assert_eq!(assistants, json!([{"graph_id": "agent", "version": 1}]));
     s.stop().await;
 }
+
+/// The thread-level stream is not served: its route answers a 404 that names it and what
+/// to use instead, whatever the method.
+#[tokio::test]
+async fn the_thread_stream_says_it_is_not_served() {
+    let s = TestServer::start().await;
+    let thread = s.thread().await;
+    let cases = [
+        (
+            s.client.get(s.url(&format!("/threads/{thread}/stream"))),
+            "the thread-level stream is not served",
+        ),
+        (
+            s.client
+                .get(s.url(&format!("/threads/{thread}/stream?stream_mode=run_modes")))
+                .header("last-event-id", "3"),
+            "GET /threads/{thread_id}/runs/{run_id}/stream",
+        ),
+        (
+            s.client.post(s.url(&format!("/threads/{thread}/stream"))),
+            "the thread-level stream is not served",
+        ),
+    ];
+    for (request, names) in cases {
+        let answer = expect_json(request.send().await.expect("send"), StatusCode::NOT_FOUND).await;
+        let detail = answer["detail"].as_str().expect("detail");
+        assert!(detail.contains(names), "{detail}");
+    }
+    s.stop().await;
+}
+
+/// Subgraphs: a graph without any lists none (`{}`, a namespace is a 404); a graph with
+/// subgraphs, whose schemas are not served, is a 422 naming them, never an empty answer.
+#[tokio::test]
+async fn subgraphs_are_listed_only_when_there_are_none() {
+    use graphkit::{END, START, StateGraph};
+    let mut inner = StateGraph::<graphkit_server::demo::AgentState>::new();
+    inner
+        .add_node(
+            "echo",
+            |_: std::sync::Arc<graphkit_server::demo::AgentState>| async {
+                graphkit_server::demo::AgentStateUpdate::new()
+            },
+        )
+        .add_edge(START, "echo")
+        .add_edge("echo", END);
+    let mut outer = StateGraph::<graphkit_server::demo::AgentState>::new();
+    outer
+        .add_subgraph("inner", inner.compile().expect("inner"))
+        .add_edge(START, "inner")
+        .add_edge("inner", END);
+    let nested = outer.compile().expect("outer");
+    let s = TestServer::start_with(|server| server.graph("nested", nested)).await;
+
+    let none = s
+        .get_json("/assistants/agent/subgraphs", StatusCode::OK)
+        .await;
+    assert_eq!(none, json!({}));
+    let none = s
+        .get_json("/assistants/agent/subgraphs?recurse=true", StatusCode::OK)
+        .await;
+    assert_eq!(none, json!({}));
+    let answer = s
+        .get_json("/assistants/agent/subgraphs/respond", StatusCode::NOT_FOUND)
+        .await;
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no subgraph"),
+        "{answer}"
+    );
+    for path in [
+        "/assistants/nested/subgraphs",
+        "/assistants/nested/subgraphs/inner",
+    ] {
+        let answer = s.get_json(path, StatusCode::UNPROCESSABLE_ENTITY).await;
+        let detail = answer["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("subgraph schemas are not served") && detail.contains("(inner)"),
+            "{path}: {detail}"
+        );
+    }
+    let answer = s
+        .get_json(
+            "/assistants/agent/subgraphs?recurse=maybe",
+            StatusCode::UNPROCESSABLE_ENTITY,
+        )
+        .await;
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("recurse"),
+        "{answer}"
+    );
+    s.stop().await;
+}

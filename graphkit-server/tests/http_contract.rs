@@ -731,6 +731,155 @@ async fn metrics_count_runs_the_queue_durations_and_followers(s: &TestServer) {
     );
 }
 
+async fn thread_count(s: &TestServer) -> u64 {
+    s.post_json("/threads/count", json!({}), StatusCode::OK)
+        .await
+        .as_u64()
+        .expect("a count")
+}
+
+async fn a_batch_creates_every_run_or_none(s: &TestServer) {
+    let before = thread_count(s).await;
+    let batch = s
+        .post_json(
+            "/runs/batch",
+            json!([
+                {"assistant_id": "agent", "input": user_input("one", json!({})), "on_completion": "keep"},
+                {"assistant_id": "agent", "input": user_input("two", json!({})), "on_completion": "keep",
+                 "metadata": {"n": 2}},
+            ]),
+            StatusCode::OK,
+        )
+        .await;
+    let runs = batch.as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 2, "{batch}");
+    assert_ne!(runs[0]["run_id"], runs[1]["run_id"]);
+    assert_ne!(
+        runs[0]["thread_id"], runs[1]["thread_id"],
+        "each on its own thread"
+    );
+    assert_eq!(runs[1]["metadata"]["n"], 2, "in the order given");
+    for (run, word) in runs.iter().zip(["one", "two"]) {
+        let path = format!(
+            "/threads/{}/runs/{}/join",
+            run["thread_id"].as_str().expect("thread"),
+            run["run_id"].as_str().expect("run")
+        );
+        let values = s.get_json(&path, StatusCode::OK).await;
+        let last = values["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(last["content"], format!("echo: {word}"), "{values}");
+    }
+    assert_eq!(thread_count(s).await, before + 2);
+
+    // One invalid item refuses the batch, naming its index; nothing is created.
+    let cases = [
+        (
+            json!([{"assistant_id": "agent"}, {"assistant_id": "agent", "stream_mode": "bogus"}]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "run [1]: stream_mode",
+        ),
+        (
+            json!([{"assistant_id": "agent"}, {"input": {}}]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "run [1]: `assistant_id` is required",
+        ),
+        (
+            json!([{"assistant_id": "agent"}, {"assistant_id": "agent", "after_seconds": "soon"}]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "run [1]: malformed run request: `after_seconds`",
+        ),
+        (
+            json!([{"assistant_id": "agent"}, 5]),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "run [1]",
+        ),
+        (
+            json!([{"assistant_id": "nobody"}]),
+            StatusCode::NOT_FOUND,
+            "run [0]: Assistant 'nobody' not found",
+        ),
+        (
+            json!({"assistant_id": "agent"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "must be a list of run requests",
+        ),
+    ];
+    for (body, status, names) in cases {
+        let answer = s.post_json("/runs/batch", body.clone(), status).await;
+        let detail = answer["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains(names), "{body}: {detail}");
+    }
+    assert_eq!(
+        thread_count(s).await,
+        before + 2,
+        "a refused batch created nothing"
+    );
+    let empty = s.post_json("/runs/batch", json!([]), StatusCode::OK).await;
+    assert_eq!(empty, json!([]));
+}
+
+async fn prune_deletes_the_named_threads_and_counts_them(s: &TestServer) {
+    let (a, b, kept) = (s.thread().await, s.thread().await, s.thread().await);
+    s.post_json(
+        &format!("/threads/{a}/runs/wait"),
+        json!({"assistant_id": "agent", "input": user_input("x", json!({}))}),
+        StatusCode::OK,
+    )
+    .await;
+    let missing = uuid::Uuid::new_v4().to_string();
+    // Refusals first: nothing is deleted by a refused request.
+    let cases = [
+        (json!({"thread_ids": [a, "nope"]}), "`thread_ids[1]`"),
+        (
+            json!({"thread_ids": [a], "strategy": "keep_latest"}),
+            "keep_latest",
+        ),
+        (
+            json!({"thread_ids": [a], "strategy": "all"}),
+            "strategy must be",
+        ),
+        (json!({}), "`thread_ids` is required"),
+    ];
+    for (body, names) in cases {
+        refused(s, "POST", "/threads/prune", body, names).await;
+    }
+    s.get_json(&format!("/threads/{a}"), StatusCode::OK).await;
+    let pruned = s
+        .post_json(
+            "/threads/prune",
+            json!({"thread_ids": [a, b, missing], "strategy": "delete"}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(pruned, json!({"pruned_count": 2}));
+    for gone in [&a, &b] {
+        s.get_json(&format!("/threads/{gone}"), StatusCode::NOT_FOUND)
+            .await;
+        let history = s
+            .post_json(
+                &format!("/threads/{gone}/history"),
+                json!({}),
+                StatusCode::NOT_FOUND,
+            )
+            .await;
+        assert!(history["detail"].is_string(), "{history}");
+    }
+    s.get_json(&format!("/threads/{kept}"), StatusCode::OK)
+        .await;
+    let again = s
+        .post_json("/threads/prune", json!({"thread_ids": [a]}), StatusCode::OK)
+        .await;
+    assert_eq!(
+        again,
+        json!({"pruned_count": 0}),
+        "the default strategy is delete"
+    );
+}
+
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
         mod sqlite {
@@ -779,4 +928,6 @@ over_each_backend!(
     a_delayed_run_is_created_now_and_waits_for_its_time,
     assistants_are_created_updated_versioned_and_deleted,
     metrics_count_runs_the_queue_durations_and_followers,
+    a_batch_creates_every_run_or_none,
+    prune_deletes_the_named_threads_and_counts_them,
 );

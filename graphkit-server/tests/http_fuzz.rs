@@ -103,6 +103,8 @@ fn routes() -> Vec<Route> {
     vec![
         ("GET", "/ok", none.clone(), &[]),
         ("GET", "/info", none.clone(), &[]),
+        ("GET", "/openapi.json", none.clone(), &[]),
+        ("GET", "/docs", none.clone(), &[]),
         (
             "POST",
             "/assistants",
@@ -197,7 +199,14 @@ fn routes() -> Vec<Route> {
         ("GET", "/threads/{t}/runs/{r}", none.clone(), &[]),
         ("DELETE", "/threads/{t}/runs/{r}", none.clone(), &[]),
         ("POST", "/threads/{t}/runs/{r}/cancel", none.clone(), &[]),
+        ("POST", "/runs/batch", json!([run.clone()]), &[]),
         ("POST", "/runs", run, RUN_FIELDS),
+        (
+            "POST",
+            "/threads/prune",
+            json!({"thread_ids": [], "strategy": "delete"}),
+            &["thread_ids", "strategy"],
+        ),
         (
             "POST",
             "/runs/cancel",

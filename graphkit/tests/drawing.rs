@@ -108,3 +108,13 @@ fn dot_and_ascii_draw_path_map_labels() {
         "{ascii}"
     );
 }
+
+#[test]
+fn subgraph_nodes_names_the_nodes_that_run_a_subgraph() {
+    assert_eq!(sample().subgraph_nodes(), vec!["sub".to_owned()]);
+    let mut flat = StateGraph::<S>::new();
+    flat.add_node("a", noop)
+        .add_edge(START, "a")
+        .add_edge("a", END);
+    assert!(flat.compile().unwrap().subgraph_nodes().is_empty());
+}

@@ -1,15 +1,14 @@
 //! `/assistants`: create, update (a new version each time), delete, versions and the latest
 //! version, search, count, get, graph, schemas, subgraphs.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::spec::{Endpoint, Field, NO_CONTENT, fields, opt, req};
 use super::{
     Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_bool,
     query_pairs, select_fields, select_of, text_field, uuid_param,
@@ -21,20 +20,79 @@ use crate::error::{Result, ServerError};
 use crate::ids::new_id;
 use crate::time::Timestamp;
 
-pub(super) fn routes() -> Router<Api> {
-    Router::new()
-        .route("/assistants", post(create))
-        .route("/assistants/search", post(search))
-        .route("/assistants/count", post(count))
-        .route(
+/// The fields of an assistant create or update body.
+const ASSISTANT_BODY: &[Field] = &[
+    opt("assistant_id", "string"),
+    opt("graph_id", "string"),
+    opt("config", "object"),
+    opt("context", "object"),
+    opt("metadata", "object"),
+    opt("if_exists", "string"),
+    opt("name", "string"),
+    opt("description", "string"),
+];
+
+/// The fields of an assistant search or count body.
+const ASSISTANT_QUERY: &[Field] = &[
+    opt("metadata", "object"),
+    opt("graph_id", "string"),
+    opt("name", "string"),
+    opt("limit", "integer"),
+    opt("offset", "integer"),
+    opt("select", "array"),
+];
+
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post("/assistants", "Create an assistant", create).body(ASSISTANT_BODY),
+        Endpoint::post("/assistants/search", "Search assistants", search).body(ASSISTANT_QUERY),
+        Endpoint::post("/assistants/count", "Count assistants", count).body(ASSISTANT_QUERY),
+        Endpoint::get("/assistants/{id}", "Get an assistant", get_one),
+        Endpoint::patch(
             "/assistants/{id}",
-            get(get_one).patch(update).delete(delete),
+            "Update an assistant (a new version)",
+            update,
         )
-        .route("/assistants/{id}/versions", post(versions))
-        .route("/assistants/{id}/latest", post(set_latest))
-        .route("/assistants/{id}/graph", get(graph))
-        .route("/assistants/{id}/schemas", get(schemas))
-        .route("/assistants/{id}/subgraphs", get(subgraphs))
+        .body(ASSISTANT_BODY),
+        Endpoint::delete("/assistants/{id}", "Delete an assistant", delete)
+            .query(fields![opt("delete_threads", "boolean")])
+            .answers(NO_CONTENT),
+        Endpoint::post(
+            "/assistants/{id}/versions",
+            "List an assistant's versions",
+            versions,
+        )
+        .body(fields![
+            opt("metadata", "object"),
+            opt("limit", "integer"),
+            opt("offset", "integer"),
+        ]),
+        Endpoint::post(
+            "/assistants/{id}/latest",
+            "Make a version the latest",
+            set_latest,
+        )
+        .body(fields![req("version", "integer")]),
+        Endpoint::get("/assistants/{id}/graph", "The graph's shape", graph)
+            .query(fields![opt("xray", "any")]),
+        Endpoint::get(
+            "/assistants/{id}/schemas",
+            "The graph's JSON schemas",
+            schemas,
+        ),
+        Endpoint::get(
+            "/assistants/{id}/subgraphs",
+            "The graph's subgraphs by namespace",
+            subgraphs,
+        )
+        .query(fields![opt("recurse", "boolean")]),
+        Endpoint::get(
+            "/assistants/{id}/subgraphs/{namespace}",
+            "One subgraph of the graph",
+            subgraph,
+        )
+        .query(fields![opt("recurse", "boolean")]),
+    ]
 }
 
 /// The fields of an `Assistant`, which a search's `select` may name.
@@ -287,8 +345,49 @@ async fn schemas(State(api): State<Api>, Path(id): Path<String>) -> Result<Respo
     ))
 }
 
-async fn subgraphs(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
-    api.assistant(&id).await?;
-    // Subgraph introspection is not served: no subgraphs are listed.
-    Ok(json_response(StatusCode::OK, &json!({})))
+/// `GET /assistants/{id}/subgraphs[/{namespace}]`: the reference answers each subgraph's
+/// schemas by namespace. A graph without subgraphs truly has none to list (`{}`, or a 404
+/// for a namespace); for a graph with subgraphs, whose schemas this server cannot give,
+/// it is a 422 that says so, never an empty answer.
+async fn subgraphs_of(
+    api: &Api,
+    id: &str,
+    namespace: Option<&str>,
+    query: Option<&str>,
+) -> Result<Response> {
+    query_bool(&query_pairs(query), "recurse")?;
+    let assistant = api.assistant(id).await?;
+    let graph = api.shared.graph(&assistant.graph_id)?;
+    let nodes = graph.subgraph_nodes();
+    if !nodes.is_empty() {
+        return Err(ServerError::Validation(format!(
+            "subgraph schemas are not served by this server yet: graph {:?} has subgraphs ({}); \
+             GET /assistants/{{assistant_id}}/graph draws the graph",
+            assistant.graph_id,
+            nodes.join(", ")
+        )));
+    }
+    match namespace {
+        None => Ok(json_response(StatusCode::OK, &json!({}))),
+        Some(namespace) => Err(ServerError::NotFound(format!(
+            "graph {:?} has no subgraph {namespace:?}: it has no subgraphs",
+            assistant.graph_id
+        ))),
+    }
+}
+
+async fn subgraphs(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    subgraphs_of(&api, &id, None, query.as_deref()).await
+}
+
+async fn subgraph(
+    State(api): State<Api>,
+    Path((id, namespace)): Path<(String, String)>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
+    subgraphs_of(&api, &id, Some(&namespace), query.as_deref()).await
 }

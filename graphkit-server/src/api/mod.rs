@@ -3,6 +3,7 @@
 
 mod assistants;
 mod runs;
+mod spec;
 mod store;
 mod stream;
 mod threads;
@@ -15,11 +16,12 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::any;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use self::spec::{Answer, Endpoint};
 use crate::backend::{AssistantRecord, Backend};
 use crate::error::{Result, ServerError};
 use crate::ids::{parse_uuid, system_assistant_id};
@@ -61,20 +63,43 @@ impl Api {
     }
 }
 
-/// The router with every endpoint and the middleware.
+/// Every served endpoint: the table the router, `GET /openapi.json` and `GET /docs` are
+/// built from.
+pub(crate) fn endpoints() -> Vec<Endpoint> {
+    let mut all = vec![
+        Endpoint::get("/ok", "Health check", ok),
+        Endpoint::get("/info", "Server version and served graphs", info),
+        Endpoint::get("/metrics", "Prometheus metrics", metrics).answers(Answer {
+            status: 200,
+            description: "the Prometheus text format",
+            content: Some("text/plain"),
+        }),
+        Endpoint::get("/openapi.json", "This OpenAPI document", spec::openapi),
+        Endpoint::get("/docs", "The endpoints as an HTML page", spec::docs).answers(Answer {
+            status: 200,
+            description: "an HTML page",
+            content: Some("text/html"),
+        }),
+    ];
+    all.extend(assistants::endpoints());
+    all.extend(threads::endpoints());
+    all.extend(runs::endpoints());
+    all.extend(store::endpoints());
+    all
+}
+
+/// The router with every endpoint and the middleware. Besides the served [`endpoints`],
+/// it routes only refusals: paths of the reference API this server does not serve, each
+/// answered with a 4xx that names it.
 pub(crate) fn router(api: Api) -> Router {
     let limit = api.body_limit;
-    Router::new()
-        .route("/ok", get(ok))
-        .route("/info", get(info))
-        .route("/metrics", get(metrics))
-        .merge(assistants::routes())
-        .merge(threads::routes())
-        .merge(runs::routes())
-        .merge(store::routes())
+    endpoints()
+        .into_iter()
+        .fold(Router::new(), |router, e| router.route(e.path, e.handler))
         .route("/runs/crons", any(crons))
         .route("/runs/crons/{*rest}", any(crons))
         .route("/threads/{tid}/runs/crons", any(crons))
+        .route("/threads/{tid}/stream", any(thread_stream))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -130,6 +155,18 @@ async fn crons(request: Request) -> ServerError {
     ServerError::NotFound(format!(
         "crons are not served by this server ({} {}): it runs no schedules; create runs yourself \
          on a timer (POST /threads/{{thread_id}}/runs or POST /runs), see docs/server.md",
+        request.method(),
+        request.uri().path()
+    ))
+}
+
+/// `/threads/{id}/stream` (the thread-level stream of every run, `threads.join_stream`): a
+/// 404 that says it is not served and what to use instead.
+async fn thread_stream(request: Request) -> ServerError {
+    ServerError::NotFound(format!(
+        "the thread-level stream is not served by this server ({} {}); follow each run's \
+         stream with GET /threads/{{thread_id}}/runs/{{run_id}}/stream (list the runs with \
+         GET /threads/{{thread_id}}/runs), see docs/server.md",
         request.method(),
         request.uri().path()
     ))

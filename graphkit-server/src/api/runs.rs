@@ -1,16 +1,15 @@
 //! Runs: stateful (`/threads/{id}/runs...`) and stateless (`/runs...`): create, stream,
 //! wait, join, join the stream, cancel, get, list, delete.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::spec::{Answer, Endpoint, Field, NO_CONTENT, SSE, fields, json, opt, req};
 use super::stream::{
     Departure, StreamFilter, run_result, set_locations, sse_body, sse_response, wait_body,
     wait_response, wait_terminal,
@@ -31,20 +30,138 @@ use crate::worker::RunKwargs;
 /// "now" or an overflow in the database.
 const MAX_AFTER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
-pub(super) fn routes() -> Router<Api> {
-    Router::new()
-        .route("/threads/{tid}/runs", post(create_stateful).get(list))
-        .route("/threads/{tid}/runs/stream", post(stream_stateful))
-        .route("/threads/{tid}/runs/wait", post(wait_stateful))
-        .route("/threads/{tid}/runs/{rid}", get(get_one).delete(delete))
-        .route("/threads/{tid}/runs/{rid}/join", get(join))
-        .route("/threads/{tid}/runs/{rid}/stream", get(join_stream))
-        .route("/threads/{tid}/runs/{rid}/cancel", post(cancel))
-        .route("/runs", post(create_stateless))
-        .route("/runs/stream", post(stream_stateless))
-        .route("/runs/wait", post(wait_stateless))
-        .route("/runs/cancel", post(cancel_many))
-        .route("/runs/{rid}/stream", get(join_stream_stateless))
+/// The fields of a run-create body (`RunCreateStateful` / `RunCreateStateless`).
+const RUN_CREATE: &[Field] = &[
+    req("assistant_id", "string"),
+    opt("input", "any"),
+    opt("command", "object"),
+    opt("stream_mode", "any"),
+    opt("stream_subgraphs", "boolean"),
+    opt("stream_resumable", "boolean"),
+    opt("interrupt_before", "any"),
+    opt("interrupt_after", "any"),
+    opt("config", "object"),
+    opt("context", "object"),
+    opt("metadata", "object"),
+    opt("checkpoint_id", "string"),
+    opt("checkpoint", "object"),
+    opt("multitask_strategy", "string"),
+    opt("if_not_exists", "string"),
+    opt("on_disconnect", "string"),
+    opt("on_completion", "string"),
+    opt("after_seconds", "number"),
+    opt("durability", "string"),
+];
+
+/// The query of a join of a run's stream.
+const JOIN_STREAM_QUERY: &[Field] = &[
+    opt("stream_mode", "any"),
+    opt("cancel_on_disconnect", "boolean"),
+];
+
+const RUN: Answer = json("the run");
+
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post(
+            "/threads/{tid}/runs",
+            "Create a background run",
+            create_stateful,
+        )
+        .body(RUN_CREATE)
+        .answers(RUN),
+        Endpoint::get(
+            "/threads/{tid}/runs",
+            "List a thread's runs, newest first",
+            list,
+        )
+        .query(fields![
+            opt("limit", "integer"),
+            opt("offset", "integer"),
+            opt("status", "string"),
+            opt("select", "array"),
+        ]),
+        Endpoint::post(
+            "/threads/{tid}/runs/stream",
+            "Create a run and stream it",
+            stream_stateful,
+        )
+        .body(RUN_CREATE)
+        .answers(SSE),
+        Endpoint::post(
+            "/threads/{tid}/runs/wait",
+            "Create a run and wait for its final values",
+            wait_stateful,
+        )
+        .body(RUN_CREATE),
+        Endpoint::get("/threads/{tid}/runs/{rid}", "Get a run", get_one).answers(RUN),
+        Endpoint::delete("/threads/{tid}/runs/{rid}", "Delete a run", delete).answers(NO_CONTENT),
+        Endpoint::get(
+            "/threads/{tid}/runs/{rid}/join",
+            "Wait for a run's final values",
+            join,
+        ),
+        Endpoint::get(
+            "/threads/{tid}/runs/{rid}/stream",
+            "Join a run's stream (replay after Last-Event-ID)",
+            join_stream,
+        )
+        .query(JOIN_STREAM_QUERY)
+        .answers(SSE),
+        Endpoint::post("/threads/{tid}/runs/{rid}/cancel", "Cancel a run", cancel)
+            .query(fields![opt("wait", "boolean"), opt("action", "string")])
+            .answers(Answer {
+                status: 202,
+                description: "cancel requested (with wait=true: 200 and the run's final values)",
+                content: None,
+            }),
+        Endpoint::post(
+            "/runs",
+            "Create a stateless background run",
+            create_stateless,
+        )
+        .body(RUN_CREATE)
+        .answers(RUN),
+        Endpoint::post(
+            "/runs/stream",
+            "Create a stateless run and stream it",
+            stream_stateless,
+        )
+        .body(RUN_CREATE)
+        .answers(SSE),
+        Endpoint::post(
+            "/runs/wait",
+            "Create a stateless run and wait for its final values",
+            wait_stateless,
+        )
+        .body(RUN_CREATE),
+        Endpoint::post(
+            "/runs/batch",
+            "Create several stateless background runs",
+            create_batch,
+        )
+        .list_body(RUN_CREATE)
+        .answers(json("the created runs, in the order given")),
+        Endpoint::post(
+            "/runs/cancel",
+            "Cancel runs by id or by status",
+            cancel_many,
+        )
+        .query(fields![opt("action", "string")])
+        .body(fields![
+            opt("thread_id", "string"),
+            opt("run_ids", "array"),
+            opt("status", "string"),
+        ])
+        .answers(NO_CONTENT),
+        Endpoint::get(
+            "/runs/{rid}/stream",
+            "Join a stateless run's stream",
+            join_stream_stateless,
+        )
+        .query(JOIN_STREAM_QUERY)
+        .answers(SSE),
+    ]
 }
 
 /// The modes the v1 routes serve.
@@ -239,13 +356,45 @@ struct Created {
     stateless: bool,
 }
 
+/// A run request that passed every check, ready to be stored.
+struct Prepared {
+    new_run: NewRun,
+    kwargs: RunKwargs,
+    cancel_on_disconnect: bool,
+    delete_thread: Option<Uuid>,
+    stateless: bool,
+}
+
 async fn create_run(
     api: &Api,
     thread: Option<Uuid>,
     body: &Bytes,
     follow: Follow,
 ) -> Result<Created> {
-    let body: RunCreate = parse_body(body)?;
+    let prepared = prepare_run(api, thread, parse_body(body)?, follow).await?;
+    store_run(api, prepared).await
+}
+
+/// Stores a prepared run (and its thread, when it needs one).
+async fn store_run(api: &Api, prepared: Prepared) -> Result<Created> {
+    let created = api.backend().create_run(prepared.new_run).await?;
+    Ok(Created {
+        run: created.run,
+        kwargs: prepared.kwargs,
+        cancel_on_disconnect: prepared.cancel_on_disconnect,
+        delete_thread: prepared.delete_thread,
+        stateless: prepared.stateless,
+    })
+}
+
+/// Checks a run request (`thread`: the thread of a stateful run; `None` for a stateless
+/// one, which gets a new thread) and turns it into the run to store, storing nothing.
+async fn prepare_run(
+    api: &Api,
+    thread: Option<Uuid>,
+    body: RunCreate,
+    follow: Follow,
+) -> Result<Prepared> {
     let assistant_id = body
         .assistant_id
         .as_deref()
@@ -370,9 +519,8 @@ async fn create_run(
     };
     let kwargs_json =
         serde_json::to_value(&kwargs).map_err(|e| ServerError::backend("encode the run", e))?;
-    let created = api
-        .backend()
-        .create_run(NewRun {
+    Ok(Prepared {
+        new_run: NewRun {
             run_id: new_id(),
             thread_id,
             assistant_id: assistant.assistant_id,
@@ -382,10 +530,7 @@ async fn create_run(
             create_thread: (thread.is_none() || create_if_missing).then(|| thread_metadata.clone()),
             thread_metadata,
             not_before,
-        })
-        .await?;
-    Ok(Created {
-        run: created.run,
+        },
         kwargs,
         cancel_on_disconnect,
         delete_thread: (delete_when_done && follow != Follow::Background).then_some(thread_id),
@@ -506,6 +651,69 @@ async fn wait_stateful(
 
 async fn create_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {
     background(&api, None, &body).await
+}
+
+/// `POST /runs/batch`: a list of stateless run requests, each checked as `POST /runs`
+/// checks one; the first invalid one refuses the whole batch with its index named, and
+/// nothing is stored. Answers the created runs in the order given.
+async fn create_batch(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let items: Value = parse_body(&body)?;
+    let Value::Array(items) = items else {
+        return Err(ServerError::Validation(
+            "the body of /runs/batch must be a list of run requests (each as POST /runs takes)"
+                .into(),
+        ));
+    };
+    let mut prepared = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let item = Bytes::from(
+            serde_json::to_vec(&item).map_err(|e| ServerError::backend("encode a run", e))?,
+        );
+        let run = prepare_item(&api, &item)
+            .await
+            .map_err(|e| in_batch(index, e))?;
+        prepared.push(run);
+    }
+    let mut created: Vec<Value> = Vec::with_capacity(prepared.len());
+    let mut threads: Vec<Uuid> = Vec::with_capacity(prepared.len());
+    for run in prepared {
+        let thread = run.new_run.thread_id;
+        match store_run(&api, run).await {
+            Ok(run) => {
+                threads.push(thread);
+                created.push(run_json(&run.run));
+            }
+            Err(error) => {
+                // Undo the runs stored so far (with their temporary threads), so that a
+                // failed batch leaves nothing behind.
+                for thread in threads {
+                    if let Err(undo) = super::threads::delete_thread(&api, thread).await {
+                        tracing::warn!(%thread, error = %undo, "could not undo a run of a failed batch");
+                    }
+                }
+                return Err(error);
+            }
+        }
+    }
+    Ok(json_response(StatusCode::OK, &created))
+}
+
+/// One item of a batch, checked as `POST /runs` checks its body.
+async fn prepare_item(api: &Api, item: &Bytes) -> Result<Prepared> {
+    prepare_run(api, None, parse_body(item)?, Follow::Background).await
+}
+
+/// `error` of the batch item at `index`, its message naming the item.
+fn in_batch(index: usize, error: ServerError) -> ServerError {
+    match error {
+        ServerError::Validation(m) => ServerError::Validation(format!("run [{index}]: {m}")),
+        ServerError::MalformedBody(m) => {
+            ServerError::Validation(format!("run [{index}]: malformed run request: {m}"))
+        }
+        ServerError::NotFound(m) => ServerError::NotFound(format!("run [{index}]: {m}")),
+        ServerError::BadRequest(m) => ServerError::BadRequest(format!("run [{index}]: {m}")),
+        other => other,
+    }
 }
 
 async fn stream_stateless(State(api): State<Api>, body: Bytes) -> Result<Response> {

@@ -1,15 +1,14 @@
 //! `/store`: put, get, delete, search and list namespaces.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{post, put};
 use graphkit::store::{Item, SearchQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::spec::{Endpoint, NO_CONTENT, fields, opt, req};
 use super::{
     Api, count_field, json_response, limit_of, no_content, offset_of, parse_body, query_pairs,
     query_value, refuse_unsupported,
@@ -17,14 +16,38 @@ use super::{
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
 
-pub(super) fn routes() -> Router<Api> {
-    Router::new()
-        .route(
-            "/store/items",
-            put(put_item).get(get_item).delete(delete_item),
-        )
-        .route("/store/items/search", post(search))
-        .route("/store/namespaces", post(namespaces))
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::put("/store/items", "Put an item", put_item)
+            .body(fields![
+                req("namespace", "array"),
+                req("key", "string"),
+                req("value", "object"),
+            ])
+            .answers(NO_CONTENT),
+        Endpoint::get("/store/items", "Get an item (null when absent)", get_item).query(fields![
+            req("namespace", "string"),
+            req("key", "string"),
+            opt("refresh_ttl", "boolean"),
+        ]),
+        Endpoint::delete("/store/items", "Delete an item", delete_item)
+            .body(fields![req("namespace", "array"), req("key", "string")])
+            .answers(NO_CONTENT),
+        Endpoint::post("/store/items/search", "Search items", search).body(fields![
+            opt("namespace_prefix", "array"),
+            opt("filter", "object"),
+            opt("limit", "integer"),
+            opt("offset", "integer"),
+            opt("refresh_ttl", "boolean"),
+        ]),
+        Endpoint::post("/store/namespaces", "List namespaces", namespaces).body(fields![
+            opt("prefix", "array"),
+            opt("suffix", "array"),
+            opt("max_depth", "integer"),
+            opt("limit", "integer"),
+            opt("offset", "integer"),
+        ]),
+    ]
 }
 
 fn item_json(item: Item) -> Value {

@@ -1,16 +1,15 @@
 //! `/threads`: create, get, patch, delete, search, count, state (get, at a checkpoint,
 //! update), history and copy.
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post};
 use graphkit::checkpoint::ListOptions;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::spec::{Endpoint, Field, NO_CONTENT, fields, opt, req};
 use super::{
     Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
     query_pairs, query_value, refuse_unsupported, select_fields, select_of, text_field, uuid_param,
@@ -22,17 +21,85 @@ use crate::error::{Result, ServerError};
 use crate::graph::SharedGraph;
 use crate::ids::new_id;
 
-pub(super) fn routes() -> Router<Api> {
-    Router::new()
-        .route("/threads", post(create))
-        .route("/threads/search", post(search))
-        .route("/threads/count", post(count))
-        .route("/threads/{id}", get(get_one).patch(patch).delete(delete))
-        .route("/threads/{id}/state", get(state).post(update_state))
-        .route("/threads/{id}/state/checkpoint", post(state_at_body))
-        .route("/threads/{id}/state/{checkpoint_id}", get(state_at))
-        .route("/threads/{id}/history", post(history).get(history_get))
-        .route("/threads/{id}/copy", post(copy))
+/// The fields of a thread search or count body.
+const THREAD_QUERY: &[Field] = &[
+    opt("metadata", "object"),
+    opt("values", "object"),
+    opt("ids", "array"),
+    opt("status", "string"),
+    opt("limit", "integer"),
+    opt("offset", "integer"),
+    opt("sort_by", "string"),
+    opt("sort_order", "string"),
+    opt("select", "array"),
+];
+
+/// The fields of a history body.
+const HISTORY_BODY: &[Field] = &[
+    opt("limit", "integer"),
+    opt("before", "any"),
+    opt("metadata", "object"),
+];
+
+pub(super) fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post("/threads", "Create a thread", create).body(fields![
+            opt("thread_id", "string"),
+            opt("metadata", "object"),
+            opt("if_exists", "string"),
+            opt("supersteps", "array"),
+        ]),
+        Endpoint::post("/threads/search", "Search threads", search).body(THREAD_QUERY),
+        Endpoint::post("/threads/count", "Count threads", count).body(THREAD_QUERY),
+        Endpoint::post("/threads/prune", "Delete threads by id", prune).body(fields![
+            req("thread_ids", "array"),
+            opt("strategy", "string")
+        ]),
+        Endpoint::get("/threads/{id}", "Get a thread", get_one),
+        Endpoint::patch("/threads/{id}", "Merge metadata into a thread", patch)
+            .body(fields![req("metadata", "object")]),
+        Endpoint::delete("/threads/{id}", "Delete a thread", delete).answers(NO_CONTENT),
+        Endpoint::get("/threads/{id}/state", "The thread's current state", state),
+        Endpoint::post(
+            "/threads/{id}/state",
+            "Update the thread's state",
+            update_state,
+        )
+        .body(fields![
+            opt("values", "any"),
+            opt("as_node", "string"),
+            opt("checkpoint_id", "string"),
+            opt("checkpoint", "object"),
+        ]),
+        Endpoint::post(
+            "/threads/{id}/state/checkpoint",
+            "The thread's state at a checkpoint",
+            state_at_body,
+        )
+        .body(fields![req("checkpoint", "object")]),
+        Endpoint::get(
+            "/threads/{id}/state/{checkpoint_id}",
+            "The thread's state at a checkpoint",
+            state_at,
+        ),
+        Endpoint::post(
+            "/threads/{id}/history",
+            "The thread's states, newest first",
+            history,
+        )
+        .body(HISTORY_BODY),
+        Endpoint::get(
+            "/threads/{id}/history",
+            "The thread's states, newest first",
+            history_get,
+        )
+        .query(fields![opt("limit", "integer"), opt("before", "string")]),
+        Endpoint::post(
+            "/threads/{id}/copy",
+            "Copy a thread with its checkpoints",
+            copy,
+        ),
+    ]
 }
 
 /// The fields of a `Thread`, which a search's `select` may name.
@@ -172,14 +239,73 @@ async fn patch(
 
 async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
-    if !api.backend().delete_thread(id).await? {
+    if !delete_thread(&api, id).await? {
         return Err(ServerError::NotFound(format!("Thread {id} not found")));
+    }
+    Ok(no_content())
+}
+
+/// Deletes a thread with its runs, events and checkpoints; `false` if there was none.
+pub(super) async fn delete_thread(api: &Api, id: Uuid) -> Result<bool> {
+    if !api.backend().delete_thread(id).await? {
+        return Ok(false);
     }
     api.backend()
         .checkpointer()
         .delete_thread(&id.to_string())
         .await?;
-    Ok(no_content())
+    Ok(true)
+}
+
+/// `POST /threads/prune` `{thread_ids, strategy?}`: the `delete` strategy (the default)
+/// deletes each thread as `DELETE /threads/{id}` does and answers `{"pruned_count": n}`,
+/// the threads that existed; `keep_latest` (drop all but the latest checkpoint) is a 422.
+async fn prune(State(api): State<Api>, body: Bytes) -> Result<Response> {
+    let body: Map<String, Value> = parse_body(&body)?;
+    match text_field(&body, "strategy")? {
+        None | Some("delete") => {}
+        Some("keep_latest") => {
+            return Err(ServerError::Validation(
+                "strategy \"keep_latest\" is not served by this server (it keeps every \
+                 checkpoint of a thread); use \"delete\""
+                    .into(),
+            ));
+        }
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "strategy must be \"delete\" or \"keep_latest\", not {other:?}"
+            )));
+        }
+    }
+    let Some(Value::Array(given)) = body.get("thread_ids") else {
+        return Err(ServerError::Validation(
+            "`thread_ids` is required: the list of the thread ids to prune".into(),
+        ));
+    };
+    let ids = given
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match v.as_str() {
+            Some(id) => Uuid::try_parse(id).map_err(|_| {
+                ServerError::Validation(format!(
+                    "`thread_ids[{i}]` must be a thread id (a UUID), not {id:?}"
+                ))
+            }),
+            None => Err(ServerError::Validation(format!(
+                "`thread_ids[{i}]` must be a thread id, not {v}"
+            ))),
+        })
+        .collect::<Result<Vec<Uuid>>>()?;
+    let mut pruned = 0u64;
+    for id in ids {
+        if delete_thread(&api, id).await? {
+            pruned += 1;
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({ "pruned_count": pruned }),
+    ))
 }
 
 fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {

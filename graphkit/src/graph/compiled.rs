@@ -331,6 +331,22 @@ impl<S: State> CompiledGraph<S> {
             .collect()
     }
 
+    /// The names of the nodes that run a subgraph ([`StateGraph::add_subgraph`],
+    /// [`StateGraph::add_subgraph_mapped`]), in the order they were added: what a host
+    /// needs to know before it says a graph has no subgraphs.
+    ///
+    /// [`StateGraph::add_subgraph`]: crate::StateGraph::add_subgraph
+    /// [`StateGraph::add_subgraph_mapped`]: crate::StateGraph::add_subgraph_mapped
+    pub fn subgraph_nodes(&self) -> Vec<String> {
+        self.core
+            .shape
+            .nodes
+            .iter()
+            .filter(|n| n.subgraph.is_some())
+            .map(|n| n.name.to_string())
+            .collect()
+    }
+
     /// A plain-text outline of nodes and their edges.
     pub fn draw_ascii(&self) -> String {
         self.core.shape.ascii()
