@@ -184,20 +184,22 @@ impl NodeContext {
         self.config
             .context
             .provided::<T, C>()
-            .ok_or_else(|| Error::MissingContext {
-                node: self.node.to_string(),
-                available: self.config.context.type_names(),
-                type_name: std::any::type_name::<T>(),
-            })
+            .ok_or_else(|| self.missing_context::<T>())
+    }
+
+    /// The error of a node that reads a context value of type `T` the run does not have.
+    fn missing_context<T: ?Sized>(&self) -> Error {
+        Error::MissingContext {
+            node: self.node.to_string(),
+            available: self.config.context.type_names(),
+            type_name: std::any::type_name::<T>(),
+        }
     }
 
     /// The run's context value of type `C`, or an error naming the node, the type, and the
     /// types the run does have.
     pub fn require_context<C: ?Sized + Send + Sync + 'static>(&self) -> Result<Arc<C>, Error> {
-        self.context::<C>().ok_or_else(|| Error::MissingContext {
-            node: self.node.to_string(),
-            available: self.config.context.type_names(),
-            type_name: std::any::type_name::<C>(),
-        })
+        self.context::<C>()
+            .ok_or_else(|| self.missing_context::<C>())
     }
 }

@@ -24,22 +24,17 @@ impl ContextValues {
         let id = TypeId::of::<C>();
         let entry: (TypeId, &'static str, Arc<dyn Any + Send + Sync>) =
             (id, std::any::type_name::<C>(), Arc::new(value));
-        match self.defaults_from {
-            // Set on a run's merged values: it is the run's, ahead of the graph's.
-            Some(mut run_len) => {
-                if let Some(at) = self.values.iter().position(|(t, _, _)| *t == id) {
-                    self.values.remove(at);
-                    if at < run_len {
-                        run_len -= 1;
-                    }
-                }
-                self.values.insert(run_len, entry);
-                self.defaults_from = Some(run_len + 1);
+        // On a run's merged values the new value is the run's, ahead of the graph's.
+        let mut run_len = self.defaults_from.unwrap_or(self.values.len());
+        if let Some(at) = self.values.iter().position(|(t, _, _)| *t == id) {
+            self.values.remove(at);
+            if at < run_len {
+                run_len -= 1;
             }
-            None => {
-                self.values.retain(|(t, _, _)| *t != id);
-                self.values.push(entry);
-            }
+        }
+        self.values.insert(run_len, entry);
+        if let Some(defaults_from) = &mut self.defaults_from {
+            *defaults_from = run_len + 1;
         }
     }
 
