@@ -536,14 +536,14 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
                         .await
                 }
             };
-            match finished {
-                Ok(false) => {
-                    tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
-                }
-                Err(lost) if lost.is_lease_lost() => {
-                    tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
-                }
-                _ => tracing::error!(%run_id, %error, "run failed outside its graph"),
+            let lost = match finished {
+                Ok(finished) => !finished,
+                Err(refused) => refused.is_lease_lost(),
+            };
+            if lost {
+                tracing::warn!(%run_id, %worker_id, %error, "lost the run's lease; stopped it");
+            } else {
+                tracing::error!(%run_id, %error, "run failed outside its graph");
             }
         }
     }
