@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use super::one_at_a_time;
 use futures::StreamExt;
 use graphkit_tests::{
     Http, ServerProcess, drop_schema, eventually, fresh_schema, postgres_args, postgres_url,
@@ -19,6 +20,7 @@ const RUNS_PER_THREAD: usize = 2;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_runs_on_three_processes_each_run_exactly_once() {
+    let _alone = one_at_a_time().await;
     let Some(url) = postgres_url("server_many_runs") else {
         return;
     };

@@ -8,20 +8,13 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
+use super::{one_at_a_time, open_gate};
 use graphkit_tests::{
     Event, Http, ServerProcess, drop_schema, eventually, fresh_schema, postgres_args, postgres_url,
 };
 use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_graphkit-test-server");
-
-async fn open_gate(http: &Http, base: &str, thread: &str, step: &str) {
-    http.put(
-        &format!("{base}/store/items"),
-        json!({"namespace": ["gate", thread], "key": step, "value": {}}),
-    )
-    .await;
-}
 
 /// Everything a worker writes for a run, as another process reads it: the run, its whole
 /// stream, the thread (status, values) and its checkpoint history.
@@ -63,6 +56,7 @@ async fn written(http: &Http, base: &str, thread: &str, run_id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_worker_wakes_after_the_takeover_and_nothing_it_writes_lands() {
+    let _alone = one_at_a_time().await;
     let Some(url) = postgres_url("server_fencing") else {
         return;
     };

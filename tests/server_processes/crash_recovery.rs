@@ -6,6 +6,7 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
+use super::{one_at_a_time, open_gate};
 use graphkit_tests::{
     Event, Http, ServerProcess, drop_schema, eventually, fresh_schema, postgres_args, postgres_url,
 };
@@ -39,14 +40,6 @@ async fn executions(http: &Http, base: &str, thread: &str) -> Vec<(String, usize
         .collect()
 }
 
-async fn open_gate(http: &Http, base: &str, thread: &str, step: &str) {
-    http.put(
-        &format!("{base}/store/items"),
-        json!({"namespace": ["gate", thread], "key": step, "value": {}}),
-    )
-    .await;
-}
-
 async fn new_thread(http: &Http, base: &str) -> String {
     let thread = http.post(&format!("{base}/threads"), json!({})).await;
     thread["thread_id"].as_str().expect("thread_id").to_owned()
@@ -54,6 +47,7 @@ async fn new_thread(http: &Http, base: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_workers_run_finishes_elsewhere_as_attempt_two_without_redoing_steps() {
+    let _alone = one_at_a_time().await;
     let Some(url) = postgres_url("server_crash_recovery") else {
         return;
     };

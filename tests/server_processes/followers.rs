@@ -8,6 +8,7 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
+use super::{one_at_a_time, open_gate};
 use graphkit_tests::{
     DEADLINE, Event, Http, ServerProcess, Sse, drop_schema, fresh_schema, postgres_args,
     postgres_url,
@@ -16,14 +17,6 @@ use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_graphkit-test-server");
 const FOLLOWERS: usize = 25;
-
-async fn open_gate(http: &Http, base: &str, thread: &str, step: &str) {
-    http.put(
-        &format!("{base}/store/items"),
-        json!({"namespace": ["gate", thread], "key": step, "value": {}}),
-    )
-    .await;
-}
 
 /// Every remaining event of a stream (failing the test rather than hanging).
 async fn rest(mut stream: Sse) -> Vec<Event> {
@@ -60,6 +53,7 @@ fn is_update_of(event: &Event, step: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_in_another_process_get_every_event_of_a_run_once_in_order() {
+    let _alone = one_at_a_time().await;
     let Some(url) = postgres_url("server_followers") else {
         return;
     };
