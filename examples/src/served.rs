@@ -155,6 +155,9 @@ pub async fn register(
         audit: AuditTrail::new(dd_dir.join("audit")),
         prices: due_diligence::default_prices(),
         reports_dir: dd_dir.join("reports"),
+        // Files named after the server's thread id: clients can write the state's
+        // session id and the run's config.
+        sessions: due_diligence::SessionIds::PerThread,
     };
     let dd_graph = due_diligence::build_graph(Arc::new(dd_deps), CompileOptions::new())
         .map_err(|e| startup(DUE_DILIGENCE, &e))?;
