@@ -16,8 +16,8 @@
 //! Atom API; the events dataset over MCP streamable HTTP).
 //!
 //! Where files go is fixed here, never taken from a client: due-diligence writes its
-//! audit trail and reports under `files_dir/due_diligence/` (file names from its session
-//! id, which must be a plain name), entity-intel writes under
+//! audit trail and reports under `files_dir/due_diligence/`, named `dd-<thread id>`
+//! whatever its state's `session_id` or the run's config says, entity-intel writes under
 //! `files_dir/entity_intel/<thread id>/` whatever its state's `output_directory` says.
 //! Keep the returned [`BundledWorkflows`] alive as long as the server runs: dropping it
 //! stops the local services.
@@ -155,6 +155,9 @@ pub async fn register(
         audit: AuditTrail::new(dd_dir.join("audit")),
         prices: due_diligence::default_prices(),
         reports_dir: dd_dir.join("reports"),
+        // Files named after the server's thread id: clients can write the state's
+        // session id and the run's config.
+        sessions: due_diligence::SessionIds::PerThread,
     };
     let dd_graph = due_diligence::build_graph(Arc::new(dd_deps), CompileOptions::new())
         .map_err(|e| startup(DUE_DILIGENCE, &e))?;

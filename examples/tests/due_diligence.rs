@@ -700,7 +700,9 @@ async fn a_round_with_no_new_query_goes_straight_to_reflection() {
 
 #[test]
 fn the_guide_shows_the_graph_as_drawn() {
-    use graphkit_examples::due_diligence::{AuditTrail, Deps, build_graph, default_prices};
+    use graphkit_examples::due_diligence::{
+        AuditTrail, Deps, SessionIds, build_graph, default_prices,
+    };
     let model: Arc<dyn ChatModel> = Arc::new(offline_model());
     let deps = Deps {
         strategy_model: Arc::clone(&model),
@@ -710,6 +712,7 @@ fn the_guide_shows_the_graph_as_drawn() {
         audit: AuditTrail::new(std::env::temp_dir()),
         prices: default_prices(),
         reports_dir: std::env::temp_dir(),
+        sessions: SessionIds::FromState,
     };
     let graph = build_graph(Arc::new(deps), graphkit::CompileOptions::new()).expect("graph");
     let guide = std::fs::read_to_string(

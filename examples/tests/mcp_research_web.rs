@@ -9,7 +9,8 @@
 //! MutationObserver when the page reaches the awaited state, bounded by the session's
 //! script timeout; nothing sleeps.
 
-#[path = "mcp_research_web/webdriver.rs"]
+// Shared with graphkit-tests' browser tests (one WebDriver client in the workspace).
+#[path = "../../tests/src/webdriver.rs"]
 mod webdriver;
 
 use std::sync::{Arc, Mutex};

@@ -2,16 +2,20 @@
 //! none gets a 5xx, every one gets an answer, and the server still answers afterwards.
 //!
 //! Reproducible and bounded by count, not time: a fixed seed and [`CASES`] cases (a few
-//! seconds in a debug build). The requests: methods, paths from the route table with ids
+//! seconds in a debug build). The routes are read from the server's OpenAPI document, which
+//! is drawn from the endpoint table the router is built from, so a new route is fuzzed
+//! without a change here (with its body's fields and query keys). The requests: methods,
+//! paths of those routes with ids
 //! that exist, do not, are not UUIDs or hold `%00`; query strings of the API's keys with odd
 //! values; bodies that are empty, invalid UTF-8, cut short, nested hundreds deep, or JSON
 //! objects of the API's field names with values of every type (huge numbers, NULs, nesting),
 //! also mixed into a valid run request. They go over one keep-alive connection (a new one
 //! after an answer that closes it), hand-written, so nothing is cleaned up on the way.
 //!
-//! Left out: `runs/wait`, `runs/stream` and the join routes, whose answers last as long as a
-//! run (an accepted delay of a day would hold the test a day); their bodies are parsed by
-//! the same code as `POST /threads/{id}/runs` and `/runs`, which are fuzzed.
+//! Left out: the streams (any endpoint answering `text/event-stream`), `.../wait` and
+//! `.../join`, whose answers last as long as a run (an accepted delay of a day would hold the
+//! test a day); the run bodies among them are parsed by the same code as
+//! `POST /threads/{id}/runs` and `/runs`, which are fuzzed.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -31,223 +35,207 @@ const CASES: u32 = 1200;
 const SEED: [u8; 32] = *b"graphkit-server request fuzzer 1";
 
 /// A route: method, path (`{t}` a thread id, `{r}` a run id, `{c}` a checkpoint id, `{a}`
-/// an assistant id), a valid body to mutate, and the body fields its handler reads (most
-/// mutations go there).
+/// an assistant id, `{x}` any other id), a valid body to mutate, and the body fields its
+/// handler reads (most mutations go there).
 type Route = (&'static str, &'static str, Value, &'static [&'static str]);
 
-const RUN_FIELDS: &[&str] = &[
-    "assistant_id",
-    "input",
-    "command",
-    "stream_mode",
-    "stream_subgraphs",
-    "stream_resumable",
-    "interrupt_before",
-    "interrupt_after",
-    "config",
-    "context",
-    "metadata",
-    "checkpoint_id",
-    "checkpoint",
-    "multitask_strategy",
-    "if_not_exists",
-    "on_disconnect",
-    "on_completion",
-    "after_seconds",
-    "durability",
-    "checkpoint_during",
-    "webhook",
-];
-const THREAD_SEARCH_FIELDS: &[&str] = &[
-    "metadata",
-    "values",
-    "ids",
-    "status",
-    "limit",
-    "offset",
-    "sort_by",
-    "sort_order",
-];
-const ASSISTANT_FIELDS: &[&str] = &[
-    "graph_id",
-    "assistant_id",
-    "if_exists",
-    "config",
-    "context",
-    "metadata",
-    "name",
-    "description",
-];
-const STORE_FIELDS: &[&str] = &[
-    "namespace",
-    "key",
-    "value",
-    "ttl",
-    "namespace_prefix",
-    "filter",
-    "limit",
-    "offset",
-    "query",
-    "prefix",
-    "suffix",
-    "max_depth",
-];
-
-/// The route table.
-fn routes() -> Vec<Route> {
+/// Valid bodies for the routes whose bodies a schema alone does not make valid (keyed by
+/// method and the OpenAPI path). Routes without one get a body of their schema's required
+/// fields. Each must name a route of the document (checked), so none goes stale unseen.
+fn seed_bodies() -> Vec<(&'static str, &'static str, Value)> {
     let run = json!({
         "assistant_id": "agent",
         "input": {"messages": [{"role": "user", "content": "hi"}]},
     });
-    let none = Value::Null;
     vec![
-        ("GET", "/ok", none.clone(), &[]),
-        ("GET", "/info", none.clone(), &[]),
-        ("GET", "/openapi.json", none.clone(), &[]),
-        ("GET", "/docs", none.clone(), &[]),
         (
             "POST",
             "/assistants",
             json!({"graph_id": "agent", "name": "fuzzed", "config": {"configurable": {"k": 1}}}),
-            ASSISTANT_FIELDS,
         ),
         (
             "POST",
             "/assistants/search",
             json!({"graph_id": "agent", "limit": 5}),
-            &["graph_id", "name", "metadata", "limit", "offset", "select"],
         ),
-        (
-            "PATCH",
-            "/assistants/{a}",
-            json!({"metadata": {"k": 2}}),
-            ASSISTANT_FIELDS,
-        ),
-        ("DELETE", "/assistants/{a}", none.clone(), &[]),
-        (
-            "POST",
-            "/assistants/{a}/versions",
-            json!({"limit": 2}),
-            &["metadata", "limit", "offset"],
-        ),
-        (
-            "POST",
-            "/assistants/{a}/latest",
-            json!({"version": 1}),
-            &["version"],
-        ),
-        (
-            "POST",
-            "/assistants/count",
-            json!({}),
-            &["graph_id", "name", "metadata", "limit", "offset"],
-        ),
-        ("GET", "/assistants/{a}", none.clone(), &[]),
-        ("GET", "/assistants/{a}/graph", none.clone(), &[]),
-        ("GET", "/assistants/{a}/schemas", none.clone(), &[]),
-        ("GET", "/assistants/{a}/subgraphs", none.clone(), &[]),
+        ("PATCH", "/assistants/{id}", json!({"metadata": {"k": 2}})),
+        ("POST", "/assistants/{id}/versions", json!({"limit": 2})),
+        ("POST", "/assistants/{id}/latest", json!({"version": 1})),
         (
             "POST",
             "/threads",
             json!({"metadata": {"k": "v"}, "if_exists": "do_nothing"}),
-            &["thread_id", "metadata", "if_exists", "supersteps", "ttl"],
         ),
         (
             "POST",
             "/threads/search",
             json!({"limit": 10, "sort_by": "created_at"}),
-            THREAD_SEARCH_FIELDS,
         ),
+        ("POST", "/threads/count", json!({"status": "idle"})),
+        ("PATCH", "/threads/{id}", json!({"metadata": {"k": 1}})),
         (
             "POST",
-            "/threads/count",
-            json!({"status": "idle"}),
-            THREAD_SEARCH_FIELDS,
-        ),
-        ("GET", "/threads/{t}", none.clone(), &[]),
-        (
-            "PATCH",
-            "/threads/{t}",
-            json!({"metadata": {"k": 1}}),
-            &["metadata", "ttl"],
-        ),
-        ("DELETE", "/threads/{t}", none.clone(), &[]),
-        ("GET", "/threads/{t}/state", none.clone(), &[]),
-        (
-            "POST",
-            "/threads/{t}/state",
+            "/threads/{id}/state",
             json!({"values": {"messages": [{"role": "user", "content": "s"}]}}),
-            &["values", "as_node", "checkpoint_id", "checkpoint"],
         ),
         (
             "POST",
-            "/threads/{t}/state/checkpoint",
+            "/threads/{id}/state/checkpoint",
             json!({"checkpoint": {"checkpoint_id": "x"}}),
-            &["checkpoint"],
         ),
-        ("GET", "/threads/{t}/state/{c}", none.clone(), &[]),
-        (
-            "POST",
-            "/threads/{t}/history",
-            json!({"limit": 5}),
-            &["limit", "before", "metadata", "checkpoint"],
-        ),
-        ("GET", "/threads/{t}/history", none.clone(), &[]),
-        ("POST", "/threads/{t}/copy", none.clone(), &[]),
-        ("POST", "/threads/{t}/runs", run.clone(), RUN_FIELDS),
-        ("GET", "/threads/{t}/runs", none.clone(), &[]),
-        ("GET", "/threads/{t}/runs/{r}", none.clone(), &[]),
-        ("DELETE", "/threads/{t}/runs/{r}", none.clone(), &[]),
-        ("POST", "/threads/{t}/runs/{r}/cancel", none.clone(), &[]),
-        ("POST", "/runs/batch", json!([run.clone()]), &[]),
-        ("POST", "/runs", run, RUN_FIELDS),
+        ("POST", "/threads/{id}/history", json!({"limit": 5})),
+        ("POST", "/threads/{tid}/runs", run.clone()),
+        ("POST", "/runs/batch", json!([run.clone()])),
+        ("POST", "/runs", run),
         (
             "POST",
             "/threads/prune",
             json!({"thread_ids": [], "strategy": "delete"}),
-            &["thread_ids", "strategy"],
         ),
-        (
-            "POST",
-            "/runs/cancel",
-            json!({"status": "pending"}),
-            &["run_ids", "thread_id", "status"],
-        ),
+        ("POST", "/runs/cancel", json!({"status": "pending"})),
         (
             "PUT",
             "/store/items",
             json!({"namespace": ["n"], "key": "k", "value": {"a": 1}}),
-            STORE_FIELDS,
         ),
-        ("GET", "/store/items", none.clone(), &[]),
         (
             "DELETE",
             "/store/items",
             json!({"namespace": ["n"], "key": "k"}),
-            STORE_FIELDS,
         ),
         (
             "POST",
             "/store/items/search",
             json!({"namespace_prefix": ["n"], "limit": 3}),
-            STORE_FIELDS,
         ),
-        (
-            "POST",
-            "/store/namespaces",
-            json!({"max_depth": 2}),
-            STORE_FIELDS,
-        ),
+        ("POST", "/store/namespaces", json!({"max_depth": 2})),
     ]
 }
 
-/// Field names of the API's bodies (the routes' own and a few more), and of the demo graph's
-/// state (without `sleep`, which would make a run last as long as the fuzzer asks), and two
-/// odd ones.
-fn fields() -> Vec<&'static str> {
-    let mut all: Vec<&'static str> = [RUN_FIELDS, THREAD_SEARCH_FIELDS, STORE_FIELDS]
-        .concat()
+/// Whether an endpoint is left out: its answer lasts as long as a run (a stream, a wait, a
+/// join; an accepted delay of a day would hold the test a day).
+fn lasts_as_long_as_a_run(path: &str, operation: &Value) -> bool {
+    let streams = operation["responses"]
+        .as_object()
         .into_iter()
+        .flat_map(|answers| answers.values())
+        .any(|answer| answer["content"].get("text/event-stream").is_some());
+    streams || path.ends_with("/wait") || path.ends_with("/join")
+}
+
+/// `s` for the rest of the test run (the strategies take `'static` data).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// The fuzzer's form of an OpenAPI path: a thread's id `{t}`, a run's `{r}`, a
+/// checkpoint's `{c}`, an assistant's `{a}`, any other parameter `{x}`.
+fn placeholders(path: &str) -> String {
+    let under_assistants = path.starts_with("/assistants/");
+    path.split('/')
+        .map(|part| match part {
+            "{tid}" | "{thread_id}" => "{t}",
+            "{id}" if under_assistants => "{a}",
+            "{id}" => "{t}",
+            "{rid}" | "{run_id}" => "{r}",
+            "{checkpoint_id}" => "{c}",
+            other if other.starts_with('{') => "{x}",
+            other => other,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A value of a schema's `type`, for a required field.
+fn example_of(schema: &Value) -> Value {
+    match schema["type"].as_str() {
+        Some("string") => json!("x"),
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        _ => json!({}),
+    }
+}
+
+/// The route table, read from the server's OpenAPI document (drawn from the same endpoint
+/// table as its router), so every route served is fuzzed: its methods, paths, body fields
+/// and query keys. Returns the routes and the query keys.
+fn routes_of(document: &Value) -> (Vec<Route>, Vec<&'static str>) {
+    let seeds = seed_bodies();
+    let paths = document["paths"].as_object().expect("the document's paths");
+    for (method, path, _) in &seeds {
+        let known = paths
+            .get(*path)
+            .is_some_and(|ops| ops.get(method.to_lowercase()).is_some());
+        assert!(
+            known,
+            "the seed body of {method} {path} names no endpoint of the document"
+        );
+    }
+    let mut routes = Vec::new();
+    let mut query_keys: Vec<&'static str> = QUERY_KEYS.to_vec();
+    for (path, operations) in paths {
+        for (method, operation) in operations.as_object().expect("the path's operations") {
+            let method = method.to_uppercase();
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                if parameter["in"] == "query"
+                    && let Some(name) = parameter["name"].as_str()
+                    && !query_keys.contains(&name)
+                {
+                    query_keys.push(leak(name.to_owned()));
+                }
+            }
+            if lasts_as_long_as_a_run(path, operation) {
+                continue;
+            }
+            let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
+            let object = if schema["type"] == "array" {
+                &schema["items"]
+            } else {
+                schema
+            };
+            let fields: Vec<&'static str> = object["properties"]
+                .as_object()
+                .into_iter()
+                .flat_map(|properties| properties.keys())
+                .map(|name| leak(name.clone()))
+                .collect();
+            let body = match seeds.iter().find(|(m, p, _)| *m == method && p == path) {
+                Some((_, _, body)) => body.clone(),
+                None if schema.is_null() => Value::Null,
+                None => {
+                    let required: Map<String, Value> = object["required"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(|name| (name.to_owned(), example_of(&object["properties"][name])))
+                        .collect();
+                    if schema["type"] == "array" {
+                        json!([required])
+                    } else {
+                        Value::Object(required)
+                    }
+                }
+            };
+            routes.push((
+                leak(method),
+                leak(placeholders(path)),
+                body,
+                &*Box::leak(fields.into_boxed_slice()),
+            ));
+        }
+    }
+    (routes, query_keys)
+}
+
+/// Field names of the API's bodies (the routes' own, `own`, and a few more), and of the demo
+/// graph's state (without `sleep`, which would make a run last as long as the fuzzer asks),
+/// and two odd ones.
+fn fields_with(own: &[Route]) -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = own
+        .iter()
+        .flat_map(|route| route.3.iter().copied())
         .chain([
             "resume",
             "update",
@@ -274,6 +262,14 @@ fn fields() -> Vec<&'static str> {
     all.sort_unstable();
     all.dedup();
     all
+}
+
+/// The field names of [`fields_with`] over the document's routes, set once by the test
+/// before the strategies run.
+static FIELDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+
+fn fields() -> Vec<&'static str> {
+    FIELDS.get().cloned().unwrap_or_default()
 }
 
 const QUERY_KEYS: &[&str] = &[
@@ -334,6 +330,7 @@ fn path(template: &str, t: &str, r: &str, c: &str, query: &[(&str, &str)]) -> St
         .replace("{t}", t)
         .replace("{r}", r)
         .replace("{c}", c)
+        .replace("{x}", c)
         .replace("{a}", if t.len() == 36 { "agent" } else { t });
     for (i, (k, v)) in query.iter().enumerate() {
         path.push(if i == 0 { '?' } else { '&' });
@@ -525,10 +522,14 @@ fn broken_body() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![deep, cut, invalid_utf8]
 }
 
-fn request(thread: &str) -> impl Strategy<Value = (&'static str, String, Vec<u8>)> + use<> {
+fn request(
+    thread: &str,
+    routes: Vec<Route>,
+    query_keys: Vec<&'static str>,
+) -> impl Strategy<Value = (&'static str, String, Vec<u8>)> + use<> {
     let methods = vec!["GET", "POST", "PUT", "PATCH", "DELETE"];
     // Run creation reads the most fields: it gets more of the cases.
-    let weighted: Vec<Route> = routes()
+    let weighted: Vec<Route> = routes
         .into_iter()
         .flat_map(|route| {
             let copies = if route.3.len() > 10 { 6 } else { 1 };
@@ -541,7 +542,7 @@ fn request(thread: &str) -> impl Strategy<Value = (&'static str, String, Vec<u8>
         (id(thread), id(thread), id(thread)),
         proptest::collection::vec(
             (
-                proptest::sample::select(QUERY_KEYS),
+                proptest::sample::select(query_keys),
                 proptest::sample::select(QUERY_VALUES),
             ),
             0..2,
@@ -579,6 +580,17 @@ async fn no_request_gets_a_server_error_on_postgres() {
 }
 
 async fn fuzz(s: &TestServer) {
+    let document = s.get_json("/openapi.json", reqwest::StatusCode::OK).await;
+    let (routes, query_keys) = routes_of(&document);
+    assert!(
+        routes
+            .iter()
+            .any(|route| route.0 == "POST" && route.1 == "/threads/{t}/runs"),
+        "run creation is among the fuzzed routes"
+    );
+    eprintln!("fuzzing {} routes of the OpenAPI document", routes.len());
+    // The same document on every backend: the first test to get here sets the names.
+    let _ = FIELDS.set(fields_with(&routes));
     let thread = s.thread().await;
     let addr = s
         .server
@@ -587,7 +599,7 @@ async fn fuzz(s: &TestServer) {
         .expect("bound");
     let runtime = tokio::runtime::Handle::current();
     let fuzzed = tokio::task::spawn_blocking(move || {
-        let strategy = request(&thread);
+        let strategy = request(&thread, routes, query_keys);
         let config = Config {
             cases: CASES,
             failure_persistence: None,

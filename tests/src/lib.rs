@@ -3,7 +3,10 @@
 //! The library holds their shared helpers: a fresh PostgreSQL schema per test, server
 //! processes, and a small HTTP + SSE client. The tests themselves are the `[[test]]`
 //! targets next to this crate's `Cargo.toml` (`server_scale_out.rs`, ...); the
-//! `graphkit-test-server` binary is the server they start.
+//! `graphkit-test-server` binary is the server they start. [`webdriver`] drives headless
+//! Chromium for the browser tests (examples' page test includes the same file).
+
+pub mod webdriver;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -137,6 +137,7 @@ impl Workflow for DueDiligence {
             audit: super::trail::AuditTrail::new(std::env::temp_dir()),
             prices: super::nodes::default_prices(),
             reports_dir: std::env::temp_dir(),
+            sessions: super::nodes::SessionIds::FromState,
         });
         let graph = super::graph::build_graph(deps, graphkit::CompileOptions::new())?;
         Ok(graph.draw_mermaid())

@@ -32,7 +32,9 @@ pub use graph::build_graph;
 
 pub use input::{Investigation, corpus_dir, personas_path, read_personas};
 
-pub use nodes::{Deps, SESSION_ID_KEY, default_prices, select_queries, should_continue_research};
+pub use nodes::{
+    Deps, SESSION_ID_KEY, SessionIds, default_prices, select_queries, should_continue_research,
+};
 pub use offline::offline_model;
 
 pub use runner::{DueDiligenceOptions, DueDiligenceOutcome, run_due_diligence};

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use graphkit::error::BoxError;
 use graphkit::nodes::Goto;
-use graphkit::{Input, NodeContext, RunContext, SendTo};
+use graphkit::{Input, NodeContext, RunConfig, RunContext, SendTo};
 use graphkit_llm::{ChatModel, LlmError, Message, PriceTable};
 use graphkit_tools::prebuilt::search::SearchBackend;
 use schemars::JsonSchema;
@@ -58,6 +58,40 @@ pub struct Deps {
     pub prices: PriceTable,
     /// Where `{session_id}_report.json` and `.html` go.
     pub reports_dir: PathBuf,
+    /// Where the session id that names the audit file and the reports comes from.
+    pub sessions: SessionIds,
+}
+
+/// Where a run's session id comes from. It names the run's audit file and reports, so on a
+/// server it must not come from anything a client can write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionIds {
+    /// `initialize` takes [`SESSION_ID_KEY`] from the run's config (the CLI sets it) or
+    /// makes one, and the state's `session_id` names the files from then on (checked to
+    /// be a plain name).
+    #[default]
+    FromState,
+    /// `dd-<thread id>`, whatever the state or the config says: for a graph served to
+    /// clients, who can set the state's `session_id` (input, `command.update`, a state
+    /// update) and the config. The thread id is the server's. `initialize` writes the same
+    /// id into the state, so a client that changes it changes a label, never a file name.
+    PerThread,
+}
+
+impl SessionIds {
+    /// The id naming the files of the run with `state` and `config`.
+    fn file_key(self, state: &S, config: &RunConfig) -> Result<String, BoxError> {
+        match self {
+            Self::FromState => Ok(file_safe(&state.session_id)?.to_owned()),
+            Self::PerThread => {
+                let thread = config
+                    .thread_id
+                    .as_deref()
+                    .ok_or("a served due-diligence run names its files after its thread: run it on a thread")?;
+                Ok(file_safe(&format!("dd-{thread}"))?.to_owned())
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Deps {
@@ -66,6 +100,7 @@ impl std::fmt::Debug for Deps {
             .field("strategy_model", &self.strategy_model.model_name())
             .field("search_model", &self.search_model.model_name())
             .field("reports_dir", &self.reports_dir)
+            .field("sessions", &self.sessions)
             .finish_non_exhaustive()
     }
 }
@@ -107,9 +142,9 @@ impl Usage {
 }
 
 impl Deps {
-    fn audit(&self, state: &S, event: &str, fields: Value) -> Result<(), BoxError> {
+    fn audit(&self, session: &str, depth: u32, event: &str, fields: Value) -> Result<(), BoxError> {
         self.audit
-            .record(&state.session_id, state.current_depth, event, fields)
+            .record(session, depth, event, fields)
             .map_err(Into::into)
     }
 
@@ -121,15 +156,18 @@ impl Deps {
     fn visit(
         &self,
         state: &S,
+        config: &RunConfig,
         node: &'static str,
         query: Option<&str>,
     ) -> Result<Visit<'_>, BoxError> {
+        let session = self.sessions.file_key(state, config)?;
         let earlier = self
             .audit
-            .count_start(&state.session_id, node, state.current_depth, query);
+            .count_start(&session, node, state.current_depth, query);
         let visit = Visit {
             deps: self,
             node,
+            session,
             earlier,
         };
         let mut fields = json!({"node": node});
@@ -211,6 +249,8 @@ impl Deps {
 struct Visit<'a> {
     deps: &'a Deps,
     node: &'static str,
+    /// The session id naming the run's files (see [`SessionIds`]).
+    session: String,
     /// Starts of the same node (same depth, same query) the trail held before this one.
     earlier: u32,
 }
@@ -223,7 +263,8 @@ impl Visit<'_> {
         {
             fields.insert("rerun".into(), true.into());
         }
-        self.deps.audit(state, event, fields)
+        self.deps
+            .audit(&self.session, state.current_depth, event, fields)
     }
 }
 
@@ -248,26 +289,14 @@ pub(crate) fn new_session_id() -> String {
 /// keeps its id and its audit file.
 pub const SESSION_ID_KEY: &str = "due_diligence_session_id";
 
-/// The session id `initialize` gives the run: [`SESSION_ID_KEY`] when the run's config
-/// has it; else, on a server, one made from the run's id (`run_id` in the checkpoint
-/// metadata, kept when another process takes an interrupted run over); else a new one.
+/// The session id `initialize` gives a [`SessionIds::FromState`] run: [`SESSION_ID_KEY`]
+/// when the run's config has it, else a new one.
 fn session_id_for(ctx: &NodeContext) -> String {
-    let config = ctx.config();
-    if let Some(id) = config
+    ctx.config()
         .value(SESSION_ID_KEY)
         .and_then(Value::as_str)
         .filter(|id| file_safe(id).is_ok())
-    {
-        return id.to_owned();
-    }
-    match config
-        .checkpoint_metadata()
-        .get("run_id")
-        .and_then(Value::as_str)
-    {
-        Some(run) if file_safe(run).is_ok() => format!("dd-{run}"),
-        _ => new_session_id(),
-    }
+        .map_or_else(new_session_id, str::to_owned)
 }
 
 /// `initialize`: session id, start time, depth 0, counters at 0.
@@ -276,13 +305,16 @@ pub async fn initialize(
     ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
-    let session_id = session_id_for(&ctx);
+    let session_id = match deps.sessions {
+        SessionIds::FromState => session_id_for(&ctx),
+        SessionIds::PerThread => deps.sessions.file_key(&state, ctx.config())?,
+    };
     let start = now_ms();
     let session = S {
         session_id: session_id.clone(),
         ..S::default()
     };
-    let visit = deps.visit(&session, INITIALIZE, None)?;
+    let visit = deps.visit(&session, ctx.config(), INITIALIZE, None)?;
     visit.audit(
         &session,
         "node_end",
@@ -303,7 +335,7 @@ pub async fn generate_queries(
     ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
-    let visit = deps.visit(&state, GENERATE_QUERIES, None)?;
+    let visit = deps.visit(&state, ctx.config(), GENERATE_QUERIES, None)?;
     let mut usage = Usage::default();
     let mut errors = 0;
     let proposed = match deps
@@ -401,13 +433,14 @@ pub(crate) fn fan_out_searches(state: &S) -> Vec<Goto> {
 pub async fn execute_search(
     state: Arc<S>,
     Input(task): Input<SearchTask>,
+    ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
     let started_at = rfc3339(now_ms());
     let started = Instant::now();
     let mut usage = Usage::default();
     // The task's state is the step's: its depth is the task's.
-    let visit = deps.visit(&state, EXECUTE_SEARCH, Some(&task.query))?;
+    let visit = deps.visit(&state, ctx.config(), EXECUTE_SEARCH, Some(&task.query))?;
     let outcome = search_once(&state, &task, &deps, &visit, &mut usage).await?;
     let duration_ms = elapsed_ms(started);
     let (output, error) = match outcome {
@@ -416,7 +449,7 @@ pub async fn execute_search(
     };
     let event = if deps
         .audit
-        .first_search(&state.session_id, task.depth, &task.query)
+        .first_search(&visit.session, task.depth, &task.query)
     {
         "search"
     } else {
@@ -561,7 +594,7 @@ pub async fn analyze_and_reflect(
     ctx: NodeContext,
     deps: RunContext<Deps>,
 ) -> Result<Update, BoxError> {
-    let visit = deps.visit(&state, ANALYZE_AND_REFLECT, None)?;
+    let visit = deps.visit(&state, ctx.config(), ANALYZE_AND_REFLECT, None)?;
     let depth = state.current_depth;
     let mut usage = Usage::default();
     let mut errors = Vec::new();
@@ -779,8 +812,12 @@ pub(crate) fn route_after_reflection(state: &S) -> &'static str {
 }
 
 /// `map_connections`: the entity graph, patterns, suspicious connections, importance.
-pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
-    let visit = deps.visit(&state, MAP_CONNECTIONS, None)?;
+pub async fn map_connections(
+    state: Arc<S>,
+    ctx: NodeContext,
+    deps: RunContext<Deps>,
+) -> Result<Update, BoxError> {
+    let visit = deps.visit(&state, ctx.config(), MAP_CONNECTIONS, None)?;
     let mut usage = Usage::default();
     let (graph, errors) = match deps
         .ask::<ConnectionMappingOutput>(
@@ -823,8 +860,12 @@ pub async fn map_connections(state: Arc<S>, deps: RunContext<Deps>) -> Result<Up
 
 /// `synthesize_report`: the 18 sections, plus metadata; saves
 /// `reports/{session_id}_report.json` and the HTML rendering.
-pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<Update, BoxError> {
-    let visit = deps.visit(&state, SYNTHESIZE_REPORT, None)?;
+pub async fn synthesize_report(
+    state: Arc<S>,
+    ctx: NodeContext,
+    deps: RunContext<Deps>,
+) -> Result<Update, BoxError> {
+    let visit = deps.visit(&state, ctx.config(), SYNTHESIZE_REPORT, None)?;
     let mut usage = Usage::default();
     let (sections, errors) = match deps
         .ask::<DueDiligenceReport>(
@@ -852,7 +893,7 @@ pub async fn synthesize_report(state: Arc<S>, deps: RunContext<Deps>) -> Result<
             usage_totals(&state, usage),
         ),
     };
-    let session = file_safe(&state.session_id)?;
+    let session = &visit.session;
     let json_path = deps.reports_dir.join(format!("{session}_report.json"));
     crate::shared::run_dir::write_json_atomic(&json_path, &file)?;
     let html_path = deps.reports_dir.join(format!("{session}_report.html"));

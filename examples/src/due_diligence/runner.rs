@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::graph::build_graph;
 use super::input::Investigation;
-use super::nodes::{Deps, SESSION_ID_KEY, default_prices};
+use super::nodes::{Deps, SESSION_ID_KEY, SessionIds, default_prices};
 use super::state::{DueDiligenceState, DueDiligenceStateUpdate};
 use super::termination::TerminationReason;
 use super::trail::{AuditTrail, audit_path};
@@ -150,6 +150,7 @@ pub async fn run_due_diligence(
         audit: AuditTrail::new(&audit_dir),
         prices: default_prices(),
         reports_dir: options.target.run_dir.join("reports"),
+        sessions: SessionIds::FromState,
     });
     let graph = build_graph(
         deps,

@@ -1,6 +1,7 @@
 //! A small W3C WebDriver client over reqwest, and the chromedriver process it talks to:
 //! just the commands the page tests use (session, navigate, find, click, type, execute,
-//! screenshot).
+//! screenshot). Used by graphkit-tests' `server_usestream` and, through `#[path]`, by the
+//! examples' MCP research page test.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
