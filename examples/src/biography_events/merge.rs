@@ -156,6 +156,8 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
     };
     let mut merged = known.clone();
     merged.source = better.source.clone();
+    merged.source_url = better.source_url.clone();
+    merged.passage = better.passage.clone();
     merged.description = match merged_description.map(str::trim).filter(|d| !d.is_empty()) {
         Some(d) => d.to_owned(),
         None if new.description.len() > known.description.len() => new.description.clone(),
@@ -181,8 +183,8 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
         flag(
             &mut merged,
             "date",
-            (b.display(), &better.source),
-            (o.display(), &other.source),
+            (b.display(), better),
+            (o.display(), other),
         );
     }
 
@@ -193,8 +195,8 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
                 flag(
                     &mut merged,
                     "location",
-                    (x.clone(), &better.source),
-                    (y.clone(), &other.source),
+                    (x.clone(), better),
+                    (y.clone(), other),
                 );
             }
             Some(x.clone())
@@ -218,18 +220,23 @@ fn contains(haystack: &str, needle: &str) -> bool {
     haystack.to_lowercase().contains(&needle.to_lowercase())
 }
 
-fn flag(event: &mut Event, field: &str, kept: (String, &str), other: (String, &str)) {
+/// Records that `kept` and `other` (each a value and the event it came from) disagree on
+/// `field`, with both sources and the passages stating them.
+fn flag(event: &mut Event, field: &str, kept: (String, &Event), other: (String, &Event)) {
+    let passages = |e: &Event| e.passage.clone();
     if let Some(conflict) = event.conflicts.iter_mut().find(|c| c.field == field) {
         if !conflict.values.contains(&other.0) {
             conflict.values.push(other.0);
-            conflict.sources.push(other.1.to_owned());
+            conflict.sources.push(other.1.source.clone());
+            conflict.passages.push(passages(other.1));
         }
         return;
     }
     event.conflicts.push(Conflict {
         field: field.to_owned(),
         values: vec![kept.0, other.0],
-        sources: vec![kept.1.to_owned(), other.1.to_owned()],
+        sources: vec![kept.1.source.clone(), other.1.source.clone()],
+        passages: vec![passages(kept.1), passages(other.1)],
     });
 }
 

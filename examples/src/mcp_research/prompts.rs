@@ -83,6 +83,7 @@ pub(crate) fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<Agg
             buckets: a.buckets.iter().take(15).cloned().collect(),
             other_doc_count: a.other_doc_count
                 + a.buckets.iter().skip(15).map(|b| b.doc_count).sum::<u64>(),
+            filters: a.filters.clone(),
         })
         .collect()
 }
