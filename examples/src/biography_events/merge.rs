@@ -136,6 +136,66 @@ pub(crate) fn merge_once_in_a_life(events: Vec<Event>) -> Vec<Event> {
     out
 }
 
+/// The titles a description names: runs of two or more capitalised words (`The Salt
+/// Road`) that are not the person's name and do not follow `in`, `at`, `to` or `near`
+/// (those are places: two books published in New York are two events).
+fn titles_in(description: &str, person: &str) -> Vec<String> {
+    let mut titles = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut place = false;
+    let mut previous = "";
+    let close = |run: &mut Vec<&str>, place: bool, titles: &mut Vec<String>| {
+        let title = run.join(" ");
+        if run.len() >= 2 && !place && !crate::shared::prose::names_in_full(&title, person) {
+            titles.push(title);
+        }
+        run.clear();
+    };
+    for raw in description.split_whitespace() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let word = word.strip_suffix("'s").unwrap_or(word);
+        if word.starts_with(char::is_uppercase) {
+            if run.is_empty() {
+                place = ["in", "at", "to", "near"].contains(&previous);
+            }
+            run.push(word);
+        } else {
+            close(&mut run, place, &mut titles);
+        }
+        if raw.ends_with([',', '.', ';', ':', ')']) {
+            close(&mut run, place, &mut titles);
+        }
+        previous = word;
+    }
+    close(&mut run, place, &mut titles);
+    titles
+}
+
+/// Merges events of one kind (name) from different sources whose descriptions name the
+/// same work (`The Salt Road`, see [`titles_in`]) into the first of them, by
+/// [`merge_pair`]: one book published once, so two sources giving two dates for it are a
+/// flagged `date` conflict, not two events. The check is the graph's, whatever model
+/// matched the events.
+pub(crate) fn merge_same_work(events: Vec<Event>, person: &str) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for event in events {
+        let titles = titles_in(&event.description, person);
+        let same = out.iter_mut().find(|known| {
+            !titles.is_empty()
+                && known.name.eq_ignore_ascii_case(&event.name)
+                && (known.source != event.source || known.source_url != event.source_url)
+                && titles_in(&known.description, person)
+                    .iter()
+                    .any(|t| titles.contains(t))
+        });
+        match same {
+            Some(known) => *known = merge_pair(known, &event, None),
+            None => out.push(event),
+        }
+    }
+    out
+}
+
 /// Merges one new event into the known event it matches:
 ///
 /// - the id and name of the known event are kept;
@@ -297,6 +357,49 @@ pub(crate) fn combine_descriptions(first: &str, second: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_work_from_two_sources_with_two_years_is_one_event_with_a_date_conflict() {
+        use crate::biography_events::event::EventDate;
+        let event = |source: &str, description: &str, year: i32| Event {
+            name: "Publication".into(),
+            description: description.into(),
+            source: source.into(),
+            date: EventDate {
+                year: Some(year),
+                ..EventDate::default()
+            },
+            ..Event::default()
+        };
+        assert_eq!(
+            titles_in(
+                "Her novel The Salt Road was published in New York.",
+                "Sunniva Brakstad"
+            ),
+            ["The Salt Road"]
+        );
+        let merged = merge_same_work(
+            vec![
+                event(
+                    "Wikipedia",
+                    "Her novel The Salt Road was published in 1962.",
+                    1962,
+                ),
+                event("Britannica", "The Salt Road appeared in 1963.", 1963),
+                event(
+                    "Britannica",
+                    "Sunniva Brakstad published Winter Ledger in 1970.",
+                    1970,
+                ),
+            ],
+            "Sunniva Brakstad",
+        );
+        assert_eq!(merged.len(), 2, "{merged:#?}");
+        let conflict = &merged[0].conflicts[0];
+        assert_eq!(conflict.field, "date");
+        assert_eq!(conflict.values, ["1962", "1963"]);
+        assert_eq!(conflict.sources, ["Wikipedia", "Britannica"]);
+    }
 
     #[test]
     fn descriptions_combine_as_in_the_seed_example() {

@@ -404,7 +404,10 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
                             .filter(|p| !p.is_empty())
                             .map(|p| format!(": “{p}”"))
                             .unwrap_or_default();
-                        format!("{v} ({}{quote})", if s.is_empty() { "no source" } else { s })
+                        format!(
+                            "{v} ({}{quote})",
+                            if s.is_empty() { "no source" } else { s }
+                        )
                     })
                     .collect();
                 out.push_str(&format!(

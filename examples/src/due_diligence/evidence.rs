@@ -126,7 +126,9 @@ const SEAT: &[&str] = &[
 /// The first four-digit year (1800-2099) of `text`.
 fn year_in(text: &str) -> Option<String> {
     text.split(|c: char| !c.is_ascii_digit())
-        .find(|w| w.len() == 4 && (w.starts_with("18") || w.starts_with("19") || w.starts_with("20")))
+        .find(|w| {
+            w.len() == 4 && (w.starts_with("18") || w.starts_with("19") || w.starts_with("20"))
+        })
         .map(str::to_owned)
 }
 
@@ -151,11 +153,10 @@ fn facts_in(sentence: &str) -> Vec<(&'static str, String)> {
             .collect()
     };
     let mut facts = Vec::new();
-    if let Some(year) = after(FOUNDED).into_iter().find_map(|rest| {
-        rest.split_whitespace()
-            .next()
-            .and_then(year_in)
-    }) {
+    if let Some(year) = after(FOUNDED)
+        .into_iter()
+        .find_map(|rest| rest.split_whitespace().next().and_then(year_in))
+    {
         facts.push(("founded", year));
     }
     if let Some(place) = after(SEAT).into_iter().find_map(place_at) {
@@ -218,8 +219,13 @@ mod tests {
     #[test]
     fn founding_year_and_seat_are_read_next_to_a_cue() {
         assert_eq!(
-            facts_in("Orvane Freight Ltd was founded in 1998 and is headquartered in Port Skelde, its home."),
-            [("founded", "1998".to_owned()), ("seat", "Port Skelde".to_owned())]
+            facts_in(
+                "Orvane Freight Ltd was founded in 1998 and is headquartered in Port Skelde, its home."
+            ),
+            [
+                ("founded", "1998".to_owned()),
+                ("seat", "Port Skelde".to_owned())
+            ]
         );
         assert_eq!(facts_in("Orvane Freight Ltd ships fish."), []);
     }

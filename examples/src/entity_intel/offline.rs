@@ -673,14 +673,8 @@ mod tests {
             value_of(page, "rounds").as_deref(),
             Some("GBP 28 million in a Series B round led by Fenbridge Ventures")
         );
-        assert_eq!(
-            value_of(page, "headquarters").as_deref(),
-            Some("Cambridge")
-        );
-        assert_eq!(
-            value_of(page, "founded year").as_deref(),
-            Some("2018")
-        );
+        assert_eq!(value_of(page, "headquarters").as_deref(), Some("Cambridge"));
+        assert_eq!(value_of(page, "founded year").as_deref(), Some("2018"));
         let person = "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen Robotics Inc., \
                       which she co-founded in 2017 with Tomas Lind. She holds a PhD in mechanical engineering \
                       from the University of Leeds (2014) and previously worked as a research engineer at \
@@ -724,7 +718,10 @@ mod tests {
         // The passage of a value is the sentence it was read from.
         let (value, passage) =
             value_in_prose("Brightfen is a Leeds-based maker. It grew.", "headquarters").unwrap();
-        assert_eq!((value.as_str(), passage.as_str()), ("Leeds", "Brightfen is a Leeds-based maker."));
+        assert_eq!(
+            (value.as_str(), passage.as_str()),
+            ("Leeds", "Brightfen is a Leeds-based maker.")
+        );
     }
 
     #[test]

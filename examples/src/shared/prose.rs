@@ -192,8 +192,11 @@ mod tests {
     #[test]
     fn a_passage_is_found_by_its_words_and_quoted_across_line_breaks() {
         let page = "# Orvane\n\nOrvane Freight Ltd was founded in 1998.\nSince March 2022 Orvane Freight\nLtd has been sanctioned by the Skelde Trade Council.";
-        let passage = supporting_sentence(page, "Orvane Freight Ltd sanctioned by the Skelde Trade Council")
-            .unwrap();
+        let passage = supporting_sentence(
+            page,
+            "Orvane Freight Ltd sanctioned by the Skelde Trade Council",
+        )
+        .unwrap();
         assert_eq!(
             passage,
             "Since March 2022 Orvane Freight Ltd has been sanctioned by the Skelde Trade Council."
@@ -202,7 +205,10 @@ mod tests {
         assert!(!quotes(page, "Orvane Freight Ltd was fined."));
         assert!(!quotes(page, "  "));
         // A number the statement gives must be in the sentence.
-        assert_eq!(supporting_sentence(page, "Orvane Freight founded 2001"), None);
+        assert_eq!(
+            supporting_sentence(page, "Orvane Freight founded 2001"),
+            None
+        );
         assert_eq!(supporting_sentence(page, "tide tables"), None);
     }
 

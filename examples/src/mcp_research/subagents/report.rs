@@ -254,7 +254,9 @@ fn year_window(aggregation: &AggregationResult) -> Option<&Value> {
 
 /// A comparison of two periods among the aggregations: the first two that count the
 /// same field with the same tools under filters that differ only in their `year` window.
-fn period_pair(aggregations: &[AggregationResult]) -> Option<(&AggregationResult, &AggregationResult)> {
+fn period_pair(
+    aggregations: &[AggregationResult],
+) -> Option<(&AggregationResult, &AggregationResult)> {
     let without_year = |a: &AggregationResult| {
         let mut f = a.filters.clone().unwrap_or(Value::Null);
         if let Some(o) = f.as_object_mut() {
@@ -301,7 +303,7 @@ fn compare_periods(md: &mut String, a: &AggregationResult, b: &AggregationResult
     let (ta, tb) = (a.total(), b.total());
     let _ = writeln!(
         md,
-        "### Comparison: {la} vs {lb}\n\nEvents by **{}**: {ta} {la}, {tb} {lb}.\n\n| {} | {la} | share | {lb} | share | change in share |\n|---|---:|---:|---:|---:|---:|",
+        "### Comparison: {la} vs {lb}\n\nEvents by **{}**: {ta} {la}, {tb} {lb}. The periods may differ in length, so compare the shares.\n\n| {} | {la} | share | {lb} | share | change in share |\n|---|---:|---:|---:|---:|---:|",
         a.field, a.field
     );
     let mut keys: Vec<&str> = a.buckets.iter().map(|x| x.key.as_str()).collect();
@@ -327,7 +329,14 @@ fn compare_periods(md: &mut String, a: &AggregationResult, b: &AggregationResult
         };
         let ((na, sa), (nb, sb)) = (cell(ca, ta), cell(cb, tb));
         let change = match (ca, cb) {
-            (Some(x), Some(y)) => format!("{:+.1} pts", share(y, tb) - share(x, ta)),
+            (Some(x), Some(y)) => {
+                let change = share(y, tb) - share(x, ta);
+                if change.abs() < 0.05 {
+                    "0.0 pts".to_owned()
+                } else {
+                    format!("{change:+.1} pts")
+                }
+            }
             _ => "—".into(),
         };
         let _ = writeln!(md, "| {key} | {na} | {sa} | {nb} | {sb} | {change} |");
