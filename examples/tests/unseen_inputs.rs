@@ -616,6 +616,18 @@ fn mcp_report(question: &str) -> String {
     std::fs::read_to_string(run.join("report.md")).expect("report.md")
 }
 
+/// The dataset's countries in Europe.
+const EUROPE: [&str; 8] = [
+    "Germany",
+    "France",
+    "United Kingdom",
+    "Poland",
+    "Norway",
+    "Iceland",
+    "Spain",
+    "Italy",
+];
+
 /// The count of events meeting `keep`, grouped by `key`, largest first.
 fn reference_counts(
     keep: impl Fn(&graphkit_examples::mcp_research::dataset::Event) -> bool,
@@ -636,18 +648,8 @@ fn reference_counts(
 #[test]
 fn mcp_research_answers_a_region_and_time_window_question_with_filtered_counts() {
     let report = mcp_report("Which event types dominate in Europe since 2015?");
-    let europe = [
-        "Germany",
-        "France",
-        "United Kingdom",
-        "Poland",
-        "Norway",
-        "Iceland",
-        "Spain",
-        "Italy",
-    ];
     let expected = reference_counts(
-        |e| europe.contains(&e.country) && e.year >= 2015,
+        |e| EUROPE.contains(&e.country) && e.year >= 2015,
         |e| e.event_type.to_owned(),
     );
     let (top, count) = &expected[0];
@@ -759,18 +761,8 @@ fn mcp_research_compares_two_windows_of_one_event_type_in_a_region() {
     let report = mcp_report(
         "Compare protests in Europe between 2000 and 2005 with protests between 2019 and 2024, by conclusion.",
     );
-    let europe = [
-        "Germany",
-        "France",
-        "United Kingdom",
-        "Poland",
-        "Norway",
-        "Iceland",
-        "Spain",
-        "Italy",
-    ];
-    let protest_in_europe = move |e: &graphkit_examples::mcp_research::dataset::Event| {
-        e.event_type == "protest" && europe.contains(&e.country)
+    let protest_in_europe = |e: &graphkit_examples::mcp_research::dataset::Event| {
+        e.event_type == "protest" && EUROPE.contains(&e.country)
     };
     assert_compares(
         &report,

@@ -375,11 +375,11 @@ fn agree(a: &str, b: &str) -> bool {
 }
 
 /// What a page says for `label`: a `Label: value` line first, then a sentence of prose
-/// with a cue for the field. On a page that is not about the entity (`titled` false: its
+/// with a cue for the field. On a page that is not about the entity (`about` false: its
 /// title and lead do not name it), only sentences that name it count.
-fn candidate_on(page: &Value, label: &str, entity: &str, titled: bool) -> Option<Candidate> {
+fn candidate_on(page: &Value, label: &str, entity: &str, about: bool) -> Option<Candidate> {
     let content = page["content"].as_str()?;
-    let labelled = titled
+    let labelled = about
         .then(|| {
             content.lines().find_map(|line| {
                 value_after_label(line, label).map(|v| (v, line.trim().to_owned()))
@@ -387,7 +387,7 @@ fn candidate_on(page: &Value, label: &str, entity: &str, titled: bool) -> Option
         })
         .flatten();
     let (value, passage) = labelled.or_else(|| {
-        value_in_prose(content, label).filter(|(_, s)| titled || names_in_full(s, entity))
+        value_in_prose(content, label).filter(|(_, s)| about || names_in_full(s, entity))
     })?;
     Some(Candidate {
         value,
@@ -445,7 +445,7 @@ fn findings_for(todo: &Value, pages: &[Value]) -> Value {
         let label = words(field);
         let found: Vec<Candidate> = pages
             .iter()
-            .filter_map(|(page, titled)| candidate_on(page, &label, entity, *titled))
+            .filter_map(|(page, about)| candidate_on(page, &label, entity, *about))
             .collect();
         let Some(first) = found.first() else {
             fields.insert(
