@@ -89,10 +89,12 @@ fn dd_options(dir: &Path, corpus: &Path) -> DueDiligenceOptions {
 
 async fn investigate(subject: &str, pages: &[(&str, &str)]) -> (Value, DueDiligenceOutcome) {
     let corpus = corpus_of(pages);
-    investigate_in(subject, corpus.path()).await
+    let (report, outcome, _) = investigate_in(subject, corpus.path()).await;
+    (report, outcome)
 }
 
-async fn investigate_in(subject: &str, corpus: &Path) -> (Value, DueDiligenceOutcome) {
+/// The report as JSON, the outcome, and the HTML report.
+async fn investigate_in(subject: &str, corpus: &Path) -> (Value, DueDiligenceOutcome, String) {
     let run = tempfile::tempdir().expect("tempdir");
     let investigation = Investigation {
         max_depth: 3,
@@ -105,7 +107,8 @@ async fn investigate_in(subject: &str, corpus: &Path) -> (Value, DueDiligenceOut
         &std::fs::read_to_string(&outcome.summary.report_json).expect("report"),
     )
     .expect("report json");
-    (report, outcome)
+    let html = std::fs::read_to_string(&outcome.summary.report_html).expect("html report");
+    (report, outcome, html)
 }
 
 fn statements(report: &Value, section: &str) -> Vec<String> {
@@ -171,9 +174,15 @@ async fn due_diligence_reads_red_flags_stated_in_prose_with_their_sources() {
 #[tokio::test]
 async fn due_diligence_quotes_the_passage_behind_every_red_flag_and_entity() {
     let corpus = corpus_of(RAVNSBORG_PAGES);
-    let (report, _) = investigate_in("Bertil Ravnsborg", corpus.path()).await;
+    let (report, _, html) = investigate_in("Bertil Ravnsborg", corpus.path()).await;
     let flags = report["red_flags"].as_array().expect("red flags");
     assert!(!flags.is_empty());
+    assert!(
+        html.contains(
+            "<blockquote class=\"src\">“Since March 2022 Orvane Freight Ltd has been sanctioned"
+        ),
+        "the HTML report quotes the sanction's passage"
+    );
     for flag in flags {
         let passages = flag["passages"].as_array().expect("passages");
         assert!(!passages.is_empty(), "every red flag has a passage: {flag}");
