@@ -445,7 +445,31 @@ async fn biography_quotes_the_sentence_of_its_page_behind_every_event() {
         if let Some(year) = event.date.year {
             assert!(event.passage.contains(&year.to_string()), "{event:#?}");
         }
+        for other in event
+            .also_read_from
+            .iter()
+            .filter(|o| !o.passage.is_empty())
+        {
+            let page = BRAKSTAD_THREE_SITES
+                .iter()
+                .find(|(_, text)| url_of(text) == other.url)
+                .unwrap_or_else(|| panic!("{other:?} names no page of the corpus"));
+            assert!(quotes(page.1, &other.passage), "{other:?}");
+        }
     }
+    // The death both sites date is read from both, each page with its own sentence.
+    let death = state
+        .events
+        .iter()
+        .find(|e| e.name == "Death")
+        .expect("death");
+    assert!(
+        death
+            .also_read_from
+            .iter()
+            .any(|o| o.passage.contains("2006")),
+        "{death:#?}"
+    );
 }
 
 /// Maren Lykke on two sites that give two years for one novel's publication.

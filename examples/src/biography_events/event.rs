@@ -219,9 +219,22 @@ pub struct Event {
     /// sentence of the page states it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub passage: String,
+    /// The other pages merged into this event (their details fill parts the first source
+    /// lacks, or disagree with it), each with its passage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_read_from: Vec<SourcePassage>,
     /// Disagreements between sources found while merging.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<Conflict>,
+}
+
+/// A page an event was read from, and the sentence of it that states the event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourcePassage {
+    /// The page's URL.
+    pub url: String,
+    /// The sentence (empty when none of the page states it as written).
+    pub passage: String,
 }
 
 impl Event {
@@ -283,6 +296,21 @@ impl Event {
             }
         )
     }
+}
+
+/// Whether two lists hold the same events, apart from the other pages each was read from
+/// (a page confirming an event adds to `also_read_from` and changes no fact).
+pub(crate) fn same_facts(a: &[Event], b: &[Event]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            Event {
+                also_read_from: Vec::new(),
+                ..x.clone()
+            } == Event {
+                also_read_from: Vec::new(),
+                ..y.clone()
+            }
+        })
 }
 
 /// Sorts events by date, unknown dates last, then by id (numeric ids numerically).

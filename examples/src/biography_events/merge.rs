@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::event::{Conflict, Event};
+use super::event::{Conflict, Event, SourcePassage};
 
 /// The model's matching of new events to known ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -109,7 +109,7 @@ pub fn merge_events(
             }
         }
     }
-    let changed = merged != existing;
+    let changed = !super::event::same_facts(&merged, existing);
     (merged, changed)
 }
 
@@ -218,6 +218,24 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
     merged.source = better.source.clone();
     merged.source_url = better.source_url.clone();
     merged.passage = better.passage.clone();
+    // Every page merged in stays named, with its passage: the kept page states only its part.
+    merged.also_read_from = Vec::new();
+    let pages = [other]
+        .into_iter()
+        .map(|e| SourcePassage {
+            url: e.source_url.clone(),
+            passage: e.passage.clone(),
+        })
+        .chain(known.also_read_from.iter().cloned())
+        .chain(new.also_read_from.iter().cloned());
+    for page in pages {
+        if !page.url.is_empty()
+            && page.url != merged.source_url
+            && !merged.also_read_from.iter().any(|p| p.url == page.url)
+        {
+            merged.also_read_from.push(page);
+        }
+    }
     merged.description = match merged_description.map(str::trim).filter(|d| !d.is_empty()) {
         Some(d) => d.to_owned(),
         None if new.description.len() > known.description.len() => new.description.clone(),

@@ -41,6 +41,7 @@ fn events_json(events: &[Event]) -> String {
         .map(|e| Event {
             source_url: String::new(),
             passage: String::new(),
+            also_read_from: Vec::new(),
             conflicts: e
                 .conflicts
                 .iter()

@@ -385,6 +385,14 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
                 e.date.display(),
                 e.source_url
             ));
+            for other in &e.also_read_from {
+                let quote = if other.passage.is_empty() {
+                    "no sentence of the page states it as written".to_owned()
+                } else {
+                    format!("“{}”", other.passage)
+                };
+                out.push_str(&format!("  - also: {quote} — {}\n", other.url));
+            }
         }
     }
     let conflicted: Vec<&Event> = events.iter().filter(|e| !e.conflicts.is_empty()).collect();
