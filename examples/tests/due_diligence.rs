@@ -114,7 +114,7 @@ async fn offline_run_writes_the_18_section_report_html_audit_trail_and_summary()
         .as_object()
         .unwrap()
         .keys()
-        .filter(|k| *k != "metadata")
+        .filter(|k| *k != "metadata" && *k != "evidence")
         .count();
     assert_eq!(sections, 18);
     assert_eq!(json["risk_assessment"]["overall_risk"], "high");

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use graphkit_examples::due_diligence::{
     DueDiligenceOptions, DueDiligenceOutcome, Investigation, offline_model, run_due_diligence,
 };
+use graphkit_examples::shared::prose::quotes;
 use graphkit_examples::shared::{RunDir, RunTarget};
 use graphkit_llm::ChatModel;
 use graphkit_tools::prebuilt::search::{LocalCorpus, SearchBackend};
@@ -25,6 +26,17 @@ fn corpus_of(pages: &[(&str, &str)]) -> tempfile::TempDir {
         std::fs::write(path, text).expect("write page");
     }
     dir
+}
+
+/// The text of `url` as the search backend over `corpus` gives it to the workflows.
+async fn source_text(corpus: &Path, url: &str) -> String {
+    let backend = LocalCorpus::open(corpus).expect("corpus");
+    let pages = backend.extract(&[url.to_owned()]).await.expect("extract");
+    pages
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no page at {url} in the corpus"))
+        .content
 }
 
 // ---------------------------------------------------------------------------------------
@@ -77,19 +89,26 @@ fn dd_options(dir: &Path, corpus: &Path) -> DueDiligenceOptions {
 
 async fn investigate(subject: &str, pages: &[(&str, &str)]) -> (Value, DueDiligenceOutcome) {
     let corpus = corpus_of(pages);
+    let (report, outcome, _) = investigate_in(subject, corpus.path()).await;
+    (report, outcome)
+}
+
+/// The report as JSON, the outcome, and the HTML report.
+async fn investigate_in(subject: &str, corpus: &Path) -> (Value, DueDiligenceOutcome, String) {
     let run = tempfile::tempdir().expect("tempdir");
     let investigation = Investigation {
         max_depth: 3,
         ..Investigation::new(subject, "")
     };
-    let outcome = run_due_diligence(&investigation, &dd_options(run.path(), corpus.path()))
+    let outcome = run_due_diligence(&investigation, &dd_options(run.path(), corpus))
         .await
         .expect("run");
     let report: Value = serde_json::from_str(
         &std::fs::read_to_string(&outcome.summary.report_json).expect("report"),
     )
     .expect("report json");
-    (report, outcome)
+    let html = std::fs::read_to_string(&outcome.summary.report_html).expect("html report");
+    (report, outcome, html)
 }
 
 fn statements(report: &Value, section: &str) -> Vec<String> {
@@ -149,6 +168,126 @@ async fn due_diligence_reads_red_flags_stated_in_prose_with_their_sources() {
             .iter()
             .any(|n| n.contains("Agnete") || n.contains("Lyrum")),
         "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn due_diligence_quotes_the_passage_behind_every_red_flag_and_entity() {
+    let corpus = corpus_of(RAVNSBORG_PAGES);
+    let (report, _, html) = investigate_in("Bertil Ravnsborg", corpus.path()).await;
+    let flags = report["red_flags"].as_array().expect("red flags");
+    assert!(!flags.is_empty());
+    assert!(
+        html.contains(
+            "<blockquote class=\"src\">“Since March 2022 Orvane Freight Ltd has been sanctioned"
+        ),
+        "the HTML report quotes the sanction's passage"
+    );
+    for flag in flags {
+        let passages = flag["passages"].as_array().expect("passages");
+        assert!(!passages.is_empty(), "every red flag has a passage: {flag}");
+        for passage in passages {
+            let (url, text) = (
+                passage["source"].as_str().expect("source"),
+                passage["text"].as_str().expect("text"),
+            );
+            assert!(
+                quotes(&source_text(corpus.path(), url).await, text),
+                "{text:?} is not in {url}"
+            );
+        }
+    }
+    let entities = report["evidence"]["entities"].as_array().expect("entities");
+    let named = |name: &str| {
+        entities
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in {entities:?}"))
+    };
+    for name in ["Orvane Freight Ltd", "Ravnsborg Capital Partners"] {
+        let passages = named(name)["passages"].as_array().expect("passages");
+        assert!(!passages.is_empty(), "{name} has a passage");
+        for passage in passages {
+            let url = passage["source"].as_str().expect("source");
+            let text = passage["text"].as_str().expect("text");
+            assert!(text.contains(name), "{text:?} names {name}");
+            assert!(quotes(&source_text(corpus.path(), url).await, text));
+        }
+    }
+    assert_eq!(report["evidence"]["unsupported_findings"], 0);
+}
+
+/// Two trade pages on one freight broker that disagree on its founding year and seat.
+const HOLLOWAY_PAGES: &[(&str, &str)] = &[
+    (
+        "holloway-profile.md",
+        "# Tamsin Holloway, shipping broker\n\n\
+         Tamsin Holloway runs Greywater Salvage Ltd, a salvage broker. Greywater Salvage Ltd \
+         was founded in 2009 and is headquartered in Port Ellis. Holloway trained as a marine \
+         surveyor.\n",
+    ),
+    (
+        "greywater-registry-note.md",
+        "# Registry note on a salvage broker\n\n\
+         Filings list Tamsin Holloway as the director of Greywater Salvage Ltd. According to \
+         the filings, Greywater Salvage Ltd was founded in 2012 and is registered in Marrow \
+         Quay.\n",
+    ),
+];
+
+#[tokio::test]
+async fn due_diligence_flags_sources_that_disagree_on_a_company_with_both_values() {
+    let (report, _) = investigate("Tamsin Holloway", HOLLOWAY_PAGES).await;
+    let conflicts = report["evidence"]["fact_conflicts"]
+        .as_array()
+        .expect("fact conflicts");
+    let fact = |name: &str| {
+        conflicts
+            .iter()
+            .find(|c| c["entity"] == "Greywater Salvage Ltd" && c["fact"] == name)
+            .unwrap_or_else(|| panic!("no {name} conflict in {conflicts:#?}"))
+    };
+    let values = |c: &Value| -> Vec<(String, String)> {
+        c["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|v| {
+                (
+                    v["value"].as_str().unwrap_or_default().to_owned(),
+                    v["passage"]["source"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    };
+    let founded = values(fact("founded"));
+    assert!(
+        founded
+            .iter()
+            .any(|(v, s)| v == "2009" && s.contains("holloway-profile"))
+            && founded
+                .iter()
+                .any(|(v, s)| v == "2012" && s.contains("greywater-registry-note")),
+        "{founded:?}"
+    );
+    let seat = values(fact("seat"));
+    assert!(
+        seat.iter().any(|(v, _)| v == "Port Ellis") && seat.iter().any(|(v, _)| v == "Marrow Quay"),
+        "{seat:?}"
+    );
+    let gaps: Vec<&str> = report["information_gaps"]
+        .as_array()
+        .expect("gaps")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        gaps.iter()
+            .any(|g| g.contains("Sources disagree on Greywater Salvage Ltd's founded")),
+        "the report says it too: {gaps:?}"
     );
 }
 
@@ -280,6 +419,108 @@ async fn biography_reads_every_authoritative_page_and_flags_a_conflicting_death_
     );
 }
 
+/// The URL a test page gives in its front matter.
+fn url_of(page: &str) -> &str {
+    page.lines()
+        .find_map(|l| l.strip_prefix("url: "))
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn biography_quotes_the_sentence_of_its_page_behind_every_event() {
+    let state = biography("Sunniva Brakstad", Some(BRAKSTAD_THREE_SITES)).await;
+    assert!(!state.events.is_empty());
+    for event in &state.events {
+        let page = BRAKSTAD_THREE_SITES
+            .iter()
+            .find(|(_, text)| url_of(text) == event.source_url)
+            .unwrap_or_else(|| panic!("{event:#?} names no page of the corpus"));
+        assert!(!event.passage.is_empty(), "{event:#?} has no passage");
+        assert!(
+            quotes(page.1, &event.passage),
+            "{:?} is not in {}",
+            event.passage,
+            event.source_url
+        );
+        if let Some(year) = event.date.year {
+            assert!(event.passage.contains(&year.to_string()), "{event:#?}");
+        }
+        for other in event
+            .also_read_from
+            .iter()
+            .filter(|o| !o.passage.is_empty())
+        {
+            let page = BRAKSTAD_THREE_SITES
+                .iter()
+                .find(|(_, text)| url_of(text) == other.url)
+                .unwrap_or_else(|| panic!("{other:?} names no page of the corpus"));
+            assert!(quotes(page.1, &other.passage), "{other:?}");
+        }
+    }
+    // The death both sites date is read from both, each page with its own sentence.
+    let death = state
+        .events
+        .iter()
+        .find(|e| e.name == "Death")
+        .expect("death");
+    assert!(
+        death
+            .also_read_from
+            .iter()
+            .any(|o| o.passage.contains("2006")),
+        "{death:#?}"
+    );
+}
+
+/// Maren Lykke on two sites that give two years for one novel's publication.
+const LYKKE_PAGES: &[(&str, &str)] = &[
+    (
+        "wikipedia.example/wiki/Maren_Lykke.md",
+        "---\nurl: https://en.wikipedia.example/wiki/Maren_Lykke\n---\n# Maren Lykke\n\n\
+         Maren Lykke (1948–2019) was a Danish novelist.\n\n## Life\n\n\
+         Maren Lykke was born on 4 April 1948 in Aarhus. Her novel The Glass Harbour was \
+         published in Copenhagen on 2 October 1979. Lykke died on 1 March 2019 in Odense.\n",
+    ),
+    (
+        "britannica.example/biography/Maren-Lykke.md",
+        "---\nurl: https://www.britannica.example/biography/Maren-Lykke\n---\n# Maren Lykke | Danish novelist\n\n\
+         Maren Lykke, Danish novelist.\n\nMaren Lykke was born on 4 April 1948 in Aarhus. \
+         The Glass Harbour was published in 1981 in Copenhagen.\n",
+    ),
+];
+
+#[tokio::test]
+async fn biography_flags_two_sources_giving_two_years_for_one_publication() {
+    let state = biography("Maren Lykke", Some(LYKKE_PAGES)).await;
+    let publications: Vec<_> = state
+        .events
+        .iter()
+        .filter(|e| e.description.contains("The Glass Harbour"))
+        .collect();
+    assert_eq!(
+        publications.len(),
+        1,
+        "one novel, one event: {:#?}",
+        state.events
+    );
+    let conflict = publications[0]
+        .conflicts
+        .iter()
+        .find(|c| c.field == "date")
+        .unwrap_or_else(|| panic!("no date conflict: {:#?}", publications[0]));
+    assert!(
+        conflict.values.iter().any(|v| v.contains("1979"))
+            && conflict.values.iter().any(|v| v.contains("1981")),
+        "{conflict:#?}"
+    );
+    assert_eq!(conflict.sources.len(), conflict.values.len());
+    assert!(
+        conflict.sources.iter().any(|s| s.contains("Wikipedia"))
+            && conflict.sources.iter().any(|s| s.contains("Britannica")),
+        "{conflict:#?}"
+    );
+}
+
 #[tokio::test]
 async fn biography_of_an_unknown_person_is_empty_not_a_namesakes_timeline() {
     // The shipped corpus has Odile Marchetti; Ada Marchetti is nobody in it.
@@ -408,6 +649,18 @@ fn mcp_report(question: &str) -> String {
     std::fs::read_to_string(run.join("report.md")).expect("report.md")
 }
 
+/// The dataset's countries in Europe.
+const EUROPE: [&str; 8] = [
+    "Germany",
+    "France",
+    "United Kingdom",
+    "Poland",
+    "Norway",
+    "Iceland",
+    "Spain",
+    "Italy",
+];
+
 /// The count of events meeting `keep`, grouped by `key`, largest first.
 fn reference_counts(
     keep: impl Fn(&graphkit_examples::mcp_research::dataset::Event) -> bool,
@@ -428,18 +681,8 @@ fn reference_counts(
 #[test]
 fn mcp_research_answers_a_region_and_time_window_question_with_filtered_counts() {
     let report = mcp_report("Which event types dominate in Europe since 2015?");
-    let europe = [
-        "Germany",
-        "France",
-        "United Kingdom",
-        "Poland",
-        "Norway",
-        "Iceland",
-        "Spain",
-        "Italy",
-    ];
     let expected = reference_counts(
-        |e| europe.contains(&e.country) && e.year >= 2015,
+        |e| EUROPE.contains(&e.country) && e.year >= 2015,
         |e| e.event_type.to_owned(),
     );
     let (top, count) = &expected[0];
@@ -468,6 +711,103 @@ fn mcp_research_groups_one_event_type_by_conclusion() {
     }
 }
 
+/// The cells of the row of `key` in the report's comparison table.
+fn comparison_row(report: &str, key: &str) -> Vec<String> {
+    let section = report
+        .split("### Comparison")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no comparison in {report}"));
+    section
+        .lines()
+        .find(|l| l.starts_with(&format!("| {key} |")))
+        .map(|l| {
+            l.split('|')
+                .map(|c| c.trim().to_owned())
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .unwrap_or_else(|| panic!("no row for {key} in {section}"))
+}
+
+/// Checks a comparison of two periods against the dataset: the heading, each period's
+/// total, and each period's largest group with its count in both periods.
+fn assert_compares(
+    report: &str,
+    labels: [&str; 2],
+    keep: [&dyn Fn(&graphkit_examples::mcp_research::dataset::Event) -> bool; 2],
+    key: &dyn Fn(&graphkit_examples::mcp_research::dataset::Event) -> String,
+) {
+    let [la, lb] = labels;
+    assert!(
+        report.contains(&format!("### Comparison: {la} vs {lb}")),
+        "{report}"
+    );
+    let a = reference_counts(keep[0], key);
+    let b = reference_counts(keep[1], key);
+    let total = |c: &[(String, usize)]| c.iter().map(|(_, n)| n).sum::<usize>();
+    assert!(
+        report.contains(&format!("{} {la}, {} {lb}.", total(&a), total(&b))),
+        "totals {} and {}: {report}",
+        total(&a),
+        total(&b)
+    );
+    let count_in =
+        |c: &[(String, usize)], k: &str| c.iter().find(|(x, _)| x == k).map_or(0, |(_, n)| *n);
+    let row = comparison_row(report, &a[0].0);
+    assert_eq!(row[1], a[0].1.to_string(), "{row:?}");
+    if row[3] != "—" {
+        assert_eq!(row[3], count_in(&b, &a[0].0).to_string(), "{row:?}");
+    }
+    let row = comparison_row(report, &b[0].0);
+    assert_eq!(row[3], b[0].1.to_string(), "{row:?}");
+}
+
+#[test]
+fn mcp_research_compares_event_types_before_and_after_two_years() {
+    let report =
+        mcp_report("How did the event types before 2008 compare with the event types after 2016?");
+    assert_compares(
+        &report,
+        ["before 2008", "after 2016"],
+        [&|e| e.year < 2008, &|e| e.year > 2016],
+        &|e| e.event_type.to_owned(),
+    );
+    assert!(report.contains("offline stand-in"), "{report}");
+}
+
+#[test]
+fn mcp_research_compares_two_decades_by_country() {
+    let report =
+        mcp_report("Which countries had the most events in the 2000s compared with the 2010s?");
+    assert_compares(
+        &report,
+        ["the 2000s", "the 2010s"],
+        [&|e| (2000..=2009).contains(&e.year), &|e| {
+            (2010..=2019).contains(&e.year)
+        }],
+        &|e| e.country.to_owned(),
+    );
+}
+
+#[test]
+fn mcp_research_compares_two_windows_of_one_event_type_in_a_region() {
+    let report = mcp_report(
+        "Compare protests in Europe between 2000 and 2005 with protests between 2019 and 2024, by conclusion.",
+    );
+    let protest_in_europe = |e: &graphkit_examples::mcp_research::dataset::Event| {
+        e.event_type == "protest" && EUROPE.contains(&e.country)
+    };
+    assert_compares(
+        &report,
+        ["2000–2005", "2019–2024"],
+        [
+            &|e| protest_in_europe(e) && (2000..=2005).contains(&e.year),
+            &|e| protest_in_europe(e) && (2019..=2024).contains(&e.year),
+        ],
+        &|e| e.conclusion.to_owned(),
+    );
+}
+
 #[test]
 fn mcp_research_on_a_question_no_event_matches_says_nothing_was_found() {
     let report = mcp_report("Which protests happened in Oceania before 1990?");
@@ -479,7 +819,7 @@ fn mcp_research_on_a_question_no_event_matches_says_nothing_was_found() {
 
 /// The shipped corpus plus a company and its co-founder written in prose only.
 fn entity_corpus() -> tempfile::TempDir {
-    let dir = corpus_of(&[
+    entity_corpus_with(&[
         (
             "brightfen-robotics.md",
             "# Brightfen Robotics builds harvest arms for vertical farms\n\n\
@@ -494,7 +834,12 @@ fn entity_corpus() -> tempfile::TempDir {
              engineering from the University of Leeds (2014) and previously worked as a \
              research engineer at Kestrel Automation.\n",
         ),
-    ]);
+    ])
+}
+
+/// The shipped corpus plus `pages`.
+fn entity_corpus_with(pages: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = corpus_of(pages);
     let shipped = graphkit_examples::shared::search::default_corpus_dir();
     for entry in std::fs::read_dir(shipped).expect("shipped corpus") {
         let path = entry.expect("entry").path();
@@ -578,5 +923,171 @@ fn entity_intel_reads_prose_pages_of_a_new_company_and_its_cofounder_and_blocks_
             .as_str()
             .is_some_and(|n| n.starts_with("No source about Jonas Varga")),
         "{notes}"
+    );
+}
+
+/// Runs entity-intel on `input` (JSON) over `corpus`; returns the run's temporary folder
+/// and the folder of the bundle `bundle`.
+fn entity_intel_cli(
+    corpus: &Path,
+    input: &str,
+    bundle: &str,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("input.json");
+    std::fs::write(&file, input).expect("write input");
+    let run = dir.path().join("run");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+        .current_dir(dir.path())
+        .args(["entity-intel", "-q", "--input"])
+        .arg(&file)
+        .arg("--corpus")
+        .arg(corpus)
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .expect("run the CLI");
+    let folder = run.join(bundle);
+    assert!(
+        folder.join("research_complete.json").exists(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, folder)
+}
+
+fn json_file(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+/// A company on two prose pages that disagree on its founding year and its seat; its
+/// website is mentioned in a sentence that does not state it.
+const QUILLMERE_PAGES: &[(&str, &str)] = &[
+    (
+        "quillmere-analytics.md",
+        "# Quillmere Analytics maps river pollution from orbit\n\n\
+         Quillmere Analytics was founded in 2015 by Hana Petrov and Idris Vale. The \
+         Bristol-based company sells satellite estimates of river pollution to water \
+         utilities. Its website lists clients in nine countries. Chief executive Hana Petrov \
+         said the firm would double its staff.\n",
+    ),
+    (
+        "quillmere-seed-round.md",
+        "# Quillmere Analytics raises seed funding\n\n\
+         Quillmere Analytics, founded in 2016 and headquartered in Cardiff, raised GBP 3 \
+         million in a seed round led by Osprey Fields Ventures. Its chief executive officer \
+         Hana Petrov said the money would pay for new sensors.\n",
+    ),
+];
+
+const QUILLMERE_INPUT: &str = r#"{"bundles": [{"bundleId": "biz_quillmere_020", "entities": [
+  {"entityType": "BUSINESS", "name": "Quillmere Analytics", "directions": [
+    {"key": "businessIdentityOverview", "objective": "Identify Quillmere Analytics.",
+     "fieldsToExtract": ["foundedYear", "headquarters", "chiefExecutive", "leadInvestors", "website"]}]}]}]}"#;
+
+#[tokio::test]
+async fn entity_intel_quotes_each_value_flags_disagreeing_pages_and_leaves_an_unstated_field_missing()
+ {
+    let corpus = entity_corpus_with(QUILLMERE_PAGES);
+    let (_dir, bundle) = entity_intel_cli(corpus.path(), QUILLMERE_INPUT, "biz_quillmere_020");
+    let file = json_file(&bundle.join("biz_quillmere_analytics_businessIdentityOverview.json"));
+    let field = |name: &str| file["fields"][name].clone();
+    // Every value carries its source and the passage it was read from, which the source has.
+    let mut quoted = Vec::new();
+    for (name, entry) in file["fields"].as_object().expect("fields") {
+        let mut entries = vec![entry.clone()];
+        entries.extend(
+            entry["conflictingValues"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        for e in entries.iter().filter(|e| !e["value"].is_null()) {
+            let url = e["sourceUrl"].as_str().expect("sourceUrl");
+            let passage = e["passage"].as_str().expect("passage");
+            assert!(
+                quotes(&source_text(corpus.path(), url).await, passage),
+                "{name}: {passage:?} is not in {url}"
+            );
+            quoted.push(name.clone());
+        }
+    }
+    assert!(quoted.len() >= 4, "{quoted:?}");
+    // Two pages, two founding years and two seats: both kept, flagged, neither chosen silently.
+    for (name, values) in [
+        ("foundedYear", ["2015", "2016"]),
+        ("headquarters", ["Bristol", "Cardiff"]),
+    ] {
+        let entry = field(name);
+        assert_eq!(entry["disputed"], true, "{name}: {entry}");
+        let found: Vec<(&str, &str)> = entry["conflictingValues"]
+            .as_array()
+            .expect("conflicting values")
+            .iter()
+            .map(|v| {
+                (
+                    v["value"].as_str().unwrap_or(""),
+                    v["sourceUrl"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert!(
+            found.contains(&(values[0], "corpus://quillmere-analytics.md"))
+                || found
+                    .iter()
+                    .any(|(v, u)| *v == values[0] && u.contains("quillmere-analytics")),
+            "{name}: {found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|(v, u)| *v == values[1] && u.contains("quillmere-seed-round")),
+            "{name}: {found:?}"
+        );
+    }
+    assert!(
+        file["conflicts"].as_array().is_some_and(|c| c.len() == 2),
+        "{}",
+        file["conflicts"]
+    );
+    // Both pages name the same chief executive: no conflict.
+    assert_eq!(field("chiefExecutive")["value"], "Hana Petrov");
+    assert!(field("chiefExecutive")["disputed"].is_null());
+    assert_eq!(field("leadInvestors")["value"], "Osprey Fields Ventures");
+    // A sentence that mentions the website is not the website.
+    assert!(field("website")["value"].is_null(), "{}", field("website"));
+    let master = json_file(&bundle.join("research_complete.json"));
+    let todo = &master["todoList"]["todos"][0];
+    assert_eq!(todo["status"], "blocked", "a field was not found: {todo}");
+    let notes = todo["notes"].as_str().unwrap_or_default();
+    assert!(notes.contains("website"), "{notes}");
+    assert!(notes.contains("foundedYear, headquarters"), "{notes}");
+}
+
+#[test]
+fn entity_intel_on_a_person_nobody_wrote_about_reports_no_value_and_blocks_the_todo() {
+    let corpus = entity_corpus_with(&[]);
+    let (_dir, bundle) = entity_intel_cli(
+        corpus.path(),
+        r#"{"bundles": [{"bundleId": "guest_aurelio_banfi_030", "entities": [
+          {"entityType": "PERSON", "name": "Aurelio Banfi", "directions": [
+            {"key": "professionalBackground", "objective": "Summarize Aurelio Banfi's background.",
+             "fieldsToExtract": ["education", "previousRoles", "currentRole"]}]}]}]}"#,
+        "guest_aurelio_banfi_030",
+    );
+    let file = json_file(&bundle.join("guest_aurelio_banfi_professionalBackground.json"));
+    for (name, entry) in file["fields"].as_object().expect("fields") {
+        assert!(entry["value"].is_null(), "{name}: {entry}");
+        assert!(entry["passage"].is_null(), "{name}: {entry}");
+    }
+    assert_eq!(file["sources"], serde_json::json!([]));
+    let master = json_file(&bundle.join("research_complete.json"));
+    let todo = &master["todoList"]["todos"][0];
+    assert_eq!(todo["status"], "blocked", "{todo}");
+    assert!(
+        todo["notes"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("No source about Aurelio Banfi")),
+        "{todo}"
     );
 }

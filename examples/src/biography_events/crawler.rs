@@ -236,16 +236,21 @@ async fn structure_events(
             Vec::new()
         }
     };
+    // The passage behind each event is looked up in the page itself (its chunks), not
+    // taken from the model: a summary's wording is the model's, the page's is the source's.
+    let page = state.chunks.join("\n\n");
     let events = extracted
         .into_iter()
-        .map(|e| Event {
-            id: String::new(),
-            name: e.name,
-            description: e.description,
-            source: state.source.clone(),
-            date: e.date,
-            location: e.location.filter(|l| !l.trim().is_empty()),
-            conflicts: Vec::new(),
+        .map(|e| {
+            Event {
+                name: e.name,
+                description: e.description,
+                source: state.source.clone(),
+                date: e.date,
+                location: e.location.filter(|l| !l.trim().is_empty()),
+                ..Event::default()
+            }
+            .read_from(&state.url, &page)
         })
         .collect();
     Ok(CrawlStateUpdate::new().events(events).model_calls(1))

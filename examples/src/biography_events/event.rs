@@ -185,6 +185,9 @@ pub struct Conflict {
     pub values: Vec<String>,
     /// The source of each value, in the same order.
     pub sources: Vec<String>,
+    /// The passage stating each value (empty where none was found), in the same order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passages: Vec<String>,
 }
 
 /// One event of a life (the seed's schema: id, name, description, source, date,
@@ -207,12 +210,48 @@ pub struct Event {
     /// Where, when known.
     #[serde(default)]
     pub location: Option<String>,
+    /// The URL of the page it was read from (the better source's, once merged); empty for
+    /// events given without one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source_url: String,
+    /// The sentence of that page it was read from, found by the graph in the page's text
+    /// (white space collapsed, see [`crate::shared::prose::quotes`]); empty when no
+    /// sentence of the page states it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub passage: String,
+    /// The other pages merged into this event (their details fill parts the first source
+    /// lacks, or disagree with it), each with its passage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_read_from: Vec<SourcePassage>,
     /// Disagreements between sources found while merging.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicts: Vec<Conflict>,
 }
 
+/// A page an event was read from, and the sentence of it that states the event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourcePassage {
+    /// The page's URL.
+    pub url: String,
+    /// The sentence (empty when none of the page states it as written).
+    pub passage: String,
+}
+
 impl Event {
+    /// Where the event was read: the URL and the passage of the page that states it,
+    /// found by the graph in `text` (the page's text) from the event's description and
+    /// year; no passage when no sentence of the page states it.
+    pub(crate) fn read_from(mut self, url: &str, text: &str) -> Self {
+        let statement = match self.date.year {
+            Some(year) => format!("{} {year}", self.description),
+            None => self.description.clone(),
+        };
+        self.source_url = url.to_owned();
+        self.passage =
+            crate::shared::prose::supporting_sentence(text, &statement).unwrap_or_default();
+        self
+    }
+
     /// Full details: year, month, day and location all known (the deterministic check
     /// behind the "> 80% of events have full details" rule).
     pub fn has_full_details(&self) -> bool {
@@ -257,6 +296,21 @@ impl Event {
             }
         )
     }
+}
+
+/// Whether two lists hold the same events, apart from the other pages each was read from
+/// (a page confirming an event adds to `also_read_from` and changes no fact).
+pub(crate) fn same_facts(a: &[Event], b: &[Event]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            Event {
+                also_read_from: Vec::new(),
+                ..x.clone()
+            } == Event {
+                also_read_from: Vec::new(),
+                ..y.clone()
+            }
+        })
 }
 
 /// Sorts events by date, unknown dates last, then by id (numeric ids numerically).

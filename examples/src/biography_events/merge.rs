@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::event::{Conflict, Event};
+use super::event::{Conflict, Event, SourcePassage};
 
 /// The model's matching of new events to known ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -109,7 +109,7 @@ pub fn merge_events(
             }
         }
     }
-    let changed = merged != existing;
+    let changed = !super::event::same_facts(&merged, existing);
     (merged, changed)
 }
 
@@ -136,6 +136,66 @@ pub(crate) fn merge_once_in_a_life(events: Vec<Event>) -> Vec<Event> {
     out
 }
 
+/// The titles a description names: runs of two or more capitalised words (`The Salt
+/// Road`) that are not the person's name and do not follow `in`, `at`, `to` or `near`
+/// (those are places: two books published in New York are two events).
+fn titles_in(description: &str, person: &str) -> Vec<String> {
+    let mut titles = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let mut place = false;
+    let mut previous = "";
+    let close = |run: &mut Vec<&str>, place: bool, titles: &mut Vec<String>| {
+        let title = run.join(" ");
+        if run.len() >= 2 && !place && !crate::shared::prose::names_in_full(&title, person) {
+            titles.push(title);
+        }
+        run.clear();
+    };
+    for raw in description.split_whitespace() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric());
+        let word = word.strip_suffix("'s").unwrap_or(word);
+        if word.starts_with(char::is_uppercase) {
+            if run.is_empty() {
+                place = ["in", "at", "to", "near"].contains(&previous);
+            }
+            run.push(word);
+        } else {
+            close(&mut run, place, &mut titles);
+        }
+        if raw.ends_with([',', '.', ';', ':', ')']) {
+            close(&mut run, place, &mut titles);
+        }
+        previous = word;
+    }
+    close(&mut run, place, &mut titles);
+    titles
+}
+
+/// Merges events of one kind (name) from different sources whose descriptions name the
+/// same work (`The Salt Road`, see [`titles_in`]) into the first of them, by
+/// [`merge_pair`]: one book published once, so two sources giving two dates for it are a
+/// flagged `date` conflict, not two events. The check is the graph's, whatever model
+/// matched the events.
+pub(crate) fn merge_same_work(events: Vec<Event>, person: &str) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    for event in events {
+        let titles = titles_in(&event.description, person);
+        let same = out.iter_mut().find(|known| {
+            !titles.is_empty()
+                && known.name.eq_ignore_ascii_case(&event.name)
+                && (known.source != event.source || known.source_url != event.source_url)
+                && titles_in(&known.description, person)
+                    .iter()
+                    .any(|t| titles.contains(t))
+        });
+        match same {
+            Some(known) => *known = merge_pair(known, &event, None),
+            None => out.push(event),
+        }
+    }
+    out
+}
+
 /// Merges one new event into the known event it matches:
 ///
 /// - the id and name of the known event are kept;
@@ -156,6 +216,26 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
     };
     let mut merged = known.clone();
     merged.source = better.source.clone();
+    merged.source_url = better.source_url.clone();
+    merged.passage = better.passage.clone();
+    // Every page merged in stays named, with its passage: the kept page states only its part.
+    merged.also_read_from = Vec::new();
+    let pages = [other]
+        .into_iter()
+        .map(|e| SourcePassage {
+            url: e.source_url.clone(),
+            passage: e.passage.clone(),
+        })
+        .chain(known.also_read_from.iter().cloned())
+        .chain(new.also_read_from.iter().cloned());
+    for page in pages {
+        if !page.url.is_empty()
+            && page.url != merged.source_url
+            && !merged.also_read_from.iter().any(|p| p.url == page.url)
+        {
+            merged.also_read_from.push(page);
+        }
+    }
     merged.description = match merged_description.map(str::trim).filter(|d| !d.is_empty()) {
         Some(d) => d.to_owned(),
         None if new.description.len() > known.description.len() => new.description.clone(),
@@ -181,8 +261,8 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
         flag(
             &mut merged,
             "date",
-            (b.display(), &better.source),
-            (o.display(), &other.source),
+            (b.display(), better),
+            (o.display(), other),
         );
     }
 
@@ -193,8 +273,8 @@ pub(crate) fn merge_pair(known: &Event, new: &Event, merged_description: Option<
                 flag(
                     &mut merged,
                     "location",
-                    (x.clone(), &better.source),
-                    (y.clone(), &other.source),
+                    (x.clone(), better),
+                    (y.clone(), other),
                 );
             }
             Some(x.clone())
@@ -218,18 +298,23 @@ fn contains(haystack: &str, needle: &str) -> bool {
     haystack.to_lowercase().contains(&needle.to_lowercase())
 }
 
-fn flag(event: &mut Event, field: &str, kept: (String, &str), other: (String, &str)) {
+/// Records that `kept` and `other` (each a value and the event it came from) disagree on
+/// `field`, with both sources and the passages stating them.
+fn flag(event: &mut Event, field: &str, kept: (String, &Event), other: (String, &Event)) {
+    let passages = |e: &Event| e.passage.clone();
     if let Some(conflict) = event.conflicts.iter_mut().find(|c| c.field == field) {
         if !conflict.values.contains(&other.0) {
             conflict.values.push(other.0);
-            conflict.sources.push(other.1.to_owned());
+            conflict.sources.push(other.1.source.clone());
+            conflict.passages.push(passages(other.1));
         }
         return;
     }
     event.conflicts.push(Conflict {
         field: field.to_owned(),
         values: vec![kept.0, other.0],
-        sources: vec![kept.1.to_owned(), other.1.to_owned()],
+        sources: vec![kept.1.source.clone(), other.1.source.clone()],
+        passages: vec![passages(kept.1), passages(other.1)],
     });
 }
 
@@ -290,6 +375,49 @@ pub(crate) fn combine_descriptions(first: &str, second: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_work_from_two_sources_with_two_years_is_one_event_with_a_date_conflict() {
+        use crate::biography_events::event::EventDate;
+        let event = |source: &str, description: &str, year: i32| Event {
+            name: "Publication".into(),
+            description: description.into(),
+            source: source.into(),
+            date: EventDate {
+                year: Some(year),
+                ..EventDate::default()
+            },
+            ..Event::default()
+        };
+        assert_eq!(
+            titles_in(
+                "Her novel The Salt Road was published in New York.",
+                "Sunniva Brakstad"
+            ),
+            ["The Salt Road"]
+        );
+        let merged = merge_same_work(
+            vec![
+                event(
+                    "Wikipedia",
+                    "Her novel The Salt Road was published in 1962.",
+                    1962,
+                ),
+                event("Britannica", "The Salt Road appeared in 1963.", 1963),
+                event(
+                    "Britannica",
+                    "Sunniva Brakstad published Winter Ledger in 1970.",
+                    1970,
+                ),
+            ],
+            "Sunniva Brakstad",
+        );
+        assert_eq!(merged.len(), 2, "{merged:#?}");
+        let conflict = &merged[0].conflicts[0];
+        assert_eq!(conflict.field, "date");
+        assert_eq!(conflict.values, ["1962", "1963"]);
+        assert_eq!(conflict.sources, ["Wikipedia", "Britannica"]);
+    }
 
     #[test]
     fn descriptions_combine_as_in_the_seed_example() {

@@ -33,8 +33,27 @@ pub fn read_line<'a>(prompt: &'a str, name: &str) -> &'a str {
         .trim()
 }
 
+/// The events as the prompts show them: without the passages and URLs the graph keeps for
+/// the outputs (the model matches and completes events by their fields, not their quotes).
 fn events_json(events: &[Event]) -> String {
-    serde_json::to_string_pretty(events).unwrap_or_else(|_| "[]".into())
+    let shown: Vec<Event> = events
+        .iter()
+        .map(|e| Event {
+            source_url: String::new(),
+            passage: String::new(),
+            also_read_from: Vec::new(),
+            conflicts: e
+                .conflicts
+                .iter()
+                .map(|c| super::event::Conflict {
+                    passages: Vec::new(),
+                    ..c.clone()
+                })
+                .collect(),
+            ..e.clone()
+        })
+        .collect();
+    serde_json::to_string_pretty(&shown).unwrap_or_else(|_| "[]".into())
 }
 
 // --- think_tool ----------------------------------------------------------------------------

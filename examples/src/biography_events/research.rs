@@ -187,15 +187,24 @@ async fn extract_updates(
             ))])
             .await;
         match reply {
-            Ok(update) if !update.date.is_unknown() || update.location.is_some() => updates.push(Event {
-                id: event.id.clone(),
-                name: event.name.clone(),
-                description: update.description,
-                source: if update.source.is_empty() { finding.pages[0].1.clone() } else { update.source },
-                date: update.date,
-                location: update.location.filter(|l| !l.trim().is_empty()),
-                conflicts: Vec::new(),
-            }),
+            Ok(update) if !update.date.is_unknown() || update.location.is_some() => {
+                // The page the update was read from: the one of its site, else the first.
+                let page = finding
+                    .pages
+                    .iter()
+                    .find(|(_, site, _)| !update.source.is_empty() && *site == update.source)
+                    .unwrap_or(&finding.pages[0]);
+                let updated = Event {
+                    id: event.id.clone(),
+                    name: event.name.clone(),
+                    description: update.description,
+                    source: if update.source.is_empty() { page.1.clone() } else { update.source },
+                    date: update.date,
+                    location: update.location.filter(|l| !l.trim().is_empty()),
+                    ..Event::default()
+                };
+                updates.push(updated.read_from(&page.0, &page.2));
+            }
             Ok(_) => {}
             Err(err) => ctx.writer().custom(json!({"event": "warning", "message": format!("reading the pages for {:?} failed: {err}", event.name)})),
         }

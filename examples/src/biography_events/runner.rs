@@ -371,6 +371,30 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
             cell(&e.description)
         ));
     }
+    if events.iter().any(|e| !e.source_url.is_empty()) {
+        out.push_str("\n## Where each event was read\n\n");
+        for e in events.iter().filter(|e| !e.source_url.is_empty()) {
+            let quote = if e.passage.is_empty() {
+                "no sentence of the page states it as written".to_owned()
+            } else {
+                format!("“{}”", e.passage)
+            };
+            out.push_str(&format!(
+                "- {} ({}): {quote} — {}\n",
+                e.name,
+                e.date.display(),
+                e.source_url
+            ));
+            for other in &e.also_read_from {
+                let quote = if other.passage.is_empty() {
+                    "no sentence of the page states it as written".to_owned()
+                } else {
+                    format!("“{}”", other.passage)
+                };
+                out.push_str(&format!("  - also: {quote} — {}\n", other.url));
+            }
+        }
+    }
     let conflicted: Vec<&Event> = events.iter().filter(|e| !e.conflicts.is_empty()).collect();
     if !conflicted.is_empty() {
         out.push_str("\n## Conflicts between sources\n\n");
@@ -380,7 +404,19 @@ pub fn timeline(events: &[Event], summary: &BiographyRunSummary) -> String {
                     .values
                     .iter()
                     .zip(&c.sources)
-                    .map(|(v, s)| format!("{v} ({})", if s.is_empty() { "no source" } else { s }))
+                    .enumerate()
+                    .map(|(i, (v, s))| {
+                        let quote = c
+                            .passages
+                            .get(i)
+                            .filter(|p| !p.is_empty())
+                            .map(|p| format!(": “{p}”"))
+                            .unwrap_or_default();
+                        format!(
+                            "{v} ({}{quote})",
+                            if s.is_empty() { "no source" } else { s }
+                        )
+                    })
                     .collect();
                 out.push_str(&format!(
                     "- {} — {}: {} (kept the first)\n",

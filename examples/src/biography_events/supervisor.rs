@@ -197,7 +197,11 @@ pub(crate) async fn merge_events_node(
     // Whatever the matching said: a person is born once and dies once, so two births (or
     // deaths) from two sources are one event whose dates disagree, flagged as a conflict.
     events = super::merge::merge_once_in_a_life(events);
-    let changed = events != before;
+    // And a work is published once: two dates for one title are a conflict, not two events.
+    events = super::merge::merge_same_work(events, &state.person_to_research);
+    // A page that only confirms what is known (its name added to `also_read_from`) is no
+    // change: the stop rule counts calls that add or change facts.
+    let changed = !super::event::same_facts(&events, &before);
     let added = events.len() - before.len();
     let conflicts: usize = events.iter().map(|e| e.conflicts.len()).sum::<usize>()
         - before.iter().map(|e| e.conflicts.len()).sum::<usize>();

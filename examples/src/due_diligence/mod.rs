@@ -14,6 +14,7 @@
 
 mod cli;
 pub mod evaluate;
+mod evidence;
 mod graph;
 mod input;
 mod nodes;

@@ -884,8 +884,45 @@ pub async fn synthesize_report(
     if report::sources_read(&state) == 0 {
         report::mark_insufficient(&mut sections, &state.subject, state.search_count);
     }
+    // The graph's own check, whatever the model wrote: the passage behind every finding
+    // and entity, and the facts two sources disagree on, read from the sources' text.
+    let urls = super::evidence::cited_urls(&sections, &state.discovered_entities);
+    let texts: super::evidence::SourceTexts = if urls.is_empty() {
+        Default::default()
+    } else {
+        match deps.search.extract(&urls).await {
+            Ok(pages) => pages.into_iter().map(|p| (p.url, p.content)).collect(),
+            Err(err) => {
+                sections.information_gaps.push(format!(
+                    "The sources could not be read again to quote their passages ({err}); the findings below carry URLs only."
+                ));
+                Default::default()
+            }
+        }
+    };
+    let evidence = super::evidence::attach(&mut sections, &state.discovered_entities, &texts);
+    if evidence.unsupported_findings > 0 && !texts.is_empty() {
+        sections.information_gaps.push(format!(
+            "{} finding(s) have no passage in their sources that says them (shown without a quote); check them before relying on them.",
+            evidence.unsupported_findings
+        ));
+    }
+    for conflict in &evidence.fact_conflicts {
+        let values: Vec<String> = conflict
+            .values
+            .iter()
+            .map(|v| format!("{} ({})", v.value, v.passage.source))
+            .collect();
+        sections.information_gaps.push(format!(
+            "Sources disagree on {}'s {}: {}; not resolved, check the primary record.",
+            conflict.entity,
+            conflict.fact,
+            values.join(" vs ")
+        ));
+    }
     let file = DueDiligenceReportFile {
         report: sections,
+        evidence,
         metadata: report::metadata(
             &state,
             deps.strategy_model.model_name(),

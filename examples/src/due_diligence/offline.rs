@@ -677,6 +677,7 @@ fn finding(text: &str, source: &str) -> Finding {
         } else {
             vec![source.to_owned()]
         },
+        ..Finding::default()
     }
 }
 

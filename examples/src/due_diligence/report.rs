@@ -8,7 +8,8 @@ use super::report_file::{
     DueDiligenceReportFile, ModelsUsed, ReportMetadata, Statistics, UsageTotals,
 };
 use super::schemas::{
-    ConnectionMappingOutput, DueDiligenceReport, Finding, Importance, RiskAssessment, RiskLevel,
+    ConnectionMappingOutput, DueDiligenceReport, Finding, Importance, Passage, RiskAssessment,
+    RiskLevel, SourceEvidence,
 };
 use super::state::DueDiligenceState;
 use crate::shared::time::{now_ms, rfc3339};
@@ -99,6 +100,7 @@ pub(crate) fn fallback_report(state: &DueDiligenceState, error: &str) -> DueDili
         } else {
             vec![i.source.clone()]
         },
+        ..Finding::default()
     };
     let indicators = &state.risk_indicators;
     DueDiligenceReport {
@@ -150,9 +152,46 @@ fn findings_html(out: &mut String, findings: &[Finding]) {
         for s in &f.sources {
             let _ = write!(out, " <span class=\"src\">[{}]</span>", escape(s));
         }
+        passages_html(out, &f.passages);
         out.push_str("</li>");
     }
     out.push_str("</ul>");
+}
+
+fn passages_html(out: &mut String, passages: &[Passage]) {
+    for p in passages {
+        let _ = write!(
+            out,
+            "<blockquote class=\"src\">“{}” — {}</blockquote>",
+            escape(&p.text),
+            escape(&p.source)
+        );
+    }
+}
+
+/// The entities with the passages naming them, and the facts the sources disagree on.
+fn entities_html(out: &mut String, report: &SourceEvidence) {
+    if !report.entities.is_empty() {
+        out.push_str("<h2>Entities and where they are named</h2><ul>");
+        for e in &report.entities {
+            let _ = write!(out, "<li>{} ({:?})", escape(&e.name), e.entity_type);
+            passages_html(out, &e.passages);
+            out.push_str("</li>");
+        }
+        out.push_str("</ul>");
+    }
+    if !report.fact_conflicts.is_empty() {
+        out.push_str("<h2>Sources that disagree</h2><ul>");
+        for c in &report.fact_conflicts {
+            let _ = write!(out, "<li>{}: {}", escape(&c.entity), escape(&c.fact));
+            for v in &c.values {
+                let _ = write!(out, " <b>{}</b>", escape(&v.value));
+                passages_html(out, std::slice::from_ref(&v.passage));
+            }
+            out.push_str("</li>");
+        }
+        out.push_str("</ul>");
+    }
 }
 
 /// The entity graph as an inline SVG: nodes on a circle, coloured by importance, edges
@@ -319,6 +358,7 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:.3em .6em
         }
         out.push_str("</ul>");
     }
+    entities_html(&mut out, &file.evidence);
     let _ = writeln!(
         out,
         "<h2>Metadata</h2><pre>{}</pre></body></html>",

@@ -1,8 +1,9 @@
-//! The report file (`reports/{session_id}_report.json`): the 18 sections plus metadata.
+//! The report file (`reports/{session_id}_report.json`): the 18 sections, the graph's
+//! evidence check, and metadata.
 
 use serde::{Deserialize, Serialize};
 
-use super::schemas::DueDiligenceReport;
+use super::schemas::{DueDiligenceReport, SourceEvidence};
 use super::termination::TerminationReason;
 
 /// The saved report: the model's 18 sections, flattened, and the run's metadata.
@@ -11,6 +12,10 @@ pub struct DueDiligenceReportFile {
     /// The 18 sections.
     #[serde(flatten)]
     pub report: DueDiligenceReport,
+    /// Where each entity is named in the sources, and the facts they disagree on (the
+    /// graph's check, not the model's; each red flag's passages are in the flag itself).
+    #[serde(default)]
+    pub evidence: SourceEvidence,
     /// Models, statistics, timing, tokens and cost.
     pub metadata: ReportMetadata,
 }

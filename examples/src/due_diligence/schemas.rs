@@ -262,6 +262,54 @@ pub struct Finding {
     /// URLs supporting it.
     #[serde(default)]
     pub sources: Vec<String>,
+    /// The passages of those sources that say it, found by the graph in the sources' text
+    /// (not written by the model); empty when none of its sources says it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub passages: Vec<Passage>,
+}
+
+/// A passage of a source: the sentence a reported statement or entity was read from,
+/// quoted with its white space collapsed (see [`crate::shared::prose::quotes`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Passage {
+    /// The source's URL.
+    pub source: String,
+    /// The sentence, as the source has it.
+    pub text: String,
+}
+
+/// An entity as the report shows it: its name and kind, and the passage of each source
+/// that names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReportedEntity {
+    /// The entity's name.
+    pub name: String,
+    /// Its kind.
+    pub entity_type: EntityType,
+    /// One passage per source that names it (sources whose text does not name it give none).
+    pub passages: Vec<Passage>,
+}
+
+/// Two or more sources disagree on a fact of an entity that has one value (its founding
+/// year, its seat): every value is kept with its source and passage, none is chosen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FactConflict {
+    /// The entity.
+    pub entity: String,
+    /// The fact: `founded` or `seat`.
+    pub fact: String,
+    /// Each value with the passage that states it, in the order the sources were read.
+    pub values: Vec<StatedValue>,
+}
+
+/// A value of a fact as one source states it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StatedValue {
+    /// The value (`1998`, `Skelde`).
+    pub value: String,
+    /// Where it is stated.
+    pub passage: Passage,
 }
 
 /// A section of prose plus findings.
@@ -407,6 +455,22 @@ pub struct DueDiligenceReport {
     /// 18. What to do next.
     #[serde(default)]
     pub(crate) recommendations_and_next_steps: Vec<String>,
+}
+
+/// The graph's check of the report against the sources' text (not written by the model):
+/// where each entity is named, the facts the sources disagree on, and how many findings
+/// no passage of their sources says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SourceEvidence {
+    /// The entities found, each with the passage of each source that names it.
+    #[serde(default)]
+    pub entities: Vec<ReportedEntity>,
+    /// Facts of one value on which two sources read disagree, with every value.
+    #[serde(default)]
+    pub fact_conflicts: Vec<FactConflict>,
+    /// Red flags and mitigating factors none of whose sources has a passage saying them.
+    #[serde(default)]
+    pub unsupported_findings: usize,
 }
 
 /// Lower case, inner whitespace collapsed: how queries and names are compared.

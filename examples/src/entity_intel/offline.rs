@@ -193,7 +193,16 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
         .map_or(0, |f| f.values().filter(|v| !v["value"].is_null()).count());
     let wanted = todo["fieldsToExtract"].as_array().map_or(0, Vec::len);
     let sources = findings["sources"].as_array().map_or(0, Vec::len);
-    let notes = if sources == 0 {
+    let list = |key: &str, part: &str| {
+        let items: Vec<&str> = findings[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().or_else(|| v[part].as_str()))
+            .collect();
+        items.join(", ")
+    };
+    let mut notes = if sources == 0 {
         format!(
             "No source about {} was found among the {} search result(s) read; all {wanted} fields are recorded as unavailable.",
             todo["entityName"].as_str().unwrap_or(""),
@@ -202,8 +211,20 @@ fn agent_turn(messages: &[Message]) -> AssistantMessage {
     } else {
         format!("{found} of {wanted} fields found in {sources} source(s).")
     };
-    // A todo none of whose fields was found is not done: it is blocked, with the reason.
-    let status = if found == 0 && wanted > 0 {
+    if sources > 0 && found < wanted {
+        notes.push_str(&format!(
+            " Not stated in the sources read: {}.",
+            list("missingFields", "")
+        ));
+    }
+    let disputed = list("conflicts", "field");
+    if !disputed.is_empty() {
+        notes.push_str(&format!(
+            " Sources disagree on: {disputed} (both values kept in the file)."
+        ));
+    }
+    // A todo with a field not found is not done: it is blocked, with the reason.
+    let status = if found < wanted {
         "blocked"
     } else {
         "completed"
@@ -324,31 +345,97 @@ fn query_for(todo: &Value) -> String {
     query
 }
 
-/// The structured output: each field's value from a `Label: value` line of the pages.
+/// One page's answer for a field: the value, the page's URL, and the passage (the
+/// `Label: value` line or the sentence) it was read from.
+struct Candidate {
+    value: String,
+    url: Value,
+    passage: String,
+}
+
+impl Candidate {
+    fn to_json(&self) -> Value {
+        json!({"value": self.value, "sourceUrl": self.url, "passage": self.passage})
+    }
+}
+
+/// Whether a field holds one value (`foundedYear`, `headquarters`, `chiefExecutive`), so
+/// two sources giving two values disagree; a plural field (`founders`, `rounds`,
+/// `synonyms`) may collect several.
+fn single_valued(field: &str) -> bool {
+    let label = words(field);
+    let last = label.split_whitespace().last().unwrap_or_default();
+    last == "headquarters" || !last.ends_with('s') || last.ends_with("ss")
+}
+
+/// Whether two values state the same thing: one names the other in full (`Leeds` and
+/// `Leeds, United Kingdom`), ignoring case and punctuation.
+fn agree(a: &str, b: &str) -> bool {
+    names_in_full(a, b) || names_in_full(b, a)
+}
+
+/// What a page says for `label`: a `Label: value` line first, then a sentence of prose
+/// with a cue for the field. On a page that is not about the entity (`about` false: its
+/// title and lead do not name it), only sentences that name it count.
+fn candidate_on(page: &Value, label: &str, entity: &str, about: bool) -> Option<Candidate> {
+    let content = page["content"].as_str()?;
+    let labelled = about
+        .then(|| {
+            content.lines().find_map(|line| {
+                value_after_label(line, label).map(|v| (v, line.trim().to_owned()))
+            })
+        })
+        .flatten();
+    let (value, passage) = labelled.or_else(|| {
+        value_in_prose(content, label).filter(|(_, s)| about || names_in_full(s, entity))
+    })?;
+    Some(Candidate {
+        value,
+        url: page["url"].clone(),
+        passage,
+    })
+}
+
+/// The structured output: each field's value with the URL and the passage it was read
+/// from, and every disagreement between two pages on a single-valued field (both values,
+/// both sources, both passages; the first page's value is shown, marked as disputed).
 ///
-/// Only pages about the entity count (its name in the title first, then in the text), so
-/// a similarly named company or a neighbouring search hit does not leak into the output.
+/// Pages about the entity (its name in the title or the lead) are read first and whole;
+/// pages that only mention it count for the sentences that name it, so a similarly named
+/// company or a neighbouring search hit does not leak into the output.
 fn findings_for(todo: &Value, pages: &[Value]) -> Value {
-    let name = todo["entityName"]
-        .as_str()
-        .unwrap_or_default()
-        .to_lowercase();
+    let entity = todo["entityName"].as_str().unwrap_or_default();
+    let name = entity.to_lowercase();
     let mentions = |p: &&Value, key: &str| {
         p[key]
             .as_str()
             .is_some_and(|t| t.to_lowercase().contains(&name))
     };
-    let pages: Vec<&Value> = pages
+    // A page is about the entity when its title or its lead (first sentence) names it.
+    let leads = |p: &&Value| {
+        p["content"].as_str().is_some_and(|c| {
+            c.split("\n\n")
+                .map(str::trim)
+                .find(|para| !para.is_empty() && !para.starts_with('#'))
+                .and_then(|para| sentences(para).into_iter().next())
+                .is_some_and(|lead| names_in_full(&lead, entity))
+        })
+    };
+    let about = |p: &&Value| mentions(p, "title") || leads(p);
+    let pages: Vec<(&Value, bool)> = pages
         .iter()
-        .filter(|p| mentions(p, "title"))
+        .filter(|p| about(p))
+        .map(|p| (p, true))
         .chain(
             pages
                 .iter()
-                .filter(|p| !mentions(p, "title") && mentions(p, "content")),
+                .filter(|p| !about(p) && mentions(p, "content"))
+                .map(|p| (p, false)),
         )
         .collect();
     let mut fields = serde_json::Map::new();
     let mut missing = Vec::new();
+    let mut conflicts = Vec::new();
     for field in todo["fieldsToExtract"]
         .as_array()
         .into_iter()
@@ -356,32 +443,34 @@ fn findings_for(todo: &Value, pages: &[Value]) -> Value {
         .filter_map(Value::as_str)
     {
         let label = words(field);
-        // A `Label: value` line first (on any page), then a sentence of prose.
-        let labelled = pages.iter().find_map(|page| {
-            let content = page["content"].as_str()?;
-            content
-                .lines()
-                .find_map(|line| value_after_label(line, &label))
-                .map(|v| (v, page["url"].clone()))
-        });
-        let hit = labelled.or_else(|| {
-            pages.iter().find_map(|page| {
-                let content = page["content"].as_str()?;
-                value_in_prose(content, &label).map(|v| (v, page["url"].clone()))
-            })
-        });
-        match hit {
-            Some((value, url)) => {
-                fields.insert(field.to_owned(), json!({"value": value, "sourceUrl": url}));
+        let found: Vec<Candidate> = pages
+            .iter()
+            .filter_map(|(page, about)| candidate_on(page, &label, entity, *about))
+            .collect();
+        let Some(first) = found.first() else {
+            fields.insert(
+                field.to_owned(),
+                json!({"value": null, "note": "not found in the sources read"}),
+            );
+            missing.push(field.to_owned());
+            continue;
+        };
+        let mut entry = first.to_json();
+        if single_valued(field) {
+            let mut disputed: Vec<&Candidate> = vec![first];
+            for other in &found[1..] {
+                if !disputed.iter().any(|c| agree(&c.value, &other.value)) {
+                    disputed.push(other);
+                }
             }
-            None => {
-                fields.insert(
-                    field.to_owned(),
-                    json!({"value": null, "note": "not found in the sources read"}),
-                );
-                missing.push(field.to_owned());
+            if disputed.len() > 1 {
+                let values: Vec<Value> = disputed.iter().map(|c| c.to_json()).collect();
+                entry["disputed"] = json!(true);
+                entry["conflictingValues"] = json!(values);
+                conflicts.push(json!({"field": field, "values": values}));
             }
         }
+        fields.insert(field.to_owned(), entry);
     }
     json!({
         "todoId": todo["id"],
@@ -389,7 +478,8 @@ fn findings_for(todo: &Value, pages: &[Value]) -> Value {
         "directionKey": todo["directionKey"],
         "fields": fields,
         "missingFields": missing,
-        "sources": pages.iter().map(|p| json!({"url": p["url"], "title": p["title"]})).collect::<Vec<_>>(),
+        "conflicts": conflicts,
+        "sources": pages.iter().map(|(p, _)| json!({"url": p["url"], "title": p["title"]})).collect::<Vec<_>>(),
         "researchedBy": "offline-research-model (deterministic stand-in)",
     })
 }
@@ -479,14 +569,17 @@ fn degree_in(sentence: &str) -> Option<String> {
 }
 
 /// A field's value stated in a sentence of prose, for the field's label (`lead investors`,
-/// `rounds`, `headquarters`, `founded year`, ...): cue phrases for common kinds of facts
-/// (`led by X`, `raised X`, `X-based`, `founded ... in YYYY`), else the first sentence that
-/// names the field's main word.
-fn value_in_prose(content: &str, label: &str) -> Option<String> {
+/// `rounds`, `headquarters`, `founded year`, ...), with the sentence it was read from: cue
+/// phrases for common kinds of facts (`led by X`, `raised X`, `X-based`, `founded ... in
+/// YYYY`). A field with no cue phrase has no value in prose: a sentence that merely
+/// mentions the field's name is not its value, so the field is left missing.
+fn value_in_prose(content: &str, label: &str) -> Option<(String, String)> {
     let sentences = sentences(content);
     let has = |w: &str| label.contains(w);
-    let first = |f: &dyn Fn(&str) -> Option<String>| sentences.iter().find_map(|s| f(s));
-    let cued = if has("investor") {
+    let first = |f: &dyn Fn(&str) -> Option<String>| {
+        sentences.iter().find_map(|s| f(s).map(|v| (v, s.clone())))
+    };
+    if has("investor") {
         first(&|s| after_cue(s, "led by "))
     } else if has("round") || has("funding") || has("raised") {
         first(&|s| after_cue(s, "raised "))
@@ -504,10 +597,11 @@ fn value_in_prose(content: &str, label: &str) -> Option<String> {
         first(&|s| role_and_organisation(s).and_then(|(_, org)| org))
     } else if has("education") || has("degree") {
         first(&degree_in)
-    } else if has("year") && has("found") {
+    } else if has("year") && (has("found") || has("launch")) {
+        let cue = if has("found") { "founded" } else { "launched" };
         first(&|s| {
             let lower = s.to_lowercase();
-            let at = lower.find("founded")?;
+            let at = lower.find(cue)?;
             lower[at..]
                 .split(|c: char| !c.is_ascii_digit())
                 .find(|w| w.len() == 4 && (w.starts_with("19") || w.starts_with("20")))
@@ -522,25 +616,27 @@ fn value_in_prose(content: &str, label: &str) -> Option<String> {
                     s[..at].split_whitespace().last().map(str::to_owned)
                 })
         })
+    } else if has("chief executive") || has("ceo") {
+        first(&|s| {
+            after_cue(s, "chief executive officer ")
+                .or_else(|| after_cue(s, "chief executive "))
+                .or_else(|| after_cue(s, "ceo "))
+                .and_then(|v| person_name_at_start(&v))
+        })
     } else {
         None
-    };
-    cued.or_else(|| {
-        // The field's main word (its last, singular): `rounds` → `round`.
-        let main = label.split_whitespace().last()?;
-        let main = main
-            .strip_suffix('s')
-            .filter(|m| m.len() >= 4)
-            .unwrap_or(main);
-        (main.len() >= 4)
-            .then(|| {
-                sentences
-                    .iter()
-                    .find(|s| s.to_lowercase().contains(main))
-                    .cloned()
-            })
-            .flatten()
-    })
+    }
+}
+
+/// The capitalised words a text starts with, when there are two or more (`Tobias Achebe
+/// said on Tuesday` → `Tobias Achebe`): a person's name after a title.
+fn person_name_at_start(text: &str) -> Option<String> {
+    let name: Vec<&str> = text
+        .split_whitespace()
+        .take_while(|w| w.starts_with(char::is_uppercase))
+        .map(|w| w.trim_end_matches([',', '.', ';']))
+        .collect();
+    (name.len() >= 2).then(|| name.join(" "))
 }
 
 #[cfg(test)]
@@ -562,54 +658,78 @@ mod tests {
         assert_eq!(words("legalName"), "legal name");
     }
 
+    fn value_of(content: &str, label: &str) -> Option<String> {
+        value_in_prose(content, label).map(|(value, _)| value)
+    }
+
     #[test]
     fn prose_sentences_answer_fields_without_labels() {
         let page = "# Corvane Labs raises GBP 28m\n\nCambridge-based Corvane Labs has raised GBP 28 million in a Series B round led by Fenbridge\nVentures, chief executive Tobias Achebe said on Tuesday.\n\nThe company was founded in 2018.";
         assert_eq!(
-            value_in_prose(page, "lead investors").as_deref(),
+            value_of(page, "lead investors").as_deref(),
             Some("Fenbridge Ventures")
         );
         assert_eq!(
-            value_in_prose(page, "rounds").as_deref(),
+            value_of(page, "rounds").as_deref(),
             Some("GBP 28 million in a Series B round led by Fenbridge Ventures")
         );
-        assert_eq!(
-            value_in_prose(page, "headquarters").as_deref(),
-            Some("Cambridge")
-        );
-        assert_eq!(
-            value_in_prose(page, "founded year").as_deref(),
-            Some("2018")
-        );
+        assert_eq!(value_of(page, "headquarters").as_deref(), Some("Cambridge"));
+        assert_eq!(value_of(page, "founded year").as_deref(), Some("2018"));
         let person = "# Mira Osei\n\nDr. Mira Osei is the chief technology officer of Brightfen Robotics Inc., \
                       which she co-founded in 2017 with Tomas Lind. She holds a PhD in mechanical engineering \
                       from the University of Leeds (2014) and previously worked as a research engineer at \
                       Kestrel Automation.";
         assert_eq!(
-            value_in_prose(person, "current role").as_deref(),
+            value_of(person, "current role").as_deref(),
             Some("chief technology officer")
         );
         assert_eq!(
-            value_in_prose(person, "affiliation").as_deref(),
+            value_of(person, "affiliation").as_deref(),
             Some("Brightfen Robotics Inc.")
         );
         assert_eq!(
-            value_in_prose(person, "education").as_deref(),
+            value_of(person, "education").as_deref(),
             Some("PhD in mechanical engineering from the University of Leeds")
         );
         assert_eq!(
-            value_in_prose(person, "previous roles").as_deref(),
+            value_of(person, "previous roles").as_deref(),
             Some("a research engineer at Kestrel Automation")
         );
         assert_eq!(
-            value_in_prose(
+            value_of(
                 "It was founded in 2017 by Dr. Mira Osei and Tomas Lind.",
                 "founders"
             )
             .as_deref(),
             Some("Dr. Mira Osei and Tomas Lind")
         );
-        assert_eq!(value_in_prose(page, "patent count"), None);
+        assert_eq!(value_of(page, "patent count"), None);
+        assert_eq!(
+            value_of(page, "chief executive").as_deref(),
+            Some("Tobias Achebe")
+        );
+    }
+
+    #[test]
+    fn a_field_without_a_cue_is_missing_not_a_sentence_that_mentions_it() {
+        let page = "# Brightfen\n\nThe Brightfen website went live in 2019. Its product line grew.";
+        assert_eq!(value_of(page, "website"), None);
+        assert_eq!(value_of(page, "product name"), None);
+        // The passage of a value is the sentence it was read from.
+        let (value, passage) =
+            value_in_prose("Brightfen is a Leeds-based maker. It grew.", "headquarters").unwrap();
+        assert_eq!(
+            (value.as_str(), passage.as_str()),
+            ("Leeds", "Brightfen is a Leeds-based maker.")
+        );
+    }
+
+    #[test]
+    fn plural_fields_collect_and_single_valued_fields_conflict() {
+        assert!(single_valued("foundedYear") && single_valued("headquarters"));
+        assert!(single_valued("compoundClass") && single_valued("chiefExecutive"));
+        assert!(!single_valued("founders") && !single_valued("leadInvestors"));
+        assert!(agree("Leeds", "Leeds, United Kingdom") && !agree("Leeds", "York"));
     }
 
     #[test]

@@ -59,7 +59,10 @@ WORKFLOW:
    back to reputable secondary sources (registries, news, trade press), and use Wikipedia only to
    disambiguate. The candidate sources listed with the todo are good places to start.
 3. Extract the specific fields listed in the todo.
-4. Compile the findings into structured JSON that names the source URL of every value.
+4. Compile the findings into structured JSON: each field as {{\"value\", \"sourceUrl\", \"passage\"}}, where the
+   passage is the sentence or line of that source the value was taken from, quoted exactly. When two sources
+   disagree on a field that has one value (a founding year, a headquarters, a chief executive), keep both
+   values with their sources and passages under \"conflictingValues\" and set \"disputed\": true.
 5. WHEN THE RESEARCH IS COMPLETE, MAKE TWO TOOL CALLS IN THE SAME TURN:
    - agent_write_file(filename, content, description) to save the JSON (use the todo's outputFile name)
    - todo_update(todo_id, status=\"completed\", notes=\"...\") to mark it done
@@ -71,7 +74,9 @@ An optional todo may be skipped instead: todo_update with status=\"skipped\" and
 QUALITY STANDARDS:
 - Prefer official sources over secondary ones; always include source URLs.
 - Extract exact data (prices, dates, names); do not paraphrase.
-- If information is unavailable, say so explicitly in the output (null plus a note).
+- If information is unavailable, say so explicitly in the output (null plus a note); a sentence that only
+  mentions a field is not its value.
+- A todo with a field not found is not completed: mark it blocked with notes naming the missing fields.
 
 TOOLS:
 - web_search(query, max_results): find sources. Example: web_search(query=\"Halvard Biosciences leadership\")

@@ -11,7 +11,10 @@ pub(crate) const PLANNER: &str = "You are the planner of a research agent over a
 Each iteration you choose a batch of sub-agent calls. Calls in one batch run in parallel and cannot see each other's \
 output: put dependent work in the next iteration. Typical flow: decompose the question and aggregate counts; then \
 sample documents (the sampler extracts findings from them); then choose next_action \"synthesize\" when the data \
-answers the question. Use only the listed sub-agents and tools. Reply with JSON: sub_agent_calls, next_action \
+answers the question. Pass the question's conditions as the tools' own filters (countries, event types, conclusions, \
+a year window). To compare two periods (\"before 2008 vs after 2016\", \"the 2000s compared with the 2010s\"), call the \
+aggregator once per period with the same group_by and filters and that period's year filter. Use only the listed \
+sub-agents and tools. Reply with JSON: sub_agent_calls, next_action \
 (\"synthesize\" or null), confidence (0-1, how well the collected data answers the question), reasoning (one sentence).";
 
 /// The system prompt of the LLM sub-agents.
@@ -62,7 +65,9 @@ pub(crate) fn synthesis_request(state: &ResearchAgentState) -> String {
     let sources: Vec<&Source> = state.extracted_sources.iter().take(20).collect();
     format!(
         "Query: {}\nWrite the research report in markdown, starting with `## Research Report`, citing the numbers \
-         of the aggregations and the findings. Give 2-5 key findings and your confidence (0-1).\n\
+         of the aggregations and the findings. Each aggregation lists the filters it was counted under; when two \
+         differ only in their year filter, compare the two periods group by group (counts and shares). Give 2-5 key \
+         findings and your confidence (0-1).\n\
          AGGREGATIONS: {}\nFINDINGS: {}\nSOURCES: {}\nSUB-QUESTIONS: {}\nVALIDATION: {}",
         state.input,
         json_line(&aggregations_digest(&state.aggregation_results)),
@@ -83,6 +88,7 @@ pub(crate) fn aggregations_digest(aggregations: &[AggregationResult]) -> Vec<Agg
             buckets: a.buckets.iter().take(15).cloned().collect(),
             other_doc_count: a.other_doc_count
                 + a.buckets.iter().skip(15).map(|b| b.doc_count).sum::<u64>(),
+            filters: a.filters.clone(),
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use super::prompts::{labelled, section};
 use super::state::{
     AggregationResult, Evidence, Finding, Perspective, Source, SubAgentCall, SubQuestion,
 };
-use super::subagents::report::REPORT_HEADING;
+use super::subagents::report::{REPORT_HEADING, period_label};
 use super::subagents::{
     Extraction, GapReport, PerspectiveList, ReportDraft, SubQuestionList, ValidationReport,
     compose_report,
@@ -175,29 +175,77 @@ fn years_in(q: &str) -> Vec<(usize, i64)> {
     out
 }
 
-/// The time window a question names: `between 2010 and 2015`, `from 2010 to 2015`,
-/// `since 2018`, `after 2018`, `before 2010`, `in 2019`, `the last 5 years` (to 2024,
-/// the dataset's last year).
-fn time_window(q: &str) -> Option<Value> {
+/// The periods a question names, in order, as the tool's `year` filter takes them:
+/// `before 2000` (`lt`), `after 2010` (`gt`), `since 2018` / `from 2018` (`gte`),
+/// `until 2010` (`lte`), `the 1990s` (`gte` 1990, `lte` 1999), `between 2010 and 2015` /
+/// `from 2010 to 2015` (one range), and a bare year (that year).
+fn periods_in(q: &str) -> Vec<Value> {
     let years = years_in(q);
     let word_before = |at: usize| {
         q[..at]
             .split_whitespace()
             .last()
             .unwrap_or_default()
+            .trim_matches(|c: char| !c.is_alphanumeric())
             .to_owned()
     };
-    if let [(_, a), (_, b), ..] = years[..] {
-        return Some(json!({"gte": a.min(b), "lte": a.max(b)}));
-    }
-    if let [(at, year)] = years[..] {
-        return Some(match word_before(at).as_str() {
+    let mut periods = Vec::new();
+    let mut i = 0;
+    while let Some(&(at, year)) = years.get(i) {
+        i += 1;
+        if q[at + 4..].starts_with('s') {
+            periods.push(json!({"gte": year, "lte": year + 9}));
+            continue;
+        }
+        let before = word_before(at);
+        if let Some(&(next_at, next)) = years.get(i)
+            && matches!(before.as_str(), "between" | "from")
+            && matches!(word_before(next_at).as_str(), "and" | "to" | "until")
+        {
+            i += 1;
+            periods.push(json!({"gte": year.min(next), "lte": year.max(next)}));
+            continue;
+        }
+        periods.push(match before.as_str() {
             "since" | "from" => json!({"gte": year}),
             "after" => json!({"gt": year}),
             "before" => json!({"lt": year}),
             "until" | "through" => json!({"lte": year}),
             _ => json!(year),
         });
+    }
+    periods
+}
+
+/// Words that make a question with two periods a comparison of them.
+const COMPARING: &[&str] = &[
+    " vs ", " vs. ", "versus", "compare", "differ", "change", "against", " than ",
+];
+
+/// The two periods a question compares (`before 2000 vs after 2010`, `the 1990s compared
+/// with the 2000s`), each as a `year` filter; `None` when it does not compare two.
+pub(crate) fn compared_periods(query: &str) -> Option<[Value; 2]> {
+    let q = query.to_lowercase();
+    let periods = periods_in(&q);
+    match &periods[..] {
+        [a, b] if COMPARING.iter().any(|w| q.contains(w)) => Some([a.clone(), b.clone()]),
+        _ => None,
+    }
+}
+
+/// The time window a question names: one period (see [`periods_in`]); several periods
+/// that are not compared span from the first to the last year; `the last 5 years` ends
+/// in 2024, the dataset's last year.
+fn time_window(q: &str) -> Option<Value> {
+    let periods = periods_in(q);
+    if let [one] = &periods[..] {
+        return Some(one.clone());
+    }
+    let years: Vec<i64> = years_in(q).into_iter().map(|(_, y)| y).collect();
+    if let (Some(first), Some(last)) = (years.iter().min(), years.iter().max())
+        && years.len() >= 2
+    {
+        return Some(json!({"gte": first, "lte": last}));
     }
     let last = q.find("last ")?;
     let n: i64 = q[last + 5..].split_whitespace().next()?.parse().ok()?;
@@ -247,10 +295,21 @@ pub(crate) fn filters_for(query: &str) -> Option<Value> {
     if !conclusions.is_empty() {
         filters.insert("conclusion".into(), json!(conclusions));
     }
-    if let Some(window) = time_window(&q) {
+    // Two periods compared are two calls, each with its own window (see `plan`).
+    if compared_periods(&q).is_none()
+        && let Some(window) = time_window(&q)
+    {
         filters.insert("year".into(), window);
     }
     (!filters.is_empty()).then_some(Value::Object(filters))
+}
+
+/// `filters` with the `year` window of `period` (a question's filters, for one of the
+/// periods it compares).
+fn in_period(filters: Option<&Value>, period: &Value) -> Value {
+    let mut filters = filters.cloned().unwrap_or_else(|| json!({}));
+    filters["year"] = period.clone();
+    filters
 }
 
 /// The field to group by: the one the question names (`by conclusion`, `per year`,
@@ -316,8 +375,45 @@ fn plan(req: &ChatRequest) -> PlannerDecision {
         agent_name: agent.into(),
         arguments,
     };
-    match iteration {
-        1 => PlannerDecision {
+    let periods = compared_periods(query);
+    match (iteration, &periods) {
+        // Two periods compared: one aggregation per period, same grouping and filters.
+        (1, Some(periods)) => PlannerDecision {
+            sub_agent_calls: std::iter::once(call("decomposer", json!({ "query": query })))
+                .chain(periods.iter().map(|period| {
+                    call(
+                        "aggregator",
+                        json!({ "tool_name": tool, "group_by": field, "top_n": 10,
+                                "filters": in_period(filters.as_ref(), period) }),
+                    )
+                }))
+                .collect(),
+            next_action: None,
+            confidence: Some(0.4),
+            reasoning: format!(
+                "(offline stand-in) compare the periods {} and {}: count events by {field} in each",
+                period_label(&periods[0]),
+                period_label(&periods[1])
+            ),
+        },
+        (2, Some(periods)) => PlannerDecision {
+            sub_agent_calls: periods
+                .iter()
+                .map(|period| {
+                    call(
+                        "sampler",
+                        json!({ "tool_name": tool, "group_by": field, "samples_per_bucket": 1, "top_n": 3,
+                                "filters": in_period(filters.as_ref(), period) }),
+                    )
+                })
+                .collect(),
+            next_action: None,
+            confidence: Some(0.6),
+            reasoning: format!(
+                "(offline stand-in) sample documents of each period's largest {field} buckets"
+            ),
+        },
+        (1, None) => PlannerDecision {
             sub_agent_calls: vec![
                 call("decomposer", json!({ "query": query })),
                 call(
@@ -335,7 +431,7 @@ fn plan(req: &ChatRequest) -> PlannerDecision {
                     .unwrap_or_default()
             ),
         },
-        2 => PlannerDecision {
+        (2, None) => PlannerDecision {
             sub_agent_calls: vec![call(
                 "sampler",
                 with_filters(
@@ -420,7 +516,14 @@ fn report(text: &str) -> ReportDraft {
     let sources: Vec<Source> = section(text, "SOURCES:");
     let query = labelled(text, "Query:");
     let mut draft = compose_report(query, &aggregations, &findings, &sources);
-    let filters = filters_for(query).map_or_else(|| "none".to_owned(), |f| format!("`{f}`"));
+    let mut filters = filters_for(query).map_or_else(|| "none".to_owned(), |f| format!("`{f}`"));
+    if let Some([a, b]) = compared_periods(query) {
+        filters.push_str(&format!(
+            "; periods compared: {} and {}",
+            period_label(&a),
+            period_label(&b)
+        ));
+    }
     draft.markdown = draft.markdown.replacen(
         REPORT_HEADING,
         &format!(

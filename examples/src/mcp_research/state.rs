@@ -114,6 +114,10 @@ pub struct AggregationResult {
     /// Documents in buckets not listed (cut by `top_n`).
     #[serde(default)]
     pub(crate) other_doc_count: u64,
+    /// The filters the documents were counted under (as the call gave them), when any: two
+    /// aggregations of one field under two time windows are a comparison of the periods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Value>,
 }
 
 impl AggregationResult {

@@ -107,6 +107,64 @@ pub fn sentences(content: &str) -> Vec<String> {
     out
 }
 
+/// `text` with every run of white space (line breaks included) turned into one space, and
+/// trimmed: the form in which a passage is quoted from a page and compared with it.
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `passage` is quoted from `text`: it occurs in it once runs of white space are
+/// counted as one space (a sentence spanning a line break of the page is still a quote).
+/// An empty passage quotes nothing.
+pub fn quotes(text: &str, passage: &str) -> bool {
+    let passage = collapse_whitespace(passage);
+    !passage.is_empty() && collapse_whitespace(text).contains(&passage)
+}
+
+/// The words of `text` that carry meaning for matching a statement to a sentence: four
+/// letters or more, or a number.
+fn content_words(text: &str) -> Vec<String> {
+    words_of(text)
+        .split_whitespace()
+        .filter(|w| w.len() >= 4 || w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The sentence of `text` that a statement was taken from: the one sharing the most of
+/// the statement's content words (words of four letters or more, and numbers), as long as
+/// it shares at least half of them (at most three needed) and every number of the
+/// statement. `None` when no sentence of `text` says it, so a statement with no passage
+/// is never given someone else's. The sentence is returned as [`sentences`] gives it
+/// (white space collapsed), so [`quotes`] holds for it.
+pub fn supporting_sentence(text: &str, statement: &str) -> Option<String> {
+    let wanted = content_words(statement);
+    if wanted.is_empty() {
+        return None;
+    }
+    let numbers: Vec<&String> = wanted
+        .iter()
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
+    let needed = wanted.len().div_ceil(2).min(3);
+    sentences(text)
+        .into_iter()
+        .filter_map(|sentence| {
+            let have = content_words(&sentence);
+            if !numbers.iter().all(|n| have.contains(n)) {
+                return None;
+            }
+            let shared = wanted.iter().filter(|w| have.contains(w)).count();
+            (shared >= needed).then_some((shared, sentence))
+        })
+        // The most words shared; the first such sentence on a tie.
+        .fold(None::<(usize, String)>, |best, (n, s)| match best {
+            Some((m, _)) if m >= n => best,
+            _ => Some((n, s)),
+        })
+        .map(|(_, sentence)| sentence)
+}
+
 /// Whether a page is a fact sheet: it has `- **Label:** value` lines, which an extraction
 /// reads directly; a page without them is prose, read sentence by sentence.
 pub fn is_fact_sheet(content: &str) -> bool {
@@ -129,6 +187,29 @@ mod tests {
         assert!(!names_in_full("Marchetti was born", "Ada Marchetti"));
         assert!(!names_in_full("Vasquelson", "Vasquel"));
         assert!(!names_in_full("anything", " "));
+    }
+
+    #[test]
+    fn a_passage_is_found_by_its_words_and_quoted_across_line_breaks() {
+        let page = "# Orvane\n\nOrvane Freight Ltd was founded in 1998.\nSince March 2022 Orvane Freight\nLtd has been sanctioned by the Skelde Trade Council.";
+        let passage = supporting_sentence(
+            page,
+            "Orvane Freight Ltd sanctioned by the Skelde Trade Council",
+        )
+        .unwrap();
+        assert_eq!(
+            passage,
+            "Since March 2022 Orvane Freight Ltd has been sanctioned by the Skelde Trade Council."
+        );
+        assert!(quotes(page, &passage));
+        assert!(!quotes(page, "Orvane Freight Ltd was fined."));
+        assert!(!quotes(page, "  "));
+        // A number the statement gives must be in the sentence.
+        assert_eq!(
+            supporting_sentence(page, "Orvane Freight founded 2001"),
+            None
+        );
+        assert_eq!(supporting_sentence(page, "tide tables"), None);
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub fn merge_buckets(
         field: field.to_owned(),
         buckets,
         other_doc_count,
+        filters: None,
     }
 }
 
@@ -349,6 +350,16 @@ impl SubAgent for Aggregator {
             call.args.top_n.map(|n| n.clamp(1, 100) as usize),
         );
         merged.other_doc_count += others;
+        // The filters as an object (a call may give them as a JSON string), empty ones none.
+        merged.filters = call
+            .args
+            .filters
+            .clone()
+            .map(|f| match f {
+                Value::String(text) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                other => other,
+            })
+            .filter(|f| !f.is_null() && f.as_object().is_none_or(|o| !o.is_empty()));
         let note = aggregation_note(&*ctx.model, &ctx.state.input, &merged).await;
         let output = SubAgentOutput {
             agent: self.name().into(),

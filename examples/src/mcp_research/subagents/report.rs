@@ -49,9 +49,14 @@ pub(crate) fn compose_report(
         let total = aggregation.total().max(1);
         let _ = writeln!(
             md,
-            "Events by **{}** ({}; {} events, the {} largest groups shown):\n\n| {} | events | share |\n|---|---:|---:|",
+            "Events by **{}** ({}{}; {} events, the {} largest groups shown):\n\n| {} | events | share |\n|---|---:|---:|",
             aggregation.field,
             aggregation.tool,
+            aggregation
+                .filters
+                .as_ref()
+                .map(|f| format!(", filters `{f}`"))
+                .unwrap_or_default(),
             aggregation.total(),
             aggregation.buckets.len(),
             aggregation.field
@@ -77,6 +82,9 @@ pub(crate) fn compose_report(
                 top.key, aggregation.field, top.doc_count
             ));
         }
+    }
+    if let Some((a, b)) = period_pair(aggregations) {
+        key_findings.insert(0, compare_periods(&mut md, a, b));
     }
     if !findings.is_empty() {
         md.push_str("### Findings\n\n");
@@ -239,6 +247,115 @@ impl SubAgent for Synthesizer {
     }
 }
 
+/// The `year` window of an aggregation's filters.
+fn year_window(aggregation: &AggregationResult) -> Option<&Value> {
+    aggregation.filters.as_ref()?.get("year")
+}
+
+/// A comparison of two periods among the aggregations: the first two that count the
+/// same field with the same tools under filters that differ only in their `year` window.
+fn period_pair(
+    aggregations: &[AggregationResult],
+) -> Option<(&AggregationResult, &AggregationResult)> {
+    let without_year = |a: &AggregationResult| {
+        let mut f = a.filters.clone().unwrap_or(Value::Null);
+        if let Some(o) = f.as_object_mut() {
+            o.remove("year");
+        }
+        f
+    };
+    aggregations.iter().enumerate().find_map(|(i, a)| {
+        let window = year_window(a)?;
+        aggregations[i + 1..]
+            .iter()
+            .find(|b| {
+                b.field == a.field
+                    && b.tool == a.tool
+                    && year_window(b).is_some_and(|w| w != window)
+                    && without_year(b) == without_year(a)
+            })
+            .map(|b| (a, b))
+    })
+}
+
+/// A `year` filter as words: `before 2000`, `after 2010`, `since 2018`, `until 2010`,
+/// `the 1990s`, `2010–2015`, `2019`.
+pub(crate) fn period_label(window: &Value) -> String {
+    let bound = |k: &str| window.get(k).and_then(Value::as_i64);
+    match (bound("gte"), bound("gt"), bound("lte"), bound("lt")) {
+        (Some(a), None, Some(b), None) if a % 10 == 0 && b == a + 9 => format!("the {a}s"),
+        (Some(a), None, Some(b), None) => format!("{a}–{b}"),
+        (Some(a), None, None, None) => format!("since {a}"),
+        (None, Some(a), None, None) => format!("after {a}"),
+        (None, None, Some(b), None) => format!("until {b}"),
+        (None, None, None, Some(b)) => format!("before {b}"),
+        _ => window.to_string(),
+    }
+}
+
+/// Writes the comparison of two periods' counts (each group's events and share in each,
+/// and the change of share) and returns its key finding.
+fn compare_periods(md: &mut String, a: &AggregationResult, b: &AggregationResult) -> String {
+    let (la, lb) = (
+        year_window(a).map(period_label).unwrap_or_default(),
+        year_window(b).map(period_label).unwrap_or_default(),
+    );
+    let (ta, tb) = (a.total(), b.total());
+    let _ = writeln!(
+        md,
+        "### Comparison: {la} vs {lb}\n\nEvents by **{}**: {ta} {la}, {tb} {lb}. The periods may differ in length, so compare the shares.\n\n| {} | {la} | share | {lb} | share | change in share |\n|---|---:|---:|---:|---:|---:|",
+        a.field, a.field
+    );
+    let mut keys: Vec<&str> = a.buckets.iter().map(|x| x.key.as_str()).collect();
+    for x in &b.buckets {
+        if !keys.contains(&x.key.as_str()) {
+            keys.push(&x.key);
+        }
+    }
+    let share = |n: u64, total: u64| n as f64 * 100.0 / total.max(1) as f64;
+    // A group missing from a period's buckets has 0 events there when no group was cut.
+    let count = |agg: &AggregationResult, key: &str| {
+        agg.buckets
+            .iter()
+            .find(|x| x.key == key)
+            .map(|x| x.doc_count)
+            .or((agg.other_doc_count == 0).then_some(0))
+    };
+    for key in keys.iter().take(12) {
+        let (ca, cb) = (count(a, key), count(b, key));
+        let cell = |c: Option<u64>, t: u64| match c {
+            Some(c) => (c.to_string(), format!("{:.1}%", share(c, t))),
+            None => ("—".into(), "—".into()),
+        };
+        let ((na, sa), (nb, sb)) = (cell(ca, ta), cell(cb, tb));
+        let change = match (ca, cb) {
+            (Some(x), Some(y)) => {
+                let change = share(y, tb) - share(x, ta);
+                if change.abs() < 0.05 {
+                    "0.0 pts".to_owned()
+                } else {
+                    format!("{change:+.1} pts")
+                }
+            }
+            _ => "—".into(),
+        };
+        let _ = writeln!(md, "| {key} | {na} | {sa} | {nb} | {sb} | {change} |");
+    }
+    md.push('\n');
+    let top = |agg: &AggregationResult| agg.buckets.first().map(|x| x.key.clone());
+    match (top(a), top(b)) {
+        (Some(x), Some(y)) if x == y => format!(
+            "{x} leads by {} in both periods ({ta} events {la}, {tb} {lb}).",
+            a.field
+        ),
+        (Some(x), Some(y)) => format!(
+            "The largest {} group changed from {x} ({la}) to {y} ({lb}); {ta} events {la}, {tb} {lb}.",
+            a.field
+        ),
+        _ => format!("{ta} events {la}, {tb} {lb}."),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +377,7 @@ mod tests {
                 },
             ],
             other_doc_count: 0,
+            filters: None,
         };
         let draft = compose_report("Which countries?", &[aggregation], &[], &[]);
         assert!(draft.markdown.starts_with(REPORT_HEADING));
