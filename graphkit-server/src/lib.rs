@@ -26,6 +26,7 @@ mod api;
 pub mod backend;
 pub mod cli;
 mod convert;
+pub mod cron;
 pub mod demo;
 pub mod error;
 mod graph;
