@@ -34,11 +34,13 @@ pub mod ids;
 mod metrics;
 mod server;
 pub mod time;
+mod webhook;
 mod worker;
 
 pub use error::ServerError;
 pub use server::{DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, RunningServer, Server};
-pub use worker::WorkerSettings;
+pub use webhook::WebhookSettings;
+pub use worker::{WorkerSettings, delete_expired, fire_due_crons};
 
 /// The crate README's example, compiled as a doctest so it stays true.
 #[cfg(doctest)]

@@ -37,6 +37,66 @@ impl Timestamp {
     pub fn micros(self) -> i64 {
         self.0
     }
+
+    /// Parses an ISO-8601 date and time as Python's `isoformat()` and JavaScript's
+    /// `toISOString()` write them: `2026-12-02T05:30:00`, with optional fractional seconds
+    /// and an optional `Z` or `±HH:MM` offset (none: UTC); `None` for anything else.
+    ///
+    /// ```
+    /// use graphkit_server::time::Timestamp;
+    /// let t = Timestamp::parse_iso("2026-11-23T08:21:15.853308+02:00").unwrap();
+    /// assert_eq!(t.to_string(), "2026-11-23T06:21:15.853308+00:00");
+    /// assert!(Timestamp::parse_iso("tomorrow").is_none());
+    /// ```
+    pub fn parse_iso(text: &str) -> Option<Self> {
+        let text = text.trim();
+        let number = |s: &str| -> Option<i64> {
+            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse().ok())
+                .flatten()
+        };
+        let (date, rest) = text.split_at_checked(10)?;
+        let mut parts = date.split('-');
+        let (year, month, day) = (
+            number(parts.next()?)?,
+            number(parts.next()?)?,
+            number(parts.next()?)?,
+        );
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+            return None;
+        }
+        let rest = rest.strip_prefix(['T', 't', ' ']).unwrap_or(rest);
+        let (clock, offset_minutes) = if let Some(clock) = rest.strip_suffix(['Z', 'z']) {
+            (clock, 0)
+        } else if let Some(at) = rest.rfind(['+', '-']) {
+            let (clock, zone) = rest.split_at(at);
+            let sign = if zone.starts_with('-') { -1 } else { 1 };
+            let (h, m) = zone[1..].split_once(':').unwrap_or((&zone[1..], "00"));
+            (clock, sign * (number(h)? * 60 + number(m)?))
+        } else {
+            (rest, 0)
+        };
+        let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
+        let mut hms = hms.split(':');
+        let hour = hms
+            .next()
+            .filter(|h| !h.is_empty())
+            .map_or(Some(0), number)?;
+        let minute = hms.next().map_or(Some(0), number)?;
+        let second = hms.next().map_or(Some(0), number)?;
+        if hour > 23 || minute > 59 || second > 60 {
+            return None;
+        }
+        let micros = if fraction.is_empty() {
+            0
+        } else {
+            let digits: String = fraction.chars().chain("000000".chars()).take(6).collect();
+            number(&digits)?
+        };
+        let days = days_from_civil(year, u32::try_from(month).ok()?, u32::try_from(day).ok()?);
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+        Some(Self(seconds.checked_mul(1_000_000)?.checked_add(micros)?))
+    }
 }
 
 impl fmt::Display for Timestamp {
