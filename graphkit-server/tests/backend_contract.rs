@@ -1542,6 +1542,32 @@ for_each_backend!(
     threads_and_store_items_expire_at_their_ttl,
 );
 
+/// A cron is a row: it survives the process (here, the backend reopened on its file) and
+/// fires after the restart.
+#[tokio::test]
+async fn a_cron_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crons.db");
+    let backend = SqliteBackend::open(&path).await.expect("open");
+    let t = thread(&backend).await;
+    let due = minute_from_now(1);
+    let kept = cron(Some(t), due, json!({"kept": true}));
+    backend.create_cron(&kept).await.expect("create");
+    drop(backend);
+    let reopened = SqliteBackend::open(&path).await.expect("reopen");
+    assert_eq!(
+        reopened.get_cron(kept.cron_id).await.expect("get"),
+        Some(kept.clone())
+    );
+    let fired = reopened
+        .fire_due_cron(due)
+        .await
+        .expect("fire")
+        .expect("due");
+    assert_eq!(fired.cron_id, kept.cron_id);
+    assert!(fired.run_id.is_some());
+}
+
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
 /// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
 /// migrated to version 1 again, and gets version 2: its runs' due time, which was their

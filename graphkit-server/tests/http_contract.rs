@@ -1477,9 +1477,61 @@ async fn a_webhook_on_a_private_address_is_refused_by_default(s: &TestServer) {
     assert_eq!(runs, json!([]), "nothing was created");
 }
 
-/// Webhooks to loopback allowed (the receiver is on 127.0.0.1), retried after 20 ms.
-fn loopback_webhooks(server: graphkit_server::Server) -> graphkit_server::Server {
+/// The workers' own cron look fires a due cron: its next run date is moved into the past
+/// behind the API's back, and the run appears on the queue (waited for by the queue's
+/// wake-up, not by time).
+async fn the_workers_fire_a_due_cron_by_themselves(s: &TestServer) {
+    let t = s.thread().await;
+    let cron = s
+        .post_json(
+            &format!("/threads/{t}/runs/crons"),
+            json!({"assistant_id": "agent", "schedule": "0 0 1 1 *", "input": user_input("now", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    let id = uuid::Uuid::parse_str(cron["cron_id"].as_str().expect("id")).expect("uuid");
+    let mut stored = s.backend.get_cron(id).await.expect("get").expect("cron");
+    stored.next_run_date = Some(Timestamp(Timestamp::now().micros() - MINUTE_US));
+    assert!(s.backend.update_cron(&stored).await.expect("update"));
+    let thread = uuid::Uuid::parse_str(&t).expect("uuid");
+    let found = async {
+        loop {
+            let mut woken = s.backend.watch_queue();
+            let runs = s
+                .backend
+                .list_runs(thread, &Default::default())
+                .await
+                .expect("list");
+            if let Some(run) = runs.into_iter().next() {
+                return run;
+            }
+            woken.changed().await;
+        }
+    };
+    // A hang guard, not a timing claim.
+    let run = tokio::time::timeout(std::time::Duration::from_secs(60), found)
+        .await
+        .expect("the cron fired");
+    let values = s
+        .get_json(
+            &format!("/threads/{t}/runs/{}/join", run.run_id),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(values["messages"][0]["content"], json!("now"));
+    let moved = s.backend.get_cron(id).await.expect("get").expect("cron");
+    let next = moved.next_run_date.expect("next");
+    assert!(
+        next > Timestamp::now(),
+        "moved on to next new year: {next:?}"
+    );
+}
+
+/// Webhooks to loopback allowed (the receiver is on 127.0.0.1), retried after 20 ms; the
+/// workers look for due crons every 20 ms.
+fn test_settings(server: graphkit_server::Server) -> graphkit_server::Server {
     server.worker_settings(graphkit_server::WorkerSettings {
+        cron_every: std::time::Duration::from_millis(20),
         webhooks: graphkit_server::WebhookSettings {
             allow_private: true,
             backoff: std::time::Duration::from_millis(20),
@@ -1489,33 +1541,51 @@ fn loopback_webhooks(server: graphkit_server::Server) -> graphkit_server::Server
     })
 }
 
-mod webhooks {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite_a_webhook_gets_the_ended_run_after_a_failed_call() {
-        let fixture = crate::backend_contract::Fixture::sqlite().await;
-        super::serve_with(
-            fixture,
-            super::loopback_webhooks,
-            super::a_webhook_gets_the_ended_run_after_a_failed_call,
-        )
-        .await;
-    }
+macro_rules! over_each_backend_with_test_settings {
+    ($($behaviour:ident),* $(,)?) => {
+        mod with_test_settings {
+            mod sqlite {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $behaviour() {
+                        let fixture = crate::backend_contract::Fixture::sqlite().await;
+                        crate::http_contract::serve_with(
+                            fixture,
+                            crate::http_contract::test_settings,
+                            crate::http_contract::$behaviour,
+                        )
+                        .await;
+                    }
+                )*
+            }
 
-    #[cfg(feature = "postgres")]
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres_a_webhook_gets_the_ended_run_after_a_failed_call() {
-        let Some(fixture) = crate::backend_contract::Fixture::postgres("webhook_retried").await
-        else {
-            return;
-        };
-        super::serve_with(
-            fixture,
-            super::loopback_webhooks,
-            super::a_webhook_gets_the_ended_run_after_a_failed_call,
-        )
-        .await;
-    }
+            #[cfg(feature = "postgres")]
+            mod postgres {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $behaviour() {
+                        let Some(fixture) =
+                            crate::backend_contract::Fixture::postgres(stringify!($behaviour)).await
+                        else {
+                            return;
+                        };
+                        crate::http_contract::serve_with(
+                            fixture,
+                            crate::http_contract::test_settings,
+                            crate::http_contract::$behaviour,
+                        )
+                        .await;
+                    }
+                )*
+            }
+        }
+    };
 }
+
+over_each_backend_with_test_settings!(
+    a_webhook_gets_the_ended_run_after_a_failed_call,
+    the_workers_fire_a_due_cron_by_themselves,
+);
 
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
