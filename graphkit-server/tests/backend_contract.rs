@@ -19,8 +19,8 @@ use graphkit_server::ServerError;
 use graphkit_server::backend::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CronQuery, CronRecord, CronRun, Followed, IfExists, Lease, MultitaskStrategy,
-    NewRun, NewThread, RunEnd, RunRecord, RunStatus, SqliteBackend, ThreadQuery, ThreadStatus,
-    VersionQuery, Wakeup,
+    NewRun, NewThread, RunEnd, RunQuery, RunRecord, RunStatus, SqliteBackend, ThreadQuery,
+    ThreadStatus, VersionQuery, Wakeup,
 };
 use graphkit_server::time::Timestamp;
 use serde_json::{Map, Value, json};
@@ -1257,23 +1257,28 @@ async fn a_cron_skips_a_tick_it_cannot_run_and_stops_at_its_end(f: &Fixture) {
     let due = minute_from_now(1);
     let mut ending = cron(Some(thread_id), due, json!({}));
     ending.end_time = Some(Timestamp(due.micros() + 90_000_000));
+    ending.run.multitask_strategy = MultitaskStrategy::Reject;
     f.a.create_cron(&ending).await.expect("create");
     let first = f.a.fire_due_cron(due).await.expect("fire").expect("due");
     assert!(first.run_id.is_some());
     assert_eq!(first.next_run_date, Some(Timestamp(due.micros() + MINUTE)));
-    // The thread is deleted: the next tick creates nothing, and the cron still moves on,
-    // here past its end: it never fires again.
-    f.b.delete_thread(thread_id).await.expect("delete");
+    // `reject` meets the first run, still pending: the next tick creates nothing, and the
+    // cron still moves on, here past its end: it never fires again.
     let next = Timestamp(due.micros() + MINUTE);
-    let skipped = f.a.fire_due_cron(next).await.expect("fire").expect("due");
+    let skipped = f.b.fire_due_cron(next).await.expect("fire").expect("due");
     assert_eq!(skipped.run_id, None);
     assert!(
         skipped
             .skipped
             .as_deref()
-            .is_some_and(|why| why.contains("not")),
+            .is_some_and(|why| why.contains("already running")),
         "{skipped:?}"
     );
+    let runs =
+        f.a.list_runs(thread_id, &RunQuery::default())
+            .await
+            .expect("list");
+    assert_eq!(runs.len(), 1, "the skipped tick stored no run");
     assert_eq!(skipped.next_run_date, None);
     let far = Timestamp(due.micros() + 600 * MINUTE);
     assert_eq!(f.a.fire_due_cron(far).await.expect("fire"), None);
@@ -1283,6 +1288,13 @@ async fn a_cron_skips_a_tick_it_cannot_run_and_stops_at_its_end(f: &Fixture) {
             .expect("get")
             .expect("cron");
     assert_eq!(stored.next_run_date, None);
+
+    // A thread's crons are deleted with it.
+    let other = cron(Some(thread_id), due, json!({}));
+    f.a.create_cron(&other).await.expect("create");
+    f.b.delete_thread(thread_id).await.expect("delete");
+    assert_eq!(f.a.get_cron(other.cron_id).await.expect("get"), None);
+    assert_eq!(f.a.get_cron(ending.cron_id).await.expect("get"), None);
 
     // A disabled cron is not due, whatever its date.
     let mut off = cron(None, due, json!({}));

@@ -754,8 +754,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
         thread_id: Uuid,
         metadata: &Map<String, Value>,
     ) -> Result<Option<ThreadRecord>>;
-    /// Deletes the thread with its runs and their events (not its checkpoints: the caller
-    /// deletes those through the checkpointer). `false` if it did not exist. Runs in flight
+    /// Deletes the thread with its runs and their events and its crons (not its
+    /// checkpoints: the caller deletes those through the checkpointer). `false` if it did not exist. Runs in flight
     /// are asked to cancel first.
     async fn delete_thread(&self, thread_id: Uuid) -> Result<bool>;
     /// Threads matching `query`.

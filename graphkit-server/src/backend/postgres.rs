@@ -890,6 +890,12 @@ impl Backend for PostgresBackend {
             .execute(&mut *tx)
             .await
             .map_err(&err)?;
+        // Its crons go with it (a cron on a thread runs only there).
+        sqlx::query("DELETE FROM server_crons WHERE thread_id = $1")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         sqlx::query("DELETE FROM server_threads WHERE thread_id = $1")
             .bind(thread_id)
             .execute(&mut *tx)

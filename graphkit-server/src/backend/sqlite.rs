@@ -998,6 +998,12 @@ impl Backend for SqliteBackend {
         for run in &runs {
             delete_run_rows(&mut tx, run).await?;
         }
+        // Its crons go with it (a cron on a thread runs only there).
+        sqlx::query("DELETE FROM graphkit_server_crons WHERE thread_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("delete a thread's crons"))?;
         let deleted = sqlx::query("DELETE FROM graphkit_server_threads WHERE thread_id = ?1")
             .bind(&id)
             .execute(&mut *tx)
