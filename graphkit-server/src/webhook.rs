@@ -48,7 +48,8 @@ impl Default for WebhookSettings {
 }
 
 /// Checks a run request's `webhook` (`field` names it in the 422): a string, an `http`
-/// or `https` URL, on an address the guard allows.
+/// or `https` URL, on an address the guard allows (a host name that does not resolve yet
+/// passes; it is checked again at delivery).
 pub(crate) async fn check(
     field: &str,
     value: &Value,
@@ -59,10 +60,14 @@ pub(crate) async fn check(
             "`{field}` must be a URL string, not {value}"
         )));
     };
-    guarded(url, settings.allow_private)
-        .await
-        .map_err(|e| ServerError::Validation(format!("`{field}` is refused: {e}")))?;
-    Ok(url.clone())
+    match guarded(url, settings.allow_private).await {
+        // A name that does not resolve now is not refused: it is checked again (and the
+        // call retried) when the run ends.
+        Ok(_) | Err(ToolError::Request { .. }) => Ok(url.clone()),
+        Err(refused) => Err(ServerError::Validation(format!(
+            "`{field}` is refused: {refused}"
+        ))),
+    }
 }
 
 /// The parsed URL and the address to pin its connection to, if the guard allows it.

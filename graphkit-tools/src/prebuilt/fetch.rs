@@ -102,11 +102,6 @@ impl UrlFetcher {
         self
     }
 
-    /// Checks `url` and resolves its host to an allowed address.
-    async fn checked_address(&self, url: &Url) -> Result<Option<SocketAddr>, ToolError> {
-        checked_address(url, self.allow_private).await
-    }
-
     /// Fetches `url`, all within the fetcher's time limit.
     ///
     /// # Errors
@@ -129,7 +124,7 @@ impl UrlFetcher {
             reason: e.to_string(),
         })?;
         for _ in 0..=5 {
-            let pinned = self.checked_address(&current).await?;
+            let pinned = checked_address(&current, self.allow_private).await?;
             let mut builder = graphkit_llm::http::client_builder()
                 .timeout(self.timeout)
                 .redirect(reqwest::redirect::Policy::none())
