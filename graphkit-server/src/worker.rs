@@ -337,11 +337,12 @@ pub async fn delete_expired(
 ) -> Result<(usize, usize)> {
     let threads = backend.expired_threads(now, batch).await?;
     for thread in &threads {
+        // As `DELETE /threads/{id}`: the row (and any run created meanwhile) first.
+        backend.delete_thread(*thread).await?;
         backend
             .checkpointer()
             .delete_thread(&thread.to_string())
             .await?;
-        backend.delete_thread(*thread).await?;
     }
     let items = backend.expired_items(now, batch).await?;
     let store = backend.store();

@@ -1378,13 +1378,27 @@ async fn crons_are_kept_searched_counted_updated_and_deleted(f: &Fixture) {
     a.schedule = "0 * * * *".into();
     a.enabled = false;
     a.end_time = Some(minute_from_now(60));
-    assert!(f.b.update_cron(&a).await.expect("update"));
+    assert!(f.b.update_cron(&a, true).await.expect("update"));
     assert_eq!(
         f.a.get_cron(a.cron_id).await.expect("get").as_ref(),
         Some(&a)
     );
+    // Without `reschedule`, the stored next run date stays (a firing may have moved it).
+    let mut stale = a.clone();
+    stale.next_run_date = Some(minute_from_now(-10));
+    stale.metadata = json!({"team": "z"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(f.a.update_cron(&stale, false).await.expect("update"));
+    let stored = f.b.get_cron(a.cron_id).await.expect("get").expect("cron");
+    assert_eq!(stored.next_run_date, a.next_run_date);
+    assert_eq!(stored.metadata, stale.metadata);
     b.cron_id = Uuid::now_v7();
-    assert!(!f.a.update_cron(&b).await.expect("update"), "no such cron");
+    assert!(
+        !f.a.update_cron(&b, true).await.expect("update"),
+        "no such cron"
+    );
     assert!(f.a.delete_cron(a.cron_id).await.expect("delete"));
     assert!(!f.b.delete_cron(a.cron_id).await.expect("delete"));
     assert_eq!(f.b.get_cron(a.cron_id).await.expect("get"), None);

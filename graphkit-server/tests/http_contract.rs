@@ -1492,7 +1492,7 @@ async fn the_workers_fire_a_due_cron_by_themselves(s: &TestServer) {
     let id = uuid::Uuid::parse_str(cron["cron_id"].as_str().expect("id")).expect("uuid");
     let mut stored = s.backend.get_cron(id).await.expect("get").expect("cron");
     stored.next_run_date = Some(Timestamp(Timestamp::now().micros() - MINUTE_US));
-    assert!(s.backend.update_cron(&stored).await.expect("update"));
+    assert!(s.backend.update_cron(&stored, true).await.expect("update"));
     let thread = uuid::Uuid::parse_str(&t).expect("uuid");
     let found = async {
         loop {

@@ -327,7 +327,6 @@ async fn update(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> 
             "`{field}` cannot be changed on a cron ({why}); leave it out"
         )));
     }
-    let next = cron.next_run_date;
     let rescheduled = ["schedule", "timezone", "end_time", "enabled"]
         .iter()
         .any(|k| body.contains_key(*k));
@@ -358,14 +357,12 @@ async fn update(State(api): State<Api>, Path(id): Path<String>, body: Bytes) -> 
     }
     let now = Timestamp::now();
     settle(&api, &mut cron, now).await?;
-    if !rescheduled {
-        cron.next_run_date = next;
-    }
     cron.updated_at = now;
-    if !api.backend().update_cron(&cron).await? {
+    if !api.backend().update_cron(&cron, rescheduled).await? {
         return Err(ServerError::NotFound(format!("Cron {id} not found")));
     }
-    Ok(json_response(StatusCode::OK, &cron_json(&cron)))
+    let stored = cron_or_404(&api, &id).await?;
+    Ok(json_response(StatusCode::OK, &cron_json(&stored)))
 }
 
 async fn delete(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {

@@ -841,8 +841,10 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn create_cron(&self, cron: &CronRecord) -> Result<()>;
     /// One cron.
     async fn get_cron(&self, cron_id: Uuid) -> Result<Option<CronRecord>>;
-    /// Replaces a cron's row with `cron`; `false` if it does not exist.
-    async fn update_cron(&self, cron: &CronRecord) -> Result<bool>;
+    /// Replaces a cron's row with `cron`, its next run date only when `reschedule` (else
+    /// the stored one stays, so an update racing a firing cannot bring a fired tick
+    /// back); `false` if it does not exist.
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool>;
     /// Deletes a cron (not the runs it created); `false` if it did not exist.
     async fn delete_cron(&self, cron_id: Uuid) -> Result<bool>;
     /// Every cron `query`'s filters match, in no order (its limit, offset and order

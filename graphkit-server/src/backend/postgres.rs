@@ -1319,12 +1319,13 @@ impl Backend for PostgresBackend {
             .await
     }
 
-    async fn update_cron(&self, cron: &CronRecord) -> Result<bool> {
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool> {
         let sql = "UPDATE server_crons SET assistant_id = $2, thread_id = $3, schedule = $4, \
              timezone = $5, end_time_us = $6, payload = $7, run_template = $8, on_run_completed = $9, \
-             enabled = $10, next_run_us = $11, metadata = $12, created_us = $13, updated_us = $14 \
-             WHERE cron_id = $1";
+             enabled = $10, next_run_us = CASE WHEN $15 THEN $11 ELSE next_run_us END, \
+             metadata = $12, created_us = $13, updated_us = $14 WHERE cron_id = $1";
         let done = bind_cron(sqlx::query(sql), cron)?
+            .bind(reschedule)
             .execute(&self.pool)
             .await
             .map_err(db("updating a cron"))?;

@@ -1428,12 +1428,13 @@ impl Backend for SqliteBackend {
         row.as_ref().map(cron_from_row).transpose()
     }
 
-    async fn update_cron(&self, cron: &CronRecord) -> Result<bool> {
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool> {
         let sql = "UPDATE graphkit_server_crons SET assistant_id = ?2, thread_id = ?3, schedule = ?4, \
              timezone = ?5, end_time = ?6, payload = ?7, run_template = ?8, on_run_completed = ?9, \
-             enabled = ?10, next_run_at = ?11, metadata = ?12, created_at = ?13, updated_at = ?14 \
-             WHERE cron_id = ?1";
+             enabled = ?10, next_run_at = CASE WHEN ?15 THEN ?11 ELSE next_run_at END, \
+             metadata = ?12, created_at = ?13, updated_at = ?14 WHERE cron_id = ?1";
         let done = bind_cron(sqlx::query(sql), cron)?
+            .bind(reschedule)
             .execute(&self.pool)
             .await
             .map_err(db("update a cron"))?;
