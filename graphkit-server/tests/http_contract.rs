@@ -1258,6 +1258,26 @@ async fn threads_and_store_items_expire_after_their_ttl(s: &TestServer) {
         "`ttl`",
     )
     .await;
+    let shown = s
+        .get_json(&format!("/threads/{patched}?include=ttl"), StatusCode::OK)
+        .await;
+    assert_eq!(shown["ttl"]["strategy"], json!("delete"));
+    assert_eq!(shown["ttl"]["ttl"], json!(10.0));
+    let expires = timestamp(&shown["ttl"]["expires_at"]);
+    assert!(expires > Timestamp::now(), "{shown}");
+    let plain = s
+        .get_json(&format!("/threads/{kept}?include=ttl"), StatusCode::OK)
+        .await;
+    assert_eq!(plain["ttl"], Value::Null);
+    let without = s
+        .get_json(&format!("/threads/{kept}"), StatusCode::OK)
+        .await;
+    assert!(without.get("ttl").is_none(), "{without}");
+    s.get_json(
+        &format!("/threads/{kept}?include=everything"),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
 
     let put = |body: Value| async move {
         s.client

@@ -56,7 +56,8 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
             req("thread_ids", "array"),
             opt("strategy", "string")
         ]),
-        Endpoint::get("/threads/{id}", "Get a thread", get_one),
+        Endpoint::get("/threads/{id}", "Get a thread", get_one)
+            .query(fields![opt("include", "string")]),
         Endpoint::patch("/threads/{id}", "Merge metadata into a thread", patch)
             .body(fields![opt("metadata", "object"), opt("ttl", "any")]),
         Endpoint::delete("/threads/{id}", "Delete a thread", delete).answers(NO_CONTENT),
@@ -233,12 +234,46 @@ fn thread_ttl(value: Option<&Value>) -> Result<Option<f64>> {
     ttl_minutes("ttl", Some(minutes))
 }
 
-async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+/// `GET /threads/{id}?include=ttl`: the thread, with `include=ttl` also its `ttl`
+/// (`{"strategy": "delete", "ttl": minutes, "expires_at"}`, or null without one); another
+/// `include` is a 422 that names it.
+async fn get_one(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
-    Ok(json_response(
-        StatusCode::OK,
-        &thread_or_404(&api, id).await?,
-    ))
+    let pairs = query_pairs(query.as_deref());
+    let mut with_ttl = false;
+    for name in pairs
+        .iter()
+        .filter(|(k, _)| k == "include")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        match name {
+            "ttl" => with_ttl = true,
+            other => {
+                return Err(ServerError::Validation(format!(
+                    "include names {other:?}; the one field to include is \"ttl\""
+                )));
+            }
+        }
+    }
+    let thread = thread_or_404(&api, id).await?;
+    if !with_ttl {
+        return Ok(json_response(StatusCode::OK, &thread));
+    }
+    let mut shown = serde_json::to_value(&thread)
+        .map_err(|e| ServerError::backend("encode the response", e))?;
+    let ttl = api.backend().thread_ttl(id).await?.map(
+        |(minutes, expires)| json!({"strategy": "delete", "ttl": minutes, "expires_at": expires}),
+    );
+    if let Value::Object(fields) = &mut shown {
+        fields.insert("ttl".into(), ttl.unwrap_or(Value::Null));
+    }
+    Ok(json_response(StatusCode::OK, &shown))
 }
 
 async fn patch(

@@ -871,6 +871,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// Sets a thread's time to live: deleted `minutes` after now (and after each run
     /// created on it), or never with `None`. `false` if the thread does not exist.
     async fn set_thread_ttl(&self, thread_id: Uuid, minutes: Option<f64>) -> Result<bool>;
+    /// A thread's time to live in minutes and when it expires; `None` when it has none
+    /// (or does not exist).
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>>;
     /// Up to `limit` threads whose expiry is at or before `now` and that have no run in
     /// flight, soonest expired first.
     async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>>;

@@ -1421,6 +1421,20 @@ impl Backend for PostgresBackend {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>> {
+        let found: Option<(Option<f64>, Option<i64>)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_us FROM server_threads WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("reading a thread's ttl"))?;
+        Ok(match found {
+            Some((Some(minutes), Some(expires))) => Some((minutes, Timestamp(expires))),
+            _ => None,
+        })
+    }
+
     async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>> {
         sqlx::query_scalar(
             "SELECT t.thread_id FROM server_threads t WHERE t.expires_us IS NOT NULL \

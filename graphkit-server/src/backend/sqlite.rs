@@ -1535,6 +1535,20 @@ impl Backend for SqliteBackend {
         Ok(done.rows_affected() > 0)
     }
 
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>> {
+        let found: Option<(Option<f64>, Option<i64>)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_at FROM graphkit_server_threads WHERE thread_id = ?1",
+        )
+        .bind(thread_id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("read a thread's ttl"))?;
+        Ok(match found {
+            Some((Some(minutes), Some(expires))) => Some((minutes, Timestamp(expires))),
+            _ => None,
+        })
+    }
+
     async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>> {
         let ids: Vec<String> = sqlx::query_scalar(
             "SELECT t.thread_id FROM graphkit_server_threads t WHERE t.expires_at IS NOT NULL \

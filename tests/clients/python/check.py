@@ -512,6 +512,9 @@ async def ttls_on_threads_and_store_items(client):
     thread = await client.threads.create(metadata={"check": MARKER}, ttl=60)
     expect(thread.get("thread_id"), f"create with a ttl gave {thread!r}")
     await client.threads.update(thread["thread_id"], metadata={"ttl": "set"}, ttl=120)
+    shown = await client.threads.get(thread["thread_id"], include=["ttl"])
+    ttl = shown.get("ttl") or {}
+    expect(ttl.get("strategy") == "delete" and ttl.get("ttl") == 120, f"include=ttl gave {shown!r}")
     ns = ["check", MARKER, "ttl"]
     await client.store.put_item(ns, "k", {"v": 1}, ttl=5)
     item = await client.store.get_item(ns, "k", refresh_ttl=True)
