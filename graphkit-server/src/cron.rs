@@ -24,6 +24,7 @@
 //! assert_eq!(next.to_string(), "1970-01-05T09:30:00.000000+00:00");
 //! ```
 
+use crate::error::ServerError;
 use crate::time::{Timestamp, civil_from_days, days_from_civil};
 
 const MINUTE_US: i64 = 60_000_000;
@@ -32,11 +33,6 @@ const DAY_MINUTES: i64 = 24 * 60;
 /// How far ahead [`Schedule::next_after`] looks: a schedule that names a day which does not
 /// come within this many years (`0 0 30 2 *`, February 30th) never fires.
 const SEARCH_YEARS: i64 = 8;
-
-/// Why a schedule or a time zone was refused: a message that names what is wrong.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct CronError(String);
 
 /// A parsed cron schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,8 +55,8 @@ impl Schedule {
     /// Parses a five-field expression or one of the `@` shorthands.
     ///
     /// # Errors
-    /// A [`CronError`] naming the field and the value that is wrong.
-    pub fn parse(expression: &str) -> Result<Self, CronError> {
+    /// A [`ServerError::Validation`] naming the field and the value that is wrong.
+    pub fn parse(expression: &str) -> Result<Self, ServerError> {
         let expanded = match expression.trim() {
             "@yearly" | "@annually" => "0 0 1 1 *",
             "@monthly" => "0 0 1 * *",
@@ -71,7 +67,7 @@ impl Schedule {
         };
         let fields: Vec<&str> = expanded.split_whitespace().collect();
         let [minute, hour, day, month, weekday] = fields[..] else {
-            return Err(CronError(format!(
+            return Err(ServerError::Validation(format!(
                 "schedule {expression:?} has {} fields; write five: minute hour day-of-month month day-of-week (e.g. \"0 9 * * 1-5\")",
                 fields.len()
             )));
@@ -148,13 +144,13 @@ fn parse_field(
     low: u32,
     high: u32,
     names: &[&str],
-) -> Result<u64, CronError> {
+) -> Result<u64, ServerError> {
     let wrong = |why: &str| {
-        CronError(format!(
+        ServerError::Validation(format!(
             "the {name} field {field:?} {why}; it takes *, numbers {low}-{high}, ranges (a-b), steps (*/n) and lists (a,b)"
         ))
     };
-    let value = |text: &str| -> Result<u32, CronError> {
+    let value = |text: &str| -> Result<u32, ServerError> {
         let lower = text.to_ascii_lowercase();
         if let Some(i) = names.iter().position(|n| *n == lower) {
             let first = if name == "month" { 1 } else { 0 };
@@ -219,10 +215,10 @@ impl TimeZone {
     /// `UTC+02:00`).
     ///
     /// # Errors
-    /// A [`CronError`] naming the zone, for named zones (`Europe/Paris`) and anything else.
-    pub fn parse(name: &str) -> Result<Self, CronError> {
+    /// A [`ServerError::Validation`] naming the zone, for named zones (`Europe/Paris`) and anything else.
+    pub fn parse(name: &str) -> Result<Self, ServerError> {
         let refused = || {
-            CronError(format!(
+            ServerError::Validation(format!(
                 "timezone {name:?} is not supported: this server reads schedules in UTC or at a fixed offset (\"UTC\", \"+02:00\", \"-05:30\"); named zones with daylight saving need the time zone database, which it does not carry. Give the schedule in UTC or as an offset"
             ))
         };

@@ -3,7 +3,7 @@
 //! Serves graphkit graphs over the LangGraph Platform API, so the official clients
 //! (`langgraph-sdk` 0.4.x for Python, `@langchain/langgraph-sdk` 2.0.x for JS, stream
 //! protocol v1) work against it unchanged: assistants, threads, runs (background, streamed,
-//! waited on, joined, cancelled), resumable streams, and the store.
+//! waited on, joined, cancelled), resumable streams, crons, webhooks, and the store.
 //!
 //! ```no_run
 //! use graphkit_server::{Server, demo};

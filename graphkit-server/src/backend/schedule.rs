@@ -75,13 +75,10 @@ impl CronRecord {
         if !self.enabled {
             return Ok(None);
         }
-        let schedule =
-            Schedule::parse(&self.schedule).map_err(|e| ServerError::Validation(e.to_string()))?;
+        let schedule = Schedule::parse(&self.schedule)?;
         let zone = match &self.timezone {
             None => TimeZone::UTC,
-            Some(name) => {
-                TimeZone::parse(name).map_err(|e| ServerError::Validation(e.to_string()))?
-            }
+            Some(name) => TimeZone::parse(name)?,
         };
         Ok(schedule
             .next_after(now, zone)
