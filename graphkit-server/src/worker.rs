@@ -255,9 +255,11 @@ pub(crate) async fn run_workers(
 /// fires due crons, and deletes expired threads and store items and old run events.
 async fn sweep(shared: Arc<Shared>, shutdown: CancellationToken) {
     let settings = &shared.settings;
-    let mut sweeps = tokio::time::interval(settings.sweep_every);
-    let mut crons = tokio::time::interval(settings.cron_every);
-    let mut maintenance = tokio::time::interval(settings.maintenance_every);
+    // `interval` refuses a zero period; a zero setting means "as often as it can".
+    let every = |period: Duration| tokio::time::interval(period.max(Duration::from_millis(1)));
+    let mut sweeps = every(settings.sweep_every);
+    let mut crons = every(settings.cron_every);
+    let mut maintenance = every(settings.maintenance_every);
     for ticks in [&mut sweeps, &mut crons, &mut maintenance] {
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
