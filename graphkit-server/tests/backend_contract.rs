@@ -1296,6 +1296,20 @@ async fn a_cron_skips_a_tick_it_cannot_run_and_stops_at_its_end(f: &Fixture) {
     assert_eq!(f.a.get_cron(other.cron_id).await.expect("get"), None);
     assert_eq!(f.a.get_cron(ending.cron_id).await.expect("get"), None);
 
+    // A cron whose thread is gone stops.
+    let orphan = cron(Some(Uuid::now_v7()), due, json!({}));
+    f.a.create_cron(&orphan).await.expect("create");
+    let stopped = f.b.fire_due_cron(due).await.expect("fire").expect("due");
+    assert_eq!((stopped.run_id, stopped.next_run_date), (None, None));
+    assert!(
+        stopped
+            .skipped
+            .as_deref()
+            .is_some_and(|why| why.contains("not")),
+        "{stopped:?}"
+    );
+    assert_eq!(f.a.fire_due_cron(far).await.expect("fire"), None);
+
     // A disabled cron is not due, whatever its date.
     let mut off = cron(None, due, json!({}));
     off.enabled = false;

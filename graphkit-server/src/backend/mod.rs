@@ -861,9 +861,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// Fires one enabled cron due at `now` (its next run date at or before `now`), if
     /// any: creates its run on the queue ([`CronRecord::new_run`], as
     /// [`Backend::create_run`] would) and moves its next run date past `now`, in one
-    /// transaction, so that of several processes only one fires a tick. When the run
-    /// cannot be created (its thread is gone, `reject` met a run in flight), the tick is
-    /// skipped and the next run date still moves on. `None`: nothing is due.
+    /// transaction, so that of several processes only one fires a tick. When `reject` met
+    /// a run in flight, the tick is skipped and the next run date still moves on; when the
+    /// cron's thread is gone, the cron stops (no next run date). `None`: nothing is due.
     async fn fire_due_cron(&self, now: Timestamp) -> Result<Option<FiredCron>>;
 
     // --- expiry (ttl) ---

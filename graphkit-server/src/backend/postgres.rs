@@ -868,6 +868,13 @@ impl Backend for PostgresBackend {
     async fn delete_thread(&self, thread_id: Uuid) -> Result<bool> {
         let mut tx = self.begin().await?;
         let err = db("deleting a thread");
+        // Its crons go with it (a cron on a thread runs only there). Before the thread's
+        // lock: a firing takes the cron's row, then the thread's, in that order.
+        sqlx::query("DELETE FROM server_crons WHERE thread_id = $1")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         let existed = lock_thread(&mut tx, thread_id).await?;
         // Runs in flight lose their rows: a worker's next heartbeat finds its run gone and
         // stops it; the control notification makes that immediate.
@@ -886,12 +893,6 @@ impl Backend for PostgresBackend {
         .await
         .map_err(&err)?;
         sqlx::query("DELETE FROM server_runs WHERE thread_id = $1")
-            .bind(thread_id)
-            .execute(&mut *tx)
-            .await
-            .map_err(&err)?;
-        // Its crons go with it (a cron on a thread runs only there).
-        sqlx::query("DELETE FROM server_crons WHERE thread_id = $1")
             .bind(thread_id)
             .execute(&mut *tx)
             .await
@@ -1370,12 +1371,17 @@ impl Backend for PostgresBackend {
             return Ok(None);
         };
         // A schedule that no longer parses (it was checked when stored) stops the cron.
-        let next = cron.next_after(now).unwrap_or(None);
+        let mut next = cron.next_after(now).unwrap_or(None);
         let created = match create_run_in(&mut tx, &self.channels, cron.new_run()).await {
             Ok((run, _)) => Ok(run.run_id),
             Err(refused @ (ServerError::NotFound(_) | ServerError::Conflict(_))) => {
                 tx.rollback().await.map_err(&err)?;
                 tx = self.begin().await?;
+                // A cron whose thread is gone stops (a thread's crons are deleted with it;
+                // this one was created as the thread was being deleted).
+                if matches!(refused, ServerError::NotFound(_)) {
+                    next = None;
+                }
                 Err(refused.to_string())
             }
             Err(other) => return Err(other),

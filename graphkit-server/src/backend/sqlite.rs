@@ -1479,13 +1479,18 @@ impl Backend for SqliteBackend {
             return Ok(None);
         };
         // A schedule that no longer parses (it was checked when stored) stops the cron.
-        let next = cron.next_after(now).unwrap_or(None);
+        let mut next = cron.next_after(now).unwrap_or(None);
         let created = match create_run_in(&mut tx, cron.new_run()).await {
             Ok((run, cancelled)) => Ok((run.run_id, cancelled)),
             Err(refused @ (ServerError::NotFound(_) | ServerError::Conflict(_))) => {
                 // Nothing was written for the refused run; start over to be sure.
                 tx.rollback().await.map_err(db("roll back a cron's run"))?;
                 tx = self.write().await?;
+                // A cron whose thread is gone stops (a thread's crons are deleted with it;
+                // this one was created as the thread was being deleted).
+                if matches!(refused, ServerError::NotFound(_)) {
+                    next = None;
+                }
                 Err(refused.to_string())
             }
             Err(other) => return Err(other),
