@@ -70,6 +70,10 @@ pub struct Args {
     /// Claims per run before a run whose workers keep dying fails for good.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: u32,
+    /// Let run webhooks reach loopback, private and other non-public addresses (tests,
+    /// intranets). Off: such a `webhook` is refused with a 422.
+    #[arg(long)]
+    pub webhook_allow_private: bool,
 }
 
 impl Args {
@@ -89,6 +93,10 @@ impl Args {
             heartbeat: lease / 3,
             sweep_every: lease / 2,
             max_attempts: self.max_attempts,
+            webhooks: crate::WebhookSettings {
+                allow_private: self.webhook_allow_private,
+                ..crate::WebhookSettings::default()
+            },
             ..WorkerSettings::default()
         })
     }

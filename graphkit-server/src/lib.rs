@@ -3,7 +3,7 @@
 //! Serves graphkit graphs over the LangGraph Platform API, so the official clients
 //! (`langgraph-sdk` 0.4.x for Python, `@langchain/langgraph-sdk` 2.0.x for JS, stream
 //! protocol v1) work against it unchanged: assistants, threads, runs (background, streamed,
-//! waited on, joined, cancelled), resumable streams, and the store.
+//! waited on, joined, cancelled), resumable streams, crons, webhooks, and the store.
 //!
 //! ```no_run
 //! use graphkit_server::{Server, demo};
@@ -26,6 +26,7 @@ mod api;
 pub mod backend;
 pub mod cli;
 mod convert;
+pub mod cron;
 pub mod demo;
 pub mod error;
 mod graph;
@@ -33,11 +34,13 @@ pub mod ids;
 mod metrics;
 mod server;
 pub mod time;
+mod webhook;
 mod worker;
 
 pub use error::ServerError;
 pub use server::{DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, RunningServer, Server};
-pub use worker::WorkerSettings;
+pub use webhook::WebhookSettings;
+pub use worker::{WorkerSettings, delete_expired, fire_due_crons};
 
 /// The crate README's example, compiled as a doctest so it stays true.
 #[cfg(doctest)]

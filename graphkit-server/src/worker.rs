@@ -31,6 +31,7 @@ use crate::graph::{
     interrupt_json,
 };
 use crate::time::Timestamp;
+use crate::webhook::{self, WebhookSettings};
 
 /// How workers hold runs and how often they look around.
 #[derive(Debug, Clone)]
@@ -49,6 +50,16 @@ pub struct WorkerSettings {
     pub event_ttl: Duration,
     /// How long a cancelled graph may take to stop before it is dropped.
     pub stop_grace: Duration,
+    /// How often a worker process looks for due crons.
+    pub cron_every: Duration,
+    /// How often a worker process deletes expired threads and store items, and old run
+    /// events.
+    pub maintenance_every: Duration,
+    /// The most expired threads, and the most expired store items, deleted per
+    /// maintenance tick.
+    pub expiry_batch: usize,
+    /// How webhooks are called.
+    pub webhooks: WebhookSettings,
 }
 
 impl Default for WorkerSettings {
@@ -61,6 +72,10 @@ impl Default for WorkerSettings {
             max_attempts: 3,
             event_ttl: Duration::from_secs(600),
             stop_grace: Duration::from_secs(10),
+            cron_every: Duration::from_secs(5),
+            maintenance_every: Duration::from_secs(60),
+            expiry_batch: 100,
+            webhooks: WebhookSettings::default(),
         }
     }
 }
@@ -83,6 +98,8 @@ pub(crate) struct RunKwargs {
     pub durability: Option<String>,
     /// A stateless run's temporary thread, deleted by the worker when the run ends.
     pub delete_thread_when_done: bool,
+    /// Where to POST the run when it ends (checked by the guard at creation).
+    pub webhook: Option<String>,
 }
 
 impl RunKwargs {
@@ -116,17 +133,27 @@ impl Shared {
     /// Ends a run a worker of this process holds with the claim's `token`
     /// ([`Backend::finish_run`]), having first recorded how long the attempt took since
     /// `claimed` (`GET /metrics`): whoever sees the run ended finds it counted. `false`:
-    /// the lease was lost, nothing was written.
+    /// the lease was lost, nothing was written. Once the end is stored, the run's webhook
+    /// (if it has one) is called on a task of its own.
     pub(crate) async fn finish_run(
         &self,
-        run_id: Uuid,
+        run: &RunRecord,
         token: Uuid,
         end: RunEnd,
         outcome: Option<&ThreadOutcome>,
         claimed: Instant,
     ) -> Result<bool> {
         self.run_durations.record(claimed.elapsed());
-        self.backend.finish_run(run_id, token, end, outcome).await
+        let webhook = run.kwargs.get("webhook").and_then(Value::as_str);
+        let payload = webhook.map(|_| webhook_payload(run, &end, outcome));
+        let finished = self
+            .backend
+            .finish_run(run.run_id, token, end, outcome)
+            .await?;
+        if finished && let (Some(url), Some(payload)) = (webhook, payload) {
+            webhook::deliver(url.to_owned(), payload, self.settings.webhooks.clone());
+        }
+        Ok(finished)
     }
 
     pub(crate) fn graph_ids(&self) -> Vec<String> {
@@ -134,6 +161,31 @@ impl Shared {
         ids.sort();
         ids
     }
+}
+
+/// What a run's webhook receives: the run as `GET` shows it, with its final status, the
+/// thread's state values after it, and its error (if it failed), as the reference server
+/// sends it.
+fn webhook_payload(run: &RunRecord, end: &RunEnd, outcome: Option<&ThreadOutcome>) -> Value {
+    let mut payload = crate::api::run_json(run);
+    let now = Timestamp::now();
+    if let Value::Object(fields) = &mut payload {
+        let status = end
+            .recorded()
+            .map_or("interrupted", |(status, _)| status.as_str());
+        fields.insert("status".into(), json!(status));
+        fields.insert("updated_at".into(), json!(now));
+        fields.insert("run_ended_at".into(), json!(now));
+        fields.insert("webhook_sent_at".into(), json!(now));
+        fields.insert(
+            "values".into(),
+            outcome.map_or(Value::Null, |o| o.values.clone()),
+        );
+        if let RunEnd::Error(message) = end {
+            fields.insert("error".into(), json!(message));
+        }
+    }
+    payload
 }
 
 /// A new worker id: the process id and a random part (`{pid}-{uuid}`), stored in the runs
@@ -199,31 +251,109 @@ pub(crate) async fn run_workers(
     sweeper.abort();
 }
 
+/// The periodic maintenance of a worker process: returns expired leases to the queue,
+/// fires due crons, and deletes expired threads and store items and old run events.
 async fn sweep(shared: Arc<Shared>, shutdown: CancellationToken) {
-    let mut last_prune = Instant::now();
+    let settings = &shared.settings;
+    // `interval` refuses a zero period; a zero setting means "as often as it can".
+    let every = |period: Duration| tokio::time::interval(period.max(Duration::from_millis(1)));
+    let mut sweeps = every(settings.sweep_every);
+    let mut crons = every(settings.cron_every);
+    let mut maintenance = every(settings.maintenance_every);
+    for ticks in [&mut sweeps, &mut crons, &mut maintenance] {
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    // The first ticks are immediate: sweep and expire only after one period.
+    sweeps.tick().await;
+    maintenance.tick().await;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = sleep(shared.settings.sweep_every) => {}
-        }
-        match shared
-            .backend
-            .sweep_expired(shared.settings.max_attempts)
-            .await
-        {
-            Ok(swept) if !swept.is_empty() => {
-                tracing::warn!(runs = ?swept, "returned runs of a dead worker to the queue");
+            _ = sweeps.tick() => sweep_leases(&shared).await,
+            _ = crons.tick() => {
+                if let Err(error) = fire_due_crons(&shared.backend, Timestamp::now()).await {
+                    tracing::warn!(%error, "firing due crons failed");
+                }
             }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "sweeping expired leases failed"),
-        }
-        if last_prune.elapsed() >= Duration::from_secs(60) {
-            last_prune = Instant::now();
-            if let Err(error) = shared.backend.prune_events(shared.settings.event_ttl).await {
-                tracing::warn!(%error, "pruning old run events failed");
+            _ = maintenance.tick() => {
+                if let Err(error) = shared.backend.prune_events(settings.event_ttl).await {
+                    tracing::warn!(%error, "pruning old run events failed");
+                }
+                if let Err(error) =
+                    delete_expired(&shared.backend, Timestamp::now(), settings.expiry_batch).await
+                {
+                    tracing::warn!(%error, "deleting expired threads and store items failed");
+                }
             }
         }
     }
+}
+
+async fn sweep_leases(shared: &Shared) {
+    match shared
+        .backend
+        .sweep_expired(shared.settings.max_attempts)
+        .await
+    {
+        Ok(swept) if !swept.is_empty() => {
+            tracing::warn!(runs = ?swept, "returned runs of a dead worker to the queue");
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "sweeping expired leases failed"),
+    }
+}
+
+/// The most crons one look fires: a backlog is worked off over the next looks.
+const CRONS_PER_LOOK: usize = 100;
+
+/// Fires the crons due at `now` (each in its own transaction, see
+/// [`Backend::fire_due_cron`]); returns what each firing did.
+pub async fn fire_due_crons(
+    backend: &Arc<dyn Backend>,
+    now: Timestamp,
+) -> Result<Vec<crate::backend::FiredCron>> {
+    let mut fired = Vec::new();
+    while fired.len() < CRONS_PER_LOOK {
+        let Some(firing) = backend.fire_due_cron(now).await? else {
+            break;
+        };
+        match (&firing.run_id, &firing.skipped) {
+            (Some(run_id), _) => {
+                tracing::info!(cron_id = %firing.cron_id, %run_id, "a cron created its run");
+            }
+            (None, why) => {
+                tracing::warn!(cron_id = %firing.cron_id, why = why.as_deref().unwrap_or(""), "a cron skipped its run");
+            }
+        }
+        fired.push(firing);
+    }
+    Ok(fired)
+}
+
+/// Deletes up to `batch` threads (with their runs and checkpoints) and up to `batch` store
+/// items whose time to live ran out by `now`; returns how many of each.
+pub async fn delete_expired(
+    backend: &Arc<dyn Backend>,
+    now: Timestamp,
+    batch: usize,
+) -> Result<(usize, usize)> {
+    let threads = backend.expired_threads(now, batch).await?;
+    for thread in &threads {
+        // As `DELETE /threads/{id}`: the row (and any run created meanwhile) first.
+        backend.delete_thread(*thread).await?;
+        backend
+            .checkpointer()
+            .delete_thread(&thread.to_string())
+            .await?;
+    }
+    let items = backend.expired_items(now, batch).await?;
+    let store = backend.store();
+    for (namespace, key) in &items {
+        let labels: Vec<&str> = namespace.iter().map(String::as_str).collect();
+        store.delete(&labels, key).await?;
+        backend.set_item_ttl(&labels, key, None).await?;
+    }
+    Ok((threads.len(), items.len()))
 }
 
 /// How a run's graph stopped.
@@ -527,7 +657,7 @@ async fn execute(shared: &Shared, run: RunRecord, worker_id: &str, shutdown: &Ca
                 _ => {
                     shared
                         .finish_run(
-                            run_id,
+                            &run,
                             token,
                             RunEnd::Error(error.to_string()),
                             Some(&outcome),
@@ -687,7 +817,7 @@ async fn try_execute(
     };
     let outcome = graph.outcome(&thread).await?;
     if !shared
-        .finish_run(run_id, token, end, Some(&outcome), claimed)
+        .finish_run(run, token, end, Some(&outcome), claimed)
         .await?
     {
         return Err(ServerError::LeaseLost { run_id });
@@ -744,7 +874,7 @@ async fn fail(
     outcome.error = error;
     let finished = shared
         .finish_run(
-            run.run_id,
+            run,
             token,
             RunEnd::Error(message.to_owned()),
             Some(&outcome),

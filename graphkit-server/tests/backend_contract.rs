@@ -18,8 +18,9 @@ use graphkit::error::StorageError;
 use graphkit_server::ServerError;
 use graphkit_server::backend::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
-    CancelOutcome, Followed, IfExists, Lease, MultitaskStrategy, NewRun, NewThread, RunEnd,
-    RunRecord, RunStatus, SqliteBackend, ThreadQuery, ThreadStatus, VersionQuery, Wakeup,
+    CancelOutcome, CronQuery, CronRecord, CronRun, Followed, IfExists, Lease, MultitaskStrategy,
+    NewRun, NewThread, RunEnd, RunQuery, RunRecord, RunStatus, SqliteBackend, ThreadQuery,
+    ThreadStatus, VersionQuery, Wakeup,
 };
 use graphkit_server::time::Timestamp;
 use serde_json::{Map, Value, json};
@@ -1140,6 +1141,392 @@ async fn deleting_an_assistant_deletes_its_versions(f: &Fixture) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Crons and expiry
+
+const MINUTE: i64 = 60_000_000;
+
+/// A cron on `thread` (or a new thread each time), every minute, next due at `next`.
+fn cron(thread: Option<Uuid>, next: Timestamp, metadata: Value) -> CronRecord {
+    let now = Timestamp::now();
+    CronRecord {
+        cron_id: Uuid::now_v7(),
+        assistant_id: Uuid::now_v7(),
+        thread_id: thread,
+        schedule: "* * * * *".into(),
+        timezone: None,
+        end_time: None,
+        payload: json!({"input": {"n": 1}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        run: CronRun {
+            assistant_id: Uuid::now_v7(),
+            metadata: json!({"from": "cron"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            kwargs: json!({"input": {"n": 1}}),
+            multitask_strategy: MultitaskStrategy::Enqueue,
+            thread_metadata: json!({"graph_id": "agent"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        },
+        on_run_completed: None,
+        enabled: true,
+        next_run_date: Some(next),
+        metadata: metadata.as_object().cloned().unwrap_or_default(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// The time `minutes` whole minutes from the start of the current one.
+fn minute_from_now(minutes: i64) -> Timestamp {
+    let now = Timestamp::now().micros();
+    Timestamp(now - now.rem_euclid(MINUTE) + minutes * MINUTE)
+}
+
+async fn a_due_cron_fires_once_across_processes_and_moves_on(f: &Fixture) {
+    let thread_id = thread(&*f.a).await;
+    let due = minute_from_now(1);
+    let on_thread = cron(Some(thread_id), due, json!({}));
+    f.a.create_cron(&on_thread).await.expect("create");
+    assert_eq!(
+        f.a.fire_due_cron(Timestamp(due.micros() - 1))
+            .await
+            .expect("fire"),
+        None,
+        "not due a microsecond early"
+    );
+    // Both processes look at once: one fires the tick, the other finds nothing due.
+    let (one, two) = tokio::join!(f.a.fire_due_cron(due), f.b.fire_due_cron(due));
+    let fired: Vec<_> = [one.expect("fire"), two.expect("fire")]
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    let run_id = fired[0].run_id.expect("a run");
+    assert_eq!(
+        fired[0].next_run_date,
+        Some(Timestamp(due.micros() + MINUTE))
+    );
+    assert_eq!(f.a.fire_due_cron(due).await.expect("fire"), None);
+    let run = stored_run(&*f.b, Some(thread_id), run_id).await;
+    assert_eq!(run.status, RunStatus::Pending);
+    assert_eq!(run.assistant_id, on_thread.run.assistant_id);
+    assert_eq!(run.metadata.get("from"), Some(&json!("cron")));
+    let stored =
+        f.b.get_cron(on_thread.cron_id)
+            .await
+            .expect("get")
+            .expect("cron");
+    assert_eq!(stored.next_run_date, Some(Timestamp(due.micros() + MINUTE)));
+    // Missed ticks collapse into one run: fired an hour late, it moves past the hour.
+    let late = Timestamp(due.micros() + 60 * MINUTE + 5);
+    let fired = f.a.fire_due_cron(late).await.expect("fire").expect("due");
+    assert!(fired.run_id.is_some());
+    assert_eq!(
+        fired.next_run_date,
+        Some(Timestamp(due.micros() + 61 * MINUTE))
+    );
+    assert_eq!(f.a.fire_due_cron(late).await.expect("fire"), None);
+
+    // A cron without a thread gets a new one each time, created with the run.
+    let stateless = cron(None, due, json!({}));
+    f.b.create_cron(&stateless).await.expect("create");
+    let first = f.a.fire_due_cron(due).await.expect("fire").expect("due");
+    let second = f.a.fire_due_cron(late).await.expect("fire").expect("due");
+    let mut thread_ids = HashSet::new();
+    for run_id in [first.run_id, second.run_id] {
+        let run = stored_run(&*f.a, None, run_id.expect("a run")).await;
+        assert_ne!(run.thread_id, thread_id);
+        let thread =
+            f.a.get_thread(run.thread_id)
+                .await
+                .expect("get")
+                .expect("its thread");
+        assert_eq!(thread.metadata.get("graph_id"), Some(&json!("agent")));
+        thread_ids.insert(run.thread_id);
+    }
+    assert_eq!(thread_ids.len(), 2, "a new thread per run");
+}
+
+async fn a_cron_skips_a_tick_it_cannot_run_and_stops_at_its_end(f: &Fixture) {
+    let thread_id = thread(&*f.a).await;
+    let due = minute_from_now(1);
+    let mut ending = cron(Some(thread_id), due, json!({}));
+    ending.end_time = Some(Timestamp(due.micros() + 90_000_000));
+    ending.run.multitask_strategy = MultitaskStrategy::Reject;
+    f.a.create_cron(&ending).await.expect("create");
+    let first = f.a.fire_due_cron(due).await.expect("fire").expect("due");
+    assert!(first.run_id.is_some());
+    assert_eq!(first.next_run_date, Some(Timestamp(due.micros() + MINUTE)));
+    // `reject` meets the first run, still pending: the next tick creates nothing, and the
+    // cron still moves on, here past its end: it never fires again.
+    let next = Timestamp(due.micros() + MINUTE);
+    let skipped = f.b.fire_due_cron(next).await.expect("fire").expect("due");
+    assert_eq!(skipped.run_id, None);
+    assert!(
+        skipped
+            .skipped
+            .as_deref()
+            .is_some_and(|why| why.contains("already running")),
+        "{skipped:?}"
+    );
+    let runs =
+        f.a.list_runs(thread_id, &RunQuery::default())
+            .await
+            .expect("list");
+    assert_eq!(runs.len(), 1, "the skipped tick stored no run");
+    assert_eq!(skipped.next_run_date, None);
+    let far = Timestamp(due.micros() + 600 * MINUTE);
+    assert_eq!(f.a.fire_due_cron(far).await.expect("fire"), None);
+    let stored =
+        f.a.get_cron(ending.cron_id)
+            .await
+            .expect("get")
+            .expect("cron");
+    assert_eq!(stored.next_run_date, None);
+
+    // A thread's crons are deleted with it.
+    let other = cron(Some(thread_id), due, json!({}));
+    f.a.create_cron(&other).await.expect("create");
+    f.b.delete_thread(thread_id).await.expect("delete");
+    assert_eq!(f.a.get_cron(other.cron_id).await.expect("get"), None);
+    assert_eq!(f.a.get_cron(ending.cron_id).await.expect("get"), None);
+
+    // A cron whose thread is gone stops.
+    let orphan = cron(Some(Uuid::now_v7()), due, json!({}));
+    f.a.create_cron(&orphan).await.expect("create");
+    let stopped = f.b.fire_due_cron(due).await.expect("fire").expect("due");
+    assert_eq!((stopped.run_id, stopped.next_run_date), (None, None));
+    assert!(
+        stopped
+            .skipped
+            .as_deref()
+            .is_some_and(|why| why.contains("not")),
+        "{stopped:?}"
+    );
+    assert_eq!(f.a.fire_due_cron(far).await.expect("fire"), None);
+
+    // A disabled cron is not due, whatever its date.
+    let mut off = cron(None, due, json!({}));
+    off.enabled = false;
+    f.b.create_cron(&off).await.expect("create");
+    assert_eq!(f.a.fire_due_cron(far).await.expect("fire"), None);
+}
+
+async fn crons_are_kept_searched_counted_updated_and_deleted(f: &Fixture) {
+    let thread_id = thread(&*f.a).await;
+    let due = minute_from_now(5);
+    let mut a = cron(Some(thread_id), due, json!({"team": "x"}));
+    let mut b = cron(None, minute_from_now(3), json!({"team": "x", "n": 2}));
+    b.assistant_id = a.assistant_id;
+    let mut c = cron(None, minute_from_now(4), json!({"team": "y"}));
+    c.enabled = false;
+    for cron in [&a, &b, &c] {
+        f.a.create_cron(cron).await.expect("create");
+    }
+    // Stored and read back whole, by the other process.
+    assert_eq!(
+        f.b.get_cron(a.cron_id).await.expect("get").as_ref(),
+        Some(&a)
+    );
+    let ids = |crons: Vec<CronRecord>| crons.into_iter().map(|c| c.cron_id).collect::<Vec<_>>();
+    let by_next = CronQuery {
+        sort_by: Some("next_run_date".into()),
+        ascending: true,
+        ..CronQuery::default()
+    };
+    assert_eq!(
+        ids(f.b.search_crons(&by_next).await.expect("search")),
+        [b.cron_id, c.cron_id, a.cron_id]
+    );
+    let team_x = CronQuery {
+        metadata: json!({"team": "x"}).as_object().cloned(),
+        ..by_next.clone()
+    };
+    assert_eq!(
+        ids(f.b.search_crons(&team_x).await.expect("search")),
+        [b.cron_id, a.cron_id]
+    );
+    assert_eq!(f.a.count_crons(&team_x).await.expect("count"), 2);
+    let of_assistant = CronQuery {
+        assistant_id: Some(a.assistant_id),
+        ..by_next.clone()
+    };
+    assert_eq!(f.a.count_crons(&of_assistant).await.expect("count"), 2);
+    let of_thread = CronQuery {
+        thread_id: Some(thread_id),
+        ..CronQuery::default()
+    };
+    assert_eq!(
+        ids(f.a.search_crons(&of_thread).await.expect("search")),
+        [a.cron_id]
+    );
+    let disabled = CronQuery {
+        enabled: Some(false),
+        ..CronQuery::default()
+    };
+    assert_eq!(
+        ids(f.a.search_crons(&disabled).await.expect("search")),
+        [c.cron_id]
+    );
+    let page = CronQuery {
+        limit: Some(1),
+        offset: 1,
+        ..by_next.clone()
+    };
+    assert_eq!(
+        ids(f.a.search_crons(&page).await.expect("search")),
+        [c.cron_id]
+    );
+    let bad = CronQuery {
+        sort_by: Some("schedule".into()),
+        ..CronQuery::default()
+    };
+    let refused = f.a.search_crons(&bad).await.expect_err("unknown column");
+    assert!(matches!(refused, ServerError::Validation(_)), "{refused:?}");
+
+    a.schedule = "0 * * * *".into();
+    a.enabled = false;
+    a.end_time = Some(minute_from_now(60));
+    assert!(f.b.update_cron(&a, true).await.expect("update"));
+    assert_eq!(
+        f.a.get_cron(a.cron_id).await.expect("get").as_ref(),
+        Some(&a)
+    );
+    // Without `reschedule`, the stored next run date stays (a firing may have moved it).
+    let mut stale = a.clone();
+    stale.next_run_date = Some(minute_from_now(-10));
+    stale.metadata = json!({"team": "z"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    assert!(f.a.update_cron(&stale, false).await.expect("update"));
+    let stored = f.b.get_cron(a.cron_id).await.expect("get").expect("cron");
+    assert_eq!(stored.next_run_date, a.next_run_date);
+    assert_eq!(stored.metadata, stale.metadata);
+    b.cron_id = Uuid::now_v7();
+    assert!(
+        !f.a.update_cron(&b, true).await.expect("update"),
+        "no such cron"
+    );
+    assert!(f.a.delete_cron(a.cron_id).await.expect("delete"));
+    assert!(!f.b.delete_cron(a.cron_id).await.expect("delete"));
+    assert_eq!(f.b.get_cron(a.cron_id).await.expect("get"), None);
+}
+
+async fn threads_and_store_items_expire_at_their_ttl(f: &Fixture) {
+    let (short, long, busy) = (
+        thread(&*f.a).await,
+        thread(&*f.a).await,
+        thread(&*f.a).await,
+    );
+    assert!(f.a.set_thread_ttl(short, Some(1.0)).await.expect("ttl"));
+    assert!(f.a.set_thread_ttl(long, Some(120.0)).await.expect("ttl"));
+    assert!(f.b.set_thread_ttl(busy, Some(1.0)).await.expect("ttl"));
+    assert!(
+        !f.a.set_thread_ttl(Uuid::now_v7(), Some(1.0))
+            .await
+            .expect("ttl"),
+        "no such thread"
+    );
+    let now = Timestamp::now();
+    assert_eq!(
+        f.b.expired_threads(now, 10).await.expect("expired"),
+        Vec::<Uuid>::new()
+    );
+    // A thread with a run in flight is not expired under it; its run started its ttl again.
+    enqueue(&*f.a, busy).await;
+    let later = Timestamp(now.micros() + 2 * MINUTE);
+    assert_eq!(
+        f.b.expired_threads(later, 10).await.expect("expired"),
+        [short]
+    );
+    let much_later = Timestamp(now.micros() + 200 * MINUTE);
+    let mut expired = f.b.expired_threads(much_later, 10).await.expect("expired");
+    expired.sort();
+    let mut expected = vec![short, long];
+    expected.sort();
+    assert_eq!(expired, expected);
+    assert_eq!(
+        f.b.expired_threads(much_later, 1)
+            .await
+            .expect("expired")
+            .len(),
+        1,
+        "bounded"
+    );
+    assert!(f.a.set_thread_ttl(short, None).await.expect("ttl"));
+    assert_eq!(
+        f.b.expired_threads(much_later, 10).await.expect("expired"),
+        [long]
+    );
+
+    // Store items: an expiry per (namespace, key), refreshed on request while alive.
+    f.a.set_item_ttl(&["a", "b"], "k", Some(1.0))
+        .await
+        .expect("ttl");
+    f.a.set_item_ttl(&["a"], "k", Some(10.0))
+        .await
+        .expect("ttl");
+    let expiry =
+        f.b.item_expiry(&["a", "b"], "k", now, false)
+            .await
+            .expect("expiry")
+            .expect("set");
+    assert!(
+        expiry > now && expiry.micros() <= Timestamp::now().micros() + MINUTE,
+        "{expiry:?}"
+    );
+    assert_eq!(
+        f.b.item_expiry(&["a", "b"], "other", now, false)
+            .await
+            .expect("expiry"),
+        None
+    );
+    assert_eq!(
+        f.b.expired_items(later, 10).await.expect("expired"),
+        [(vec!["a".to_owned(), "b".to_owned()], "k".to_owned())]
+    );
+    // Refreshed half a minute from now: alive a minute past that.
+    let soon = Timestamp(Timestamp::now().micros() + MINUTE / 2);
+    let renewed =
+        f.a.item_expiry(&["a", "b"], "k", soon, true)
+            .await
+            .expect("expiry")
+            .expect("set");
+    assert_eq!(renewed, Timestamp(soon.micros() + MINUTE));
+    assert_eq!(
+        f.b.expired_items(Timestamp(soon.micros() + MINUTE - 1), 10)
+            .await
+            .expect("expired"),
+        Vec::new()
+    );
+    // An expired item is not refreshed.
+    let gone = Timestamp(soon.micros() + 5 * MINUTE);
+    let kept =
+        f.a.item_expiry(&["a", "b"], "k", gone, true)
+            .await
+            .expect("expiry")
+            .expect("set");
+    assert_eq!(kept, renewed);
+    f.b.set_item_ttl(&["a", "b"], "k", None).await.expect("ttl");
+    assert_eq!(
+        f.a.item_expiry(&["a", "b"], "k", gone, false)
+            .await
+            .expect("expiry"),
+        None
+    );
+    assert_eq!(
+        f.a.expired_items(much_later, 10).await.expect("expired"),
+        [(vec!["a".to_owned()], "k".to_owned())]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
 // Runs
 
 macro_rules! for_each_backend {
@@ -1189,7 +1576,37 @@ for_each_backend!(
     updates_make_new_versions_and_an_old_one_can_be_made_latest,
     concurrent_updates_each_get_a_version_of_their_own,
     deleting_an_assistant_deletes_its_versions,
+    a_due_cron_fires_once_across_processes_and_moves_on,
+    a_cron_skips_a_tick_it_cannot_run_and_stops_at_its_end,
+    crons_are_kept_searched_counted_updated_and_deleted,
+    threads_and_store_items_expire_at_their_ttl,
 );
+
+/// A cron is a row: it survives the process (here, the backend reopened on its file) and
+/// fires after the restart.
+#[tokio::test]
+async fn a_cron_survives_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crons.db");
+    let backend = SqliteBackend::open(&path).await.expect("open");
+    let t = thread(&backend).await;
+    let due = minute_from_now(1);
+    let kept = cron(Some(t), due, json!({"kept": true}));
+    backend.create_cron(&kept).await.expect("create");
+    drop(backend);
+    let reopened = SqliteBackend::open(&path).await.expect("reopen");
+    assert_eq!(
+        reopened.get_cron(kept.cron_id).await.expect("get"),
+        Some(kept.clone())
+    );
+    let fired = reopened
+        .fire_due_cron(due)
+        .await
+        .expect("fire")
+        .expect("due");
+    assert_eq!(fired.cron_id, kept.cron_id);
+    assert!(fired.run_id.is_some());
+}
 
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
 /// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
@@ -1214,7 +1631,12 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
          DROP INDEX graphkit_server_runs_due;
          ALTER TABLE graphkit_server_runs DROP COLUMN due_at;
          ALTER TABLE graphkit_server_runs DROP COLUMN lease_token;
-         DROP TABLE graphkit_server_assistant_versions;",
+         DROP TABLE graphkit_server_assistant_versions;
+         DROP TABLE graphkit_server_crons;
+         DROP TABLE graphkit_server_store_ttl;
+         DROP INDEX graphkit_server_threads_expiry;
+         ALTER TABLE graphkit_server_threads DROP COLUMN ttl_minutes;
+         ALTER TABLE graphkit_server_threads DROP COLUMN expires_at;",
     )
     .execute(backend.pool())
     .await
@@ -1230,7 +1652,7 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .expect("read");
     assert_eq!(
         versions,
-        [1, 2, 3, 4],
+        [1, 2, 3, 4, 5],
         "version 1 is not applied again, the later ones are"
     );
     let recorded = reopened

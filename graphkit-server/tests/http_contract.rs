@@ -6,7 +6,9 @@
 //! 500).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use graphkit_server::time::Timestamp;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -880,6 +882,731 @@ async fn prune_deletes_the_named_threads_and_counts_them(s: &TestServer) {
     );
 }
 
+// ---------------------------------------------------------------------------------------
+// Crons, webhooks, ttls
+
+const MINUTE_US: i64 = 60_000_000;
+
+fn timestamp(value: &Value) -> Timestamp {
+    Timestamp::parse_iso(value.as_str().expect("a date")).expect("an ISO date")
+}
+
+async fn crons_are_created_searched_updated_and_deleted(s: &TestServer) {
+    let info = s.get_json("/info", StatusCode::OK).await;
+    assert_eq!(info["flags"]["crons"], json!(true));
+    let before = Timestamp::now();
+    let stateless = s
+        .post_json(
+            "/runs/crons",
+            json!({"assistant_id": "agent", "schedule": "*/5 * * * *",
+                   "input": user_input("tick", json!({})), "metadata": {"team": "x"},
+                   "on_run_completed": "keep"}),
+            StatusCode::OK,
+        )
+        .await;
+    let agent = graphkit_server::ids::system_assistant_id("agent").to_string();
+    assert_eq!(stateless["assistant_id"], json!(agent));
+    assert_eq!(stateless["thread_id"], Value::Null);
+    assert_eq!(stateless["schedule"], json!("*/5 * * * *"));
+    assert_eq!(stateless["enabled"], json!(true));
+    assert_eq!(stateless["on_run_completed"], json!("keep"));
+    assert_eq!(stateless["metadata"], json!({"team": "x"}));
+    assert_eq!(stateless["payload"]["input"], user_input("tick", json!({})));
+    assert_eq!(stateless["end_time"], Value::Null);
+    let next = timestamp(&stateless["next_run_date"]);
+    assert!(
+        next > before && next.micros() <= before.micros() + 5 * MINUTE_US,
+        "{next:?}"
+    );
+    assert_eq!(next.micros() % (5 * MINUTE_US), 0, "on a fifth minute");
+
+    let t = s.thread().await;
+    let on_thread = s
+        .post_json(
+            &format!("/threads/{t}/runs/crons"),
+            json!({"assistant_id": "agent", "schedule": "30 9 * * 1-5", "timezone": "+02:00",
+                   "input": user_input("morning", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(on_thread["thread_id"], json!(t));
+    assert_eq!(on_thread["timezone"], json!("+02:00"));
+    let next = timestamp(&on_thread["next_run_date"]);
+    assert_eq!(
+        next.micros().rem_euclid(24 * 60 * MINUTE_US),
+        (7 * 60 + 30) * MINUTE_US,
+        "09:30 at +02:00 is 07:30 UTC"
+    );
+
+    // Refusals name what is wrong.
+    let body = |extra: Value| {
+        let mut b = json!({"assistant_id": "agent", "schedule": "* * * * *"});
+        b.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().cloned().unwrap_or_default());
+        b
+    };
+    let cases = [
+        (
+            "/runs/crons",
+            body(json!({"schedule": "61 * * * *"})),
+            "minute",
+        ),
+        ("/runs/crons", body(json!({"schedule": "* * *"})), "five"),
+        (
+            "/runs/crons",
+            body(json!({"schedule": null})),
+            "`schedule` is required",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"timezone": "America/New_York"})),
+            "America/New_York",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"end_time": "tomorrow"})),
+            "end_time",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"after_seconds": 5})),
+            "after_seconds",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"on_run_completed": "archive"})),
+            "on_run_completed",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"schedule": "0 0 30 2 *"})),
+            "never",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"stream_mode": "bogus"})),
+            "bogus",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"webhook": "http://127.0.0.1:9/hook"})),
+            "webhook",
+        ),
+        (
+            "/runs/crons",
+            body(json!({"webhook": "file:///etc/passwd"})),
+            "webhook",
+        ),
+        (
+            &format!("/threads/{t}/runs/crons") as &str,
+            body(json!({"on_run_completed": "keep"})),
+            "on_run_completed",
+        ),
+    ];
+    for (path, body, names) in cases {
+        refused(s, "POST", path, body, names).await;
+    }
+    let missing = uuid::Uuid::new_v4();
+    s.post_json(
+        &format!("/threads/{missing}/runs/crons"),
+        body(json!({})),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+    s.post_json(
+        "/runs/crons",
+        json!({"assistant_id": "nope", "schedule": "* * * * *"}),
+        StatusCode::NOT_FOUND,
+    )
+    .await;
+
+    // Search and count.
+    let ids = |found: &Value| -> Vec<String> {
+        found
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|c| c["cron_id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let all = s
+        .post_json(
+            "/runs/crons/search",
+            json!({"assistant_id": "agent", "sort_by": "created_at", "sort_order": "asc"}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        ids(&all),
+        [
+            stateless["cron_id"].as_str().expect("id"),
+            on_thread["cron_id"].as_str().expect("id")
+        ]
+    );
+    let of_thread = s
+        .post_json(
+            "/runs/crons/search",
+            json!({"thread_id": t}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        ids(&of_thread),
+        [on_thread["cron_id"].as_str().expect("id")]
+    );
+    let selected = s
+        .post_json(
+            "/runs/crons/search",
+            json!({"metadata": {"team": "x"}, "select": ["cron_id", "schedule"]}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        selected,
+        json!([{"cron_id": stateless["cron_id"], "schedule": "*/5 * * * *"}])
+    );
+    assert_eq!(
+        s.post_json("/runs/crons/count", json!({}), StatusCode::OK)
+            .await,
+        json!(2)
+    );
+    assert_eq!(
+        s.post_json("/runs/crons/count", json!({"thread_id": t}), StatusCode::OK)
+            .await,
+        json!(1)
+    );
+    refused(
+        s,
+        "POST",
+        "/runs/crons/search",
+        json!({"sort_by": "schedule"}),
+        "sort_by",
+    )
+    .await;
+    refused(
+        s,
+        "POST",
+        "/runs/crons/search",
+        json!({"limit": -1}),
+        "limit",
+    )
+    .await;
+
+    // Get, update, delete.
+    let id = on_thread["cron_id"].as_str().expect("id");
+    assert_eq!(
+        s.get_json(&format!("/runs/crons/{id}"), StatusCode::OK)
+            .await,
+        on_thread
+    );
+    let patch = |body: Value| async move {
+        let answer = s
+            .client
+            .patch(s.url(&format!("/runs/crons/{id}")))
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        expect_json(answer, StatusCode::OK).await
+    };
+    let off = patch(json!({"schedule": "0 * * * *", "enabled": false, "input": user_input("hourly", json!({}))})).await;
+    assert_eq!(off["schedule"], json!("0 * * * *"));
+    assert_eq!(off["enabled"], json!(false));
+    assert_eq!(off["next_run_date"], Value::Null);
+    assert_eq!(off["payload"]["input"], user_input("hourly", json!({})));
+    let on = patch(json!({"enabled": true, "end_time": "2999-01-01T00:00:00Z"})).await;
+    assert_eq!(
+        timestamp(&on["next_run_date"]).micros() % (60 * MINUTE_US),
+        0,
+        "on the hour"
+    );
+    assert_eq!(on["end_time"], json!("2999-01-01T00:00:00.000000+00:00"));
+    let cleared = patch(json!({"end_time": null})).await;
+    assert_eq!(cleared["end_time"], Value::Null);
+    assert_eq!(
+        s.get_json(&format!("/runs/crons/{id}"), StatusCode::OK)
+            .await,
+        cleared
+    );
+    let answer = s
+        .client
+        .patch(s.url(&format!("/runs/crons/{id}")))
+        .json(&json!({"assistant_id": "agent"}))
+        .send()
+        .await
+        .expect("send");
+    expect_json(answer, StatusCode::UNPROCESSABLE_ENTITY).await;
+    let answer = s
+        .client
+        .delete(s.url(&format!("/runs/crons/{id}")))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(answer.status(), StatusCode::NO_CONTENT);
+    s.get_json(&format!("/runs/crons/{id}"), StatusCode::NOT_FOUND)
+        .await;
+    let answer = s
+        .client
+        .delete(s.url(&format!("/runs/crons/{id}")))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+    s.get_json("/runs/crons/not-a-uuid", StatusCode::UNPROCESSABLE_ENTITY)
+        .await;
+}
+
+async fn a_due_cron_creates_its_run_on_the_queue(s: &TestServer) {
+    let t = s.thread().await;
+    let cron = s
+        .post_json(
+            &format!("/threads/{t}/runs/crons"),
+            json!({"assistant_id": "agent", "schedule": "* * * * *",
+                   "input": user_input("scheduled", json!({})), "metadata": {"why": "cron"}}),
+            StatusCode::OK,
+        )
+        .await;
+    let due = timestamp(&cron["next_run_date"]);
+    let early = graphkit_server::fire_due_crons(&s.backend, Timestamp(due.micros() - 1))
+        .await
+        .expect("fire");
+    assert!(early.is_empty(), "{early:?}");
+    let fired = graphkit_server::fire_due_crons(&s.backend, due)
+        .await
+        .expect("fire");
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    let run_id = fired[0].run_id.expect("a run");
+    let values = s
+        .get_json(&format!("/threads/{t}/runs/{run_id}/join"), StatusCode::OK)
+        .await;
+    let messages = values["messages"].as_array().expect("messages");
+    assert_eq!(messages[0]["content"], json!("scheduled"));
+    let run = s
+        .get_json(&format!("/threads/{t}/runs/{run_id}"), StatusCode::OK)
+        .await;
+    assert_eq!(run["status"], json!("success"));
+    assert_eq!(run["metadata"]["why"], json!("cron"));
+    let moved = s
+        .get_json(
+            &format!("/runs/crons/{}", cron["cron_id"].as_str().expect("id")),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(
+        timestamp(&moved["next_run_date"]),
+        Timestamp(due.micros() + MINUTE_US)
+    );
+
+    // A cron without a thread runs on a new thread, deleted after the run by default.
+    let stateless = s
+        .post_json(
+            "/runs/crons",
+            json!({"assistant_id": "agent", "schedule": "* * * * *", "input": user_input("alone", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    let fired = graphkit_server::fire_due_crons(&s.backend, timestamp(&stateless["next_run_date"]))
+        .await
+        .expect("fire");
+    assert_eq!(fired.len(), 1, "{fired:?}");
+    let run = s
+        .backend
+        .get_run(None, fired[0].run_id.expect("a run"))
+        .await
+        .expect("get")
+        .expect("the run");
+    assert_ne!(run.thread_id.to_string(), t);
+    assert_eq!(run.kwargs["delete_thread_when_done"], json!(true));
+}
+
+async fn threads_and_store_items_expire_after_their_ttl(s: &TestServer) {
+    let short = s
+        .post_json(
+            "/threads",
+            json!({"ttl": {"strategy": "delete", "ttl": 1}}),
+            StatusCode::OK,
+        )
+        .await;
+    let short = short["thread_id"].as_str().expect("id").to_owned();
+    let patched = s.thread().await;
+    let answer = s
+        .client
+        .patch(s.url(&format!("/threads/{patched}")))
+        .json(&json!({"ttl": 10}))
+        .send()
+        .await
+        .expect("send");
+    expect_json(answer, StatusCode::OK).await;
+    let kept = s.thread().await;
+    for (body, names) in [
+        (
+            json!({"ttl": {"strategy": "keep_latest", "ttl": 1}}),
+            "strategy",
+        ),
+        (json!({"ttl": {"strategy": "delete"}}), "ttl"),
+        (json!({"ttl": -1}), "`ttl`"),
+        (json!({"ttl": "soon"}), "`ttl`"),
+    ] {
+        refused(s, "POST", "/threads", body, names).await;
+    }
+    refused(
+        s,
+        "PATCH",
+        &format!("/threads/{kept}"),
+        json!({"ttl": 0}),
+        "`ttl`",
+    )
+    .await;
+    let shown = s
+        .get_json(&format!("/threads/{patched}?include=ttl"), StatusCode::OK)
+        .await;
+    assert_eq!(shown["ttl"]["strategy"], json!("delete"));
+    assert_eq!(shown["ttl"]["ttl"], json!(10.0));
+    let expires = timestamp(&shown["ttl"]["expires_at"]);
+    assert!(expires > Timestamp::now(), "{shown}");
+    let plain = s
+        .get_json(&format!("/threads/{kept}?include=ttl"), StatusCode::OK)
+        .await;
+    assert_eq!(plain["ttl"], Value::Null);
+    let without = s
+        .get_json(&format!("/threads/{kept}"), StatusCode::OK)
+        .await;
+    assert!(without.get("ttl").is_none(), "{without}");
+    s.get_json(
+        &format!("/threads/{kept}?include=everything"),
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+
+    let put = |body: Value| async move {
+        s.client
+            .put(s.url("/store/items"))
+            .json(&body)
+            .send()
+            .await
+            .expect("send")
+    };
+    assert_eq!(
+        put(json!({"namespace": ["n"], "key": "later", "value": {"v": 1}, "ttl": 1}))
+            .await
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        put(json!({"namespace": ["n"], "key": "forever", "value": {"v": 2}, "index": false}))
+            .await
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+    // A ttl this short has run out when it is read: not returned, swept or not.
+    assert_eq!(
+        put(json!({"namespace": ["n"], "key": "gone", "value": {"v": 3}, "ttl": 1e-9}))
+            .await
+            .status(),
+        StatusCode::NO_CONTENT
+    );
+    refused(
+        s,
+        "PUT",
+        "/store/items",
+        json!({"namespace": ["n"], "key": "i", "value": {}, "index": ["$.text"]}),
+        "index",
+    )
+    .await;
+    refused(
+        s,
+        "PUT",
+        "/store/items",
+        json!({"namespace": ["n"], "key": "i", "value": {}, "ttl": "x"}),
+        "`ttl`",
+    )
+    .await;
+    let get = |key: &'static str| async move {
+        s.get_json(
+            &format!("/store/items?namespace=n&key={key}&refresh_ttl=true"),
+            StatusCode::OK,
+        )
+        .await
+    };
+    assert_eq!(get("later").await["value"], json!({"v": 1}));
+    assert_eq!(get("gone").await, Value::Null);
+    let found = s
+        .post_json(
+            "/store/items/search",
+            json!({"namespace_prefix": ["n"], "refresh_ttl": false}),
+            StatusCode::OK,
+        )
+        .await;
+    let mut keys: Vec<&str> = found["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["key"].as_str().expect("key"))
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["forever", "later"]);
+    refused(
+        s,
+        "POST",
+        "/store/items/search",
+        json!({"refresh_ttl": "yes"}),
+        "refresh_ttl",
+    )
+    .await;
+    s.get_json(
+        "/store/items?namespace=n&key=later&refresh_ttl=maybe",
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+
+    // The workers' sweep, two minutes on: the short thread and both short items go.
+    let later = Timestamp(Timestamp::now().micros() + 2 * MINUTE_US);
+    let swept = graphkit_server::delete_expired(&s.backend, later, 100)
+        .await
+        .expect("sweep");
+    assert_eq!(swept, (1, 2));
+    s.get_json(&format!("/threads/{short}"), StatusCode::NOT_FOUND)
+        .await;
+    s.get_json(&format!("/threads/{patched}"), StatusCode::OK)
+        .await;
+    s.get_json(&format!("/threads/{kept}"), StatusCode::OK)
+        .await;
+    assert_eq!(get("later").await, Value::Null);
+    assert_eq!(get("forever").await["value"], json!({"v": 2}));
+    let swept = graphkit_server::delete_expired(&s.backend, later, 100)
+        .await
+        .expect("sweep");
+    assert_eq!(swept, (0, 0));
+}
+
+/// A webhook receiver on 127.0.0.1 that answers 500 to the first call and 200 after,
+/// handing each accepted body to the test.
+async fn webhook_receiver() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<Value>,
+    Arc<AtomicUsize>,
+) {
+    let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let (sender, counted) = (sender.clone(), Arc::clone(&counted));
+            async move {
+                if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+                    return StatusCode::INTERNAL_SERVER_ERROR;
+                }
+                let _ = sender.send(body);
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/hook"), received, calls)
+}
+
+async fn a_webhook_gets_the_ended_run_after_a_failed_call(s: &TestServer) {
+    let (url, mut received, calls) = webhook_receiver().await;
+    let t = s.thread().await;
+    let run = s
+        .post_json(
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("hooked", json!({})), "webhook": url}),
+            StatusCode::OK,
+        )
+        .await;
+    let run_id = run["run_id"].as_str().expect("id");
+    s.get_json(&format!("/threads/{t}/runs/{run_id}/join"), StatusCode::OK)
+        .await;
+    // A bound, not a timing assertion: the call is retried after a short backoff.
+    let payload = tokio::time::timeout(std::time::Duration::from_secs(60), received.recv())
+        .await
+        .expect("the webhook was called within a minute")
+        .expect("a body");
+    assert_eq!(payload["run_id"], json!(run_id));
+    assert_eq!(payload["thread_id"], json!(t));
+    assert_eq!(payload["status"], json!("success"));
+    assert_eq!(payload["kwargs"]["webhook"], json!(url));
+    assert_eq!(payload["values"]["messages"][0]["content"], json!("hooked"));
+    assert!(payload["webhook_sent_at"].is_string(), "{payload}");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "one failed call, one retry"
+    );
+
+    // A cron's runs call the webhook of its payload.
+    let cron = s
+        .post_json(
+            "/runs/crons",
+            json!({"assistant_id": "agent", "schedule": "* * * * *", "webhook": url,
+                   "input": user_input("from a cron", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    let fired = graphkit_server::fire_due_crons(&s.backend, timestamp(&cron["next_run_date"]))
+        .await
+        .expect("fire");
+    let run_id = fired[0].run_id.expect("a run");
+    let payload = tokio::time::timeout(std::time::Duration::from_secs(60), received.recv())
+        .await
+        .expect("the webhook was called within a minute")
+        .expect("a body");
+    assert_eq!(payload["run_id"], json!(run_id.to_string()));
+    assert_eq!(
+        payload["values"]["messages"][0]["content"],
+        json!("from a cron")
+    );
+}
+
+async fn a_webhook_on_a_private_address_is_refused_by_default(s: &TestServer) {
+    let t = s.thread().await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://10.0.0.1/hook",
+        "http://[::1]/hook",
+        "ftp://example.com/hook",
+        "not a url",
+    ] {
+        refused(
+            s,
+            "POST",
+            &format!("/threads/{t}/runs"),
+            json!({"assistant_id": "agent", "input": user_input("x", json!({})), "webhook": url}),
+            "`webhook` is refused",
+        )
+        .await;
+    }
+    refused(
+        s,
+        "POST",
+        "/runs",
+        json!({"assistant_id": "agent", "webhook": 5}),
+        "`webhook`",
+    )
+    .await;
+    let runs = s
+        .get_json(&format!("/threads/{t}/runs"), StatusCode::OK)
+        .await;
+    assert_eq!(runs, json!([]), "nothing was created");
+}
+
+/// The workers' own cron look fires a due cron: its next run date is moved into the past
+/// behind the API's back, and the run appears on the queue (waited for by the queue's
+/// wake-up, not by time).
+async fn the_workers_fire_a_due_cron_by_themselves(s: &TestServer) {
+    let t = s.thread().await;
+    let cron = s
+        .post_json(
+            &format!("/threads/{t}/runs/crons"),
+            json!({"assistant_id": "agent", "schedule": "0 0 1 1 *", "input": user_input("now", json!({}))}),
+            StatusCode::OK,
+        )
+        .await;
+    let id = uuid::Uuid::parse_str(cron["cron_id"].as_str().expect("id")).expect("uuid");
+    let mut stored = s.backend.get_cron(id).await.expect("get").expect("cron");
+    stored.next_run_date = Some(Timestamp(Timestamp::now().micros() - MINUTE_US));
+    assert!(s.backend.update_cron(&stored, true).await.expect("update"));
+    let thread = uuid::Uuid::parse_str(&t).expect("uuid");
+    let found = async {
+        loop {
+            let mut woken = s.backend.watch_queue();
+            let runs = s
+                .backend
+                .list_runs(thread, &Default::default())
+                .await
+                .expect("list");
+            if let Some(run) = runs.into_iter().next() {
+                return run;
+            }
+            woken.changed().await;
+        }
+    };
+    // A hang guard, not a timing claim.
+    let run = tokio::time::timeout(std::time::Duration::from_secs(60), found)
+        .await
+        .expect("the cron fired");
+    let values = s
+        .get_json(
+            &format!("/threads/{t}/runs/{}/join", run.run_id),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(values["messages"][0]["content"], json!("now"));
+    let moved = s.backend.get_cron(id).await.expect("get").expect("cron");
+    let next = moved.next_run_date.expect("next");
+    assert!(
+        next > Timestamp::now(),
+        "moved on to next new year: {next:?}"
+    );
+}
+
+/// Webhooks to loopback allowed (the receiver is on 127.0.0.1), retried after 20 ms; the
+/// workers look for due crons every 20 ms.
+fn test_settings(server: graphkit_server::Server) -> graphkit_server::Server {
+    server.worker_settings(graphkit_server::WorkerSettings {
+        cron_every: std::time::Duration::from_millis(20),
+        webhooks: graphkit_server::WebhookSettings {
+            allow_private: true,
+            backoff: std::time::Duration::from_millis(20),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+macro_rules! over_each_backend_with_test_settings {
+    ($($behaviour:ident),* $(,)?) => {
+        mod with_test_settings {
+            mod sqlite {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $behaviour() {
+                        let fixture = crate::backend_contract::Fixture::sqlite().await;
+                        crate::http_contract::serve_with(
+                            fixture,
+                            crate::http_contract::test_settings,
+                            crate::http_contract::$behaviour,
+                        )
+                        .await;
+                    }
+                )*
+            }
+
+            #[cfg(feature = "postgres")]
+            mod postgres {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $behaviour() {
+                        let Some(fixture) =
+                            crate::backend_contract::Fixture::postgres(stringify!($behaviour)).await
+                        else {
+                            return;
+                        };
+                        crate::http_contract::serve_with(
+                            fixture,
+                            crate::http_contract::test_settings,
+                            crate::http_contract::$behaviour,
+                        )
+                        .await;
+                    }
+                )*
+            }
+        }
+    };
+}
+
+over_each_backend_with_test_settings!(
+    a_webhook_gets_the_ended_run_after_a_failed_call,
+    the_workers_fire_a_due_cron_by_themselves,
+);
+
 macro_rules! over_each_backend {
     ($($behaviour:ident),* $(,)?) => {
         mod sqlite {
@@ -914,8 +1641,19 @@ pub(crate) async fn serve<F>(fixture: Fixture, behaviour: F)
 where
     F: AsyncFnOnce(&TestServer),
 {
+    serve_with(fixture, |server| server, behaviour).await;
+}
+
+/// [`serve`] with the server configured by `configure`.
+pub(crate) async fn serve_with<F>(
+    fixture: Fixture,
+    configure: impl FnOnce(graphkit_server::Server) -> graphkit_server::Server,
+    behaviour: F,
+) where
+    F: AsyncFnOnce(&TestServer),
+{
     let dir = tempfile::tempdir().expect("tempdir");
-    let s = TestServer::start_on(Arc::clone(&fixture.a), dir, |server| server).await;
+    let s = TestServer::start_on(Arc::clone(&fixture.a), dir, configure).await;
     behaviour(&s).await;
     s.stop().await;
     fixture.finish().await;
@@ -930,4 +1668,8 @@ over_each_backend!(
     metrics_count_runs_the_queue_durations_and_followers,
     a_batch_creates_every_run_or_none,
     prune_deletes_the_named_threads_and_counts_them,
+    crons_are_created_searched_updated_and_deleted,
+    a_due_cron_creates_its_run_on_the_queue,
+    threads_and_store_items_expire_after_their_ttl,
+    a_webhook_on_a_private_address_is_refused_by_default,
 );

@@ -2,6 +2,7 @@
 //! for the API key, the body limit and JSON errors.
 
 mod assistants;
+mod crons;
 mod runs;
 mod spec;
 mod store;
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+pub(crate) use self::runs::run_json;
 use self::spec::{Answer, Endpoint};
 use crate::backend::{AssistantRecord, Backend};
 use crate::error::{Result, ServerError};
@@ -84,6 +86,7 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
     all.extend(assistants::endpoints());
     all.extend(threads::endpoints());
     all.extend(runs::endpoints());
+    all.extend(crons::endpoints());
     all.extend(store::endpoints());
     all
 }
@@ -96,9 +99,6 @@ pub(crate) fn router(api: Api) -> Router {
     endpoints()
         .into_iter()
         .fold(Router::new(), |router, e| router.route(e.path, e.handler))
-        .route("/runs/crons", any(crons))
-        .route("/runs/crons/{*rest}", any(crons))
-        .route("/threads/{tid}/runs/crons", any(crons))
         .route("/threads/{tid}/stream", any(thread_stream))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
@@ -115,7 +115,7 @@ async fn info(State(api): State<Api>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "server": "graphkit-server",
         "graphs": api.shared.graph_ids(),
-        "flags": {"assistants": true, "crons": false, "langsmith": false},
+        "flags": {"assistants": true, "crons": true, "langsmith": false},
         "metadata": {},
     }))
     .into_response()
@@ -144,17 +144,6 @@ async fn metrics(State(api): State<Api>) -> Result<Response> {
 async fn not_found(request: Request) -> ServerError {
     ServerError::NotFound(format!(
         "no endpoint {} {}; see docs/server.md for the API subset served",
-        request.method(),
-        request.uri().path()
-    ))
-}
-
-/// Every cron route (`/runs/crons...`, `/threads/{id}/runs/crons`): a 404 that says crons
-/// are not served, rather than the generic "no endpoint".
-async fn crons(request: Request) -> ServerError {
-    ServerError::NotFound(format!(
-        "crons are not served by this server ({} {}): it runs no schedules; create runs yourself \
-         on a timer (POST /threads/{{thread_id}}/runs or POST /runs), see docs/server.md",
         request.method(),
         request.uri().path()
     ))
@@ -443,6 +432,21 @@ pub(crate) fn refuse_unsupported(field: &str, value: Option<&Value>, what: &str)
         Some(_) => Err(ServerError::Validation(format!(
             "`{field}` is not supported by this server yet ({what}); leave it out"
         ))),
+    }
+}
+
+/// A time to live in minutes (`None` when absent or null): a number above 0 and at most a
+/// century, or a 422 naming `field`.
+pub(crate) fn ttl_minutes(field: &str, value: Option<&Value>) -> Result<Option<f64>> {
+    const CENTURY: f64 = 100.0 * 366.0 * 24.0 * 60.0;
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(m) if m > 0.0 && m <= CENTURY => Ok(Some(m)),
+            _ => Err(ServerError::Validation(format!(
+                "`{field}` must be a number of minutes above 0 and at most a century, not {v}"
+            ))),
+        },
     }
 }
 

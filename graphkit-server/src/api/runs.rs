@@ -17,7 +17,7 @@ use super::stream::{
 use super::threads::thread_or_404;
 use super::{
     Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_select,
-    query_value, refuse_unsupported, select_fields, text_field, uuid_param,
+    query_value, select_fields, text_field, uuid_param,
 };
 use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
 use crate::error::{Result, ServerError};
@@ -51,6 +51,7 @@ const RUN_CREATE: &[Field] = &[
     opt("on_completion", "string"),
     opt("after_seconds", "number"),
     opt("durability", "string"),
+    opt("webhook", "string"),
 ];
 
 /// The query of a join of a run's stream.
@@ -177,7 +178,7 @@ const STREAM_MODES: &[&str] = &[
 
 /// A run creation request (`RunCreateStateful` / `RunCreateStateless`). LangSmith's
 /// fields (`feedback_keys`, `langsmith_tracer`, ...) are accepted and ignored; a `webhook`
-/// is refused (no call would be made).
+/// is called when the run ends (see [`crate::webhook`]).
 #[derive(Debug, Default, Deserialize)]
 struct RunCreate {
     assistant_id: Option<String>,
@@ -401,11 +402,12 @@ async fn prepare_run(
         .ok_or_else(|| ServerError::Validation("`assistant_id` is required".into()))?;
     let assistant = api.assistant(assistant_id).await?;
     let graph = api.shared.graph(&assistant.graph_id)?;
-    refuse_unsupported(
-        "webhook",
-        body.webhook.as_ref(),
-        "no call would be made when the run ends",
-    )?;
+    let webhook = match &body.webhook {
+        None | Some(Value::Null) => None,
+        Some(url) => {
+            Some(crate::webhook::check("webhook", url, &api.shared.settings.webhooks).await?)
+        }
+    };
     let modes = stream_modes(body.stream_mode.as_ref())?;
     check_run_options(&body)?;
     let config = body.config.clone().unwrap_or(json!({}));
@@ -500,6 +502,7 @@ async fn prepare_run(
         checkpoint_id,
         durability,
         delete_thread_when_done: delete_when_done && follow == Follow::Background,
+        webhook,
     };
     let mut thread_metadata = Map::new();
     thread_metadata.insert("graph_id".into(), Value::String(assistant.graph_id.clone()));
@@ -535,6 +538,26 @@ async fn prepare_run(
         cancel_on_disconnect,
         delete_thread: (delete_when_done && follow != Follow::Background).then_some(thread_id),
         stateless: thread.is_none(),
+    })
+}
+
+/// Checks a cron's run payload (a run-create body) as a background run would be checked
+/// (on `thread`, or on a new thread each time), and prepares the run each firing creates.
+pub(super) async fn prepare_cron_run(
+    api: &Api,
+    thread: Option<Uuid>,
+    payload: &Map<String, Value>,
+) -> Result<crate::backend::CronRun> {
+    let body: RunCreate = serde_path_to_error::deserialize(Value::Object(payload.clone()))
+        .map_err(|e| ServerError::MalformedBody(format!("`{}`: {}", e.path(), e.inner())))?;
+    let prepared = prepare_run(api, thread, body, Follow::Background).await?;
+    let run = prepared.new_run;
+    Ok(crate::backend::CronRun {
+        assistant_id: run.assistant_id,
+        metadata: run.metadata,
+        kwargs: run.kwargs,
+        multitask_strategy: run.multitask_strategy,
+        thread_metadata: run.thread_metadata,
     })
 }
 

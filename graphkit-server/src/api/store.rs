@@ -10,8 +10,8 @@ use serde_json::{Map, Value, json};
 
 use super::spec::{Endpoint, NO_CONTENT, fields, opt, req};
 use super::{
-    Api, count_field, json_response, limit_of, no_content, offset_of, parse_body, query_pairs,
-    query_value, refuse_unsupported,
+    Api, count_field, json_response, limit_of, no_content, offset_of, parse_body, query_bool,
+    query_pairs, query_value, refuse_unsupported, ttl_minutes,
 };
 use crate::error::{Result, ServerError};
 use crate::time::Timestamp;
@@ -23,6 +23,8 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
                 req("namespace", "array"),
                 req("key", "string"),
                 req("value", "object"),
+                opt("ttl", "number"),
+                opt("index", "any"),
             ])
             .answers(NO_CONTENT),
         Endpoint::get("/store/items", "Get an item (null when absent)", get_item).query(fields![
@@ -60,6 +62,18 @@ fn item_json(item: Item) -> Value {
     })
 }
 
+/// Whether `item` has not expired at `now` (an expired item is never returned, even
+/// before the workers' sweep deletes it); with `refresh`, a live item's time to live
+/// starts again.
+async fn live(api: &Api, item: &Item, now: Timestamp, refresh: bool) -> Result<bool> {
+    let namespace: Vec<&str> = item.namespace.iter().map(String::as_str).collect();
+    let expiry = api
+        .backend()
+        .item_expiry(&namespace, &item.key, now, refresh)
+        .await?;
+    Ok(expiry.is_none_or(|at| at > now))
+}
+
 fn check_namespace(namespace: &[String]) -> Result<()> {
     if namespace.is_empty() {
         return Err(ServerError::Validation(
@@ -81,11 +95,21 @@ struct PutItem {
     value: Value,
     #[serde(default)]
     ttl: Option<Value>,
+    #[serde(default)]
+    index: Option<Value>,
 }
 
 async fn put_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: PutItem = parse_body(&body)?;
-    refuse_unsupported("ttl", body.ttl.as_ref(), "store items do not expire")?;
+    // `false` (do not index) is what every item here is; fields to index are not.
+    if !matches!(body.index, None | Some(Value::Null | Value::Bool(false))) {
+        refuse_unsupported(
+            "index",
+            body.index.as_ref(),
+            "items are not indexed for semantic search; send `index: false` or leave it out",
+        )?;
+    }
+    let ttl = ttl_minutes("ttl", body.ttl.as_ref())?;
     check_namespace(&body.namespace)?;
     if !body.value.is_object() {
         return Err(ServerError::Validation(
@@ -97,6 +121,10 @@ async fn put_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
         .store()
         .put(&namespace, &body.key, body.value)
         .await?;
+    // A put without a ttl makes the item live until deleted, as a fresh item would.
+    api.backend()
+        .set_item_ttl(&namespace, &body.key, ttl)
+        .await?;
     Ok(no_content())
 }
 
@@ -107,7 +135,12 @@ async fn get_item(State(api): State<Api>, RawQuery(query): RawQuery) -> Result<R
     let namespace: Vec<&str> = query_value(&pairs, "namespace")
         .map(|n| n.split('.').filter(|l| !l.is_empty()).collect())
         .unwrap_or_default();
+    let refresh = query_bool(&pairs, "refresh_ttl")?;
     let item = api.backend().store().get(&namespace, key).await?;
+    let item = match item {
+        Some(item) if live(&api, &item, Timestamp::now(), refresh).await? => Some(item),
+        _ => None,
+    };
     Ok(json_response(StatusCode::OK, &item.map(item_json)))
 }
 
@@ -122,6 +155,9 @@ async fn delete_item(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: DeleteItem = parse_body(&body)?;
     let namespace: Vec<&str> = body.namespace.iter().map(String::as_str).collect();
     api.backend().store().delete(&namespace, &body.key).await?;
+    api.backend()
+        .set_item_ttl(&namespace, &body.key, None)
+        .await?;
     Ok(no_content())
 }
 
@@ -149,8 +185,22 @@ async fn search(State(api): State<Api>, body: Bytes) -> Result<Response> {
         offset: offset_of(body.get("offset"))?,
     };
     let prefix: Vec<&str> = prefix.iter().map(String::as_str).collect();
-    let items = api.backend().store().search(&prefix, &query).await?;
-    let items: Vec<Value> = items.into_iter().map(item_json).collect();
+    let refresh = match body.get("refresh_ttl") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(ServerError::Validation(format!(
+                "`refresh_ttl` must be true or false, not {other}"
+            )));
+        }
+    };
+    let now = Timestamp::now();
+    let mut items = Vec::new();
+    for item in api.backend().store().search(&prefix, &query).await? {
+        if live(&api, &item, now, refresh).await? {
+            items.push(item_json(item));
+        }
+    }
     Ok(json_response(StatusCode::OK, &json!({ "items": items })))
 }
 

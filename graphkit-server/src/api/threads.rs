@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::spec::{Endpoint, Field, NO_CONTENT, fields, opt, req};
 use super::{
     Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
-    query_pairs, query_value, refuse_unsupported, select_fields, select_of, text_field, uuid_param,
+    query_pairs, query_value, select_fields, select_of, text_field, ttl_minutes, uuid_param,
 };
 use crate::backend::{
     IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
@@ -48,6 +48,7 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
             opt("metadata", "object"),
             opt("if_exists", "string"),
             opt("supersteps", "array"),
+            opt("ttl", "any"),
         ]),
         Endpoint::post("/threads/search", "Search threads", search).body(THREAD_QUERY),
         Endpoint::post("/threads/count", "Count threads", count).body(THREAD_QUERY),
@@ -55,9 +56,10 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
             req("thread_ids", "array"),
             opt("strategy", "string")
         ]),
-        Endpoint::get("/threads/{id}", "Get a thread", get_one),
+        Endpoint::get("/threads/{id}", "Get a thread", get_one)
+            .query(fields![opt("include", "string")]),
         Endpoint::patch("/threads/{id}", "Merge metadata into a thread", patch)
-            .body(fields![req("metadata", "object")]),
+            .body(fields![opt("metadata", "object"), opt("ttl", "any")]),
         Endpoint::delete("/threads/{id}", "Delete a thread", delete).answers(NO_CONTENT),
         Endpoint::get("/threads/{id}/state", "The thread's current state", state),
         Endpoint::post(
@@ -133,7 +135,7 @@ fn graph_of(api: &Api, thread: &ThreadRecord) -> Result<Option<SharedGraph>> {
 
 async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
     let body: Map<String, Value> = parse_body(&body)?;
-    refuse_unsupported("ttl", body.get("ttl"), "threads do not expire")?;
+    let ttl = thread_ttl(body.get("ttl"))?;
     let thread_id = match body.get("thread_id") {
         None | Some(Value::Null) => new_id(),
         Some(Value::String(s)) => uuid_param("thread", s)?,
@@ -170,6 +172,9 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
             if_exists,
         })
         .await?;
+    if ttl.is_some() {
+        api.backend().set_thread_ttl(thread_id, ttl).await?;
+    }
     // `supersteps`: updates applied in order, as if nodes had written them.
     if let Some(steps) = supersteps {
         let graph = graph_of(&api, &thread)?.ok_or_else(|| {
@@ -203,12 +208,72 @@ async fn create(State(api): State<Api>, body: Bytes) -> Result<Response> {
     Ok(json_response(StatusCode::OK, &thread))
 }
 
-async fn get_one(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+/// A thread's `ttl`: `{"strategy": "delete", "ttl": minutes}` as the SDKs send it, or a
+/// plain number of minutes; `None` when absent or null. The thread is deleted (with its
+/// runs and checkpoints) that many minutes after it was created, last given a ttl, or last
+/// given a run.
+fn thread_ttl(value: Option<&Value>) -> Result<Option<f64>> {
+    let minutes = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(ttl)) => {
+            match ttl.get("strategy") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) if s == "delete" => {}
+                Some(other) => {
+                    return Err(ServerError::Validation(format!(
+                        "ttl.strategy must be \"delete\" (the one strategy served), not {other}"
+                    )));
+                }
+            }
+            ttl.get("ttl").ok_or_else(|| {
+                ServerError::Validation("ttl needs `ttl`, the minutes the thread lives".into())
+            })?
+        }
+        Some(minutes) => minutes,
+    };
+    ttl_minutes("ttl", Some(minutes))
+}
+
+/// `GET /threads/{id}?include=ttl`: the thread, with `include=ttl` also its `ttl`
+/// (`{"strategy": "delete", "ttl": minutes, "expires_at"}`, or null without one); another
+/// `include` is a 422 that names it.
+async fn get_one(
+    State(api): State<Api>,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
-    Ok(json_response(
-        StatusCode::OK,
-        &thread_or_404(&api, id).await?,
-    ))
+    let pairs = query_pairs(query.as_deref());
+    let mut with_ttl = false;
+    for name in pairs
+        .iter()
+        .filter(|(k, _)| k == "include")
+        .flat_map(|(_, v)| v.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        match name {
+            "ttl" => with_ttl = true,
+            other => {
+                return Err(ServerError::Validation(format!(
+                    "include names {other:?}; the one field to include is \"ttl\""
+                )));
+            }
+        }
+    }
+    let thread = thread_or_404(&api, id).await?;
+    if !with_ttl {
+        return Ok(json_response(StatusCode::OK, &thread));
+    }
+    let mut shown = serde_json::to_value(&thread)
+        .map_err(|e| ServerError::backend("encode the response", e))?;
+    let ttl = api.backend().thread_ttl(id).await?.map(
+        |(minutes, expires)| json!({"strategy": "delete", "ttl": minutes, "expires_at": expires}),
+    );
+    if let Value::Object(fields) = &mut shown {
+        fields.insert("ttl".into(), ttl.unwrap_or(Value::Null));
+    }
+    Ok(json_response(StatusCode::OK, &shown))
 }
 
 async fn patch(
@@ -219,8 +284,11 @@ async fn patch(
 ) -> Result<Response> {
     let id = uuid_param("thread", &id)?;
     let body: Map<String, Value> = parse_body(&body)?;
-    refuse_unsupported("ttl", body.get("ttl"), "threads do not expire")?;
+    let ttl = thread_ttl(body.get("ttl"))?;
     let metadata = object_field(&body, "metadata")?.unwrap_or_default();
+    if ttl.is_some() && !api.backend().set_thread_ttl(id, ttl).await? {
+        return Err(ServerError::NotFound(format!("Thread {id} not found")));
+    }
     let thread = api
         .backend()
         .patch_thread(id, &metadata)

@@ -36,6 +36,7 @@ mod feed;
 mod notify;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod schedule;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -55,6 +56,8 @@ pub use feed::{EventFeeds, Followed, RunFollower};
 pub use notify::{Notifier, Wakeup};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBackend, PostgresOptions};
+pub use schedule::{CRON_SORT_COLUMNS, CronQuery, CronRecord, CronRun, FiredCron};
+pub(crate) use schedule::{expiry, namespace_key, namespace_of};
 pub use sqlite::SqliteBackend;
 
 /// An assistant: a graph with a configuration, at its current version. The server registers
@@ -751,8 +754,8 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
         thread_id: Uuid,
         metadata: &Map<String, Value>,
     ) -> Result<Option<ThreadRecord>>;
-    /// Deletes the thread with its runs and their events (not its checkpoints: the caller
-    /// deletes those through the checkpointer). `false` if it did not exist. Runs in flight
+    /// Deletes the thread with its runs and their events and its crons (not its
+    /// checkpoints: the caller deletes those through the checkpointer). `false` if it did not exist. Runs in flight
     /// are asked to cancel first.
     async fn delete_thread(&self, thread_id: Uuid) -> Result<bool>;
     /// Threads matching `query`.
@@ -831,6 +834,69 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn last_event_seq(&self, run_id: Uuid) -> Result<i64>;
     /// Deletes the events of runs that ended more than `age` ago; returns how many.
     async fn prune_events(&self, age: Duration) -> Result<u64>;
+
+    // --- crons ---
+
+    /// Inserts a cron (its id minted by the caller).
+    async fn create_cron(&self, cron: &CronRecord) -> Result<()>;
+    /// One cron.
+    async fn get_cron(&self, cron_id: Uuid) -> Result<Option<CronRecord>>;
+    /// Replaces a cron's row with `cron`, its next run date only when `reschedule` (else
+    /// the stored one stays, so an update racing a firing cannot bring a fired tick
+    /// back); `false` if it does not exist.
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool>;
+    /// Deletes a cron (not the runs it created); `false` if it did not exist.
+    async fn delete_cron(&self, cron_id: Uuid) -> Result<bool>;
+    /// Every cron `query`'s filters match, in no order (its limit, offset and order
+    /// ignored): what [`Backend::search_crons`] and [`Backend::count_crons`] read.
+    async fn crons_matching(&self, query: &CronQuery) -> Result<Vec<CronRecord>>;
+    /// Crons matching `query`, in its order and page.
+    async fn search_crons(&self, query: &CronQuery) -> Result<Vec<CronRecord>> {
+        query.order_and_page(self.crons_matching(query).await?)
+    }
+    /// How many crons match `query` (its limit and offset ignored).
+    async fn count_crons(&self, query: &CronQuery) -> Result<u64> {
+        Ok(self.crons_matching(query).await?.len() as u64)
+    }
+    /// Fires one enabled cron due at `now` (its next run date at or before `now`), if
+    /// any: creates its run on the queue ([`CronRecord::new_run`], as
+    /// [`Backend::create_run`] would) and moves its next run date past `now`, in one
+    /// transaction, so that of several processes only one fires a tick. When `reject` met
+    /// a run in flight, the tick is skipped and the next run date still moves on; when the
+    /// cron's thread is gone, the cron stops (no next run date). `None`: nothing is due.
+    async fn fire_due_cron(&self, now: Timestamp) -> Result<Option<FiredCron>>;
+
+    // --- expiry (ttl) ---
+
+    /// Sets a thread's time to live: deleted `minutes` after now (and after each run
+    /// created on it), or never with `None`. `false` if the thread does not exist.
+    async fn set_thread_ttl(&self, thread_id: Uuid, minutes: Option<f64>) -> Result<bool>;
+    /// A thread's time to live in minutes and when it expires; `None` when it has none
+    /// (or does not exist).
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>>;
+    /// Up to `limit` threads whose expiry is at or before `now` and that have no run in
+    /// flight, soonest expired first.
+    async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>>;
+    /// Sets a store item's time to live: expired `minutes` after now, or never with
+    /// `None`.
+    async fn set_item_ttl(&self, namespace: &[&str], key: &str, minutes: Option<f64>)
+    -> Result<()>;
+    /// A store item's expiry (`None`: it does not expire). With `refresh`, an item not yet
+    /// expired at `now` gets its full time to live again from `now`, and the new expiry is
+    /// returned.
+    async fn item_expiry(
+        &self,
+        namespace: &[&str],
+        key: &str,
+        now: Timestamp,
+        refresh: bool,
+    ) -> Result<Option<Timestamp>>;
+    /// Up to `limit` store items (namespace, key) whose expiry is at or before `now`.
+    async fn expired_items(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Vec<String>, String)>>;
 
     // --- wake-ups ---
 

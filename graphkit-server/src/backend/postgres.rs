@@ -39,10 +39,10 @@ use uuid::Uuid;
 use self::listen::{Channels, Fanout};
 use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
-    CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
-    Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
-    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
-    no_such_version,
+    CancelOutcome, CreatedRun, CronQuery, CronRecord, EventFeeds, FiredCron, IfExists, Lease,
+    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, VersionQuery, Wakeup,
+    attempts_exceeded, counts_by_status, expiry, namespace_key, namespace_of, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -547,6 +547,58 @@ fn decode_run(row: &PgRow) -> Result<RunRecord> {
     })
 }
 
+/// The columns of a cron row, in the order [`bind_cron`] binds them.
+const CRON_COLUMNS: &str = "cron_id, assistant_id, thread_id, schedule, timezone, end_time_us, payload, \
+     run_template, on_run_completed, enabled, next_run_us, metadata, created_us, updated_us";
+const CRON_VALUES: &str = "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+
+fn bind_cron<'q>(query: PgQuery<'q>, c: &CronRecord) -> Result<PgQuery<'q>> {
+    let template =
+        serde_json::to_value(&c.run).map_err(|e| ServerError::backend("encode a cron's run", e))?;
+    Ok(query
+        .bind(c.cron_id)
+        .bind(c.assistant_id)
+        .bind(c.thread_id)
+        .bind(c.schedule.clone())
+        .bind(c.timezone.clone())
+        .bind(c.end_time.map(Timestamp::micros))
+        .bind(Value::Object(c.payload.clone()))
+        .bind(template)
+        .bind(c.on_run_completed.clone())
+        .bind(c.enabled)
+        .bind(c.next_run_date.map(Timestamp::micros))
+        .bind(Value::Object(c.metadata.clone()))
+        .bind(c.created_at.micros())
+        .bind(c.updated_at.micros()))
+}
+
+fn decode_cron(row: &PgRow) -> Result<CronRecord> {
+    let get = |e| corrupt("a cron", e);
+    let template: Value = row.try_get("run_template").map_err(get)?;
+    Ok(CronRecord {
+        cron_id: row.try_get("cron_id").map_err(get)?,
+        assistant_id: row.try_get("assistant_id").map_err(get)?,
+        thread_id: row.try_get("thread_id").map_err(get)?,
+        schedule: row.try_get("schedule").map_err(get)?,
+        timezone: row.try_get("timezone").map_err(get)?,
+        end_time: row
+            .try_get::<Option<i64>, _>("end_time_us")
+            .map_err(get)?
+            .map(Timestamp),
+        payload: object(row.try_get("payload").map_err(get)?),
+        run: serde_json::from_value(template).map_err(|e| corrupt("a cron's run", e))?,
+        on_run_completed: row.try_get("on_run_completed").map_err(get)?,
+        enabled: row.try_get("enabled").map_err(get)?,
+        next_run_date: row
+            .try_get::<Option<i64>, _>("next_run_us")
+            .map_err(get)?
+            .map(Timestamp),
+        metadata: object(row.try_get("metadata").map_err(get)?),
+        created_at: Timestamp(row.try_get("created_us").map_err(get)?),
+        updated_at: Timestamp(row.try_get("updated_us").map_err(get)?),
+    })
+}
+
 /// `SELECT {what}` over the assistants `query` matches (binding $1 to $3), then `tail`: the
 /// one filter of `search_assistants` and `count_assistants`.
 fn assistants_matching<'q>(what: &str, query: &AssistantQuery, tail: &str) -> PgQuery<'q> {
@@ -816,6 +868,13 @@ impl Backend for PostgresBackend {
     async fn delete_thread(&self, thread_id: Uuid) -> Result<bool> {
         let mut tx = self.begin().await?;
         let err = db("deleting a thread");
+        // Its crons go with it (a cron on a thread runs only there). Before the thread's
+        // lock: a firing takes the cron's row, then the thread's, in that order.
+        sqlx::query("DELETE FROM server_crons WHERE thread_id = $1")
+            .bind(thread_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(&err)?;
         let existed = lock_thread(&mut tx, thread_id).await?;
         // Runs in flight lose their rows: a worker's next heartbeat finds its run gone and
         // stops it; the control notification makes that immediate.
@@ -896,69 +955,9 @@ impl Backend for PostgresBackend {
     // --- runs ---
 
     async fn create_run(&self, run: NewRun) -> Result<CreatedRun> {
-        let err = db("creating a run");
         let mut tx = self.begin().await?;
-        // The thread's row lock makes check-and-insert atomic against other creators.
-        let mut exists = lock_thread(&mut tx, run.thread_id).await?;
-        if !exists && let Some(metadata) = &run.create_thread {
-            insert_thread(&mut *tx, run.thread_id, metadata).await?;
-            exists = lock_thread(&mut tx, run.thread_id).await?;
-        }
-        if !exists {
-            return Err(ServerError::NotFound(format!(
-                "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
-                run.thread_id
-            )));
-        }
-        if !run.thread_metadata.is_empty() {
-            merge_thread_metadata(&mut *tx, run.thread_id, &run.thread_metadata).await?;
-        }
-        let in_flight: Vec<(Uuid, String)> = sqlx::query_as(
-            "SELECT run_id, status FROM server_runs WHERE thread_id = $1 \
-             AND status IN ('pending', 'running') ORDER BY created_at FOR UPDATE",
-        )
-        .bind(run.thread_id)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(&err)?;
-        if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
-            return Err(ServerError::Conflict(
-                super::sqlite::REJECT_MESSAGE.to_owned(),
-            ));
-        }
-        let mut cancelled = Vec::new();
-        if let Some(action) = run.multitask_strategy.cancel_action() {
-            for (run_id, status) in in_flight {
-                cancel_locked(&mut tx, &self.channels, run_id, &status, action).await?;
-                cancelled.push(run_id);
-            }
-        }
-        let sql = format!(
-            "INSERT INTO server_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, \
-             multitask_strategy, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, \
-             clock_timestamp(), now(), GREATEST(clock_timestamp(), COALESCE({}, clock_timestamp()))) \
-             RETURNING {RUN_COLUMNS}",
-            micros_to_ts!("$7")
-        );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(run.run_id)
-            .bind(run.thread_id)
-            .bind(run.assistant_id)
-            .bind(Value::Object(run.metadata))
-            .bind(&run.kwargs)
-            .bind(run.multitask_strategy.as_str())
-            .bind(run.not_before.map(Timestamp::micros))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.code().as_deref() == Some("23505") => {
-                    ServerError::Conflict(format!("Run with ID {} already exists", run.run_id))
-                }
-                _ => err(e),
-            })?;
-        let record = decode_run(&row)?;
-        notify_in(&mut tx, &self.channels.runs_new, &record.run_id.to_string()).await?;
-        tx.commit().await.map_err(&err)?;
+        let (record, cancelled) = create_run_in(&mut tx, &self.channels, run).await?;
+        tx.commit().await.map_err(db("creating a run"))?;
         Ok(CreatedRun {
             run: record,
             cancelled,
@@ -1304,6 +1303,242 @@ impl Backend for PostgresBackend {
         Ok(deleted)
     }
 
+    // --- crons ---
+
+    async fn create_cron(&self, cron: &CronRecord) -> Result<()> {
+        let sql = format!("INSERT INTO server_crons ({CRON_COLUMNS}) VALUES {CRON_VALUES}");
+        bind_cron(sqlx::query(sqlx::AssertSqlSafe(sql)), cron)?
+            .execute(&self.pool)
+            .await
+            .map_err(db("creating a cron"))?;
+        Ok(())
+    }
+
+    async fn get_cron(&self, cron_id: Uuid) -> Result<Option<CronRecord>> {
+        let query = sqlx::query("SELECT * FROM server_crons WHERE cron_id = $1").bind(cron_id);
+        self.fetch_optional(query, decode_cron, "reading a cron")
+            .await
+    }
+
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool> {
+        let sql = "UPDATE server_crons SET assistant_id = $2, thread_id = $3, schedule = $4, \
+             timezone = $5, end_time_us = $6, payload = $7, run_template = $8, on_run_completed = $9, \
+             enabled = $10, next_run_us = CASE WHEN $15 THEN $11 ELSE next_run_us END, \
+             metadata = $12, created_us = $13, updated_us = $14 WHERE cron_id = $1";
+        let done = bind_cron(sqlx::query(sql), cron)?
+            .bind(reschedule)
+            .execute(&self.pool)
+            .await
+            .map_err(db("updating a cron"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_cron(&self, cron_id: Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM server_crons WHERE cron_id = $1")
+            .bind(cron_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db("deleting a cron"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn crons_matching(&self, query: &CronQuery) -> Result<Vec<CronRecord>> {
+        let search = sqlx::query(
+            "SELECT * FROM server_crons WHERE ($1::uuid IS NULL OR assistant_id = $1) \
+             AND ($2::uuid IS NULL OR thread_id = $2) AND ($3::boolean IS NULL OR enabled = $3) \
+             AND ($4::jsonb IS NULL OR metadata @> $4)",
+        )
+        .bind(query.assistant_id)
+        .bind(query.thread_id)
+        .bind(query.enabled)
+        .bind(query.metadata.clone().map(Value::Object));
+        self.fetch_all(search, decode_cron, "searching crons").await
+    }
+
+    async fn fire_due_cron(&self, now: Timestamp) -> Result<Option<FiredCron>> {
+        let err = db("firing a cron");
+        let mut tx = self.begin().await?;
+        // SKIP LOCKED: another process firing a cron makes this one take the next.
+        let row = sqlx::query(
+            "SELECT * FROM server_crons WHERE enabled AND next_run_us IS NOT NULL \
+             AND next_run_us <= $1 ORDER BY next_run_us, cron_id LIMIT 1 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now.micros())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(&err)?;
+        let Some(cron) = row.as_ref().map(decode_cron).transpose()? else {
+            return Ok(None);
+        };
+        // A schedule that no longer parses (it was checked when stored) stops the cron.
+        let mut next = cron.next_after(now).unwrap_or(None);
+        let created = match create_run_in(&mut tx, &self.channels, cron.new_run()).await {
+            Ok((run, _)) => Ok(run.run_id),
+            Err(refused @ (ServerError::NotFound(_) | ServerError::Conflict(_))) => {
+                tx.rollback().await.map_err(&err)?;
+                tx = self.begin().await?;
+                // A cron whose thread is gone stops (a thread's crons are deleted with it;
+                // this one was created as the thread was being deleted).
+                if matches!(refused, ServerError::NotFound(_)) {
+                    next = None;
+                }
+                Err(refused.to_string())
+            }
+            Err(other) => return Err(other),
+        };
+        let moved = sqlx::query(
+            "UPDATE server_crons SET next_run_us = $2 WHERE cron_id = $1 AND next_run_us = $3",
+        )
+        .bind(cron.cron_id)
+        .bind(next.map(Timestamp::micros))
+        .bind(cron.next_run_date.map(Timestamp::micros))
+        .execute(&mut *tx)
+        .await
+        .map_err(&err)?;
+        if moved.rows_affected() == 0 {
+            // Another process fired it after the rollback: nothing to do here.
+            return Ok(None);
+        }
+        tx.commit().await.map_err(&err)?;
+        let (run_id, skipped) = match created {
+            Ok(run_id) => (Some(run_id), None),
+            Err(why) => (None, Some(why)),
+        };
+        Ok(Some(FiredCron {
+            cron_id: cron.cron_id,
+            run_id,
+            skipped,
+            next_run_date: next,
+        }))
+    }
+
+    // --- expiry (ttl) ---
+
+    async fn set_thread_ttl(&self, thread_id: Uuid, minutes: Option<f64>) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE server_threads SET ttl_minutes = $2, expires_us = $3 WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .bind(minutes)
+        .bind(minutes.map(|m| expiry(Timestamp::now(), m).micros()))
+        .execute(&self.pool)
+        .await
+        .map_err(db("setting a thread's ttl"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>> {
+        let found: Option<(Option<f64>, Option<i64>)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_us FROM server_threads WHERE thread_id = $1",
+        )
+        .bind(thread_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("reading a thread's ttl"))?;
+        Ok(match found {
+            Some((Some(minutes), Some(expires))) => Some((minutes, Timestamp(expires))),
+            _ => None,
+        })
+    }
+
+    async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>> {
+        sqlx::query_scalar(
+            "SELECT t.thread_id FROM server_threads t WHERE t.expires_us IS NOT NULL \
+             AND t.expires_us <= $1 AND NOT EXISTS (SELECT 1 FROM server_runs r \
+             WHERE r.thread_id = t.thread_id AND r.status IN ('pending', 'running')) \
+             ORDER BY t.expires_us, t.thread_id LIMIT $2",
+        )
+        .bind(now.micros())
+        .bind(self::limit(Some(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("reading expired threads"))
+    }
+
+    async fn set_item_ttl(
+        &self,
+        namespace: &[&str],
+        key: &str,
+        minutes: Option<f64>,
+    ) -> Result<()> {
+        let ns = namespace_key(namespace);
+        let query = match minutes {
+            Some(m) => sqlx::query(
+                "INSERT INTO server_store_ttl (namespace, key, ttl_minutes, expires_us) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (namespace, key) DO UPDATE SET \
+                 ttl_minutes = excluded.ttl_minutes, expires_us = excluded.expires_us",
+            )
+            .bind(ns)
+            .bind(key.to_owned())
+            .bind(m)
+            .bind(expiry(Timestamp::now(), m).micros()),
+            None => sqlx::query("DELETE FROM server_store_ttl WHERE namespace = $1 AND key = $2")
+                .bind(ns)
+                .bind(key.to_owned()),
+        };
+        query
+            .execute(&self.pool)
+            .await
+            .map_err(db("setting a store item's ttl"))?;
+        Ok(())
+    }
+
+    async fn item_expiry(
+        &self,
+        namespace: &[&str],
+        key: &str,
+        now: Timestamp,
+        refresh: bool,
+    ) -> Result<Option<Timestamp>> {
+        let ns = namespace_key(namespace);
+        let found: Option<(f64, i64)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_us FROM server_store_ttl WHERE namespace = $1 AND key = $2",
+        )
+        .bind(&ns)
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("reading a store item's ttl"))?;
+        let Some((minutes, expires)) = found else {
+            return Ok(None);
+        };
+        if !refresh || expires <= now.micros() {
+            return Ok(Some(Timestamp(expires)));
+        }
+        let renewed = expiry(now, minutes);
+        sqlx::query(
+            "UPDATE server_store_ttl SET expires_us = $3 WHERE namespace = $1 AND key = $2 \
+             AND expires_us > $4",
+        )
+        .bind(&ns)
+        .bind(key)
+        .bind(renewed.micros())
+        .bind(now.micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db("refreshing a store item's ttl"))?;
+        Ok(Some(renewed))
+    }
+
+    async fn expired_items(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Vec<String>, String)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT namespace, key FROM server_store_ttl WHERE expires_us <= $1 \
+             ORDER BY expires_us LIMIT $2",
+        )
+        .bind(now.micros())
+        .bind(self::limit(Some(limit)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("reading expired store items"))?;
+        rows.into_iter()
+            .map(|(ns, key)| Ok((namespace_of(&ns)?, key)))
+            .collect()
+    }
+
     // --- wake-ups ---
 
     fn watch_run(&self, run_id: Uuid) -> Wakeup {
@@ -1317,6 +1552,88 @@ impl Backend for PostgresBackend {
     fn feeds(&self) -> &EventFeeds {
         self.notifier.feeds()
     }
+}
+
+/// Inserts a run inside a transaction, applying its multitask strategy (see
+/// [`Backend::create_run`]); returns it with the runs the strategy cancelled, and tells
+/// the workers (on commit). A thread's time to live starts again with each run created
+/// on it.
+async fn create_run_in(
+    tx: &mut Transaction<'static, Postgres>,
+    channels: &Channels,
+    run: NewRun,
+) -> Result<(RunRecord, Vec<Uuid>)> {
+    let err = db("creating a run");
+    // The thread's row lock makes check-and-insert atomic against other creators.
+    let mut exists = lock_thread(tx, run.thread_id).await?;
+    if !exists && let Some(metadata) = &run.create_thread {
+        insert_thread(&mut **tx, run.thread_id, metadata).await?;
+        exists = lock_thread(tx, run.thread_id).await?;
+    }
+    if !exists {
+        return Err(ServerError::NotFound(format!(
+            "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
+            run.thread_id
+        )));
+    }
+    if !run.thread_metadata.is_empty() {
+        merge_thread_metadata(&mut **tx, run.thread_id, &run.thread_metadata).await?;
+    }
+    let in_flight: Vec<(Uuid, String)> = sqlx::query_as(
+        "SELECT run_id, status FROM server_runs WHERE thread_id = $1 \
+             AND status IN ('pending', 'running') ORDER BY created_at FOR UPDATE",
+    )
+    .bind(run.thread_id)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(&err)?;
+    if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
+        return Err(ServerError::Conflict(
+            super::sqlite::REJECT_MESSAGE.to_owned(),
+        ));
+    }
+    let mut cancelled = Vec::new();
+    if let Some(action) = run.multitask_strategy.cancel_action() {
+        for (run_id, status) in in_flight {
+            cancel_locked(tx, channels, run_id, &status, action).await?;
+            cancelled.push(run_id);
+        }
+    }
+    let sql = format!(
+        "INSERT INTO server_runs (run_id, thread_id, assistant_id, status, metadata, kwargs, \
+             multitask_strategy, created_at, updated_at, due_at) VALUES ($1, $2, $3, 'pending', $4, $5, $6, \
+             clock_timestamp(), now(), GREATEST(clock_timestamp(), COALESCE({}, clock_timestamp()))) \
+             RETURNING {RUN_COLUMNS}",
+        micros_to_ts!("$7")
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(run.run_id)
+        .bind(run.thread_id)
+        .bind(run.assistant_id)
+        .bind(Value::Object(run.metadata))
+        .bind(&run.kwargs)
+        .bind(run.multitask_strategy.as_str())
+        .bind(run.not_before.map(Timestamp::micros))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.code().as_deref() == Some("23505") => {
+                ServerError::Conflict(format!("Run with ID {} already exists", run.run_id))
+            }
+            _ => err(e),
+        })?;
+    let record = decode_run(&row)?;
+    sqlx::query(
+        "UPDATE server_threads SET expires_us = $2 + (ttl_minutes * 60000000)::bigint \
+             WHERE thread_id = $1 AND ttl_minutes IS NOT NULL",
+    )
+    .bind(record.thread_id)
+    .bind(record.created_at.micros())
+    .execute(&mut **tx)
+    .await
+    .map_err(&err)?;
+    notify_in(tx, &channels.runs_new, &record.run_id.to_string()).await?;
+    Ok((record, cancelled))
 }
 
 /// Locks the thread row of `run_id` (a run's thread never changes, so reading it first is

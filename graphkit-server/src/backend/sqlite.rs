@@ -18,10 +18,11 @@ use uuid::Uuid;
 
 use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
-    CancelOutcome, CreatedRun, EventFeeds, IfExists, Lease, MultitaskStrategy, NewRun, NewThread,
-    Notifier, RunEnd, RunEvent, RunQuery, RunRecord, RunStatus, ThreadOutcome, ThreadQuery,
-    ThreadRecord, ThreadStatus, VersionQuery, Wakeup, attempts_exceeded, counts_by_status,
-    json_contains, no_such_version,
+    CancelOutcome, CreatedRun, CronQuery, CronRecord, EventFeeds, FiredCron, IfExists, Lease,
+    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
+    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, VersionQuery, Wakeup,
+    attempts_exceeded, counts_by_status, expiry, json_contains, namespace_key, namespace_of,
+    no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -130,6 +131,41 @@ const SCHEMA: Schema = Schema {
         metadata, name, description, created_at)
         SELECT assistant_id, version, graph_id, config, context, metadata, name, description, updated_at
         FROM graphkit_server_assistants;
+    ",
+        },
+        Migration {
+            version: 5,
+            description: "crons; expiry times (ttl) of threads and store items",
+            sql: "
+    CREATE TABLE graphkit_server_crons (
+        cron_id          TEXT PRIMARY KEY,
+        assistant_id     TEXT NOT NULL,
+        thread_id        TEXT,
+        schedule         TEXT NOT NULL,
+        timezone         TEXT,
+        end_time         INTEGER,
+        payload          TEXT NOT NULL,
+        run_template     TEXT NOT NULL,
+        on_run_completed TEXT,
+        enabled          INTEGER NOT NULL,
+        next_run_at      INTEGER,
+        metadata         TEXT NOT NULL,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL
+    );
+    CREATE INDEX graphkit_server_crons_due ON graphkit_server_crons (next_run_at) WHERE enabled = 1;
+    ALTER TABLE graphkit_server_threads ADD COLUMN ttl_minutes REAL;
+    ALTER TABLE graphkit_server_threads ADD COLUMN expires_at INTEGER;
+    CREATE INDEX graphkit_server_threads_expiry ON graphkit_server_threads (expires_at)
+        WHERE expires_at IS NOT NULL;
+    CREATE TABLE graphkit_server_store_ttl (
+        namespace   TEXT NOT NULL,
+        key         TEXT NOT NULL,
+        ttl_minutes REAL NOT NULL,
+        expires_at  INTEGER NOT NULL,
+        PRIMARY KEY (namespace, key)
+    );
+    CREATE INDEX graphkit_server_store_ttl_expiry ON graphkit_server_store_ttl (expires_at);
     ",
         },
     ],
@@ -440,6 +476,55 @@ fn thread_from_row(row: &SqliteRow) -> Result<ThreadRecord> {
     })
 }
 
+/// The columns of a cron row, in the order [`bind_cron`] binds them.
+const CRON_COLUMNS: &str = "cron_id, assistant_id, thread_id, schedule, timezone, end_time, payload, \
+     run_template, on_run_completed, enabled, next_run_at, metadata, created_at, updated_at";
+const CRON_VALUES: &str = "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+
+type SqliteQuery<'q> = sqlx::query::Query<'q, Sqlite, sqlx::sqlite::SqliteArguments>;
+
+fn bind_cron<'q>(query: SqliteQuery<'q>, c: &CronRecord) -> Result<SqliteQuery<'q>> {
+    let template = serde_json::to_string(&c.run)
+        .map_err(|e| ServerError::backend("encode a cron's run", e))?;
+    Ok(query
+        .bind(c.cron_id.to_string())
+        .bind(c.assistant_id.to_string())
+        .bind(c.thread_id.map(|t| t.to_string()))
+        .bind(c.schedule.clone())
+        .bind(c.timezone.clone())
+        .bind(c.end_time.map(Timestamp::micros))
+        .bind(json_text(&c.payload))
+        .bind(template)
+        .bind(c.on_run_completed.clone())
+        .bind(c.enabled)
+        .bind(c.next_run_date.map(Timestamp::micros))
+        .bind(json_text(&c.metadata))
+        .bind(c.created_at.micros())
+        .bind(c.updated_at.micros()))
+}
+
+fn cron_from_row(row: &SqliteRow) -> Result<CronRecord> {
+    let thread: Option<String> = get(row, "thread_id")?;
+    let template: String = get(row, "run_template")?;
+    Ok(CronRecord {
+        cron_id: parse_id(&get::<String>(row, "cron_id")?)?,
+        assistant_id: parse_id(&get::<String>(row, "assistant_id")?)?,
+        thread_id: thread.as_deref().map(parse_id).transpose()?,
+        schedule: get(row, "schedule")?,
+        timezone: get(row, "timezone")?,
+        end_time: get::<Option<i64>>(row, "end_time")?.map(Timestamp),
+        payload: parse_object(&get::<String>(row, "payload")?, "cron payload")?,
+        run: serde_json::from_str(&template)
+            .map_err(|e| ServerError::backend("decode a cron's run", e))?,
+        on_run_completed: get(row, "on_run_completed")?,
+        enabled: get(row, "enabled")?,
+        next_run_date: get::<Option<i64>>(row, "next_run_at")?.map(Timestamp),
+        metadata: parse_object(&get::<String>(row, "metadata")?, "cron metadata")?,
+        created_at: Timestamp(get(row, "created_at")?),
+        updated_at: Timestamp(get(row, "updated_at")?),
+    })
+}
+
 fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
     let status: String = get(row, "status")?;
     let strategy: String = get(row, "multitask_strategy")?;
@@ -581,6 +666,98 @@ async fn append_in(
         .map_err(db("append an event"))?;
     }
     Ok(seq)
+}
+
+/// Inserts a run inside a write transaction, applying its multitask strategy (see
+/// [`Backend::create_run`]); returns it with the runs the strategy cancelled. A thread's
+/// time to live starts again with each run created on it.
+async fn create_run_in(
+    tx: &mut Transaction<'static, Sqlite>,
+    run: NewRun,
+) -> Result<(RunRecord, Vec<Uuid>)> {
+    let thread_id = run.thread_id.to_string();
+    let thread = match thread_in(tx, run.thread_id).await? {
+        Some(thread) => thread,
+        None => match &run.create_thread {
+            Some(metadata) => {
+                insert_thread(tx, run.thread_id, metadata).await?;
+                thread_in(tx, run.thread_id)
+                    .await?
+                    .ok_or_else(|| ServerError::Backend("the new thread vanished".into()))?
+            }
+            None => {
+                return Err(ServerError::NotFound(format!(
+                    "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
+                    run.thread_id
+                )));
+            }
+        },
+    };
+    let in_flight = sqlx::query(
+        "SELECT run_id, status FROM graphkit_server_runs WHERE thread_id = ?1 \
+             AND status IN ('pending', 'running') ORDER BY created_at",
+    )
+    .bind(&thread_id)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db("read runs in flight"))?;
+    if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
+        return Err(ServerError::Conflict(REJECT_MESSAGE.into()));
+    }
+    let mut cancelled = Vec::new();
+    if let Some(action) = run.multitask_strategy.cancel_action() {
+        for row in &in_flight {
+            let id: String = get(row, "run_id")?;
+            let status: String = get(row, "status")?;
+            let status = RunStatus::parse(&status).unwrap_or(RunStatus::Pending);
+            cancel_in(tx, &id, status, action).await?;
+            cancelled.push(parse_id(&id)?);
+        }
+    }
+    if !run.thread_metadata.is_empty() {
+        let mut metadata = thread.metadata;
+        for (k, v) in &run.thread_metadata {
+            metadata.insert(k.clone(), v.clone());
+        }
+        sqlx::query(
+                "UPDATE graphkit_server_threads SET metadata = ?2, updated_at = ?3 WHERE thread_id = ?1",
+            )
+            .bind(&thread_id)
+            .bind(json_text(&metadata))
+            .bind(Timestamp::now().micros())
+            .execute(&mut **tx)
+            .await
+            .map_err(db("update a thread's metadata"))?;
+    }
+    let now = Timestamp::now();
+    let due_at = run.not_before.unwrap_or(now).max(now);
+    let sql = format!(
+        "INSERT INTO graphkit_server_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, \
+             metadata, kwargs, multitask_strategy, attempt, due_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7, 0, ?8) RETURNING {RUN_COLUMNS}"
+    );
+    let row = sqlx::query(AssertSqlSafe(sql))
+        .bind(run.run_id.to_string())
+        .bind(&thread_id)
+        .bind(run.assistant_id.to_string())
+        .bind(now.micros())
+        .bind(json_text(&run.metadata))
+        .bind(json_text(&run.kwargs))
+        .bind(run.multitask_strategy.as_str())
+        .bind(due_at.micros())
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db("insert a run"))?;
+    sqlx::query(
+            "UPDATE graphkit_server_threads SET expires_at = ?2 + CAST(ttl_minutes * 60000000 AS INTEGER) \
+             WHERE thread_id = ?1 AND ttl_minutes IS NOT NULL",
+        )
+        .bind(&thread_id)
+        .bind(now.micros())
+        .execute(&mut **tx)
+        .await
+        .map_err(db("refresh a thread's expiry"))?;
+    Ok((run_from_row(&row)?, cancelled))
 }
 
 async fn set_outcome_in(
@@ -821,6 +998,12 @@ impl Backend for SqliteBackend {
         for run in &runs {
             delete_run_rows(&mut tx, run).await?;
         }
+        // Its crons go with it (a cron on a thread runs only there).
+        sqlx::query("DELETE FROM graphkit_server_crons WHERE thread_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db("delete a thread's crons"))?;
         let deleted = sqlx::query("DELETE FROM graphkit_server_threads WHERE thread_id = ?1")
             .bind(&id)
             .execute(&mut *tx)
@@ -875,80 +1058,7 @@ impl Backend for SqliteBackend {
 
     async fn create_run(&self, run: NewRun) -> Result<CreatedRun> {
         let mut tx = self.write().await?;
-        let thread_id = run.thread_id.to_string();
-        let thread = match thread_in(&mut tx, run.thread_id).await? {
-            Some(thread) => thread,
-            None => match &run.create_thread {
-                Some(metadata) => {
-                    insert_thread(&mut tx, run.thread_id, metadata).await?;
-                    thread_in(&mut tx, run.thread_id)
-                        .await?
-                        .ok_or_else(|| ServerError::Backend("the new thread vanished".into()))?
-                }
-                None => {
-                    return Err(ServerError::NotFound(format!(
-                        "Thread or assistant not found: thread {} does not exist (create it first, or pass if_not_exists=\"create\")",
-                        run.thread_id
-                    )));
-                }
-            },
-        };
-        let in_flight = sqlx::query(
-            "SELECT run_id, status FROM graphkit_server_runs WHERE thread_id = ?1 \
-             AND status IN ('pending', 'running') ORDER BY created_at",
-        )
-        .bind(&thread_id)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db("read runs in flight"))?;
-        if run.multitask_strategy == MultitaskStrategy::Reject && !in_flight.is_empty() {
-            return Err(ServerError::Conflict(REJECT_MESSAGE.into()));
-        }
-        let mut cancelled = Vec::new();
-        if let Some(action) = run.multitask_strategy.cancel_action() {
-            for row in &in_flight {
-                let id: String = get(row, "run_id")?;
-                let status: String = get(row, "status")?;
-                let status = RunStatus::parse(&status).unwrap_or(RunStatus::Pending);
-                cancel_in(&mut tx, &id, status, action).await?;
-                cancelled.push(parse_id(&id)?);
-            }
-        }
-        if !run.thread_metadata.is_empty() {
-            let mut metadata = thread.metadata;
-            for (k, v) in &run.thread_metadata {
-                metadata.insert(k.clone(), v.clone());
-            }
-            sqlx::query(
-                "UPDATE graphkit_server_threads SET metadata = ?2, updated_at = ?3 WHERE thread_id = ?1",
-            )
-            .bind(&thread_id)
-            .bind(json_text(&metadata))
-            .bind(Timestamp::now().micros())
-            .execute(&mut *tx)
-            .await
-            .map_err(db("update a thread's metadata"))?;
-        }
-        let now = Timestamp::now();
-        let due_at = run.not_before.unwrap_or(now).max(now);
-        let sql = format!(
-            "INSERT INTO graphkit_server_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, \
-             metadata, kwargs, multitask_strategy, attempt, due_at) \
-             VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7, 0, ?8) RETURNING {RUN_COLUMNS}"
-        );
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(run.run_id.to_string())
-            .bind(&thread_id)
-            .bind(run.assistant_id.to_string())
-            .bind(now.micros())
-            .bind(json_text(&run.metadata))
-            .bind(json_text(&run.kwargs))
-            .bind(run.multitask_strategy.as_str())
-            .bind(due_at.micros())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db("insert a run"))?;
-        let inserted = run_from_row(&row)?;
+        let (inserted, cancelled) = create_run_in(&mut tx, run).await?;
         tx.commit().await.map_err(db("commit a new run"))?;
         for id in &cancelled {
             self.notifier.notify_run(*id);
@@ -1297,6 +1407,252 @@ impl Backend for SqliteBackend {
         .await
         .map_err(db("prune events"))?;
         Ok(done.rows_affected())
+    }
+
+    async fn create_cron(&self, cron: &CronRecord) -> Result<()> {
+        let sql =
+            format!("INSERT INTO graphkit_server_crons ({CRON_COLUMNS}) VALUES {CRON_VALUES}");
+        bind_cron(sqlx::query(AssertSqlSafe(sql)), cron)?
+            .execute(&self.pool)
+            .await
+            .map_err(db("insert a cron"))?;
+        Ok(())
+    }
+
+    async fn get_cron(&self, cron_id: Uuid) -> Result<Option<CronRecord>> {
+        let row = sqlx::query("SELECT * FROM graphkit_server_crons WHERE cron_id = ?1")
+            .bind(cron_id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db("read a cron"))?;
+        row.as_ref().map(cron_from_row).transpose()
+    }
+
+    async fn update_cron(&self, cron: &CronRecord, reschedule: bool) -> Result<bool> {
+        let sql = "UPDATE graphkit_server_crons SET assistant_id = ?2, thread_id = ?3, schedule = ?4, \
+             timezone = ?5, end_time = ?6, payload = ?7, run_template = ?8, on_run_completed = ?9, \
+             enabled = ?10, next_run_at = CASE WHEN ?15 THEN ?11 ELSE next_run_at END, \
+             metadata = ?12, created_at = ?13, updated_at = ?14 WHERE cron_id = ?1";
+        let done = bind_cron(sqlx::query(sql), cron)?
+            .bind(reschedule)
+            .execute(&self.pool)
+            .await
+            .map_err(db("update a cron"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn delete_cron(&self, cron_id: Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM graphkit_server_crons WHERE cron_id = ?1")
+            .bind(cron_id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(db("delete a cron"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn crons_matching(&self, query: &CronQuery) -> Result<Vec<CronRecord>> {
+        let rows = sqlx::query("SELECT * FROM graphkit_server_crons")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db("read crons"))?;
+        let mut found = Vec::new();
+        for row in &rows {
+            let cron = cron_from_row(row)?;
+            if query.matches(&cron) {
+                found.push(cron);
+            }
+        }
+        Ok(found)
+    }
+
+    async fn fire_due_cron(&self, now: Timestamp) -> Result<Option<FiredCron>> {
+        let mut tx = self.write().await?;
+        let row = sqlx::query(
+            "SELECT * FROM graphkit_server_crons WHERE enabled = 1 AND next_run_at IS NOT NULL \
+             AND next_run_at <= ?1 ORDER BY next_run_at, cron_id LIMIT 1",
+        )
+        .bind(now.micros())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db("read due crons"))?;
+        let Some(cron) = row.as_ref().map(cron_from_row).transpose()? else {
+            return Ok(None);
+        };
+        // A schedule that no longer parses (it was checked when stored) stops the cron.
+        let mut next = cron.next_after(now).unwrap_or(None);
+        let created = match create_run_in(&mut tx, cron.new_run()).await {
+            Ok((run, cancelled)) => Ok((run.run_id, cancelled)),
+            Err(refused @ (ServerError::NotFound(_) | ServerError::Conflict(_))) => {
+                // Nothing was written for the refused run; start over to be sure.
+                tx.rollback().await.map_err(db("roll back a cron's run"))?;
+                tx = self.write().await?;
+                // A cron whose thread is gone stops (a thread's crons are deleted with it;
+                // this one was created as the thread was being deleted).
+                if matches!(refused, ServerError::NotFound(_)) {
+                    next = None;
+                }
+                Err(refused.to_string())
+            }
+            Err(other) => return Err(other),
+        };
+        let moved = sqlx::query(
+            "UPDATE graphkit_server_crons SET next_run_at = ?2 WHERE cron_id = ?1 AND next_run_at = ?3",
+        )
+        .bind(cron.cron_id.to_string())
+        .bind(next.map(Timestamp::micros))
+        .bind(cron.next_run_date.map(Timestamp::micros))
+        .execute(&mut *tx)
+        .await
+        .map_err(db("move a cron on"))?;
+        if moved.rows_affected() == 0 {
+            // Changed meanwhile (only possible after the rollback): look again next time.
+            return Ok(None);
+        }
+        tx.commit().await.map_err(db("commit a cron's run"))?;
+        let (run_id, skipped) = match created {
+            Ok((run_id, cancelled)) => {
+                for id in &cancelled {
+                    self.notifier.notify_run(*id);
+                }
+                self.notifier.notify_queue();
+                (Some(run_id), None)
+            }
+            Err(why) => (None, Some(why)),
+        };
+        Ok(Some(FiredCron {
+            cron_id: cron.cron_id,
+            run_id,
+            skipped,
+            next_run_date: next,
+        }))
+    }
+
+    async fn set_thread_ttl(&self, thread_id: Uuid, minutes: Option<f64>) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE graphkit_server_threads SET ttl_minutes = ?2, expires_at = ?3 WHERE thread_id = ?1",
+        )
+        .bind(thread_id.to_string())
+        .bind(minutes)
+        .bind(minutes.map(|m| expiry(Timestamp::now(), m).micros()))
+        .execute(&self.pool)
+        .await
+        .map_err(db("set a thread's ttl"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn thread_ttl(&self, thread_id: Uuid) -> Result<Option<(f64, Timestamp)>> {
+        let found: Option<(Option<f64>, Option<i64>)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_at FROM graphkit_server_threads WHERE thread_id = ?1",
+        )
+        .bind(thread_id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("read a thread's ttl"))?;
+        Ok(match found {
+            Some((Some(minutes), Some(expires))) => Some((minutes, Timestamp(expires))),
+            _ => None,
+        })
+    }
+
+    async fn expired_threads(&self, now: Timestamp, limit: usize) -> Result<Vec<Uuid>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT t.thread_id FROM graphkit_server_threads t WHERE t.expires_at IS NOT NULL \
+             AND t.expires_at <= ?1 AND NOT EXISTS (SELECT 1 FROM graphkit_server_runs r \
+             WHERE r.thread_id = t.thread_id AND r.status IN ('pending', 'running')) \
+             ORDER BY t.expires_at, t.thread_id LIMIT ?2",
+        )
+        .bind(now.micros())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read expired threads"))?;
+        ids.iter().map(|id| parse_id(id)).collect()
+    }
+
+    async fn set_item_ttl(
+        &self,
+        namespace: &[&str],
+        key: &str,
+        minutes: Option<f64>,
+    ) -> Result<()> {
+        let ns = namespace_key(namespace);
+        let query = match minutes {
+            Some(m) => sqlx::query(
+                "INSERT INTO graphkit_server_store_ttl (namespace, key, ttl_minutes, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (namespace, key) DO UPDATE SET \
+                 ttl_minutes = excluded.ttl_minutes, expires_at = excluded.expires_at",
+            )
+            .bind(ns)
+            .bind(key)
+            .bind(m)
+            .bind(expiry(Timestamp::now(), m).micros()),
+            None => sqlx::query(
+                "DELETE FROM graphkit_server_store_ttl WHERE namespace = ?1 AND key = ?2",
+            )
+            .bind(ns)
+            .bind(key),
+        };
+        query
+            .execute(&self.pool)
+            .await
+            .map_err(db("set a store item's ttl"))?;
+        Ok(())
+    }
+
+    async fn item_expiry(
+        &self,
+        namespace: &[&str],
+        key: &str,
+        now: Timestamp,
+        refresh: bool,
+    ) -> Result<Option<Timestamp>> {
+        let ns = namespace_key(namespace);
+        let found: Option<(f64, i64)> = sqlx::query_as(
+            "SELECT ttl_minutes, expires_at FROM graphkit_server_store_ttl WHERE namespace = ?1 AND key = ?2",
+        )
+        .bind(&ns)
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("read a store item's ttl"))?;
+        let Some((minutes, expires)) = found else {
+            return Ok(None);
+        };
+        if !refresh || expires <= now.micros() {
+            return Ok(Some(Timestamp(expires)));
+        }
+        let renewed = expiry(now, minutes);
+        sqlx::query(
+            "UPDATE graphkit_server_store_ttl SET expires_at = ?3 WHERE namespace = ?1 AND key = ?2 \
+             AND expires_at > ?4",
+        )
+        .bind(&ns)
+        .bind(key)
+        .bind(renewed.micros())
+        .bind(now.micros())
+        .execute(&self.pool)
+        .await
+        .map_err(db("refresh a store item's ttl"))?;
+        Ok(Some(renewed))
+    }
+
+    async fn expired_items(
+        &self,
+        now: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<(Vec<String>, String)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT namespace, key FROM graphkit_server_store_ttl WHERE expires_at <= ?1 \
+             ORDER BY expires_at LIMIT ?2",
+        )
+        .bind(now.micros())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("read expired store items"))?;
+        rows.into_iter()
+            .map(|(ns, key)| Ok((namespace_of(&ns)?, key)))
+            .collect()
     }
 
     fn watch_run(&self, run_id: Uuid) -> Wakeup {

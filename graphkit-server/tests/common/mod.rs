@@ -10,6 +10,9 @@ use serde_json::Value;
 
 pub struct TestServer {
     pub base: String,
+    /// The server's backend, for what a test does behind the API (firing crons at a given
+    /// time, sweeping expired rows).
+    pub backend: Arc<dyn Backend>,
     pub client: Client,
     pub server: Option<RunningServer>,
     pub dir: tempfile::TempDir,
@@ -37,12 +40,13 @@ impl TestServer {
         let server = configure(
             Server::new()
                 .graph("agent", demo::agent_graph().expect("demo graph"))
-                .backend(backend),
+                .backend(Arc::clone(&backend)),
         );
         let running = server.start("127.0.0.1:0").await.expect("start");
         let addr = running.local_addr().expect("bound");
         Self {
             base: format!("http://{addr}"),
+            backend,
             client: graphkit_llm::http::client_builder()
                 .build()
                 .expect("an HTTP client"),

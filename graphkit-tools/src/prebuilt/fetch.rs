@@ -102,52 +102,6 @@ impl UrlFetcher {
         self
     }
 
-    /// Checks `url` and resolves its host to an allowed address.
-    async fn checked_address(&self, url: &Url) -> Result<Option<SocketAddr>, ToolError> {
-        let shown = url.to_string();
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(ToolError::InvalidUrl {
-                url: shown,
-                reason: format!(
-                    "scheme `{}` is not allowed; use http or https",
-                    url.scheme()
-                ),
-            });
-        }
-        let host = url.host_str().ok_or_else(|| ToolError::InvalidUrl {
-            url: shown.clone(),
-            reason: "no host".into(),
-        })?;
-        let port = url.port_or_known_default().unwrap_or(80);
-        let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
-        let addrs: Vec<SocketAddr> = match host_for_lookup.parse::<IpAddr>() {
-            Ok(ip) => vec![SocketAddr::new(ip, port)],
-            Err(_) => tokio::net::lookup_host((host_for_lookup, port))
-                .await
-                .map_err(|e| ToolError::Request {
-                    url: shown.clone(),
-                    message: format!("cannot resolve `{host}`: {e}"),
-                })?
-                .collect(),
-        };
-        if self.allow_private {
-            return Ok(None);
-        }
-        if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
-            return Err(ToolError::AddressRefused {
-                url: shown,
-                reason: format!(
-                    "`{host}` resolves to {}, a private, loopback or otherwise non-public address",
-                    bad.ip()
-                ),
-            });
-        }
-        Ok(addrs
-            .first()
-            .copied()
-            .filter(|_| host_for_lookup.parse::<IpAddr>().is_err()))
-    }
-
     /// Fetches `url`, all within the fetcher's time limit.
     ///
     /// # Errors
@@ -170,7 +124,7 @@ impl UrlFetcher {
             reason: e.to_string(),
         })?;
         for _ in 0..=5 {
-            let pinned = self.checked_address(&current).await?;
+            let pinned = checked_address(&current, self.allow_private).await?;
             let mut builder = graphkit_llm::http::client_builder()
                 .timeout(self.timeout)
                 .redirect(reqwest::redirect::Policy::none())
@@ -295,6 +249,64 @@ fn identity_encoding() -> reqwest::header::HeaderMap {
         reqwest::header::HeaderValue::from_static("identity"),
     );
     headers
+}
+
+/// The address guard of [`UrlFetcher`], for other outbound calls that take a URL from a
+/// user (graphkit-server's webhooks): `url` must be `http` or `https`, and every address
+/// its host resolves to must be public ([`is_public`]) unless `allow_private`. Returns the
+/// checked address to connect to when the host is a name (pin the connection to it, so DNS
+/// cannot swap it in between), `None` for a literal address or when private ones are
+/// allowed.
+///
+/// # Errors
+/// [`ToolError::InvalidUrl`] for another scheme or no host, [`ToolError::AddressRefused`]
+/// for a non-public address, [`ToolError::Request`] when the host does not resolve.
+pub async fn checked_address(
+    url: &Url,
+    allow_private: bool,
+) -> Result<Option<SocketAddr>, ToolError> {
+    let shown = url.to_string();
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(ToolError::InvalidUrl {
+            url: shown,
+            reason: format!(
+                "scheme `{}` is not allowed; use http or https",
+                url.scheme()
+            ),
+        });
+    }
+    let host = url.host_str().ok_or_else(|| ToolError::InvalidUrl {
+        url: shown.clone(),
+        reason: "no host".into(),
+    })?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = match host_for_lookup.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((host_for_lookup, port))
+            .await
+            .map_err(|e| ToolError::Request {
+                url: shown.clone(),
+                message: format!("cannot resolve `{host}`: {e}"),
+            })?
+            .collect(),
+    };
+    if allow_private {
+        return Ok(None);
+    }
+    if let Some(bad) = addrs.iter().find(|a| !is_public(a.ip())) {
+        return Err(ToolError::AddressRefused {
+            url: shown,
+            reason: format!(
+                "`{host}` resolves to {}, a private, loopback or otherwise non-public address",
+                bad.ip()
+            ),
+        });
+    }
+    Ok(addrs
+        .first()
+        .copied()
+        .filter(|_| host_for_lookup.parse::<IpAddr>().is_err()))
 }
 
 /// `true` for addresses on the public internet.

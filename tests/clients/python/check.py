@@ -18,6 +18,7 @@ import sys
 import time
 import traceback
 import uuid
+from datetime import datetime, timezone
 
 import httpx
 from langgraph_sdk import get_client
@@ -463,6 +464,63 @@ async def store(client):
     await client.store.delete_item(ns + ["prefs"], "k1")
     gone = await client.store.get_item(ns + ["prefs"], "k1")
     expect(gone is None, f"a deleted item is still there: {gone!r}")
+
+
+@check
+async def crons_create_search_update_delete(client):
+    thread_id = await new_thread(client)
+    on_thread = await client.crons.create_for_thread(
+        thread_id,
+        "agent",
+        schedule="30 9 * * 1-5",
+        input=user("cron"),
+        metadata={"check": MARKER},
+    )
+    expect(on_thread.get("thread_id") == thread_id, f"create_for_thread gave {on_thread!r}")
+    expect(on_thread.get("next_run_date"), f"a cron without a next run date: {on_thread!r}")
+    alone = await client.crons.create(
+        "agent",
+        schedule="*/10 * * * *",
+        input=user("tick"),
+        on_run_completed="keep",
+        end_time=datetime(2999, 1, 1, tzinfo=timezone.utc),
+        metadata={"check": MARKER},
+    )
+    expect(alone.get("thread_id") is None, f"a cron without a thread got one: {alone!r}")
+    expect(alone.get("on_run_completed") == "keep", f"create gave {alone!r}")
+    found = await client.crons.search(
+        metadata={"check": MARKER}, sort_by="created_at", sort_order="asc"
+    )
+    ids = [c["cron_id"] for c in found]
+    expect(ids == [on_thread["cron_id"], alone["cron_id"]], f"search found {ids}")
+    count = await client.crons.count(thread_id=thread_id)
+    expect(count == 1, f"count for the thread gave {count!r}")
+    updated = await client.crons.update(alone["cron_id"], schedule="0 * * * *", enabled=False)
+    expect(
+        updated["schedule"] == "0 * * * *" and updated["enabled"] is False,
+        f"update gave {updated!r}",
+    )
+    expect(updated["next_run_date"] is None, f"a disabled cron is due: {updated!r}")
+    for cron in (on_thread, alone):
+        await client.crons.delete(cron["cron_id"])
+    left = await client.crons.count(metadata={"check": MARKER})
+    expect(left == 0, f"{left} crons left after deleting both")
+
+
+@check
+async def ttls_on_threads_and_store_items(client):
+    thread = await client.threads.create(metadata={"check": MARKER}, ttl=60)
+    expect(thread.get("thread_id"), f"create with a ttl gave {thread!r}")
+    await client.threads.update(thread["thread_id"], metadata={"ttl": "set"}, ttl=120)
+    shown = await client.threads.get(thread["thread_id"], include=["ttl"])
+    ttl = shown.get("ttl") or {}
+    expect(ttl.get("strategy") == "delete" and ttl.get("ttl") == 120, f"include=ttl gave {shown!r}")
+    ns = ["check", MARKER, "ttl"]
+    await client.store.put_item(ns, "k", {"v": 1}, ttl=5)
+    item = await client.store.get_item(ns, "k", refresh_ttl=True)
+    expect(item and item["value"] == {"v": 1}, f"get_item of an item with a ttl gave {item!r}")
+    found = await client.store.search_items(ns, refresh_ttl=True)
+    expect([i["key"] for i in found["items"]] == ["k"], f"search gave {found!r}")
 
 
 @check

@@ -129,5 +129,41 @@ pub(crate) const SCHEMA: Schema = Schema {
             FROM server_assistants;
     "#,
         },
+        Migration {
+            version: 5,
+            description: "crons; expiry times (ttl) of threads and store items",
+            // Times of these columns are microseconds since the epoch (`*_us`), as the
+            // server's records hold them.
+            sql: r#"
+        CREATE TABLE server_crons (
+            cron_id          UUID PRIMARY KEY,
+            assistant_id     UUID NOT NULL,
+            thread_id        UUID,
+            schedule         TEXT NOT NULL,
+            timezone         TEXT,
+            end_time_us      BIGINT,
+            payload          JSONB NOT NULL,
+            run_template     JSONB NOT NULL,
+            on_run_completed TEXT,
+            enabled          BOOLEAN NOT NULL,
+            next_run_us      BIGINT,
+            metadata         JSONB NOT NULL,
+            created_us       BIGINT NOT NULL,
+            updated_us       BIGINT NOT NULL
+        );
+        CREATE INDEX server_crons_due ON server_crons (next_run_us) WHERE enabled;
+        ALTER TABLE server_threads ADD COLUMN ttl_minutes DOUBLE PRECISION;
+        ALTER TABLE server_threads ADD COLUMN expires_us BIGINT;
+        CREATE INDEX server_threads_expiry ON server_threads (expires_us) WHERE expires_us IS NOT NULL;
+        CREATE TABLE server_store_ttl (
+            namespace   TEXT NOT NULL,
+            key         TEXT NOT NULL,
+            ttl_minutes DOUBLE PRECISION NOT NULL,
+            expires_us  BIGINT NOT NULL,
+            PRIMARY KEY (namespace, key)
+        );
+        CREATE INDEX server_store_ttl_expiry ON server_store_ttl (expires_us);
+    "#,
+        },
     ],
 };
