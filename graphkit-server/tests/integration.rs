@@ -11,6 +11,7 @@ mod http_contract;
 mod http_fuzz;
 mod http_layer;
 mod llm_messages;
+mod mcp;
 mod openapi;
 mod runs;
 mod startup;
