@@ -361,13 +361,14 @@ impl<S: State> CompiledGraph<S> {
     ///
     /// ```
     /// # use graphkit::prelude::*;
-    /// # #[derive(State, Clone, Debug, Default)]
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
     /// # struct Inner { x: i64 }
-    /// # #[derive(State, Clone, Debug, Default)]
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
     /// # struct Outer { y: i64 }
-    /// # fn main() -> Result<(), graphkit::Error> {
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mut inner = StateGraph::<Inner>::new();
-    /// inner.add_node("step", |_: &Inner| async { InnerUpdate::default() });
+    /// inner.add_node("step", |_: std::sync::Arc<Inner>| async { InnerUpdate::default() });
     /// inner.add_edge(START, "step").add_edge("step", END);
     /// let schema = serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}});
     /// let inner = inner.compile()?.with_state_schema(schema.clone());
