@@ -214,3 +214,53 @@ over_each_backend!(
     every_run_is_streamed_in_order_and_replays_after_its_id,
     what_cannot_be_served_is_refused_by_name,
 );
+
+/// A thread stream on one server process follows the runs another process creates and
+/// executes (on PostgreSQL two backends on one schema; on SQLite two servers on one file).
+async fn runs_of_another_process_are_followed(fixture: crate::backend_contract::Fixture) {
+    let (dir_a, dir_b) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let streaming = TestServer::start_on(std::sync::Arc::clone(&fixture.a), dir_a, |server| {
+        server.workers(0)
+    })
+    .await;
+    let running =
+        TestServer::start_on(std::sync::Arc::clone(&fixture.b), dir_b, |server| server).await;
+    let thread = running.thread().await;
+    let mut live = open(&streaming, &thread, "?stream_mode=lifecycle", None).await;
+    let first = run(&running, &thread, "one").await;
+    let second = run(&running, &thread, "two").await;
+    let events = until_runs_done(&mut live, 2).await;
+    let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
+    assert_eq!(
+        data,
+        [
+            json!({"run_id": first, "attempt": 1}),
+            json!({"status": "run_done", "run_id": first}),
+            json!({"run_id": second, "attempt": 1}),
+            json!({"status": "run_done", "run_id": second}),
+        ]
+    );
+    drop(live);
+    streaming.stop().await;
+    running.stop().await;
+    fixture.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_another_process_are_followed_on_sqlite() {
+    runs_of_another_process_are_followed(crate::backend_contract::Fixture::sqlite().await).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_of_another_process_are_followed_on_postgres() {
+    let Some(fixture) =
+        crate::backend_contract::Fixture::postgres("runs_of_another_process_are_followed").await
+    else {
+        return;
+    };
+    runs_of_another_process_are_followed(fixture).await;
+}
