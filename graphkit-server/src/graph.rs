@@ -84,8 +84,9 @@ pub(crate) trait ServedGraph: Send + Sync + 'static {
     fn node_names(&self) -> Vec<String>;
     /// `{"nodes": [...], "edges": [...]}` as the SDK draws it.
     fn graph_json(&self) -> Value;
-    /// The nodes that run a subgraph.
-    fn subgraph_nodes(&self) -> Vec<String>;
+    /// The subgraphs, by namespace (with `recurse`, theirs too), with their state schemas
+    /// where known.
+    fn subgraphs(&self, recurse: bool) -> Vec<graphkit::SubgraphInfo>;
     /// The JSON Schemas of the state (null when the state has none).
     fn state_schema(&self) -> Value;
     /// Checks a run request against the state type (422 if it does not fit).
@@ -154,12 +155,20 @@ impl<S: State> TypedGraph<S> {
         let update = input_to_update(S::FIELDS, object).map_err(|e| {
             ServerError::Validation(format!("{what} does not fit the graph's state: {e}"))
         })?;
-        match serde_json::from_value::<S::Update>(update.clone()) {
+        // Through serde_path_to_error, so the refusal names the field (`input.messages`).
+        match serde_path_to_error::deserialize::<_, S::Update>(update.clone()) {
             Ok(update) => Ok(update),
             Err(first) => {
                 serde_json::from_value::<S::Update>(from_langchain(&update)).map_err(|_| {
+                    let at = first.path().to_string();
+                    let place = if at == "." {
+                        what.to_owned()
+                    } else {
+                        format!("{what}.{at}")
+                    };
                     ServerError::Validation(format!(
-                        "{what} does not fit the graph's state: {first}"
+                        "{place} does not fit the graph's state: {}",
+                        first.inner()
                     ))
                 })
             }
@@ -368,8 +377,8 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         self.graph.node_names().map(str::to_owned).collect()
     }
 
-    fn subgraph_nodes(&self) -> Vec<String> {
-        self.graph.subgraph_nodes()
+    fn subgraphs(&self, recurse: bool) -> Vec<graphkit::SubgraphInfo> {
+        self.graph.subgraphs(recurse)
     }
 
     fn graph_json(&self) -> Value {

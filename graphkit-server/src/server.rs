@@ -117,6 +117,12 @@ impl Server {
         graph: CompiledGraph<S>,
         schema: Value,
     ) -> Self {
+        // Recorded on the graph too, so its same-state subgraphs are described by it.
+        let graph = if schema.is_null() {
+            graph
+        } else {
+            graph.with_state_schema(schema.clone())
+        };
         let typed: SharedGraph = Arc::new(TypedGraph { graph, schema });
         self.graphs.insert(graph_id.to_owned(), typed);
         self
@@ -258,13 +264,16 @@ impl Server {
                 .await
                 .map_err(|e| ServerError::Startup(format!("bind the listen address: {e}")))?;
             local_addr = listener.local_addr().ok();
-            let app = router(Api {
+            let mut api = Api {
                 shared,
                 api_key: self.api_key.map(Into::into),
                 body_limit: self.body_limit,
                 body_read_timeout: self.body_read_timeout,
                 stop: stop.clone(),
-            });
+                mcp: None,
+            };
+            api.mcp = Some(crate::api::mcp::endpoint(&api, local_addr)?);
+            let app = router(api);
             let app = match cors {
                 Some(cors) => app.layer(cors),
                 None => app,

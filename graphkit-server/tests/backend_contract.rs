@@ -32,7 +32,7 @@ const LEASE: Duration = Duration::from_secs(60);
 /// the HTTP contract suite, `http_contract.rs`).
 pub(crate) struct Fixture {
     pub(crate) a: Arc<dyn Backend>,
-    b: Arc<dyn Backend>,
+    pub(crate) b: Arc<dyn Backend>,
     _dir: Option<tempfile::TempDir>,
     /// PostgreSQL: the server's URL and the test's schema, dropped at the end.
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]

@@ -7,11 +7,15 @@ mod bad_input;
 mod common;
 mod cors;
 mod followers;
+#[macro_use]
 mod http_contract;
 mod http_fuzz;
 mod http_layer;
 mod llm_messages;
+mod mcp;
 mod openapi;
 mod runs;
 mod startup;
+mod subgraphs;
+mod thread_stream;
 mod threads_and_assistants;

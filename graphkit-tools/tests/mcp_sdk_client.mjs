@@ -1,12 +1,14 @@
 // The reference MCP client of the official TypeScript SDK (@modelcontextprotocol/sdk),
-// driven by graphkit-tools' MCP server tests (tests/mcp_server*.rs).
+// driven by graphkit-tools' MCP server tests (tests/mcp_server*.rs) and graphkit-server's
+// MCP endpoint test (graphkit-server/tests/mcp.rs).
 //
 // Usage: node mcp_sdk_client.mjs SDK_DIR CALLS_JSON http URL
 //        node mcp_sdk_client.mjs SDK_DIR CALLS_JSON stdio COMMAND [ARGS...]
 //
 // SDK_DIR is the installed package directory (node_modules/@modelcontextprotocol/sdk);
 // CALLS_JSON a list of {"name", "arguments"}. It connects, lists the tools, makes the calls
-// in order and prints one JSON report on stdout:
+// in order and prints one JSON report on stdout (over HTTP, the environment variable
+// GRAPHKIT_MCP_HEADERS, a JSON object, gives headers to send with every request):
 //   {"server": {name, version}, "tools": [...], "calls": [{"result": ...} | {"error": {code, message}}]}
 // The assertions live in the Rust tests.
 
@@ -20,7 +22,8 @@ const { Client } = await load('client/index.js');
 let transport;
 if (kind === 'http') {
   const { StreamableHTTPClientTransport } = await load('client/streamableHttp.js');
-  transport = new StreamableHTTPClientTransport(new URL(target[0]));
+  const headers = JSON.parse(process.env.GRAPHKIT_MCP_HEADERS ?? '{}');
+  transport = new StreamableHTTPClientTransport(new URL(target[0]), { requestInit: { headers } });
 } else if (kind === 'stdio') {
   const { StdioClientTransport } = await load('client/stdio.js');
   transport = new StdioClientTransport({

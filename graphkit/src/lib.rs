@@ -65,7 +65,7 @@ pub use context::run_context::{Provides, RunContext};
 pub use context::stream::{Scoped, StreamMode, StreamPayload, StreamWriter};
 pub use error::{BuildError, Error};
 pub use graph::builder::{CompileOptions, StateGraph};
-pub use graph::compiled::CompiledGraph;
+pub use graph::compiled::{CompiledGraph, SubgraphInfo};
 pub use graph::node::{Input, SyncNode};
 pub use graph::{END, INPUT, START};
 #[doc(hidden)]

@@ -118,3 +118,37 @@ fn subgraph_nodes_names_the_nodes_that_run_a_subgraph() {
         .add_edge("a", END);
     assert!(flat.compile().unwrap().subgraph_nodes().is_empty());
 }
+
+#[test]
+fn subgraphs_are_listed_by_namespace_with_inherited_or_given_schemas() {
+    let schema = serde_json::json!({"title": "S"});
+    let mut outer = StateGraph::<S>::new();
+    outer
+        .add_subgraph("outer", sample())
+        .add_edge(START, "outer")
+        .add_edge("outer", END);
+    let graph = outer.compile().unwrap();
+    assert_eq!(graph.state_schema(), None);
+    let direct = graph.subgraphs(false);
+    assert_eq!(direct.len(), 1);
+    assert_eq!(
+        (direct[0].namespace.as_str(), &direct[0].state_schema),
+        ("outer", &None)
+    );
+
+    // A same-state subgraph describes itself with its parent's schema, at any depth.
+    let graph = graph.with_state_schema(schema.clone());
+    assert_eq!(graph.state_schema(), Some(&schema));
+    let all: Vec<(String, Option<serde_json::Value>)> = graph
+        .subgraphs(true)
+        .into_iter()
+        .map(|s| (s.namespace, s.state_schema))
+        .collect();
+    assert_eq!(
+        all,
+        [
+            ("outer".to_owned(), Some(schema.clone())),
+            ("outer|sub".to_owned(), Some(schema)),
+        ]
+    );
+}

@@ -331,49 +331,48 @@ async fn graph(State(api): State<Api>, Path(id): Path<String>) -> Result<Respons
 async fn schemas(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
     let assistant = api.assistant(&id).await?;
     let graph = api.shared.graph(&assistant.graph_id)?;
-    let state = graph.state_schema();
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({
-            "graph_id": assistant.graph_id,
-            "input_schema": state,
-            "output_schema": state,
-            "state_schema": state,
-            "config_schema": null,
-            "context_schema": null,
-        }),
-    ))
+    let mut answer = schemas_of(&graph.state_schema());
+    answer["graph_id"] = json!(assistant.graph_id);
+    Ok(json_response(StatusCode::OK, &answer))
 }
 
-/// `GET /assistants/{id}/subgraphs[/{namespace}]`: the reference answers each subgraph's
-/// schemas by namespace. A graph without subgraphs truly has none to list (`{}`, or a 404
-/// for a namespace); for a graph with subgraphs, whose schemas this server cannot give,
-/// it is a 422 that says so, never an empty answer.
+/// The schemas the reference gives for a graph or subgraph whose state schema is `state`:
+/// input, output and state are the state's (a graphkit graph takes and gives its state);
+/// graphkit has no config or context schema.
+fn schemas_of(state: &Value) -> Value {
+    json!({
+        "input_schema": state,
+        "output_schema": state,
+        "state_schema": state,
+        "config_schema": null,
+        "context_schema": null,
+    })
+}
+
+/// `GET /assistants/{id}/subgraphs[/{namespace}]?recurse=`: the graph's subgraphs by
+/// namespace (`inner`; with `recurse`, also `inner|deeper`), each with its schemas, as the
+/// reference answers. With a namespace, only that subgraph (at any depth); an unknown one
+/// gives `{}`, as the reference. A subgraph whose state schema is unknown (added with
+/// `add_subgraph_mapped` without `CompiledGraph::with_state_schema`) has null schemas.
 async fn subgraphs_of(
     api: &Api,
     id: &str,
     namespace: Option<&str>,
     query: Option<&str>,
 ) -> Result<Response> {
-    query_bool(&query_pairs(query), "recurse")?;
+    let recurse = query_bool(&query_pairs(query), "recurse")?;
     let assistant = api.assistant(id).await?;
     let graph = api.shared.graph(&assistant.graph_id)?;
-    let nodes = graph.subgraph_nodes();
-    if !nodes.is_empty() {
-        return Err(ServerError::Validation(format!(
-            "subgraph schemas are not served by this server yet: graph {:?} has subgraphs ({}); \
-             GET /assistants/{{assistant_id}}/graph draws the graph",
-            assistant.graph_id,
-            nodes.join(", ")
-        )));
-    }
-    match namespace {
-        None => Ok(json_response(StatusCode::OK, &json!({}))),
-        Some(namespace) => Err(ServerError::NotFound(format!(
-            "graph {:?} has no subgraph {namespace:?}: it has no subgraphs",
-            assistant.graph_id
-        ))),
-    }
+    let answer: Map<String, Value> = graph
+        .subgraphs(recurse || namespace.is_some())
+        .into_iter()
+        .filter(|sub| namespace.is_none_or(|ns| sub.namespace == ns))
+        .map(|sub| {
+            let schemas = schemas_of(&sub.state_schema.unwrap_or(Value::Null));
+            (sub.namespace, schemas)
+        })
+        .collect();
+    Ok(json_response(StatusCode::OK, &answer))
 }
 
 async fn subgraphs(

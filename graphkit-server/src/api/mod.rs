@@ -3,10 +3,12 @@
 
 mod assistants;
 mod crons;
+pub(crate) mod mcp;
 mod runs;
 mod spec;
 mod store;
 mod stream;
+mod thread_stream;
 mod threads;
 
 use std::sync::Arc;
@@ -39,6 +41,9 @@ pub(crate) struct Api {
     pub body_read_timeout: std::time::Duration,
     /// Cancelled when the server stops: open streams and waits end then.
     pub stop: tokio_util::sync::CancellationToken,
+    /// The MCP endpoint (`POST /mcp`, see [`mcp`]), set once the server has bound its
+    /// address; `None` only while it is being built.
+    pub mcp: Option<graphkit_tools::mcp::McpHttpEndpoint>,
 }
 
 impl Api {
@@ -82,12 +87,29 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
             description: "an HTML page",
             content: Some("text/html"),
         }),
+        Endpoint::post(
+            "/mcp",
+            "MCP (streamable HTTP, stateless): the served graphs as tools",
+            mcp::serve,
+        )
+        .body(spec::fields!(
+            spec::req("jsonrpc", "string"),
+            spec::req("method", "string"),
+            spec::opt("id", "any"),
+            spec::opt("params", "object"),
+        ))
+        .answers(Answer {
+            status: 200,
+            description: "the JSON-RPC answer (202 and no body for a notification)",
+            content: Some("application/json"),
+        }),
     ];
     all.extend(assistants::endpoints());
     all.extend(threads::endpoints());
     all.extend(runs::endpoints());
     all.extend(crons::endpoints());
     all.extend(store::endpoints());
+    all.extend(thread_stream::endpoints());
     all
 }
 
@@ -99,7 +121,6 @@ pub(crate) fn router(api: Api) -> Router {
     endpoints()
         .into_iter()
         .fold(Router::new(), |router, e| router.route(e.path, e.handler))
-        .route("/threads/{tid}/stream", any(thread_stream))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -144,18 +165,6 @@ async fn metrics(State(api): State<Api>) -> Result<Response> {
 async fn not_found(request: Request) -> ServerError {
     ServerError::NotFound(format!(
         "no endpoint {} {}; see docs/server.md for the API subset served",
-        request.method(),
-        request.uri().path()
-    ))
-}
-
-/// `/threads/{id}/stream` (the thread-level stream of every run, `threads.join_stream`): a
-/// 404 that says it is not served and what to use instead.
-async fn thread_stream(request: Request) -> ServerError {
-    ServerError::NotFound(format!(
-        "the thread-level stream is not served by this server ({} {}); follow each run's \
-         stream with GET /threads/{{thread_id}}/runs/{{run_id}}/stream (list the runs with \
-         GET /threads/{{thread_id}}/runs), see docs/server.md",
         request.method(),
         request.uri().path()
     ))

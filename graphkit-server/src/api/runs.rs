@@ -634,7 +634,7 @@ async fn streamed(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Respo
     ))
 }
 
-async fn waited(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
+pub(super) async fn waited(api: &Api, thread: Option<Uuid>, body: &Bytes) -> Result<Response> {
     let created = create_run(api, thread, body, Follow::Wait).await?;
     let mut departure = Departure::new(api, created.run.run_id);
     departure.cancel_on_disconnect = created.cancel_on_disconnect;

@@ -17,8 +17,8 @@ use crate::backend::{CancelAction, Followed, RunEvent, RunFollower, RunRecord, R
 use crate::error::Result;
 
 /// The comment both SDKs skip, sent after 5 s without an event.
-const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const HEARTBEAT: &[u8] = b": heartbeat\r\n\r\n";
+pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(5);
 /// How often a `wait`/`join` re-reads the run without a wake-up (a lost notification only
 /// delays).
 const RECHECK: Duration = Duration::from_secs(1);
@@ -38,7 +38,7 @@ impl StreamFilter {
         self.modes.iter().any(|m| m == mode)
     }
 
-    fn passes(&self, event: &RunEvent) -> bool {
+    pub(crate) fn passes(&self, event: &RunEvent) -> bool {
         let base = event.event.split('|').next().unwrap_or_default();
         match base {
             "metadata" | "error" | "end" => true,
@@ -181,15 +181,21 @@ pub(crate) async fn run_result(
 }
 
 fn frame(event: &RunEvent, with_id: bool) -> Bytes {
-    let mut out = String::with_capacity(event.event.len() + event.data.len() + 32);
+    let seq = with_id.then(|| event.seq.to_string());
+    frame_with_id(&event.event, &event.data, seq.as_deref())
+}
+
+/// One SSE frame: `event`, its `data` (one line of JSON) and, when given, its `id`.
+pub(crate) fn frame_with_id(event: &str, data: &str, id: Option<&str>) -> Bytes {
+    let mut out = String::with_capacity(event.len() + data.len() + 48);
     out.push_str("event: ");
-    out.extend(event.event.chars().filter(|c| *c != '\r' && *c != '\n'));
+    out.extend(event.chars().filter(|c| *c != '\r' && *c != '\n'));
     out.push_str("\r\ndata: ");
-    out.push_str(&event.data);
+    out.push_str(data);
     out.push_str("\r\n");
-    if with_id {
+    if let Some(id) = id {
         out.push_str("id: ");
-        out.push_str(&event.seq.to_string());
+        out.push_str(id);
         out.push_str("\r\n");
     }
     out.push_str("\r\n");

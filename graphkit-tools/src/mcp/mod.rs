@@ -31,7 +31,7 @@ mod toolset;
 
 pub use client::{McpCallResult, McpClient, McpTool, McpToolInfo, McpTransport};
 #[cfg(feature = "mcp-server")]
-pub use server::{MCP_HTTP_PATH, McpHttpServer, McpServer};
+pub use server::{MCP_HTTP_PATH, McpHttpEndpoint, McpHttpServer, McpServer};
 #[cfg(feature = "mcp-server")]
 pub use sessions::{DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT};
 pub use toolset::McpToolSet;

@@ -249,6 +249,63 @@ impl McpServer {
         self
     }
 
+    /// Registers a tool described by a JSON Schema rather than a Rust type: `input_schema`
+    /// is advertised as it is (`{"type": "object"}` when it is not an object schema), and
+    /// `handler` gets the call's arguments as a JSON object and answers a JSON value (sent
+    /// as [`tool`](Self::tool) sends one) or a [`ToolError`] the client sees as a tool error.
+    ///
+    /// This is for tools known only at run time, such as a server that serves each of its
+    /// graphs as a tool. Arguments the schema does not name are refused before `handler`
+    /// runs, as for typed tools; the rest of the checking is the handler's.
+    ///
+    /// ```
+    /// use graphkit_tools::mcp::McpServer;
+    /// use serde_json::json;
+    ///
+    /// let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    /// let server = McpServer::new("echo", "1.0.0").json_tool(
+    ///     "echo",
+    ///     "Answers its arguments.",
+    ///     schema,
+    ///     |arguments| async move { Ok(serde_json::Value::Object(arguments)) },
+    /// );
+    /// assert_eq!(server.tool_names().collect::<Vec<_>>(), ["echo"]);
+    /// ```
+    #[must_use]
+    pub fn json_tool<F, Fut>(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(Map<String, Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let input_schema = match input_schema {
+            Value::Object(schema) if schema.get("type") == Some(&json!("object")) => schema,
+            _ => empty_object_schema(),
+        };
+        let handler: Handler = Arc::new(move |arguments: Value| {
+            let arguments = match arguments {
+                Value::Object(arguments) => arguments,
+                _ => Map::new(),
+            };
+            handler(arguments)
+                .map(|answer| answer.map(Answer::Json))
+                .boxed()
+        });
+        self.tools.push(ServedTool {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            handler,
+        });
+        self
+    }
+
     /// The `Host` header values the HTTP server accepts (names or `host:port`).
     ///
     /// Defaults to `localhost`, `127.0.0.1`, `::1` and the bound IP address: this guards a
@@ -379,6 +436,44 @@ impl McpServer {
         })
     }
 
+    /// The server as a stateless streamable HTTP endpoint to mount in an HTTP server of
+    /// your own (axum, hyper, ...): each POST is one JSON-RPC message answered with
+    /// `application/json` (or `202` for a notification), no `Mcp-Session-Id` is issued, and
+    /// `GET` and `DELETE` answer `405`, as the MCP specification allows a server without
+    /// sessions to. [`allowed_hosts`](Self::allowed_hosts) applies when called (an empty
+    /// list accepts every `Host`); without it only loopback names are accepted. The
+    /// endpoint stops answering once `shutdown` is cancelled.
+    ///
+    /// # Errors
+    /// [`ToolError::Mcp`] when a tool name is invalid or taken twice.
+    pub fn into_http_endpoint(
+        self,
+        shutdown: CancellationToken,
+    ) -> Result<McpHttpEndpoint, ToolError> {
+        let allowed_hosts = self
+            .allowed_hosts
+            .clone()
+            .unwrap_or_else(|| ["localhost", "127.0.0.1", "::1"].map(Into::into).into());
+        let max_request_bytes = self.max_request_bytes;
+        let (max_sessions, idle_timeout) = (self.max_sessions, self.session_idle_timeout);
+        let handler = self.into_handler()?;
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(allowed_hosts)
+            .with_max_request_body_bytes(max_request_bytes)
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_cancellation_token(shutdown);
+        // No session is ever made: the store only satisfies the service's type.
+        let sessions = Arc::new(BoundedSessions::new(
+            handler.registry.name.clone(),
+            max_sessions,
+            idle_timeout,
+        ));
+        Ok(McpHttpEndpoint {
+            service: StreamableHttpService::new(move || Ok(handler.clone()), sessions, config),
+        })
+    }
+
     /// Checks the tool names and freezes the tools into the handler rmcp serves.
     fn into_handler(self) -> Result<RegistryHandler, ToolError> {
         let mut by_name = HashMap::new();
@@ -487,6 +582,33 @@ impl McpHttpServer {
         self.shutdown.cancel();
         connections.shutdown().await;
         Ok(())
+    }
+}
+
+/// A stateless streamable HTTP MCP endpoint to mount in your own HTTP server: made by
+/// [`McpServer::into_http_endpoint`]. Cheap to clone.
+#[derive(Clone)]
+pub struct McpHttpEndpoint {
+    service: StreamableHttpService<RegistryHandler, BoundedSessions>,
+}
+
+impl std::fmt::Debug for McpHttpEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHttpEndpoint").finish_non_exhaustive()
+    }
+}
+
+impl McpHttpEndpoint {
+    /// Answers one HTTP request to the endpoint (whatever path it was routed from).
+    pub async fn handle<B>(
+        &self,
+        request: hyper::Request<B>,
+    ) -> hyper::Response<BoxBody<Bytes, Infallible>>
+    where
+        B: hyper::body::Body + Send + 'static,
+        B::Error: std::fmt::Display,
+    {
+        self.service.handle(request).await
     }
 }
 

@@ -342,6 +342,8 @@ fn build_shape<S: State, C: ?Sized + 'static>(
             })
             .collect(),
         edges,
+        state_schema: None,
+        parent_state: false,
     }
 }
 

@@ -351,4 +351,110 @@ impl<S: State> CompiledGraph<S> {
     pub fn draw_ascii(&self) -> String {
         self.core.shape.ascii()
     }
+
+    /// This graph with `schema` recorded as the JSON Schema of its state, for hosts that
+    /// describe graphs and their subgraphs (graphkit-server's
+    /// `GET /assistants/{id}/subgraphs`). graphkit itself never reads it. Give it to a
+    /// graph before adding the graph as a subgraph with
+    /// [`StateGraph::add_subgraph_mapped`]: a subgraph added with
+    /// [`StateGraph::add_subgraph`] shares its parent's state type, and so its schema.
+    ///
+    /// ```
+    /// # use graphkit::prelude::*;
+    /// # use serde::{Deserialize, Serialize};
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Inner { x: i64 }
+    /// # #[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+    /// # struct Outer { y: i64 }
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut inner = StateGraph::<Inner>::new();
+    /// inner.add_node("step", |_: std::sync::Arc<Inner>| async { InnerUpdate::default() });
+    /// inner.add_edge(START, "step").add_edge("step", END);
+    /// let schema = serde_json::json!({"type": "object", "properties": {"x": {"type": "integer"}}});
+    /// let inner = inner.compile()?.with_state_schema(schema.clone());
+    ///
+    /// let mut outer = StateGraph::<Outer>::new();
+    /// outer.add_subgraph_mapped("inner", inner, |_| InnerUpdate::default(), |_| OuterUpdate::default());
+    /// outer.add_edge(START, "inner").add_edge("inner", END);
+    /// let subgraphs = outer.compile()?.subgraphs(false);
+    /// assert_eq!(subgraphs[0].namespace, "inner");
+    /// assert_eq!(subgraphs[0].state_schema, Some(schema));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// [`StateGraph::add_subgraph`]: crate::StateGraph::add_subgraph
+    /// [`StateGraph::add_subgraph_mapped`]: crate::StateGraph::add_subgraph_mapped
+    #[must_use]
+    pub fn with_state_schema(self, schema: serde_json::Value) -> Self {
+        let mut core = GraphCore::clone(&self.core);
+        core.shape = Arc::new(Shape {
+            state_schema: Some(Arc::new(schema)),
+            ..Shape::clone(&self.core.shape)
+        });
+        Self {
+            core: Arc::new(core),
+        }
+    }
+
+    /// The JSON Schema of this graph's state, when one was given with
+    /// [`with_state_schema`](Self::with_state_schema).
+    pub fn state_schema(&self) -> Option<&serde_json::Value> {
+        self.core.shape.state_schema.as_deref()
+    }
+
+    /// The subgraphs of this graph (nodes added with `add_subgraph` or
+    /// `add_subgraph_mapped`), in the order they were added; with `recurse`, their
+    /// subgraphs too, each after its parent, named by the path of node names from this
+    /// graph down (`outer|inner`, LangGraph's namespace form).
+    pub fn subgraphs(&self, recurse: bool) -> Vec<SubgraphInfo> {
+        let mut found = Vec::new();
+        collect_subgraphs(
+            &self.core.shape,
+            self.core.shape.state_schema.as_deref(),
+            "",
+            recurse,
+            &mut found,
+        );
+        found
+    }
+}
+
+/// A subgraph of a compiled graph, as [`CompiledGraph::subgraphs`] lists it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SubgraphInfo {
+    /// The node names from the graph down to the subgraph, joined by `|` (`inner`, or
+    /// `outer|inner` for a subgraph of the subgraph `outer`).
+    pub namespace: String,
+    /// The JSON Schema of the subgraph's state: the one given to
+    /// [`CompiledGraph::with_state_schema`], or its parent's for a subgraph added with
+    /// `add_subgraph` (same state type); `None` when unknown.
+    pub state_schema: Option<serde_json::Value>,
+}
+
+fn collect_subgraphs(
+    shape: &Shape,
+    schema: Option<&serde_json::Value>,
+    prefix: &str,
+    recurse: bool,
+    found: &mut Vec<SubgraphInfo>,
+) {
+    for node in &shape.nodes {
+        let Some(child) = &node.subgraph else {
+            continue;
+        };
+        let namespace = format!("{prefix}{}", node.name);
+        let child_schema = match (&child.state_schema, child.parent_state) {
+            (Some(own), _) => Some(&**own),
+            (None, true) => schema,
+            (None, false) => None,
+        };
+        found.push(SubgraphInfo {
+            namespace: namespace.clone(),
+            state_schema: child_schema.cloned(),
+        });
+        if recurse {
+            collect_subgraphs(child, child_schema, &format!("{namespace}|"), true, found);
+        }
+    }
 }

@@ -6,19 +6,24 @@ use std::sync::Arc;
 use crate::graph::{END, START};
 
 /// The declared structure of a graph, as drawn.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Shape {
     pub(crate) nodes: Vec<ShapeNode>,
     pub(crate) edges: Vec<ShapeEdge>,
+    /// The JSON Schema of the graph's state, when one was given
+    /// ([`CompiledGraph::with_state_schema`](crate::CompiledGraph::with_state_schema)).
+    pub(crate) state_schema: Option<Arc<serde_json::Value>>,
+    /// A subgraph added with `add_subgraph`: its state type is its parent's.
+    pub(crate) parent_state: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ShapeNode {
     pub(crate) name: Arc<str>,
     pub(crate) subgraph: Option<Arc<Shape>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ShapeEdge {
     pub(crate) from: Arc<str>,
     pub(crate) to: Arc<str>,

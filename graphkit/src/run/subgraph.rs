@@ -16,6 +16,7 @@ use crate::context::node_context::NodeContext;
 use crate::error::{BoxError, Error};
 use crate::graph::builder::{NodeOptions, StateGraph};
 use crate::graph::compiled::CompiledGraph;
+use crate::graph::draw::Shape;
 use crate::graph::node::{ErasedAsyncNode, NodeOutput, NodeRunner};
 use crate::run::runner::Runner;
 use crate::snapshot::SubgraphView;
@@ -25,7 +26,10 @@ impl<S: State, X: ?Sized + 'static> StateGraph<S, X> {
     /// Adds a compiled graph with the same state type as a node. It starts from the
     /// parent's state, and its updates become the node's writes in the parent.
     pub fn add_subgraph(&mut self, name: &str, graph: CompiledGraph<S>) -> &mut Self {
-        let shape = graph.shape();
+        let shape = Arc::new(Shape {
+            parent_state: true,
+            ..Shape::clone(&graph.shape())
+        });
         let runner = NodeRunner::Async(Arc::new(SameStateSubgraph::new(graph)));
         self.push_node(name, runner, NodeOptions::default(), true, Some(shape))
     }

@@ -648,6 +648,40 @@ async def join_stream_with_last_event_id(client):
     expect(run["status"] == "success", f"the run ended {run['status']!r} after the hang-up")
 
 
+@check
+async def thread_join_stream_replays_every_run(client):
+    thread_id = await new_thread(client)
+    first = await client.runs.create(thread_id, "agent", input=user("one"))
+    await client.runs.join(thread_id, first["run_id"])
+    second = await client.runs.create(thread_id, "agent", input=user("two"))
+    await client.runs.join(thread_id, second["run_id"])
+    parts = []
+
+    async def follow():
+        # graphkit-server's thread-stream ids are `{run_id}:{seq}`: after `:0` is the
+        # first run from its start. The SDK sends its default stream_mode, run_modes.
+        # (In SDK 0.4.14 the async join_stream is a coroutine that returns the stream.)
+        async for part in await client.threads.join_stream(
+            thread_id, last_event_id=f"{first['run_id']}:0"
+        ):
+            parts.append(part)
+            done = [p for p in parts if p.event == "metadata" and p.data.get("status") == "run_done"]
+            if len(done) == 2:
+                return
+
+    await asyncio.wait_for(follow(), DEADLINE_SECONDS)
+    starts = [p.data["run_id"] for p in parts if p.event == "metadata" and "attempt" in p.data]
+    ends = [p.data["run_id"] for p in parts if p.event == "metadata" and "status" in p.data]
+    expect(starts == [first["run_id"], second["run_id"]], f"runs started: {starts}")
+    expect(ends == starts, f"runs done: {ends}")
+    values = [p.data for p in parts if p.event == "values"]
+    expect(
+        contents(values[-1])[-1] == ("assistant", "echo: two"),
+        f"the thread stream ends with {values[-1]!r}",
+    )
+    expect(all(p.id for p in parts), "a thread-stream event had no id")
+
+
 async def main():
     url = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("GRAPHKIT_SERVER_URL")
     if not url:

@@ -1,0 +1,286 @@
+//! `POST /mcp`: the served graphs as MCP tools. The official TypeScript SDK's client
+//! (`@modelcontextprotocol/sdk`, `GRAPHKIT_MCP_SDK`) lists and calls them over streamable
+//! HTTP; plain JSON-RPC requests check the wire details (JSON answers, no session, the API
+//! key, protocol errors).
+
+use std::path::PathBuf;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::common::{TestServer, expect_json, user_input};
+
+const KEY: &str = "mcp-test-key";
+
+async fn server() -> TestServer {
+    TestServer::start_with(|server| {
+        server
+            .graph(
+                "second agent",
+                graphkit_server::demo::agent_graph().expect("demo graph"),
+            )
+            .api_key(KEY)
+    })
+    .await
+}
+
+/// The SDK client script (shared with graphkit-tools' MCP server tests) and the SDK's
+/// package directory, or `None` after printing why the test is skipped.
+fn sdk_client() -> Option<(PathBuf, PathBuf)> {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../graphkit-tools/tests/mcp_sdk_client.mjs");
+    let Some(sdk) = std::env::var_os("GRAPHKIT_MCP_SDK").map(PathBuf::from) else {
+        eprintln!(
+            "SKIPPED: GRAPHKIT_MCP_SDK is not set; install the official MCP client with `npm install --prefix target/mcp-sdk @modelcontextprotocol/sdk@1.32.2` and set GRAPHKIT_MCP_SDK to target/mcp-sdk/node_modules/@modelcontextprotocol/sdk (as .ci/run does)"
+        );
+        return None;
+    };
+    if !sdk.join("package.json").exists() {
+        eprintln!(
+            "SKIPPED: GRAPHKIT_MCP_SDK={} holds no package.json",
+            sdk.display()
+        );
+        return None;
+    }
+    if std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: node is not installed");
+        return None;
+    }
+    Some((script, sdk))
+}
+
+/// The official client lists every served graph as a tool with the graph's input schema,
+/// runs one by calling it (the run's final state comes back), and gets tool errors for
+/// input the graph refuses and a protocol error for an unknown tool.
+#[tokio::test]
+async fn the_official_mcp_client_lists_and_runs_the_graphs() {
+    let Some((script, sdk)) = sdk_client() else {
+        return;
+    };
+    let s = server().await;
+    let calls = json!([
+        {"name": "agent", "arguments": user_input("hello", json!({}))},
+        {"name": "second_agent", "arguments": user_input("again", json!({}))},
+        {"name": "agent", "arguments": {"messages": "not a list"}},
+        {"name": "agent", "arguments": {"messages": [], "colour": "red"}},
+        {"name": "no_such_graph", "arguments": {}},
+    ]);
+    let output = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg(&sdk)
+        .arg(calls.to_string())
+        .arg("http")
+        .arg(s.url("/mcp"))
+        .env(
+            "GRAPHKIT_MCP_HEADERS",
+            json!({"x-api-key": KEY}).to_string(),
+        )
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the SDK client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).expect("a JSON report");
+
+    assert_eq!(report["server"]["name"], "graphkit-server", "{report}");
+    let tools = report["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["agent", "second_agent"], "{report}");
+    let schemas = s
+        .client
+        .get(s.url("/assistants/agent/schemas"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .expect("send");
+    let schemas = expect_json(schemas, StatusCode::OK).await;
+    // The same schema (numbers compared loosely: JavaScript writes 0.0 as 0).
+    let keys = |schema: &Value| -> Vec<String> {
+        schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        keys(&tools[0]["inputSchema"]),
+        keys(&schemas["input_schema"])
+    );
+    assert_eq!(
+        keys(&tools[0]["inputSchema"]),
+        ["ask_human", "messages", "sleep"]
+    );
+    assert_eq!(
+        tools[0]["inputSchema"]["title"],
+        schemas["input_schema"]["title"]
+    );
+
+    let calls = report["calls"].as_array().expect("calls");
+    let first = &calls[0]["result"];
+    assert_ne!(first["isError"], json!(true), "{first}");
+    assert_eq!(
+        first["structuredContent"]["messages"],
+        json!([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "echo: hello"}]),
+        "{first}"
+    );
+    let text = first["content"][0]["text"].as_str().expect("text content");
+    let from_text: Value = serde_json::from_str(text).expect("the text is the JSON output");
+    assert_eq!(
+        from_text["messages"],
+        first["structuredContent"]["messages"]
+    );
+    assert_eq!(
+        calls[1]["result"]["structuredContent"]["messages"][1]["content"], "echo: again",
+        "{}",
+        calls[1]
+    );
+    for (index, names) in [(2, "messages"), (3, "colour")] {
+        let result = &calls[index]["result"];
+        assert_eq!(result["isError"], json!(true), "call {index}: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains(names), "call {index}: {text}");
+    }
+    let unknown = &calls[4]["error"];
+    assert_eq!(unknown["code"], json!(-32602), "{unknown}");
+    assert!(
+        unknown["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("agent, second_agent"),
+        "{unknown}"
+    );
+    s.stop().await;
+}
+
+/// One JSON-RPC POST to `/mcp` with the key (or without it).
+async fn rpc(s: &TestServer, body: Value, key: bool) -> reqwest::Response {
+    let mut request = s
+        .client
+        .post(s.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body);
+    if key {
+        request = request.header("x-api-key", KEY);
+    }
+    request.send().await.expect("send")
+}
+
+/// The wire: each message gets a JSON answer (202 for a notification), no session is
+/// issued, ping answers, GET is 405, and the API key applies.
+#[tokio::test]
+async fn the_endpoint_answers_json_rpc_statelessly_behind_the_key() {
+    let s = server().await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}
+        }
+    });
+    let refused = rpc(&s, initialize.clone(), false).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    let answer = rpc(&s, initialize, true).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert!(
+        answer.headers().get("mcp-session-id").is_none(),
+        "a stateless server issues no session"
+    );
+    let content_type = answer.headers()["content-type"].to_str().expect("text");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let answer: Value = answer.json().await.expect("JSON");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["result"]["serverInfo"]["name"], "graphkit-server");
+    assert!(
+        answer["result"]["capabilities"]["tools"].is_object(),
+        "{answer}"
+    );
+
+    let notified = rpc(
+        &s,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        true,
+    )
+    .await;
+    assert_eq!(notified.status(), StatusCode::ACCEPTED);
+
+    let headers = [("mcp-protocol-version", "2025-06-18")];
+    let call = |body: Value| {
+        let mut request = s
+            .client
+            .post(s.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("x-api-key", KEY)
+            .json(&body);
+        for (k, v) in headers {
+            request = request.header(k, v);
+        }
+        request.send()
+    };
+    let pong: Value = call(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+
+    let listed: Value = call(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("JSON");
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["agent", "second_agent"], "{listed}");
+
+    let called: Value = call(json!({
+        "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "agent", "arguments": user_input("wire", json!({}))}
+    }))
+    .await
+    .expect("send")
+    .json()
+    .await
+    .expect("JSON");
+    assert_eq!(
+        called["result"]["structuredContent"]["messages"][1]["content"], "echo: wire",
+        "{called}"
+    );
+
+    let unknown: Value = call(json!({"jsonrpc": "2.0", "id": 5, "method": "no/such"}))
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(unknown["id"], 5);
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    let get = s
+        .client
+        .get(s.url("/mcp"))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
+    s.stop().await;
+}
