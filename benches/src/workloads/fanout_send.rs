@@ -120,15 +120,20 @@ pub fn memory_case() -> Case {
 /// in a `FuturesUnordered` on the same runtime, their lists appended in send order, with
 /// no graph.
 pub fn by_hand_case() -> Case {
-    Case::new("send_memory_100k_by_hand", "fanout_send", Mode::Async, || {
-        let choice = AsyncRuntime::from_env();
-        let (runtime, info) = choice.build()?;
-        Ok(Box::new(ByHand {
-            runtime,
-            choice,
-            info,
-        }) as Box<dyn Prepared>)
-    })
+    Case::new(
+        "send_memory_100k_by_hand",
+        "fanout_send",
+        Mode::Async,
+        || {
+            let choice = AsyncRuntime::from_env();
+            let (runtime, info) = choice.build()?;
+            Ok(Box::new(ByHand {
+                runtime,
+                choice,
+                info,
+            }) as Box<dyn Prepared>)
+        },
+    )
     .param("W", MEMORY_WIDTH as i64)
     .steps(1)
     .items(MEMORY_WIDTH as u64, "task")
