@@ -28,7 +28,7 @@ pub const CONCURRENT_1000: &str = r#"{"invocations": 1000, "sum_x": 1004000, "to
 
 /// Every case of §10 this build can run, in the spec's order, and graphkit's own
 /// `cached_sequential_100_*` after W1, `deferred_fanout_100_*` and
-/// `functional_tasks_100_async` after W2.
+/// `functional_tasks_100_async` after W2, `send_memory_100k_{async,by_hand}` after W3.
 ///
 /// Of W7 only the `memory` saver with `sync` durability runs (see [`checkpoint`] for why
 /// the SQLite savers and the `async`/`exit` durabilities are not listed).
@@ -54,6 +54,9 @@ pub fn cases() -> Vec<Case> {
     for mode in MODES {
         cases.push(fanout_send::case(1000, mode).expect_spec(FANOUT_SEND_1000));
     }
+    // graphkit only: the peak memory of 100,000 async sends, and its floor by hand.
+    cases.push(fanout_send::memory_case());
+    cases.push(fanout_send::by_hand_case());
     for mode in MODES {
         cases.push(react::case(200, mode).expect_spec(REACT_200));
     }

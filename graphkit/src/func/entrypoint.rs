@@ -139,12 +139,12 @@ impl<I: Data, O: Data, P: Data> ErasedAsyncNode<EntrypointState<I, O, P>>
 {
     fn call(
         &self,
-        state: Arc<EntrypointState<I, O, P>>,
-        ctx: NodeContext,
+        state: &Arc<EntrypointState<I, O, P>>,
+        ctx: &NodeContext,
     ) -> BoxFuture<'static, Result<NodeOutput<EntrypointState<I, O, P>>, BoxError>> {
         let input = state.input.clone();
         let previous = state.saved.clone();
-        drop(state);
+        let ctx = ctx.clone();
         let body = Arc::clone(&self.body);
         Box::pin(async move {
             let Some(input) = input else {

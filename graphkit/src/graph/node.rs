@@ -218,10 +218,12 @@ impl<S: State> Clone for NodeRunner<S> {
 }
 
 pub(crate) trait ErasedAsyncNode<S: State>: std::marker::Send + Sync + 'static {
+    /// The node's future for one attempt. Borrows the snapshot and the context: a node
+    /// takes from them what it keeps (most take a clone of a field or two, not the whole).
     fn call(
         &self,
-        state: Arc<S>,
-        ctx: NodeContext,
+        state: &Arc<S>,
+        ctx: &NodeContext,
     ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>>;
 
     /// The child graph, when this node runs one as a subgraph (its checkpoints are kept
@@ -329,14 +331,13 @@ macro_rules! impl_into_node {
             $($arg: FromContext<S, C>,)*
         {
             #[allow(non_snake_case, unused_variables)]
-            fn call(&self, state: Arc<S>, ctx: NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
+            fn call(&self, state: &Arc<S>, ctx: &NodeContext) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
                 $(
-                    let $arg = match <$arg as FromContext<S, C>>::from_context(&state, &ctx) {
+                    let $arg = match <$arg as FromContext<S, C>>::from_context(state, ctx) {
                         Ok(value) => value,
                         Err(err) => return Box::pin(std::future::ready(Err(err))),
                     };
                 )*
-                drop(state);
                 let future = (self.f)($($arg),*);
                 Box::pin(async move { future.await.into_node_output() })
             }

@@ -76,6 +76,9 @@ pub(crate) struct StepBuffers<S: State> {
     pub(crate) gotos: Vec<Vec<Goto>>,
     /// Where the planner writes the next step's tasks.
     pub(crate) next: Vec<Task>,
+    /// The context lent to the run's lean tasks, kept from task to task (see
+    /// [`lend_context`]).
+    pub(crate) context: Option<NodeContext>,
 }
 
 impl StepScope<'_> {
@@ -93,6 +96,7 @@ impl<S: State> Default for StepBuffers<S> {
             writes: StepWrites::default(),
             gotos: Vec::new(),
             next: Vec::new(),
+            context: None,
         }
     }
 }
@@ -124,7 +128,8 @@ impl<S: State> StepBuffers<S> {
 }
 
 /// Runs `tasks` on `snapshot`; their results go to `results`, one per task in task
-/// order. `extras(i)` gives what task `i` needs besides its node.
+/// order. `extras(i)` gives what task `i` needs besides its node; `slot` is the context
+/// lent to lean tasks (see [`lend_context`]).
 ///
 /// A step of one task runs it directly: a sync node inline, an async node as its own
 /// future, with nothing boxed or allocated by the engine. Wider steps go to [`run_many`].
@@ -134,19 +139,29 @@ pub(crate) async fn run_step<S: State>(
     snapshot: &Arc<S>,
     scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
+    slot: &mut Option<NodeContext>,
     results: &mut Vec<Option<TaskResult<S>>>,
 ) {
     results.clear();
     results.resize_with(tasks.len(), || None);
     let [task] = tasks else {
-        return Box::pin(run_many(core, tasks, snapshot, scope, extras, results)).await;
+        Box::pin(run_many(
+            core, tasks, snapshot, scope, extras, slot, results,
+        ))
+        .await;
+        return_context(slot);
+        return;
     };
     let extra = extras(0);
     let result = match extra.prefilled {
         Some(output) => Ok(output),
         None if let Some(f) = lean_async(core, task, scope, extra.saver.as_ref()) => {
-            let ctx = node_context(&core.nodes[task.node], task, scope, None, extra.scratchpad);
-            LeanTask::new(f, snapshot, ctx).await
+            let spec = &core.nodes[task.node];
+            let ctx = lend_context(slot, spec, task, scope, extra.scratchpad);
+            let lean = LeanTask::new(f, snapshot, ctx);
+            let attempt = lean.await;
+            return_context(slot);
+            attempt.into_result(&spec.name, 1)
         }
         None => {
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
@@ -187,12 +202,15 @@ impl<S: State> InlineSave<S> {
 /// [`run_step`] for a step where [`runs_inline`] holds, with no future: the task's result
 /// goes to `results`, unless it still has to be saved (then it is returned, and its
 /// [`InlineSave::finish`] gives the result).
+///
+/// The node reads `state` itself: a sync node needs no shared snapshot.
 pub(crate) fn run_inline_step<S: State>(
     core: &GraphCore<S>,
     task: &Task,
-    snapshot: &Arc<S>,
+    state: &S,
     scope: &StepScope<'_>,
     extra: TaskExtras<S>,
+    slot: &mut Option<NodeContext>,
     results: &mut Vec<Option<TaskResult<S>>>,
 ) -> Result<(), Box<InlineSave<S>>> {
     results.clear();
@@ -203,12 +221,14 @@ pub(crate) fn run_inline_step<S: State>(
         (None, NodeRunner::Sync(f))
             if extra.saver.is_none() && !scope.streams(StreamMode::Tasks) =>
         {
-            let ctx = node_context(spec, task, scope, None, extra.scratchpad);
-            attempt_sync(f, snapshot, &ctx).into_result(&ctx.node, 1)
+            let ctx = lend_context(slot, spec, task, scope, extra.scratchpad);
+            let result = attempt_sync(f, state, ctx).into_result(&spec.name, 1);
+            return_context(slot);
+            result
         }
         (None, _) => {
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
-            match run.run_inline(snapshot) {
+            match run.run_inline(state) {
                 Some(result) if run.wants_save(&result) => {
                     // Boxed: large, and rare (an interrupt to save, or a saved output).
                     return Err(Box::new(InlineSave { run, result }));
@@ -230,6 +250,7 @@ async fn run_many<S: State>(
     snapshot: &Arc<S>,
     scope: &StepScope<'_>,
     mut extras: impl FnMut(usize) -> TaskExtras<S>,
+    slot: &mut Option<NodeContext>,
     results: &mut [Option<TaskResult<S>>],
 ) {
     let async_count = tasks
@@ -238,31 +259,38 @@ async fn run_many<S: State>(
         .count();
     let limit = scope.config.max_concurrency.unwrap_or(usize::MAX);
     let unlimited = limit == usize::MAX;
-    // Without a concurrency limit, lean async tasks are made in apply order into `lean`
-    // and first polled once each, after the sync tasks ran; only those still pending then
-    // go into `in_flight`. With a limit, they wait in `waiting` and start as others finish.
+    let events = scope.streams(StreamMode::Tasks);
+    // Without a concurrency limit, lean async tasks are listed in `lean` (by index, with
+    // their interrupt bookkeeping) and started after the sync tasks ran, each polled once
+    // as it is made; only those still pending then go into `in_flight`. With a limit, they
+    // wait in `waiting` and start as others finish.
     let mut in_flight = FuturesUnordered::new();
     let mut lean = Vec::new();
     let mut waiting = Vec::new();
     for (index, task) in tasks.iter().enumerate() {
         let extra = extras(index);
-        // A lean async task needs nothing but its node's context: no `TaskRun` is built.
-        if extra.prefilled.is_none()
-            && async_count > 1
-            && unlimited
-            && let Some(f) = lean_async(core, task, scope, extra.saver.as_ref())
-        {
-            let ctx = node_context(&core.nodes[task.node], task, scope, None, extra.scratchpad);
-            lean.push((index, LeanTask::new(f, snapshot, ctx)));
+        if let Some(output) = extra.prefilled {
+            results[index] = Some(Ok(output));
             continue;
         }
-        let mut run = match extra.prefilled {
-            Some(output) => {
-                results[index] = Some(Ok(output));
-                continue;
+        let spec = &core.nodes[task.node];
+        // A lean task needs nothing but its node's context: no `TaskRun` is built.
+        if extra.saver.is_none() && spec.retry.is_none() && !events {
+            match &spec.runner {
+                NodeRunner::Sync(f) => {
+                    let ctx = lend_context(slot, spec, task, scope, extra.scratchpad);
+                    results[index] =
+                        Some(attempt_sync(f, snapshot, ctx).into_result(&spec.name, 1));
+                    continue;
+                }
+                NodeRunner::Async(_) if spec.timeout.is_none() && async_count > 1 && unlimited => {
+                    lean.push((index, extra.scratchpad));
+                    continue;
+                }
+                NodeRunner::Async(_) => {}
             }
-            None => prepare(core, task, index, scope, extra.saver, extra.scratchpad),
-        };
+        }
+        let mut run = prepare(core, task, index, scope, extra.saver, extra.scratchpad);
         let result = match run.run_inline(snapshot) {
             Some(result) if run.wants_save(&result) => run.save(result).await,
             Some(result) => result,
@@ -279,16 +307,26 @@ async fn run_many<S: State>(
         results[index] = Some(result);
     }
     if !lean.is_empty() {
-        // One poll each, in apply order: a node that finishes at once never needs a place
-        // in `in_flight` (and its allocation).
+        // Made and polled once each, in apply order: a node that finishes at once never
+        // needs a place in `in_flight` (and its allocation), and its future is freed before
+        // the next one is made.
         // (Captured as `&mut`: a shared `&FuturesUnordered` held across the await would
         // need its futures to be `Sync`.)
-        let (lean, pending, results) = (&mut lean, &mut in_flight, &mut *results);
+        let (lean, pending, results, slot) = (&mut lean, &mut in_flight, &mut *results, &mut *slot);
         std::future::poll_fn(move |cx| {
-            for (index, mut task) in lean.drain(..) {
-                match Pin::new(&mut task).poll(cx) {
-                    Poll::Ready(result) => results[index] = Some(result),
-                    Poll::Pending => pending.push(tagged(index, Either::Left(task))),
+            for (index, scratchpad) in lean.drain(..) {
+                let task = &tasks[index];
+                let spec = &core.nodes[task.node];
+                let NodeRunner::Async(f) = &spec.runner else {
+                    continue;
+                };
+                let ctx = lend_context(slot, spec, task, scope, scratchpad);
+                let mut started = LeanTask::new(&**f, snapshot, ctx);
+                match Pin::new(&mut started).poll(cx) {
+                    Poll::Ready(attempt) => {
+                        results[index] = Some(attempt.into_result(&spec.name, 1));
+                    }
+                    Poll::Pending => pending.push(tagged(index, Either::Left(started.named(spec)))),
                 }
             }
             Poll::Ready(())
@@ -303,8 +341,9 @@ async fn run_many<S: State>(
         while in_flight.len() < limit {
             let Some(run) = waiting.next() else { break };
             let index = run.index;
+            let spec = &core.nodes[tasks[index].node];
             let future = match lean_async(core, &tasks[index], scope, run.saver.as_ref()) {
-                Some(f) => Either::Left(LeanTask::new(f, snapshot, run.ctx)),
+                Some(f) => Either::Left(LeanTask::new(f, snapshot, &run.ctx).named(spec)),
                 None => Either::Right(boxed(run, snapshot)),
             };
             in_flight.push(tagged(index, future));
@@ -326,42 +365,64 @@ fn boxed<S: State>(run: TaskRun<S>, snapshot: &Arc<S>) -> BoxedTask<S> {
 /// A concurrent task's future, tagged with its index.
 fn tagged<S: State>(
     index: usize,
-    future: Either<LeanTask<S>, BoxedTask<S>>,
+    future: Either<NamedLeanTask<S>, BoxedTask<S>>,
 ) -> impl Future<Output = (usize, TaskResult<S>)> + std::marker::Send + 'static {
     future.map(move |result| (index, result))
 }
 
 /// An async task that needs no retries, timeout, task events or saver: the node's own
 /// future, polled inside its stream writer's scope, its span and a panic catcher, as the
-/// full task would, with nothing else around it. `Unpin`, and small.
+/// full task would, with nothing else around it. `Unpin`, and small: it does not even
+/// keep its node's name (the caller knows it, see [`LeanTask::named`]).
 struct LeanTask<S: State> {
     future: BoxFuture<'static, Result<NodeOutput<S>, BoxError>>,
     writer: StreamWriter,
     /// The node's span, when a subscriber is installed.
     span: Option<tracing::Span>,
+}
+
+/// A [`LeanTask`] that outlives the loop that made it (it went into `in_flight`), with
+/// its node's name for its errors.
+struct NamedLeanTask<S: State> {
+    task: LeanTask<S>,
     node: Arc<str>,
+}
+
+impl<S: State> Future for NamedLeanTask<S> {
+    type Output = TaskResult<S>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
+        let this = &mut *self;
+        Pin::new(&mut this.task)
+            .poll(cx)
+            .map(|attempt| attempt.into_result(&this.node, 1))
+    }
 }
 
 impl<S: State> LeanTask<S> {
     /// Calls `f` on `snapshot` with `ctx`, its first attempt.
     #[inline]
-    fn new(f: &dyn ErasedAsyncNode<S>, snapshot: &Arc<S>, ctx: NodeContext) -> Self {
-        let node = Arc::clone(&ctx.node);
-        let span = tracing_on().then(|| node_span(&ctx));
-        let writer = ctx.writer.clone();
+    fn new(f: &dyn ErasedAsyncNode<S>, snapshot: &Arc<S>, ctx: &NodeContext) -> Self {
         Self {
-            future: f.call(Arc::clone(snapshot), ctx),
-            writer,
-            span,
-            node,
+            span: tracing_on().then(|| node_span(ctx)),
+            writer: ctx.writer.clone(),
+            future: f.call(snapshot, ctx),
+        }
+    }
+
+    /// This task, ending with its result as a task of the node `spec`.
+    fn named(self, spec: &NodeSpec<S>) -> NamedLeanTask<S> {
+        NamedLeanTask {
+            task: self,
+            node: Arc::clone(&spec.name),
         }
     }
 }
 
 impl<S: State> Future for LeanTask<S> {
-    type Output = TaskResult<S>;
+    type Output = Attempt<S>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TaskResult<S>> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Attempt<S>> {
         let this = &mut *self;
         let _entered = this.span.as_ref().map(tracing::Span::enter);
         let future = &mut this.future;
@@ -371,12 +432,9 @@ impl<S: State> Future for LeanTask<S> {
             .sync_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))));
         match polled {
             Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(Ok(output))) => Poll::Ready(Ok(output)),
-            Ok(Poll::Ready(Err(error))) => Poll::Ready(Err(into_task_error(&this.node, 1, error))),
-            Err(panic) => Poll::Ready(Err(Error::NodePanicked {
-                node: this.node.to_string(),
-                message: panic_message(&*panic),
-            })),
+            Ok(Poll::Ready(Ok(output))) => Poll::Ready(Attempt::Done(output)),
+            Ok(Poll::Ready(Err(error))) => Poll::Ready(Attempt::Failed(error)),
+            Err(panic) => Poll::Ready(Attempt::Panicked(panic_message(&*panic))),
         }
     }
 }
@@ -445,16 +503,12 @@ fn node_context<S: State>(
     saver: Option<&TaskSaver>,
     scratchpad: Option<Arc<Scratchpad>>,
 ) -> NodeContext {
-    let writer = match scope.target {
-        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
-        None => StreamWriter::disabled(),
-    };
     NodeContext {
         node: Arc::clone(&spec.name),
         step: scope.step,
         attempt: 1,
         config: Arc::clone(scope.config),
-        writer,
+        writer: node_writer(spec, scope),
         input: task.input.clone().map(PacketDebug),
         namespace: Arc::clone(scope.namespace),
         scratchpad,
@@ -463,6 +517,61 @@ fn node_context<S: State>(
             .filter(|_| spec.runner.needs_task_link())
             .map(|s| s.link(&spec.name)),
         graph_path: scope.graph_path.cloned(),
+    }
+}
+
+/// The stream writer of a task of the node `spec`.
+fn node_writer<S: State>(spec: &NodeSpec<S>, scope: &StepScope<'_>) -> StreamWriter {
+    match scope.target {
+        Some(target) => StreamWriter::new(target.clone(), Arc::clone(&spec.name)),
+        None => StreamWriter::disabled(),
+    }
+}
+
+/// The context of a lean task (no saver) of the node `spec`, lent from `slot`: what is
+/// the same for every task of a run (its config, namespace, store, graph path) is kept
+/// from the task before, and what differs is set again; the node's name and stream
+/// writer only when the node differs. A task costs no reference counts for what it
+/// shares with the run, and nothing is built or dropped per task.
+///
+/// The node gets `&NodeContext`; one that keeps the context clones it.
+fn lend_context<'s, S: State>(
+    slot: &'s mut Option<NodeContext>,
+    spec: &NodeSpec<S>,
+    task: &Task,
+    scope: &StepScope<'_>,
+    scratchpad: Option<Arc<Scratchpad>>,
+) -> &'s NodeContext {
+    // (The run's config is compared in case the slot outlived its run's scope.)
+    let reusable = slot
+        .as_ref()
+        .is_some_and(|ctx| Arc::ptr_eq(&ctx.config, scope.config));
+    if !reusable {
+        *slot = None;
+    }
+    match slot {
+        Some(ctx) => {
+            if !Arc::ptr_eq(&ctx.node, &spec.name) {
+                ctx.node = Arc::clone(&spec.name);
+                ctx.writer = node_writer(spec, scope);
+            }
+            ctx.step = scope.step;
+            ctx.attempt = 1;
+            ctx.input = task.input.clone().map(PacketDebug);
+            ctx.scratchpad = scratchpad;
+            ctx.checkpoint = None;
+            ctx
+        }
+        None => slot.insert(node_context(spec, task, scope, None, scratchpad)),
+    }
+}
+
+/// Drops what the last task lent from `slot` kept of its own (its input, its interrupt
+/// bookkeeping), so that nothing of a finished task stays alive in the slot.
+fn return_context(slot: &mut Option<NodeContext>) {
+    if let Some(ctx) = slot {
+        ctx.input = None;
+        ctx.scratchpad = None;
     }
 }
 
@@ -493,10 +602,10 @@ impl<S: State> Attempt<S> {
 }
 
 /// One attempt of the sync node `f`, inline, with `ctx`'s stream writer as the current one.
-fn attempt_sync<S: State>(f: &SyncFn<S>, snapshot: &Arc<S>, ctx: &NodeContext) -> Attempt<S> {
+fn attempt_sync<S: State>(f: &SyncFn<S>, state: &S, ctx: &NodeContext) -> Attempt<S> {
     // Not even a disabled span without a subscriber: entering and leaving one costs.
     let _entered = tracing_on().then(|| node_span(ctx).entered());
-    let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(snapshot, ctx)));
+    let call = || std::panic::catch_unwind(AssertUnwindSafe(|| f(state, ctx)));
     match ctx.writer.clone().sync_scope(call) {
         Ok(Ok(output)) => Attempt::Done(output),
         Ok(Err(err)) => Attempt::Failed(err),
@@ -562,8 +671,7 @@ impl<S: State> TaskRun<S> {
             NodeRunner::Sync(f) => attempt_sync(f, snapshot, &self.ctx),
             NodeRunner::Async(f) => {
                 let span = node_span(&self.ctx);
-                let future =
-                    AssertUnwindSafe(f.call(Arc::clone(snapshot), self.ctx.clone())).catch_unwind();
+                let future = AssertUnwindSafe(f.call(snapshot, &self.ctx)).catch_unwind();
                 let future =
                     tracing::Instrument::instrument(self.ctx.writer.clone().scope(future), span);
                 let outcome = match self.timeout {
@@ -584,7 +692,7 @@ impl<S: State> TaskRun<S> {
 
     /// Runs a sync node without a retry policy right here, with its task events; `None`
     /// (nothing run) for any other node. The output still has to be [saved](Self::save).
-    fn run_inline(&mut self, snapshot: &Arc<S>) -> Option<TaskResult<S>> {
+    fn run_inline(&mut self, state: &S) -> Option<TaskResult<S>> {
         if self.retry.is_some() || !matches!(self.runner, NodeRunner::Sync(_)) {
             return None;
         }
@@ -592,7 +700,7 @@ impl<S: State> TaskRun<S> {
         let NodeRunner::Sync(f) = &self.runner else {
             return None;
         };
-        let attempt = attempt_sync(f, snapshot, &self.ctx);
+        let attempt = attempt_sync(f, state, &self.ctx);
         let result = match self.settle(attempt) {
             Settled::Done(result) => result,
             // `settle` retries only under a retry policy, and this task has none.

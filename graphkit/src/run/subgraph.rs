@@ -66,10 +66,12 @@ impl<S: State> SameStateSubgraph<S> {
 impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
     fn call(
         &self,
-        state: Arc<S>,
-        ctx: NodeContext,
+        state: &Arc<S>,
+        ctx: &NodeContext,
     ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
         let graph = self.graph.clone();
+        let state = Arc::clone(state);
+        let ctx = ctx.clone();
         Box::pin(async move {
             // The child mutates its own copy; the parent's snapshot stays shared by siblings.
             let initial = S::clone(&state);
@@ -129,12 +131,12 @@ impl<S: State, C: State> MappedSubgraph<S, C> {
 impl<S: State, C: State> ErasedAsyncNode<S> for MappedSubgraph<S, C> {
     fn call(
         &self,
-        state: Arc<S>,
-        ctx: NodeContext,
+        state: &Arc<S>,
+        ctx: &NodeContext,
     ) -> BoxFuture<'static, Result<NodeOutput<S>, BoxError>> {
         let graph = self.graph.clone();
-        let input = (self.into_child)(&state);
-        drop(state);
+        let input = (self.into_child)(state);
+        let ctx = ctx.clone();
         let from_child = Arc::clone(&self.from_child);
         Box::pin(async move {
             let runner = Runner::child_of(&graph, C::default(), &ctx).with_checkpoints(&ctx);

@@ -594,7 +594,8 @@ impl<S: State> Runner<S> {
         // a reference past the step.
         let snapshot = buffers.share(&mut self.state);
         let scope = self.step_scope(core);
-        execute::run_step(core, tasks, &snapshot, &scope, extras, &mut buffers.results).await;
+        let (slot, results) = (&mut buffers.context, &mut buffers.results);
+        execute::run_step(core, tasks, &snapshot, &scope, extras, slot, results).await;
         buffers.restore(snapshot, &mut self.state);
         step_outcome(core, tasks, &mut buffers.results)
     }
@@ -602,7 +603,7 @@ impl<S: State> Runner<S> {
     /// [`Self::execute_step`] for a step where [`execute::runs_inline`] holds: the same,
     /// without a future, unless the task's result must be saved (then it is returned).
     fn execute_inline(
-        &mut self,
+        &self,
         core: &GraphCore<S>,
         tasks: &[Task],
         pending: &mut Option<PendingStep<S>>,
@@ -610,18 +611,17 @@ impl<S: State> Runner<S> {
         buffers: &mut StepBuffers<S>,
     ) -> Result<(), Box<execute::InlineSave<S>>> {
         let extra = task_extras(0, false, pending, persist, &self.inherited_scratchpad);
-        let snapshot = buffers.share(&mut self.state);
+        // A sync node reads the state by reference: no shared snapshot to make.
         let scope = self.step_scope(core);
-        let ran = execute::run_inline_step(
+        execute::run_inline_step(
             core,
             &tasks[0],
-            &snapshot,
+            &self.state,
             &scope,
             extra,
+            &mut buffers.context,
             &mut buffers.results,
-        );
-        buffers.restore(snapshot, &mut self.state);
-        ran
+        )
     }
 
     /// What every task of the current step shares.
