@@ -19,7 +19,6 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
