@@ -11,14 +11,21 @@
 //! cargo bench -p graphkit-server --bench server -- --only followers --followers 1000
 //! # against another build of the server (to compare)
 //! GRAPHKIT_BENCH_SERVER=/path/to/graphkit-server cargo bench -p graphkit-server --bench server
+//! # against another server already running (benches/server-vs-langgraph.sh starts
+//! # `langgraph dev` with the Python twin of `agent` and does this)
+//! cargo bench -p graphkit-server --bench server -- --only against-wait,against-stream \
+//!   --against http://127.0.0.1:2024 --against-pid PID --against-label "langgraph dev"
 //! ```
 //!
 //! Each configuration starts fresh server processes (`--listen 127.0.0.1:0`; a temporary
 //! SQLite file, or a fresh PostgreSQL schema dropped afterwards), creates one thread per run
 //! untimed, then lets `--clients` concurrent clients send `POST /threads/{id}/runs/wait`
-//! round-robin over the processes. It reports runs/s (runs over the wall time of the timed
-//! phase) and the p50/p99 latency of one `runs/wait`. Every answer is checked for the echo,
-//! so a broken server fails the bench instead of producing fast numbers.
+//! round-robin over the processes (`NAME-stream`: `POST /threads/{id}/runs/stream` with the
+//! values mode, read to its end). It reports runs/s (runs over the wall time of the timed
+//! phase) and the p50/p95/p99 latency of one run as the client sees it. Every answer is
+//! checked for the echo, so a broken server fails the bench instead of producing fast numbers.
+//! `big-message` sends one `runs/wait` whose message is 9 MB and reads the server's memory
+//! before, right after and 5 s later.
 //!
 //! The follower fan-out (`--only followers`, SQLite, one process; `followers-postgres-2`,
 //! two processes on PostgreSQL with the followers split between them) starts one run that
@@ -63,6 +70,13 @@ struct Options {
     follow_history: usize,
     only: Option<String>,
     postgres: Option<String>,
+    /// Another server already running (e.g. `langgraph dev` serving the Python twin of
+    /// `agent`): the `against-*` configurations drive it.
+    against: Option<String>,
+    /// That server's process id, to read its memory (`/proc/PID/status`).
+    against_pid: Option<u32>,
+    /// What the `against-*` lines call that server.
+    against_label: String,
 }
 
 fn parse_options() -> BenchResult<Options> {
@@ -74,6 +88,9 @@ fn parse_options() -> BenchResult<Options> {
         follow_sleep: 15.0,
         follow_history: 0,
         only: None,
+        against: None,
+        against_pid: None,
+        against_label: "other".to_owned(),
         postgres: std::env::var("GRAPHKIT_TEST_POSTGRES_URL")
             .ok()
             .filter(|url| !url.is_empty()),
@@ -97,12 +114,25 @@ fn parse_options() -> BenchResult<Options> {
             }
             "--only" => options.only = Some(value("--only")?),
             "--postgres" => options.postgres = Some(value("--postgres")?),
+            "--against" => {
+                options.against = Some(value("--against")?.trim_end_matches('/').to_owned());
+            }
+            "--against-pid" => {
+                let text = value("--against-pid")?;
+                options.against_pid = Some(
+                    text.parse()
+                        .map_err(|_| format!("--against-pid {text:?} is not a process id"))?,
+                );
+            }
+            "--against-label" => options.against_label = value("--against-label")?,
             other => {
                 return Err(format!(
                     "unknown argument {other:?}; use --clients N, --runs N, --stream-runs N, \
-                     --followers N, --follow-sleep SECS, --follow-history N, --only \
-                     sqlite|postgres-1|postgres-3|stream|followers|followers-postgres-2, \
-                     --postgres URL"
+                     --followers N, --follow-sleep SECS, --follow-history N, --only NAME[,NAME] \
+                     (sqlite, sqlite-stream, postgres-1, postgres-1-stream, postgres-3, stream, \
+                     big-message, followers, followers-postgres-2, against-wait, \
+                     against-stream, against-big-message), --postgres URL, --against URL, \
+                     --against-pid PID, --against-label NAME"
                 ));
             }
         }
@@ -346,21 +376,39 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// The throughput configuration: `processes` servers on `database`, `clients` concurrent
-/// clients, `runs` timed `runs/wait`s in all.
+/// What each client of a throughput configuration sends.
+#[derive(Clone, Copy)]
+enum Load {
+    /// `POST /threads/{id}/runs/wait`, checked for the echo.
+    Wait,
+    /// `POST /threads/{id}/runs/stream` with `stream_mode` values, read to its end and
+    /// checked for the echo.
+    Stream,
+}
+
+/// A throughput configuration on servers already listening at `bases`: `clients` concurrent
+/// clients, `runs` timed runs in all, round-robin over the servers.
 async fn throughput(
     label: &str,
-    database: &Database,
-    processes: usize,
+    bases: &[String],
+    load: Load,
     options: &Options,
 ) -> BenchResult<Value> {
-    let servers = database.start(processes)?;
-    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
     let http = graphkit_llm::http::client_builder()
         .timeout(Duration::from_secs(300))
         .pool_max_idle_per_host(options.clients)
         .build()
         .map_err(|e| format!("http client: {e}"))?;
+    let modes = json!(["values"]);
+    let one = move |http: reqwest::Client, base: String, thread: String, text: &'static str| {
+        let modes = modes.clone();
+        async move {
+            match load {
+                Load::Wait => run_wait(&http, &base, &thread, text).await,
+                Load::Stream => run_stream(&http, &base, &thread, &modes).await.map(drop),
+            }
+        }
+    };
     // Untimed: one thread per run (spread over the processes) and a warm-up run per client.
     let mut threads = Vec::with_capacity(options.runs);
     for i in 0..options.runs {
@@ -369,7 +417,7 @@ async fn throughput(
     for c in 0..options.clients {
         let base = &bases[c % bases.len()];
         let thread = new_thread(&http, base).await?;
-        run_wait(&http, base, &thread, "warm-up").await?;
+        one(http.clone(), base.clone(), thread, "warm-up").await?;
     }
 
     let started = Instant::now();
@@ -382,11 +430,12 @@ async fn throughput(
             .map(|(i, t)| (bases[i % bases.len()].clone(), t.clone()))
             .collect();
         let http = http.clone();
+        let one = one.clone();
         tasks.spawn(async move {
             let mut latencies = Vec::with_capacity(mine.len());
             for (base, thread) in mine {
                 let sent = Instant::now();
-                run_wait(&http, &base, &thread, "bench").await?;
+                one(http.clone(), base, thread, "bench").await?;
                 latencies.push(sent.elapsed());
             }
             BenchResult::Ok(latencies)
@@ -397,17 +446,72 @@ async fn throughput(
         latencies.extend(joined.map_err(|e| format!("a client task failed: {e}"))??);
     }
     let wall = started.elapsed();
-    drop(servers);
     latencies.sort();
+    let round = |value: f64| (value * 10.0).round() / 10.0;
     Ok(json!({
         "config": label,
-        "processes": processes,
+        "load": match load { Load::Wait => "runs/wait", Load::Stream => "runs/stream" },
+        "processes": bases.len(),
         "clients": options.clients,
         "runs": latencies.len(),
-        "runs_per_s": (latencies.len() as f64 / wall.as_secs_f64() * 10.0).round() / 10.0,
-        "wait_p50_ms": (ms(percentile(&latencies, 50.0)) * 10.0).round() / 10.0,
-        "wait_p99_ms": (ms(percentile(&latencies, 99.0)) * 10.0).round() / 10.0,
+        "runs_per_s": round(latencies.len() as f64 / wall.as_secs_f64()),
+        "p50_ms": round(ms(percentile(&latencies, 50.0))),
+        "p95_ms": round(ms(percentile(&latencies, 95.0))),
+        "p99_ms": round(ms(percentile(&latencies, 99.0))),
         "wall_s": (wall.as_secs_f64() * 100.0).round() / 100.0,
+    }))
+}
+
+/// A process's resident memory and its peak so far, in MB (`VmRSS`, `VmHWM` of
+/// `/proc/PID/status`; `None` where there is no such file).
+fn memory_mb(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
+            .map(|kb| (kb / 1024.0 * 10.0).round() / 10.0)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// One `runs/wait` whose user message is 9 MB, on a fresh thread of the server at `base`:
+/// how long it took, and the server's memory before, right after, and 5 s later (has it
+/// given the memory back?).
+async fn big_message(label: &str, base: &str, pid: Option<u32>) -> BenchResult<Value> {
+    let http = graphkit_llm::http::client_builder()
+        .timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| format!("http client: {e}"))?;
+    // Warm the server up first (its first run builds caches and connections).
+    let warm = new_thread(&http, base).await?;
+    run_wait(&http, base, &warm, "warm-up").await?;
+    let text: String = "graphkit ".repeat(9 * 1024 * 1024 / 9);
+    let thread = new_thread(&http, base).await?;
+    let before = pid.and_then(memory_mb);
+    let started = Instant::now();
+    run_wait(&http, base, &thread, &text).await?;
+    let took = started.elapsed();
+    let after = pid.and_then(memory_mb);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let later = pid.and_then(memory_mb);
+    let rss = |m: Option<(f64, f64)>| m.map(|(rss, _)| rss);
+    Ok(json!({
+        "config": label,
+        "load": "runs/wait, one 9 MB message",
+        "message_bytes": text.len(),
+        "wait_ms": (ms(took) * 10.0).round() / 10.0,
+        "rss_before_mb": rss(before),
+        "rss_after_mb": rss(after),
+        "rss_5s_later_mb": rss(later),
+        "rss_peak_mb": later.map(|(_, peak)| peak),
     }))
 }
 
@@ -651,17 +755,42 @@ async fn get_json(http: &reqwest::Client, url: &str) -> BenchResult<Value> {
 }
 
 fn wanted(options: &Options, name: &str) -> bool {
-    options.only.as_deref().is_none_or(|only| only == name)
+    options
+        .only
+        .as_deref()
+        .is_none_or(|only| only.split(',').any(|one| one.trim() == name))
+}
+
+/// The throughput configurations of `processes` fresh servers on `database`: `name`
+/// (`runs/wait`) and `name-stream` (`runs/stream`), each when wanted.
+async fn wait_and_stream(
+    name: &str,
+    database: &Database,
+    processes: usize,
+    options: &Options,
+) -> BenchResult<()> {
+    for (load, config) in [
+        (Load::Wait, name.to_owned()),
+        (Load::Stream, format!("{name}-stream")),
+    ] {
+        if !wanted(options, &config) {
+            continue;
+        }
+        let servers = database.start(processes)?;
+        let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+        println!("{}", throughput(&config, &bases, load, options).await?);
+    }
+    Ok(())
 }
 
 async fn run(options: Options) -> BenchResult<()> {
-    if wanted(&options, "sqlite") {
+    if wanted(&options, "sqlite") || wanted(&options, "sqlite-stream") {
         let database = Database::sqlite()?;
-        println!("{}", throughput("sqlite", &database, 1, &options).await?);
+        wait_and_stream("sqlite", &database, 1, &options).await?;
     }
     for processes in [1, 3] {
         let name = format!("postgres-{processes}");
-        if !wanted(&options, &name) {
+        if !wanted(&options, &name) && !wanted(&options, &format!("{name}-stream")) {
             continue;
         }
         let Some(url) = options.postgres.as_deref() else {
@@ -675,13 +804,41 @@ async fn run(options: Options) -> BenchResult<()> {
             continue;
         }
         let database = Database::postgres(url, &format!("p{processes}"));
-        let result = throughput(&name, &database, processes, &options).await;
+        let result = wait_and_stream(&name, &database, processes, &options).await;
         database.drop_schema().await;
-        println!("{}", result?);
+        result?;
     }
     if wanted(&options, "stream") {
         let database = Database::sqlite()?;
         println!("{}", stream_cost(&database, &options).await?);
+    }
+    if wanted(&options, "big-message") {
+        let database = Database::sqlite()?;
+        let servers = database.start(1)?;
+        let pid = servers[0].child.id();
+        println!(
+            "{}",
+            big_message("sqlite", &servers[0].base, Some(pid)).await?
+        );
+    }
+    if let Some(base) = options.against.as_deref() {
+        let label = format!("against {}", options.against_label);
+        let bases = [base.to_owned()];
+        if wanted(&options, "against-wait") {
+            println!(
+                "{}",
+                throughput(&label, &bases, Load::Wait, &options).await?
+            );
+        }
+        if wanted(&options, "against-stream") {
+            println!(
+                "{}",
+                throughput(&label, &bases, Load::Stream, &options).await?
+            );
+        }
+        if wanted(&options, "against-big-message") {
+            println!("{}", big_message(&label, base, options.against_pid).await?);
+        }
     }
     if wanted(&options, "followers") {
         let database = Database::sqlite()?;
