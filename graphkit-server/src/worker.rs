@@ -167,7 +167,7 @@ impl Shared {
 /// thread's state values after it, and its error (if it failed), as the reference server
 /// sends it.
 fn webhook_payload(run: &RunRecord, end: &RunEnd, outcome: Option<&ThreadOutcome>) -> Value {
-    let mut payload = crate::api::run_json(run);
+    let mut payload = crate::backend::run_json(run);
     let now = Timestamp::now();
     if let Value::Object(fields) = &mut payload {
         let status = end

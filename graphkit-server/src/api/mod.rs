@@ -23,7 +23,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-pub(crate) use self::runs::run_json;
 use self::spec::{Answer, Endpoint};
 use crate::backend::{AssistantRecord, Backend};
 use crate::error::{Result, ServerError};

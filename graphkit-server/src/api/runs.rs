@@ -19,7 +19,9 @@ use super::{
     Api, json_response, no_content, parse_body, query_bool, query_count, query_pairs, query_select,
     query_value, select_fields, text_field, uuid_param,
 };
-use crate::backend::{CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus};
+use crate::backend::{
+    CancelAction, MultitaskStrategy, NewRun, RunQuery, RunRecord, RunStatus, run_json,
+};
 use crate::error::{Result, ServerError};
 use crate::graph::{CommandSpec, RunRequest};
 use crate::ids::new_id;
@@ -576,24 +578,6 @@ const RUN_FIELDS: &[&str] = &[
     "worker_id",
     "cancel_reason",
 ];
-
-/// The `Run` JSON (the fields of [`RUN_FIELDS`]).
-pub(crate) fn run_json(run: &RunRecord) -> Value {
-    json!({
-        "run_id": run.run_id,
-        "thread_id": run.thread_id,
-        "assistant_id": run.assistant_id,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "status": run.status.as_str(),
-        "metadata": run.metadata,
-        "kwargs": run.kwargs,
-        "multitask_strategy": run.multitask_strategy.as_str(),
-        "attempt": run.attempt,
-        "worker_id": run.worker_id,
-        "cancel_reason": run.cancel_reason,
-    })
-}
 
 fn run_path(created: &Created) -> String {
     if created.stateless {

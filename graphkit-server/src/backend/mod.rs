@@ -572,6 +572,26 @@ pub struct RunRecord {
     pub cancel_reason: Option<String>,
 }
 
+/// A run as the API shows it (`GET /threads/{id}/runs/{id}`, the `Run` of the SDKs; the
+/// fields `select` may name are the API's `RUN_FIELDS`). Here, below both the API and the
+/// worker, because a run's webhook sends the same JSON.
+pub(crate) fn run_json(run: &RunRecord) -> Value {
+    serde_json::json!({
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "assistant_id": run.assistant_id,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "status": run.status.as_str(),
+        "metadata": run.metadata,
+        "kwargs": run.kwargs,
+        "multitask_strategy": run.multitask_strategy.as_str(),
+        "attempt": run.attempt,
+        "worker_id": run.worker_id,
+        "cancel_reason": run.cancel_reason,
+    })
+}
+
 /// A run to insert.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
