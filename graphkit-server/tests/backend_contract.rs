@@ -93,12 +93,28 @@ impl Fixture {
             use sqlx::Connection;
             drop((self.a, self.b));
             let mut connection = sqlx::PgConnection::connect(&url).await.expect("connect");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA \"{schema}\" CASCADE"
-            )))
-            .execute(&mut connection)
-            .await
-            .expect("drop schema");
+            // The dropped servers' background tasks (a worker's maintenance tick, the cron
+            // check) may still hold a connection for a moment, and PostgreSQL can pick this
+            // DROP as the victim of a deadlock with one of their queries: try again then.
+            let mut attempts = 0;
+            loop {
+                let dropped = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                    "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+                )))
+                .execute(&mut connection)
+                .await;
+                match dropped {
+                    Ok(_) => break,
+                    Err(sqlx::Error::Database(e))
+                        if attempts < 20
+                            && matches!(e.code().as_deref(), Some("40P01" | "55P03")) =>
+                    {
+                        attempts += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(50 * attempts)).await;
+                    }
+                    Err(e) => panic!("drop schema {schema}: {e}"),
+                }
+            }
         }
     }
 }
