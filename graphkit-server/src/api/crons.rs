@@ -12,8 +12,8 @@ use super::runs::prepare_cron_run;
 use super::spec::{Endpoint, Field, NO_CONTENT, fields, json, opt, req};
 use super::threads::thread_or_404;
 use super::{
-    Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, select_fields,
-    select_of, text_field, uuid_param,
+    Api, ascending_of, json_response, limit_of, no_content, object_field, offset_of, parse_body,
+    select_fields, select_of, text_field, uuid_param,
 };
 use crate::backend::{CronQuery, CronRecord};
 use crate::error::{Result, ServerError};
@@ -389,15 +389,7 @@ fn cron_query(body: &Map<String, Value>) -> Result<CronQuery> {
         limit: Some(limit_of(body.get("limit"), 10)?),
         offset: offset_of(body.get("offset"))?,
         sort_by: text_field(body, "sort_by")?.map(str::to_owned),
-        ascending: match text_field(body, "sort_order")? {
-            None | Some("desc") => false,
-            Some("asc") => true,
-            Some(other) => {
-                return Err(ServerError::Validation(format!(
-                    "sort_order must be \"asc\" or \"desc\", not {other:?}"
-                )));
-            }
-        },
+        ascending: ascending_of(body)?,
     })
 }
 

@@ -468,6 +468,18 @@ pub(crate) fn offset_of(value: Option<&Value>) -> Result<usize> {
     Ok(count_field("offset", value)?.unwrap_or(0))
 }
 
+/// `sort_order` from a search body: `true` for `"asc"`, `false` for `"desc"` or when absent;
+/// anything else is a 422 naming both values.
+pub(crate) fn ascending_of(body: &Map<String, Value>) -> Result<bool> {
+    match text_field(body, "sort_order")? {
+        None | Some("desc") => Ok(false),
+        Some("asc") => Ok(true),
+        Some(other) => Err(ServerError::Validation(format!(
+            "sort_order must be \"asc\" or \"desc\", not {other:?}"
+        ))),
+    }
+}
+
 /// A whole number from 0 (`None` when absent or null), or a 422 naming `field`: a negative,
 /// fractional, huge (`1e30`) or non-numeric value is refused, never replaced by a default.
 pub(crate) fn count_field(field: &str, value: Option<&Value>) -> Result<Option<usize>> {

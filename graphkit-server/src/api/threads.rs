@@ -11,8 +11,9 @@ use uuid::Uuid;
 
 use super::spec::{Endpoint, Field, NO_CONTENT, fields, opt, req};
 use super::{
-    Api, json_response, limit_of, no_content, object_field, offset_of, parse_body, query_count,
-    query_pairs, query_value, select_fields, select_of, text_field, ttl_minutes, uuid_param,
+    Api, ascending_of, json_response, limit_of, no_content, object_field, offset_of, parse_body,
+    query_count, query_pairs, query_value, select_fields, select_of, text_field, ttl_minutes,
+    uuid_param,
 };
 use crate::backend::{
     IfExists, NewThread, THREAD_SORT_COLUMNS, ThreadQuery, ThreadRecord, ThreadStatus,
@@ -429,15 +430,7 @@ fn thread_query(body: &Map<String, Value>, paged: bool) -> Result<ThreadQuery> {
                 )));
             }
         },
-        ascending: match text_field(body, "sort_order")? {
-            None | Some("desc") => false,
-            Some("asc") => true,
-            Some(other) => {
-                return Err(ServerError::Validation(format!(
-                    "sort_order must be \"asc\" or \"desc\", not {other:?}"
-                )));
-            }
-        },
+        ascending: ascending_of(body)?,
     })
 }
 
