@@ -289,6 +289,66 @@ const checks = {
     expect(values.length > 0, `no values after Last-Event-ID: ${show(rest.map((p) => p.event))}`);
     sameList(contents(values.at(-1)), ["user|resume me", "assistant|echo: resume me"], "replayed final values");
   },
+
+  async cronsCreateSearchUpdateDelete(client) {
+    const threadId = await newThread(client);
+    const onThread = await client.crons.createForThread(threadId, "agent", {
+      schedule: "30 9 * * 1-5",
+      input: user("cron"),
+      metadata: { check: MARKER },
+    });
+    expect(onThread.thread_id === threadId, `createForThread gave ${show(onThread)}`);
+    expect(onThread.next_run_date, `a cron without a next run date: ${show(onThread)}`);
+    const alone = await client.crons.create("agent", {
+      schedule: "*/10 * * * *",
+      input: user("tick"),
+      onRunCompleted: "keep",
+      metadata: { check: MARKER },
+    });
+    expect(alone.thread_id == null, `a cron without a thread got one: ${show(alone)}`);
+    expect(alone.on_run_completed === "keep", `create gave ${show(alone)}`);
+    const onTheThread = await client.crons.search({ threadId });
+    sameList(onTheThread.map((c) => c.cron_id), [onThread.cron_id], "search by thread");
+    const count = await client.crons.count({ threadId });
+    expect(count === 1, `count for the thread gave ${show(count)}`);
+    const updated = await client.crons.update(alone.cron_id, { schedule: "0 * * * *", enabled: false });
+    expect(updated.schedule === "0 * * * *" && updated.enabled === false, `update gave ${show(updated)}`);
+    expect(updated.next_run_date == null, `a disabled cron is due: ${show(updated)}`);
+    const answers = [];
+    for (const cron of [onThread, alone]) answers.push(await client.crons.delete(cron.cron_id));
+    expect(answers.every((a) => a === undefined), `delete returned ${show(answers)}`);
+    const left = await client.crons.count({ threadId });
+    expect(left === 0, `${left} crons left on the thread after deleting its cron`);
+    const all = await client.crons.search({ assistantId: AGENT_ID, limit: 1000 });
+    expect(!all.some((c) => c.cron_id === alone.cron_id), "the deleted cron is still found");
+  },
+
+  async threadJoinStreamReplaysEveryRun(client) {
+    const threadId = await newThread(client);
+    const first = await client.runs.create(threadId, "agent", { input: user("one") });
+    await client.runs.join(threadId, first.run_id);
+    const second = await client.runs.create(threadId, "agent", { input: user("two") });
+    await client.runs.join(threadId, second.run_id);
+    // graphkit-server's thread-stream ids are `{run_id}:{seq}`: after `:0` is the first run
+    // from its start. No streamMode: the SDK sends none and the server uses run_modes.
+    const parts = [];
+    const isDone = (p) => p.event === "metadata" && p.data?.status === "run_done";
+    for await (const part of client.threads.joinStream(threadId, {
+      lastEventId: `${first.run_id}:0`,
+      signal: AbortSignal.timeout(DEADLINE_MS),
+    })) {
+      parts.push(part);
+      if (parts.filter(isDone).length === 2) break;
+    }
+    const starts = parts.filter((p) => p.event === "metadata" && "attempt" in p.data).map((p) => p.data.run_id);
+    const ends = parts.filter(isDone).map((p) => p.data.run_id);
+    sameList(starts, [first.run_id, second.run_id], "runs started on the thread stream");
+    sameList(ends, starts, "runs done on the thread stream");
+    const values = parts.filter((p) => p.event === "values").map((p) => p.data);
+    expect(values.length > 0, `no values on the thread stream: ${show(parts.map((p) => p.event))}`);
+    expect(contents(values.at(-1)).at(-1) === "assistant|echo: two", `the thread stream ends with ${show(values.at(-1))}`);
+    expect(parts.every((p) => p.id), "a thread-stream event had no id");
+  },
 };
 
 async function main() {
