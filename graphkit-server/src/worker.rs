@@ -145,7 +145,7 @@ impl Shared {
     ) -> Result<bool> {
         self.run_durations.record(claimed.elapsed());
         let webhook = run.kwargs.get("webhook").and_then(Value::as_str);
-        let payload = webhook.map(|_| webhook_payload(run, &end, outcome));
+        let payload = webhook.map(|_| webhook_payload(run, &end, outcome, claimed.elapsed()));
         let finished = self
             .backend
             .finish_run(run.run_id, token, end, outcome)
@@ -163,18 +163,27 @@ impl Shared {
     }
 }
 
-/// What a run's webhook receives: the run as `GET` shows it, with its final status, the
-/// thread's state values after it, and its error (if it failed), as the reference server
-/// sends it.
-fn webhook_payload(run: &RunRecord, end: &RunEnd, outcome: Option<&ThreadOutcome>) -> Value {
+/// What a run's webhook receives: the run as `GET` shows it, with its final status, when its
+/// attempt started (`run_started_at`, `took` before now) and ended, the thread's state values
+/// after it, and its error (if it failed) as `{"error": kind, "message": ...}`, as the
+/// reference server sends it.
+fn webhook_payload(
+    run: &RunRecord,
+    end: &RunEnd,
+    outcome: Option<&ThreadOutcome>,
+    took: std::time::Duration,
+) -> Value {
     let mut payload = crate::backend::run_json(run);
     let now = Timestamp::now();
+    let took = i64::try_from(took.as_micros()).unwrap_or(i64::MAX);
+    let started = Timestamp(now.micros().saturating_sub(took));
     if let Value::Object(fields) = &mut payload {
         let status = end
             .recorded()
             .map_or("interrupted", |(status, _)| status.as_str());
         fields.insert("status".into(), json!(status));
         fields.insert("updated_at".into(), json!(now));
+        fields.insert("run_started_at".into(), json!(started));
         fields.insert("run_ended_at".into(), json!(now));
         fields.insert("webhook_sent_at".into(), json!(now));
         fields.insert(
@@ -182,7 +191,13 @@ fn webhook_payload(run: &RunRecord, end: &RunEnd, outcome: Option<&ThreadOutcome
             outcome.map_or(Value::Null, |o| o.values.clone()),
         );
         if let RunEnd::Error(message) = end {
-            fields.insert("error".into(), json!(message));
+            // The failure as the run's `error` event carried it, when the worker recorded one.
+            let error = outcome
+                .map(|o| &o.error)
+                .filter(|e| e.get("error").is_some() && e.get("message").is_some())
+                .cloned()
+                .unwrap_or_else(|| json!({"error": "Error", "message": message}));
+            fields.insert("error".into(), error);
         }
     }
     payload

@@ -1435,6 +1435,17 @@ async fn a_webhook_gets_the_ended_run_after_a_failed_call(s: &TestServer) {
     assert_eq!(payload["kwargs"]["webhook"], json!(url));
     assert_eq!(payload["values"]["messages"][0]["content"], json!("hooked"));
     assert!(payload["webhook_sent_at"].is_string(), "{payload}");
+    // As the reference sends them: when the attempt started and ended (same format, so
+    // they order as text).
+    let (started, ended) = (
+        payload["run_started_at"].as_str().expect("run_started_at"),
+        payload["run_ended_at"].as_str().expect("run_ended_at"),
+    );
+    assert!(started <= ended, "{payload}");
+    assert!(
+        run["created_at"].as_str().expect("created_at") <= started,
+        "{payload}"
+    );
     assert_eq!(
         calls.load(Ordering::SeqCst),
         2,
