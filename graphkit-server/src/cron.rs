@@ -8,10 +8,13 @@
 //! day matching either is due (as in Vixie cron). `@yearly`, `@monthly`, `@weekly`,
 //! `@daily` and `@hourly` stand for their usual expressions.
 //!
-//! Time zones: UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`) and fixed offsets (`+02:00`, `-0530`,
-//! `UTC+02:00`, the name Python gives a fixed-offset `tzinfo`). Named zones with daylight
-//! saving (`America/New_York`) would need the time zone database and are refused with an
-//! error that names the zone.
+//! Time zones: UTC (`UTC`, `Etc/UTC`, `GMT`, `Z`), fixed offsets (`+02:00`, `-0530`,
+//! `UTC+02:00`, the name Python gives a fixed-offset `tzinfo`) and IANA names
+//! (`America/New_York`), read from the system's time zone database (`$TZDIR`, else
+//! `/usr/share/zoneinfo`, `/usr/lib/zoneinfo`, `/etc/zoneinfo`; Debian's `tzdata`). A schedule
+//! is read on the zone's wall clock: a wall-clock time that a jump forward skips (02:30 on
+//! the night clocks go from 02:00 to 03:00) does not fire that day, and one that a jump back
+//! repeats fires at both of its instants.
 //!
 //! ```
 //! use graphkit_server::cron::{Schedule, TimeZone};
@@ -23,6 +26,10 @@
 //! let next = schedule.next_after(saturday, TimeZone::UTC).unwrap();
 //! assert_eq!(next.to_string(), "1970-01-05T09:30:00.000000+00:00");
 //! ```
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::ServerError;
 use crate::time::{Timestamp, civil_from_days, days_from_civil};
@@ -99,10 +106,37 @@ impl Schedule {
     /// The first time after `after` (strictly; on a whole minute) at which the schedule is
     /// due when read in `zone`; `None` when it never is (within eight years).
     pub fn next_after(&self, after: Timestamp, zone: TimeZone) -> Option<Timestamp> {
-        let offset = i64::from(zone.offset_minutes);
-        // Local minutes since the epoch, starting at the minute after `after`.
-        let mut minute = after.micros().div_euclid(MINUTE_US) + 1 + offset;
-        let limit = minute + SEARCH_YEARS * 366 * DAY_MINUTES;
+        let first = after.micros().div_euclid(MINUTE_US) + 1;
+        let limit = first + SEARCH_YEARS * 366 * DAY_MINUTES;
+        match &zone.kind {
+            Kind::Fixed(offset) => {
+                let offset = i64::from(*offset);
+                let local = self.next_local(first + offset, limit + offset)?;
+                Some(Timestamp((local - offset) * MINUTE_US))
+            }
+            Kind::Named { zone, .. } => {
+                // Read the schedule at one offset until the zone's offset next changes; a
+                // due minute found past that change is looked for again at the new offset.
+                let mut start = first;
+                while start < limit {
+                    let offset = offset_at(zone, start)?;
+                    let due = self
+                        .next_local(start + offset, limit + offset)
+                        .map(|local| local - offset);
+                    let horizon = due.unwrap_or(limit).min(limit);
+                    match next_change(zone, start, offset, horizon) {
+                        Some(change) if due.is_none_or(|due| due >= change) => start = change,
+                        _ => return due.map(|due| Timestamp(due * MINUTE_US)),
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// The first local minute (minutes since the epoch on the wall clock) from `minute` on,
+    /// before `limit`, at which the schedule is due.
+    fn next_local(&self, mut minute: i64, limit: i64) -> Option<i64> {
         while minute < limit {
             let days = minute.div_euclid(DAY_MINUTES);
             let of_day = minute.rem_euclid(DAY_MINUTES);
@@ -131,10 +165,42 @@ impl Schedule {
                 minute += 1;
                 continue;
             }
-            return Some(Timestamp((minute - offset) * MINUTE_US));
+            return Some(minute);
         }
         None
     }
+}
+
+/// The offset from UTC, in whole minutes, of `zone` at the UTC minute `minute`.
+fn offset_at(zone: &tz::TimeZone, minute: i64) -> Option<i64> {
+    let local = zone.find_local_time_type(minute.checked_mul(60)?).ok()?;
+    Some(i64::from(local.ut_offset()).div_euclid(60))
+}
+
+/// The first UTC minute after `start`, up to `until`, at which `zone`'s offset is no longer
+/// `offset`. Zones change their offset at most a few times a year, so a day-by-day look
+/// finds the day and a halving search the minute.
+fn next_change(zone: &tz::TimeZone, start: i64, offset: i64, until: i64) -> Option<i64> {
+    let differs = |minute: i64| offset_at(zone, minute) != Some(offset);
+    let mut before = start;
+    while before < until {
+        let probe = (before + DAY_MINUTES).min(until);
+        if differs(probe) {
+            // `before` has `offset`, `probe` does not: the change lies in (before, probe].
+            let (mut same, mut other) = (before, probe);
+            while other - same > 1 {
+                let middle = same + (other - same) / 2;
+                if differs(middle) {
+                    other = middle;
+                } else {
+                    same = middle;
+                }
+            }
+            return Some(other);
+        }
+        before = probe;
+    }
+    None
 }
 
 /// One field as a bit set of the values it allows.
@@ -201,54 +267,173 @@ fn parse_field(
     Ok(bits)
 }
 
-/// The time zone a schedule is read in: UTC or a fixed offset from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// The time zone a schedule is read in: UTC, a fixed offset from it, or a named zone of the
+/// system's time zone database.
+#[derive(Debug, Clone, Default)]
 pub struct TimeZone {
-    offset_minutes: i32,
+    kind: Kind,
 }
+
+#[derive(Debug, Clone)]
+enum Kind {
+    /// Minutes east of UTC.
+    Fixed(i32),
+    /// An IANA zone, read once per process from the time zone database.
+    Named {
+        name: Arc<str>,
+        zone: Arc<tz::TimeZone>,
+    },
+}
+
+impl Default for Kind {
+    fn default() -> Self {
+        Self::Fixed(0)
+    }
+}
+
+impl PartialEq for TimeZone {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.kind, &other.kind) {
+            (Kind::Fixed(a), Kind::Fixed(b)) => a == b,
+            (Kind::Named { name: a, .. }, Kind::Named { name: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for TimeZone {}
+
+/// The longest zone name read (the longest IANA name is about 30 characters).
+const MAX_ZONE_NAME: usize = 64;
+/// The largest time zone file read (they are a few kilobytes).
+const MAX_ZONE_FILE: u64 = 256 * 1024;
 
 impl TimeZone {
     /// UTC.
-    pub const UTC: Self = Self { offset_minutes: 0 };
+    pub const UTC: Self = Self {
+        kind: Kind::Fixed(0),
+    };
 
-    /// Parses `UTC` (also `Etc/UTC`, `GMT`, `Z`) or a fixed offset (`+02:00`, `-0530`,
-    /// `UTC+02:00`).
+    /// Parses `UTC` (also `Etc/UTC`, `GMT`, `Z`), a fixed offset (`+02:00`, `-0530`,
+    /// `UTC+02:00`) or an IANA zone name (`Europe/Paris`), which is read from the system's
+    /// time zone database the first time this process meets it.
     ///
     /// # Errors
-    /// A [`ServerError::Validation`] naming the zone, for named zones (`Europe/Paris`) and anything else.
+    /// A [`ServerError::Validation`] naming the zone, for a name that is not in the time zone
+    /// database (or when the database is missing: the message says where it looked) and
+    /// for anything else.
     pub fn parse(name: &str) -> Result<Self, ServerError> {
-        let refused = || {
-            ServerError::Validation(format!(
-                "timezone {name:?} is not supported: this server reads schedules in UTC or at a fixed offset (\"UTC\", \"+02:00\", \"-05:30\"); named zones with daylight saving need the time zone database, which it does not carry. Give the schedule in UTC or as an offset"
-            ))
-        };
         let trimmed = name.trim();
-        let rest = ["Etc/UTC", "UTC", "GMT", "Etc/GMT", "Z"]
-            .iter()
-            .find_map(|prefix| trimmed.strip_prefix(prefix))
-            .unwrap_or(trimmed);
-        if rest.is_empty() {
-            return Ok(Self::UTC);
+        if let Some(offset) = fixed_offset(trimmed) {
+            return Ok(Self {
+                kind: Kind::Fixed(offset),
+            });
         }
-        let (sign, digits) = match rest.as_bytes()[0] {
-            b'+' => (1, &rest[1..]),
-            b'-' => (-1, &rest[1..]),
-            _ => return Err(refused()),
-        };
-        let (hours, minutes) = match digits.split_once(':') {
-            Some((h, m)) => (h, m),
-            None if digits.len() == 4 => digits.split_at(2),
-            None => (digits, "0"),
-        };
-        let hours: i32 = hours.parse().map_err(|_| refused())?;
-        let minutes: i32 = minutes.parse().map_err(|_| refused())?;
-        if !(0..=14).contains(&hours) || !(0..60).contains(&minutes) {
-            return Err(refused());
-        }
+        let zone = named_zone(trimmed)?;
         Ok(Self {
-            offset_minutes: sign * (hours * 60 + minutes),
+            kind: Kind::Named {
+                name: Arc::from(trimmed),
+                zone,
+            },
         })
     }
+}
+
+/// `UTC`-like names and fixed offsets, in minutes east of UTC.
+fn fixed_offset(trimmed: &str) -> Option<i32> {
+    if trimmed.is_empty() {
+        return None;
+    }
+    let rest = ["Etc/UTC", "UTC", "GMT", "Etc/GMT", "Z"]
+        .iter()
+        .find_map(|prefix| trimmed.strip_prefix(prefix))
+        .unwrap_or(trimmed);
+    if rest.is_empty() {
+        return Some(0);
+    }
+    let (sign, digits) = match rest.as_bytes()[0] {
+        b'+' => (1, &rest[1..]),
+        b'-' => (-1, &rest[1..]),
+        _ => return None,
+    };
+    let (hours, minutes) = match digits.split_once(':') {
+        Some((h, m)) => (h, m),
+        None if digits.len() == 4 => digits.split_at(2),
+        None => (digits, "0"),
+    };
+    let hours: i32 = hours.parse().ok()?;
+    let minutes: i32 = minutes.parse().ok()?;
+    if !(0..=14).contains(&hours) || !(0..60).contains(&minutes) {
+        return None;
+    }
+    Some(sign * (hours * 60 + minutes))
+}
+
+/// The folders searched for zone files: `$TZDIR` first, then the usual system places.
+fn zone_folders() -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = std::env::var_os("TZDIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    folders.extend(
+        ["/usr/share/zoneinfo", "/usr/lib/zoneinfo", "/etc/zoneinfo"]
+            .iter()
+            .map(PathBuf::from),
+    );
+    folders
+}
+
+/// An IANA zone by name, read once per process. The name is client input: only names made
+/// of the characters IANA names use, in segments that are not `.` or `..`, are looked up,
+/// so a name can never reach a file outside the time zone folders.
+fn named_zone(name: &str) -> Result<Arc<tz::TimeZone>, ServerError> {
+    static ZONES: OnceLock<Mutex<HashMap<String, Arc<tz::TimeZone>>>> = OnceLock::new();
+    let refused = |why: &str| {
+        ServerError::Validation(format!(
+            "timezone {name:?} {why}; give an IANA zone name (\"Europe/Paris\", \"America/New_York\"), \"UTC\" or a fixed offset (\"+02:00\")"
+        ))
+    };
+    let well_formed = !name.is_empty()
+        && name.len() <= MAX_ZONE_NAME
+        && name.split('/').all(|segment| {
+            !segment.is_empty()
+                && segment != "."
+                && segment != ".."
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'.'))
+        });
+    if !well_formed {
+        return Err(refused("is not a time zone name"));
+    }
+    let zones = ZONES.get_or_init(Mutex::default);
+    if let Some(zone) = zones.lock().ok().and_then(|z| z.get(name).cloned()) {
+        return Ok(zone);
+    }
+    let folders = zone_folders();
+    let file = folders.iter().map(|folder| folder.join(name)).find(|path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= MAX_ZONE_FILE)
+    });
+    let Some(file) = file else {
+        let looked: Vec<String> = folders.iter().map(|f| f.display().to_string()).collect();
+        return Err(refused(&format!(
+            "is not in the time zone database (looked in {}; install the system's tzdata package or set TZDIR if it is missing)",
+            looked.join(", ")
+        )));
+    };
+    let bytes = std::fs::read(&file)
+        .map_err(|e| refused(&format!("could not be read from {}: {e}", file.display())))?;
+    let zone = tz::TimeZone::from_tz_data(&bytes).map_err(|e| {
+        refused(&format!(
+            "is not a valid zone file ({}): {e}",
+            file.display()
+        ))
+    })?;
+    let zone = Arc::new(zone);
+    if let Ok(mut zones) = zones.lock() {
+        zones.insert(name.to_owned(), Arc::clone(&zone));
+    }
+    Ok(zone)
 }
 
 #[cfg(test)]
@@ -374,16 +559,82 @@ mod tests {
         let n = nine.next_after(at("2026-01-01 00:00"), plus_two).unwrap();
         assert_eq!(n.to_string(), "2026-01-01T07:00:00.000000+00:00");
         let minus = TimeZone::parse("UTC-05:30").unwrap();
-        let n = nine.next_after(at("2026-01-01 00:00"), minus).unwrap();
+        let n = nine
+            .next_after(at("2026-01-01 00:00"), minus.clone())
+            .unwrap();
         assert_eq!(n.to_string(), "2026-01-01T14:30:00.000000+00:00");
         assert_eq!(TimeZone::parse("-0530").unwrap(), minus);
         assert_eq!(TimeZone::parse("Etc/UTC").unwrap(), TimeZone::UTC);
     }
 
+    /// The system's time zone database, or `None` after saying why the test is skipped.
+    fn new_york() -> Option<TimeZone> {
+        if !zone_folders()
+            .iter()
+            .any(|f| f.join("America/New_York").is_file())
+        {
+            eprintln!("skipped: no time zone database (install tzdata or set TZDIR)");
+            return None;
+        }
+        Some(TimeZone::parse("America/New_York").expect("New York"))
+    }
+
     #[test]
-    fn named_zones_and_bad_expressions_are_refused_by_name() {
-        let e = TimeZone::parse("America/New_York").unwrap_err().to_string();
-        assert!(e.contains("America/New_York"), "{e}");
+    fn named_zones_follow_daylight_saving() {
+        let Some(ny) = new_york() else { return };
+        let nine = Schedule::parse("0 9 * * *").unwrap();
+        // Winter: EST, UTC-5; summer: EDT, UTC-4.
+        let n = nine.next_after(at("2026-01-10 00:00"), ny.clone()).unwrap();
+        assert_eq!(n.to_string(), "2026-01-10T14:00:00.000000+00:00");
+        let n = nine.next_after(at("2026-07-10 00:00"), ny.clone()).unwrap();
+        assert_eq!(n.to_string(), "2026-07-10T13:00:00.000000+00:00");
+        // Across the change (2026-03-08, 02:00 EST -> 03:00 EDT): the 9:00 after the jump is
+        // read at the new offset.
+        let n = nine.next_after(at("2026-03-07 15:00"), ny.clone()).unwrap();
+        assert_eq!(n.to_string(), "2026-03-08T13:00:00.000000+00:00");
+        // 02:30 does not exist on the night of the jump: the next 02:30 is the day after.
+        let half_past_two = Schedule::parse("30 2 * * *").unwrap();
+        let n = half_past_two
+            .next_after(at("2026-03-08 00:00"), ny.clone())
+            .unwrap();
+        assert_eq!(n.to_string(), "2026-03-09T06:30:00.000000+00:00");
+        // 01:30 happens twice when clocks go back (2026-11-01, 02:00 EDT -> 01:00 EST).
+        let half_past_one = Schedule::parse("30 1 * * *").unwrap();
+        let first = half_past_one
+            .next_after(at("2026-11-01 00:00"), ny.clone())
+            .unwrap();
+        assert_eq!(first.to_string(), "2026-11-01T05:30:00.000000+00:00");
+        let again = half_past_one.next_after(first, ny.clone()).unwrap();
+        assert_eq!(again.to_string(), "2026-11-01T06:30:00.000000+00:00");
+        // Every 15 minutes across the jump forward: 01:45 EST is followed by 03:00 EDT.
+        let quarter = Schedule::parse("*/15 * * * *").unwrap();
+        let n = quarter.next_after(at("2026-03-08 06:45"), ny).unwrap();
+        assert_eq!(n.to_string(), "2026-03-08T07:00:00.000000+00:00");
+    }
+
+    #[test]
+    fn zone_names_that_are_paths_or_unknown_are_refused_by_name() {
+        for bad in [
+            "/etc/passwd",
+            "../../etc/passwd",
+            "America/../../../etc/passwd",
+            "America//New_York",
+            "Nowhere/Atlantis",
+            "a\0b",
+            "",
+        ] {
+            let e = TimeZone::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("timezone") && e.contains("IANA"), "{bad}: {e}");
+        }
+        let e = TimeZone::parse("Nowhere/Atlantis").unwrap_err().to_string();
+        assert!(
+            e.contains("Nowhere/Atlantis") && e.contains("looked in"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_expressions_are_refused_by_name() {
         for bad in [
             "* * * *",
             "60 * * * *",

@@ -273,8 +273,8 @@ async fn unsupported_fields_are_refused_not_ignored() {
         ),
         (
             "/runs/crons".to_owned(),
-            json!({"assistant_id": "agent", "schedule": "0 9 * * *", "timezone": "Europe/Paris"}),
-            "Europe/Paris",
+            json!({"assistant_id": "agent", "schedule": "0 9 * * *", "timezone": "../../etc/passwd"}),
+            "../../etc/passwd",
         ),
     ];
     for (path, body, field) in refused {
