@@ -6,7 +6,7 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
-use super::{one_at_a_time, open_gate};
+use super::{new_thread, one_at_a_time, open_gate, start_gated_run};
 use graphkit_tests::{
     Event, Http, ServerProcess, drop_schema, eventually, fresh_schema, postgres_args, postgres_url,
 };
@@ -38,11 +38,6 @@ async fn executions(http: &Http, base: &str, thread: &str) -> Vec<(String, usize
         .iter()
         .map(|s| ((*s).to_owned(), count(s, "start"), count(s, "end")))
         .collect()
-}
-
-async fn new_thread(http: &Http, base: &str) -> String {
-    let thread = http.post(&format!("{base}/threads"), json!({})).await;
-    thread["thread_id"].as_str().expect("thread_id").to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,14 +72,7 @@ async fn a_killed_workers_run_finishes_elsewhere_as_attempt_two_without_redoing_
     let thread = new_thread(&http, first).await;
     open_gate(&http, first, &thread, "step_1").await;
     open_gate(&http, first, &thread, "step_2").await;
-    let run = http
-        .post(
-            &format!("{first}/threads/{thread}/runs"),
-            json!({"assistant_id": "steps", "input": {"gated": true},
-                   "stream_mode": ["values", "updates"], "stream_resumable": true}),
-        )
-        .await;
-    let run_id = run["run_id"].as_str().expect("run_id").to_owned();
+    let run_id = start_gated_run(&http, first, &thread).await;
     let run_path = format!("/threads/{thread}/runs/{run_id}");
 
     // Wait until step_3 has started and waits at its gate, and steps 1 and 2 are in the

@@ -8,7 +8,7 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
-use super::{one_at_a_time, open_gate};
+use super::{new_thread, one_at_a_time, open_gate, start_gated_run};
 use graphkit_tests::{
     Event, Http, ServerProcess, drop_schema, eventually, fresh_schema, postgres_args, postgres_url,
 };
@@ -72,20 +72,10 @@ async fn a_paused_worker_wakes_after_the_takeover_and_nothing_it_writes_lands() 
     let http = Http::default();
 
     let first = servers[0].base.clone();
-    let thread = http.post(&format!("{first}/threads"), json!({})).await["thread_id"]
-        .as_str()
-        .expect("thread_id")
-        .to_owned();
+    let thread = new_thread(&http, &first).await;
     open_gate(&http, &first, &thread, "step_1").await;
     open_gate(&http, &first, &thread, "step_2").await;
-    let run = http
-        .post(
-            &format!("{first}/threads/{thread}/runs"),
-            json!({"assistant_id": "steps", "input": {"gated": true},
-                   "stream_mode": ["values", "updates"], "stream_resumable": true}),
-        )
-        .await;
-    let run_id = run["run_id"].as_str().expect("run_id").to_owned();
+    let run_id = start_gated_run(&http, &first, &thread).await;
     let run_path = format!("/threads/{thread}/runs/{run_id}");
 
     // Wait until steps 1 and 2 are saved and step_3 waits at its gate; learn who runs it.

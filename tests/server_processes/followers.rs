@@ -8,12 +8,12 @@
 //!
 //! Needs `GRAPHKIT_TEST_POSTGRES_URL`; skips (and says so) without it.
 
-use super::{one_at_a_time, open_gate};
+use super::{new_thread, one_at_a_time, open_gate, start_gated_run};
 use graphkit_tests::{
     DEADLINE, Event, Http, ServerProcess, Sse, drop_schema, fresh_schema, postgres_args,
     postgres_url,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_graphkit-test-server");
 const FOLLOWERS: usize = 25;
@@ -64,16 +64,8 @@ async fn followers_in_another_process_get_every_event_of_a_run_once_in_order() {
     let (first, second) = (runner.base.clone(), watcher_process.base.clone());
     let http = Http::default();
 
-    let thread = http.post(&format!("{first}/threads"), json!({})).await;
-    let thread = thread["thread_id"].as_str().expect("thread_id").to_owned();
-    let run = http
-        .post(
-            &format!("{first}/threads/{thread}/runs"),
-            json!({"assistant_id": "steps", "input": {"gated": true},
-                   "stream_mode": ["values", "updates"], "stream_resumable": true}),
-        )
-        .await;
-    let run_id = run["run_id"].as_str().expect("run_id").to_owned();
+    let thread = new_thread(&http, &first).await;
+    let run_id = start_gated_run(&http, &first, &thread).await;
     let stream_url = format!("{second}/threads/{thread}/runs/{run_id}/stream");
 
     // Followers on the second process from the start, while step_1 waits at its gate.

@@ -21,6 +21,25 @@ async fn one_at_a_time() -> MutexGuard<'static, ()> {
     SCENARIOS.lock().await
 }
 
+/// A new thread, answered by the server at `base`.
+async fn new_thread(http: &Http, base: &str) -> String {
+    let thread = http.post(&format!("{base}/threads"), json!({})).await;
+    thread["thread_id"].as_str().expect("thread_id").to_owned()
+}
+
+/// A background run of the gated `steps` graph on `thread` (each step waits for its gate,
+/// [`open_gate`]), with a resumable `values` + `updates` stream; its run id.
+async fn start_gated_run(http: &Http, base: &str, thread: &str) -> String {
+    let run = http
+        .post(
+            &format!("{base}/threads/{thread}/runs"),
+            json!({"assistant_id": "steps", "input": {"gated": true},
+                   "stream_mode": ["values", "updates"], "stream_resumable": true}),
+        )
+        .await;
+    run["run_id"].as_str().expect("run_id").to_owned()
+}
+
 /// Lets the test graph's `step` on `thread` go on: its node waits for this store item.
 async fn open_gate(http: &Http, base: &str, thread: &str, step: &str) {
     http.put(
