@@ -39,8 +39,8 @@ pub(crate) struct SourceReader(pub(crate) Arc<dyn SearchBackend>);
 /// The sources' text, by the URL the output cites: `Err` says why one could not be read.
 pub(crate) type SourcePages = BTreeMap<String, Result<Page, String>>;
 
-/// A source read again: its title and text in word form, and whether it names the entity
-/// (decided per entity, so kept as raw text too).
+/// A source read again: its title and text, as written (to ask whether it names the
+/// entity) and in word form (to find passages in).
 pub(crate) struct Page {
     text: String,
     words: WordForm,
@@ -76,7 +76,15 @@ pub(crate) async fn verify_findings(
     }
     let reader: &SourceReader = &reader;
     let pages = read_sources(reader.0.as_ref(), &urls).await;
-    let folder = graphkit_tools::SandboxedFs::new(outputs.resolve(&state, ctx.config())?)?;
+    // The folder exists once a file was written into it; with no output there is nothing
+    // to rewrite.
+    let folder = if latest.is_empty() {
+        None
+    } else {
+        Some(graphkit_tools::SandboxedFs::new(
+            outputs.resolve(&state, ctx.config())?,
+        )?)
+    };
 
     let mut check = FindingsCheck {
         done: true,
@@ -92,7 +100,7 @@ pub(crate) async fn verify_findings(
         // The file on disk says what the report says (the name is one the write tool's
         // sandboxed folder accepted when it saved the file).
         if marked != output.output
-            && let Ok(path) = folder.resolve(&output.filename)
+            && let Some(Ok(path)) = folder.as_ref().map(|f| f.resolve(&output.filename))
             && path.exists()
         {
             write_json_atomic(&path, &marked)?;
@@ -205,21 +213,26 @@ fn cited_urls(output: &Value, urls: &mut Vec<String>) {
     }
 }
 
-/// Reads each URL through the backend, one at a time (a backend may answer a URL under
-/// another spelling of it, so pages are matched to the URL asked for).
+/// Reads each URL through the backend, one URL per request (a backend may answer a URL
+/// under another spelling of it, so pages are matched to the URL asked for), at most four
+/// at once.
 async fn read_sources(backend: &dyn SearchBackend, urls: &[String]) -> SourcePages {
-    let reads = urls.iter().map(|url| async move {
-        let page = match backend.extract(std::slice::from_ref(url)).await {
-            Ok(pages) => pages
-                .into_iter()
-                .next()
-                .map(|p| Page::new(p.title.as_deref(), &p.content))
-                .ok_or_else(|| format!("{url} could not be read")),
-            Err(err) => Err(format!("{url} could not be read ({err})")),
-        };
-        (url.clone(), page)
-    });
-    futures::future::join_all(reads).await.into_iter().collect()
+    let mut pages = SourcePages::new();
+    for chunk in urls.chunks(4) {
+        let reads = chunk.iter().map(|url| async move {
+            let page = match backend.extract(std::slice::from_ref(url)).await {
+                Ok(pages) => pages
+                    .into_iter()
+                    .next()
+                    .map(|p| Page::new(p.title.as_deref(), &p.content))
+                    .ok_or_else(|| format!("{url} could not be read")),
+                Err(err) => Err(format!("{url} could not be read ({err})")),
+            };
+            (url.clone(), page)
+        });
+        pages.extend(futures::future::join_all(reads).await);
+    }
+    pages
 }
 
 /// The keys a finding's source URL may be given under.
