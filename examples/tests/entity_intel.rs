@@ -88,6 +88,9 @@ async fn offline_run_completes_every_todo_with_findings_blocks_the_one_with_none
             "{report:?}"
         );
         assert_eq!(report.blocked_todos, nothing_found);
+        // The graph found every value the stand-in reported in the passage of its source.
+        assert!(report.verified_values > 0, "{report:?}");
+        assert_eq!(report.unverified_values, 0, "{report:?}");
         // One context reset per completed todo: the write tool summarized every time.
         assert_eq!(
             report.context_checkpoints,
@@ -648,12 +651,10 @@ async fn a_write_cut_at_the_token_cap_is_asked_again_with_room_and_saved() {
     );
     let summary = run_entity_intel(&input, &opts).await.expect("run ends");
     let report = &summary.bundles[0];
-    assert_eq!(
-        report.completed_todos,
-        input.total_directions(),
-        "{report:?}"
-    );
+    // Every write was saved (one context reset each); its empty findings verify nothing,
+    // so the todos end blocked rather than completed.
     assert_eq!(report.context_checkpoints, input.total_directions() as u64);
+    assert_eq!(report.blocked_todos, input.total_directions(), "{report:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -791,4 +792,127 @@ fn real_model_runs_get_the_seeds_page_fetch_site_map_and_wikipedia_tools() {
     }
     let offline = names(&deps(None));
     assert!(!offline.iter().any(|n| n == "fetch_url"), "{offline:?}");
+}
+
+/// A scripted model (a test double, not a model): for each todo of Mara Lindqvist it writes
+/// its output at once, with one value whose passage her profile holds and others whose
+/// passages it does not (or whose value is not in the passage), and marks it completed.
+fn scripted_writer() -> FunctionModel {
+    FunctionModel::new(|request| {
+        if request.response_format.is_some() {
+            return Ok(AssistantMessage::text(r#"{"todos": []}"#));
+        }
+        if request.tools.is_empty() {
+            return Ok(AssistantMessage::text("Summary."));
+        }
+        let reminder = request
+            .messages
+            .last()
+            .map(|m| m.text().to_owned())
+            .unwrap_or_default();
+        let todo: Value = reminder
+            .lines()
+            .find_map(|l| l.strip_prefix("CURRENT TODO (JSON): "))
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        let page = "corpus://mara-lindqvist-profile.md";
+        let fields = if todo["directionKey"] == "roleAffiliationConfirmation" {
+            json!({
+                // Right: the line is on the page and holds the value.
+                "currentRole": {"value": "Chief Scientific Officer", "sourceUrl": page,
+                    "passage": "Current role: Chief Scientific Officer and co-founder, Halvard Biosciences"},
+                // Wrong: the page says no such thing.
+                "affiliation": {"value": "Lund University", "sourceUrl": page,
+                    "passage": "Mara Lindqvist is a professor at Lund University."},
+                "location": {"value": null, "note": "not found"},
+            })
+        } else {
+            json!({
+                // A passage from another page.
+                "education": {"value": "PhD, Karolinska Institutet", "sourceUrl": page,
+                    "passage": "She earned her PhD at Karolinska Institutet."},
+                // The passage is on the page, but the value is not in it.
+                "previousRoles": {"value": "research director, Nordgen Plant Bank", "sourceUrl": page,
+                    "passage": "Previous roles: postdoctoral fellow, Uppsala University (2011-2014); research associate, Nordgen Plant Bank (2006-2007)"},
+            })
+        };
+        Ok(AssistantMessage::with_tool_calls(
+            "",
+            vec![
+                ToolCall::new("todo_update", json!({"todo_id": todo["id"], "status": "completed"})),
+                ToolCall::new("agent_write_file", json!({
+                    "filename": todo["outputFile"], "description": "findings",
+                    "content": json!({"fields": fields}).to_string()})),
+            ],
+        ))
+    })
+    .with_name("scripted writer (test double)")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_whose_passage_is_not_in_the_cited_source_are_marked_unverified_and_a_todo_with_none_verified_is_not_completed()
+ {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = small_input();
+    let opts = options(
+        dir.path(),
+        Arc::new(scripted_writer()),
+        Arc::new(InMemorySaver::new()),
+        "verify",
+    );
+    let summary = run_entity_intel(&input, &opts).await.expect("run ends");
+    let report = &summary.bundles[0];
+    assert_eq!(report.verified_values, 1, "{report:?}");
+    assert_eq!(report.unverified_values, 3, "{report:?}");
+    assert_eq!(report.completed_todos, 1, "{report:?}");
+    assert_eq!(report.blocked_todos, 1, "{report:?}");
+
+    let out = dir.path().join(&report.bundle_id);
+    let master = read_json(&out.join("research_complete.json"));
+    assert_eq!(master["verification"]["verifiedValues"], 1);
+    assert_eq!(master["verification"]["unverifiedValues"], 3);
+    assert_eq!(master["verification"]["missingFields"], 1);
+    for todo in master["todoList"]["todos"].as_array().expect("todos") {
+        let notes = todo["notes"].as_str().unwrap_or_default();
+        if todo["directionKey"] == "roleAffiliationConfirmation" {
+            assert_eq!(todo["status"], "completed", "{todo}");
+            assert!(
+                notes.contains(
+                    "affiliation (the passage is not in corpus://mara-lindqvist-profile.md)"
+                ),
+                "{notes}"
+            );
+        } else {
+            assert_eq!(todo["status"], "blocked", "{todo}");
+            assert!(
+                notes.contains("no field of its output could be verified"),
+                "{notes}"
+            );
+            assert!(
+                notes.contains("`research director, Nordgen Plant Bank` is not in its passage"),
+                "{notes}"
+            );
+        }
+    }
+    // The files say what the report says: the wrong value is no longer a value.
+    let role = read_json(
+        &out.join(
+            master["todoList"]["todos"][0]["outputFile"]
+                .as_str()
+                .expect("outputFile"),
+        ),
+    );
+    assert_eq!(
+        role["fields"]["currentRole"]["value"],
+        "Chief Scientific Officer"
+    );
+    assert_eq!(role["fields"]["currentRole"]["verified"], true);
+    assert_eq!(role["fields"]["affiliation"]["value"], Value::Null);
+    assert_eq!(
+        role["fields"]["affiliation"]["unverifiedValue"],
+        "Lund University"
+    );
+    assert_eq!(role["fields"]["affiliation"]["verified"], false);
+    let shown = &master["researchOutputs"][0]["output"]["fields"]["affiliation"];
+    assert_eq!(shown["value"], Value::Null, "{shown}");
 }

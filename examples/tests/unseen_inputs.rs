@@ -291,6 +291,103 @@ async fn due_diligence_flags_sources_that_disagree_on_a_company_with_both_values
     );
 }
 
+/// Two prose pages on a cold-storage executive that disagree on her office, on who owns her
+/// company and on the amount of its 2021 fine, and agree on its seat.
+const OYELARAN_PAGES: &[(&str, &str)] = &[
+    (
+        "oyelaran-trade-profile.md",
+        "# Cold chain people: Marguerite Oyelaran\n\n\
+         Marguerite Oyelaran is the chief executive of Tessaly Cold Storage AG, which runs \
+         bonded warehouses on the Varden river. Tessaly Cold Storage AG is registered in \
+         Varden. Tessaly Cold Storage AG is a subsidiary of Brennick Holdings plc. In 2021 \
+         Tessaly Cold Storage AG was fined EUR 1.2 million by the Varden customs office.\n",
+    ),
+    (
+        "tessaly-registry-digest.md",
+        "# Registry digest: bonded warehouse operators\n\n\
+         Registry filings name Marguerite Oyelaran as the chair of Tessaly Cold Storage AG. \
+         Tessaly Cold Storage AG is registered in Varden. Tessaly Cold Storage AG is owned by \
+         Quorvane Capital. In 2021 Tessaly Cold Storage AG was fined EUR 3.4 million for \
+         mislabelled imports.\n",
+    ),
+];
+
+#[tokio::test]
+async fn due_diligence_flags_disagreeing_offices_owners_and_amounts_with_both_passages() {
+    let corpus = corpus_of(OYELARAN_PAGES);
+    let (report, _, _) = investigate_in("Marguerite Oyelaran", corpus.path()).await;
+    let conflicts = report["evidence"]["fact_conflicts"]
+        .as_array()
+        .expect("fact conflicts");
+    let values = |entity: &str, fact: &str| -> Vec<(String, String, String)> {
+        let conflict = conflicts
+            .iter()
+            .find(|c| c["entity"] == entity && c["fact"] == fact)
+            .unwrap_or_else(|| panic!("no {fact} conflict of {entity} in {conflicts:#?}"));
+        conflict["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|v| {
+                let text = |k: &str| v["passage"][k].as_str().unwrap_or_default().to_owned();
+                (
+                    v["value"].as_str().unwrap_or_default().to_owned(),
+                    text("source"),
+                    text("text"),
+                )
+            })
+            .collect()
+    };
+    let has = |found: &[(String, String, String)], value: &str, page: &str| {
+        found
+            .iter()
+            .any(|(v, source, _)| v == value && source.contains(page))
+    };
+    for (entity, fact, first, second) in [
+        (
+            "Marguerite Oyelaran",
+            "office at Tessaly Cold Storage AG",
+            "chief executive",
+            "chair",
+        ),
+        (
+            "Tessaly Cold Storage AG",
+            "owner",
+            "Brennick Holdings plc",
+            "Quorvane Capital",
+        ),
+        (
+            "Tessaly Cold Storage AG",
+            "fine (2021)",
+            "EUR 1.2 million",
+            "EUR 3.4 million",
+        ),
+    ] {
+        let found = values(entity, fact);
+        assert!(
+            has(&found, first, "oyelaran-trade-profile")
+                && has(&found, second, "tessaly-registry-digest"),
+            "{entity} {fact}: {found:#?}"
+        );
+        // Each value is quoted from its own page.
+        for (value, source, passage) in &found {
+            assert!(
+                passage.contains(value.as_str()) || fact.starts_with("office"),
+                "{passage:?} gives {value}"
+            );
+            assert!(
+                quotes(&source_text(corpus.path(), source).await, passage),
+                "{passage:?} is not in {source}"
+            );
+        }
+    }
+    // The pages agree on the seat: no conflict there.
+    assert!(
+        !conflicts.iter().any(|c| c["fact"] == "seat"),
+        "{conflicts:#?}"
+    );
+}
+
 #[tokio::test]
 async fn due_diligence_on_a_subject_nobody_wrote_about_is_insufficient_not_low_risk() {
     // Only a namesake is in the corpus: her page must not be read as the subject's.

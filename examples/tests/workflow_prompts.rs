@@ -16,9 +16,41 @@ const WORKFLOWS: [&str; 5] = [
 const BEGIN: &str = "<!-- prompts:begin -->\n";
 const END: &str = "<!-- prompts:end -->";
 
+/// Roles the default offline run does not reach, shown in a second block of the page
+/// (`<!-- prompts:NAME:begin -->`) printed by a run with these options: biography-events'
+/// gap check of given events (incremental runs) and its detail assessment (asked when most
+/// events already have full details).
+const OTHER_RUNS: [(&str, &str, &[&str]); 1] = [(
+    "biography-events",
+    "incremental",
+    &[
+        "--initial-events",
+        "inputs/biography-initial-events.json",
+        "--full-detail-ratio",
+        "0.3",
+    ],
+)];
+
 fn printed(workflow: &str) -> String {
+    printed_with(workflow, &[])
+}
+
+/// `--print-prompts` with `args` (paths relative to the crate's folder).
+fn printed_with(workflow: &str, args: &[&str]) -> String {
+    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if a.ends_with(".json") {
+                crate_dir.join(a).display().to_string()
+            } else {
+                (*a).to_owned()
+            }
+        })
+        .collect();
     let out = Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
         .args([workflow, "--print-prompts"])
+        .args(&args)
         .current_dir(std::env::temp_dir())
         .output()
         .expect("run the CLI");
@@ -124,6 +156,43 @@ fn every_workflow_page_shows_the_prompts_its_code_sends() {
             "{} does not show the prompts the code sends; rewrite its block with \
              GRAPHKIT_BLESS_DOCS=1 cargo test -p graphkit-examples --test integration workflow_prompts",
             path.display()
+        );
+    }
+}
+
+#[test]
+fn roles_only_other_runs_reach_are_shown_in_their_own_block() {
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/workflows");
+    let bless = std::env::var_os("GRAPHKIT_BLESS_DOCS").is_some();
+    for (workflow, name, args) in OTHER_RUNS {
+        let printed = printed_with(workflow, args);
+        let found = roles(&printed);
+        let default = roles(&printed_with(workflow, &[]));
+        assert!(
+            found.iter().any(|r| !default.contains(r)),
+            "{workflow} {args:?} reaches no role the default run misses"
+        );
+        let (begin, end) = (
+            format!("<!-- prompts:{name}:begin -->\n"),
+            format!("<!-- prompts:{name}:end -->"),
+        );
+        let path = docs.join(format!("{workflow}.md"));
+        let page = std::fs::read_to_string(&path).expect("the workflow's page");
+        let (Some(at), Some(to)) = (page.find(&begin), page.find(&end)) else {
+            panic!("{} has no {begin:?} ... {end:?} block", path.display());
+        };
+        if bless {
+            let page = format!("{}{begin}{printed}{}", &page[..at], &page[to..]);
+            std::fs::write(&path, page).expect("write the page");
+            continue;
+        }
+        assert_eq!(
+            roles(&page[at + begin.len()..to]),
+            found,
+            "{} does not show the prompts of `{workflow} --print-prompts {}`; rewrite it with \
+             GRAPHKIT_BLESS_DOCS=1 cargo test -p graphkit-examples --test integration workflow_prompts",
+            path.display(),
+            args.join(" ")
         );
     }
 }

@@ -1,11 +1,13 @@
 //! The graph's check of the report against the sources' text, whatever the model wrote:
 //! each red flag and mitigating factor gets the passage of each of its sources that says
-//! it, each entity the passage of each source that names it, and the founding year and
-//! seat stated next to an entity's name are compared across sources, so two sources that
-//! disagree are flagged with both values instead of one being chosen silently.
+//! it, each entity the passage of each source that names it, and every fact stated next to
+//! an entity's name (dates, places, amounts, stakes, owners, offices: see
+//! [`super::facts`]) is compared across sources, so two sources that disagree are flagged
+//! with both values and passages instead of one being chosen silently.
 
 use std::collections::BTreeMap;
 
+use super::facts::{StatedFact, stated_facts};
 use super::schemas::{
     DueDiligenceReport, Entity, FactConflict, Finding, Passage, ReportedEntity, SourceEvidence,
     StatedValue,
@@ -114,92 +116,69 @@ fn naming_sentence(text: &str, entity: &Entity, about: &str) -> Option<String> {
         .map(|(_, s)| s)
 }
 
-/// Cues after which a sentence states when an organisation began, and where it sits.
-const FOUNDED: &[&str] = &["founded in ", "incorporated in ", "established in "];
-const SEAT: &[&str] = &[
-    "headquartered in ",
-    "registered in ",
-    "based in ",
-    "incorporated in ",
-];
-
-/// The first four-digit year (1800-2099) of `text`.
-fn year_in(text: &str) -> Option<String> {
-    text.split(|c: char| !c.is_ascii_digit())
-        .find(|w| {
-            w.len() == 4 && (w.starts_with("18") || w.starts_with("19") || w.starts_with("20"))
-        })
-        .map(str::to_owned)
-}
-
-/// The capitalised words `text` starts with (`Skelde, where` → `Skelde`), as a place.
-fn place_at(text: &str) -> Option<String> {
-    let words: Vec<&str> = text
-        .split_whitespace()
-        .take_while(|w| w.starts_with(char::is_uppercase))
-        .map(|w| w.trim_end_matches([',', '.', ';', ')']))
-        .collect();
-    let place = words.join(" ");
-    (!place.is_empty() && year_in(&place).is_none()).then_some(place)
-}
-
-/// What `sentence` states about the entity it names: `founded` (a year after a founding
-/// cue) and `seat` (a capitalised place after a seat cue).
-fn facts_in(sentence: &str) -> Vec<(&'static str, String)> {
-    let lower = sentence.to_lowercase();
-    let after = |cues: &[&str]| -> Vec<&str> {
-        cues.iter()
-            .filter_map(|c| lower.find(c).map(|at| &sentence[at + c.len()..]))
-            .collect()
-    };
-    let mut facts = Vec::new();
-    if let Some(year) = after(FOUNDED)
-        .into_iter()
-        .find_map(|rest| rest.split_whitespace().next().and_then(year_in))
-    {
-        facts.push(("founded", year));
-    }
-    if let Some(place) = after(SEAT).into_iter().find_map(place_at) {
-        facts.push(("seat", place));
-    }
-    facts
-}
-
-/// The founding years and seats the sources state next to each entity's name, where two
-/// sources give different values.
+/// The facts the sources state next to each entity's name (dates, places, amounts, stakes,
+/// owners, offices: see [`stated_facts`]), where two sources give values that do not agree.
 fn fact_conflicts(entities: &[Entity], texts: &SourceTexts) -> Vec<FactConflict> {
+    let names: Vec<&str> = entities
+        .iter()
+        .flat_map(|e| std::iter::once(&e.name).chain(&e.aliases))
+        .map(String::as_str)
+        .collect();
     let mut conflicts = Vec::new();
     for entity in entities {
-        let mut stated: BTreeMap<&'static str, Vec<StatedValue>> = BTreeMap::new();
+        let others: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| !entity.is_named(n))
+            .collect();
+        // Per fact, in the order first stated: each source's first value with its passage.
+        let mut stated: Vec<(String, Vec<(StatedFact, Passage)>)> = Vec::new();
         for url in &entity.sources {
             let Some(text) = texts.get(url) else { continue };
             for sentence in sentences(text) {
-                if !names_in_full(&sentence, &entity.name) {
+                let Some(name) = std::iter::once(&entity.name)
+                    .chain(&entity.aliases)
+                    .find(|n| names_in_full(&sentence, n))
+                else {
                     continue;
-                }
-                for (fact, value) in facts_in(&sentence) {
-                    let values = stated.entry(fact).or_default();
-                    // One value per source: its first statement of the fact.
-                    if values.iter().any(|v| v.passage.source == *url) {
+                };
+                for fact in stated_facts(&sentence, name, &others) {
+                    let slot = match stated.iter().position(|(f, _)| *f == fact.fact) {
+                        Some(i) => &mut stated[i].1,
+                        None => {
+                            stated.push((fact.fact.clone(), Vec::new()));
+                            &mut stated.last_mut().expect("just pushed").1
+                        }
+                    };
+                    if slot.iter().any(|(_, p)| p.source == *url) {
                         continue;
                     }
-                    values.push(StatedValue {
-                        value,
-                        passage: Passage {
+                    slot.push((
+                        fact,
+                        Passage {
                             source: url.clone(),
                             text: sentence.clone(),
                         },
-                    });
+                    ));
                 }
             }
         }
         for (fact, values) in stated {
-            let first = &values[0].value;
-            if values.iter().any(|v| !same_value(&v.value, first)) {
+            let disagree = values
+                .iter()
+                .enumerate()
+                .any(|(i, (a, _))| values[i + 1..].iter().any(|(b, _)| !a.agrees_with(b)));
+            if disagree {
                 conflicts.push(FactConflict {
                     entity: entity.name.clone(),
-                    fact: fact.to_owned(),
-                    values,
+                    fact,
+                    values: values
+                        .into_iter()
+                        .map(|(f, passage)| StatedValue {
+                            value: f.value,
+                            passage,
+                        })
+                        .collect(),
                 });
             }
         }
@@ -207,28 +186,9 @@ fn fact_conflicts(entities: &[Entity], texts: &SourceTexts) -> Vec<FactConflict>
     conflicts
 }
 
-/// Whether two stated values agree (one names the other: `Skelde` and `Skelde City`).
-fn same_value(a: &str, b: &str) -> bool {
-    names_in_full(a, b) || names_in_full(b, a)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn founding_year_and_seat_are_read_next_to_a_cue() {
-        assert_eq!(
-            facts_in(
-                "Orvane Freight Ltd was founded in 1998 and is headquartered in Port Skelde, its home."
-            ),
-            [
-                ("founded", "1998".to_owned()),
-                ("seat", "Port Skelde".to_owned())
-            ]
-        );
-        assert_eq!(facts_in("Orvane Freight Ltd ships fish."), []);
-    }
 
     #[test]
     fn two_sources_with_two_founding_years_are_a_conflict_with_both_passages() {

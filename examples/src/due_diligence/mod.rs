@@ -15,6 +15,7 @@
 mod cli;
 pub mod evaluate;
 mod evidence;
+mod facts;
 mod graph;
 mod input;
 mod nodes;

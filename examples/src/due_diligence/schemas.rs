@@ -292,12 +292,15 @@ pub struct ReportedEntity {
 }
 
 /// Two or more sources disagree on a fact of an entity that has one value (its founding
-/// year, its seat): every value is kept with its source and passage, none is chosen.
+/// year, its seat, an office and who holds it, an owner, a stake, an amount of one year,
+/// the year of an event): every value is kept with its source and passage, none is chosen.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FactConflict {
     /// The entity.
     pub entity: String,
-    /// The fact: `founded` or `seat`.
+    /// The fact: `founded`, `seat`, `jurisdiction`, `born`, `birthplace`, `died`, `owner`,
+    /// `stake in ORG`, `office at ORG` (a person's office), `chief executive` (who holds it),
+    /// `fine (2021)`, `revenue (2022)`, `sanctioned (year)`, ...
     pub fact: String,
     /// Each value with the passage that states it, in the order the sources were read.
     pub values: Vec<StatedValue>,

@@ -4,7 +4,8 @@
 //! (`generate_todos`, structured output); a research agent works through it in a
 //! `research_agent` ⇄ `tools` loop with stateful tools; writing a file saves the output,
 //! records it, and — when the history is long — summarizes and resets the conversation
-//! from inside the tool; `finalize_output` writes `research_complete.json`. Bundles run in
+//! from inside the tool; `verify_findings` checks every reported value against the passage
+//! of its source; `finalize_output` writes `research_complete.json`. Bundles run in
 //! parallel, bounded by a semaphore, each on its own checkpointed thread.
 //!
 //! The guide page `docs/workflows/entity-intel.md` explains the graph, the state, the
@@ -21,6 +22,7 @@ mod runner;
 mod state;
 pub mod todo;
 mod tools;
+mod verify;
 mod web_tools;
 
 pub use cli::{EntityIntelArgs, entity_intel_main};
@@ -34,7 +36,10 @@ pub use output_folder::OutputFolder;
 
 pub use runner::{EntityIntelOptions, RunSummary, run_entity_intel};
 
-pub use state::{EntityIntelResearchState, EntityIntelResearchStateUpdate, TodoBudget};
+pub use state::{
+    EntityIntelResearchState, EntityIntelResearchStateUpdate, FindingsCheck, OutputCheck,
+    TodoBudget, Unverified,
+};
 pub use todo::TodoStatus;
 
 pub use tools::{ToolDeps, research_tools};

@@ -490,9 +490,9 @@ fn sendable(messages: &[Message]) -> Vec<Message> {
 }
 
 /// `should_continue_or_finalize`: to the tool node when the model called tools; to
-/// `finalize_output` when no todo is open and every completed one has its file (a todo
-/// whose output could not be saved is blocked first by `research_agent`); back to
-/// `research_agent` otherwise.
+/// `verify_findings` (then `finalize_output`) when no todo is open and every completed one
+/// has its file (a todo whose output could not be saved is blocked first by
+/// `research_agent`); back to `research_agent` otherwise.
 pub(crate) fn should_continue_or_finalize(state: &S) -> &'static str {
     if state
         .messages
@@ -504,20 +504,22 @@ pub(crate) fn should_continue_or_finalize(state: &S) -> &'static str {
         && completed_without_file(state).is_empty()
         && !state.completed_without_output()
     {
-        FINALIZE_OUTPUT
+        super::verify::VERIFY_FINDINGS
     } else {
         RESEARCH_AGENT
     }
 }
 
 /// `finalize_output`: writes the bundle's `research_complete.json` (the seed's master
-/// output, plus the blocked todos).
+/// output, plus the blocked todos and the check of every value against its source: the
+/// outputs are shown as `verify_findings` marked them).
 pub(crate) async fn finalize_output(
     state: Arc<S>,
     ctx: NodeContext,
     outputs: RunContext<OutputFolder>,
 ) -> Result<Update, BoxError> {
     let list = &state.todo_list;
+    let check = &state.findings_check;
     let blocked: Vec<Value> = list
         .todos
         .iter()
@@ -530,7 +532,14 @@ pub(crate) async fn finalize_output(
         "researchDirections": state.research_directions,
         "todoList": list,
         "completedResearch": state.completed_research,
-        "researchOutputs": state.research_outputs,
+        "researchOutputs": if check.done { &check.outputs } else { &state.research_outputs },
+        "verification": {
+            "verifiedValues": check.verified(),
+            "unverifiedValues": check.unverified(),
+            "missingFields": check.missing(),
+            "note": "A value counts as verified when its passage is in the cited source (read again), the source names the entity, and the value is in the passage; unverified values are moved to `unverifiedValue` with the reason.",
+            "outputs": check.todos,
+        },
         "checkpointCount": state.checkpoint_count,
         "totalTodos": list.todos.len(),
         "completedTodos": list.count(TodoStatus::Completed),

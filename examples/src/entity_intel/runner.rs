@@ -84,6 +84,11 @@ pub struct BundleSummary {
     /// A run with any exits non-zero (its artifacts are written all the same).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub required_not_completed: Vec<String>,
+    /// Reported values the graph verified in their cited sources (`verify_findings`).
+    pub verified_values: usize,
+    /// Reported values the graph could not verify: left out of the findings (moved to
+    /// `unverifiedValue` in the files), each with the reason.
+    pub unverified_values: usize,
     /// Tool calls made by the model.
     pub tool_calls: u64,
     /// Model calls.
@@ -159,11 +164,13 @@ impl RunSummary {
         );
         for b in &self.bundles {
             out.push_str(&format!(
-                "  {:<34} {:>2}/{:<2} completed, {} blocked, {} tool calls, {} context checkpoints{}\n",
+                "  {:<34} {:>2}/{:<2} completed, {} blocked, {} values verified in their sources, {} unverified, {} tool calls, {} context checkpoints{}\n",
                 b.bundle_id,
                 b.completed_todos,
                 b.total_todos,
                 b.blocked_todos,
+                b.verified_values,
+                b.unverified_values,
                 b.tool_calls,
                 b.context_checkpoints,
                 b.error.as_ref().map(|e| format!(" — FAILED: {e}")).unwrap_or_default()
@@ -171,10 +178,12 @@ impl RunSummary {
         }
         let tokens = self.total(|b| b.input_tokens + b.output_tokens);
         out.push_str(&format!(
-            "  total: {}/{} todos completed, {} blocked, {} tool calls, {} model calls, tokens {}\n",
+            "  total: {}/{} todos completed, {} blocked, {} values verified, {} unverified (left out of the findings), {} tool calls, {} model calls, tokens {}\n",
             self.total(|b| b.completed_todos as u64),
             self.total(|b| b.total_todos as u64),
             self.total(|b| b.blocked_todos as u64),
+            self.total(|b| b.verified_values as u64),
+            self.total(|b| b.unverified_values as u64),
             self.total(|b| b.tool_calls),
             self.total(|b| b.model_calls),
             if tokens == 0 { "not reported".to_owned() } else { tokens.to_string() }
@@ -311,6 +320,8 @@ async fn run_bundle(
         completed_todos: 0,
         blocked_todos: 0,
         required_not_completed: Vec::new(),
+        verified_values: 0,
+        unverified_values: 0,
         tool_calls: 0,
         model_calls: 0,
         context_checkpoints: 0,
@@ -360,6 +371,8 @@ async fn run_bundle(
                     notes => format!("{} ({}: {notes})", t.id, t.status.as_str()),
                 })
                 .collect();
+            summary.verified_values = state.findings_check.verified();
+            summary.unverified_values = state.findings_check.unverified();
             summary.tool_calls = state.tool_calls;
             summary.model_calls = state.model_calls;
             summary.context_checkpoints = state.checkpoint_count;
@@ -551,6 +564,14 @@ fn report(progress: &Progress, bundle: &str, event: &Value) {
         Some("warning") => {
             progress.note(bundle, &format!("warning: {}", crate::shared::truncate(event["message"].as_str().unwrap_or(""), 300)))
         }
+        Some("findings_verified") if count("unverified") > 0 => progress.note(
+            bundle,
+            &format!(
+                "{} value(s) verified in their sources; {} could not be verified and are left out of the findings",
+                count("verified"),
+                count("unverified")
+            ),
+        ),
         Some("todos_generated") if count("filledIn") > 0 || count("dropped") > 0 => progress.note(
             bundle,
             &format!(

@@ -66,6 +66,10 @@ pub struct EntityIntelResearchState {
     #[reducer(append)]
     #[serde(default)]
     pub failed_writes: Vec<FailedWrite>,
+    /// The graph's check of the outputs against their sources (`verify_findings`, after
+    /// the research and before the report).
+    #[serde(default)]
+    pub findings_check: FindingsCheck,
 }
 
 graphkit_tools::messages_state!(EntityIntelResearchState, messages);
@@ -187,4 +191,59 @@ impl EntityIntelResearchState {
             .first()
             .map_or("", |b| b.bundle_id.as_str())
     }
+}
+
+/// The outcome of the check, kept in the state and shown in `research_complete.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingsCheck {
+    /// `true` once `verify_findings` ran (the graph's check of the outputs against their sources).
+    pub done: bool,
+    /// Each output as the report shows it: unverified values moved out of `value`.
+    pub outputs: Vec<ResearchOutput>,
+    /// Per output (the last one of each todo): what was verified and what not.
+    pub todos: Vec<OutputCheck>,
+}
+
+impl FindingsCheck {
+    /// Values checked and verified, over every output.
+    pub fn verified(&self) -> usize {
+        self.todos.iter().map(|t| t.verified.len()).sum()
+    }
+
+    /// Values given that could not be verified, over every output.
+    pub fn unverified(&self) -> usize {
+        self.todos.iter().map(|t| t.unverified.len()).sum()
+    }
+
+    /// Fields asked for that the outputs left empty.
+    pub fn missing(&self) -> usize {
+        self.todos.iter().map(|t| t.missing.len()).sum()
+    }
+}
+
+/// What the check found in one output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputCheck {
+    /// The todo the output answers.
+    pub todo_id: Option<String>,
+    /// The file it was written to.
+    pub filename: String,
+    /// Fields whose value was verified in its source.
+    pub verified: Vec<String>,
+    /// Fields (and disputed values) given without a passage their source holds.
+    pub unverified: Vec<Unverified>,
+    /// Fields asked for and left empty (null or absent).
+    pub missing: Vec<String>,
+}
+
+/// A value that could not be verified, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unverified {
+    /// The field (`foundedYear`, or `foundedYear (disputed value)`).
+    pub field: String,
+    /// Why: `no source URL given`, `the passage is not in <url>`, ...
+    pub reason: String,
 }

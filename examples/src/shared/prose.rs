@@ -31,6 +31,33 @@ pub fn names_in_full(text: &str, name: &str) -> bool {
     name.trim().len() > 1 && words_of(text).contains(&name)
 }
 
+/// A text in the form phrases are matched against it by [`WordForm::contains`]: lower
+/// case, every run of white space and punctuation one space. Made once per page, so a
+/// page checked for many passages is normalised once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordForm(String);
+
+impl WordForm {
+    /// The word form of `text`.
+    pub fn of(text: &str) -> Self {
+        Self(words_of(text))
+    }
+
+    /// Whether `phrase` occurs in the text on word boundaries, ignoring case, white space
+    /// and punctuation: `"- **Founded year:** 2016"` contains `"founded year: 2016"`, and
+    /// `"in 2016."` contains `"2016"` but `"20163"` does not. A phrase without a letter or
+    /// digit occurs nowhere.
+    pub fn contains(&self, phrase: &str) -> bool {
+        let phrase = words_of(phrase);
+        !phrase.trim().is_empty() && self.0.contains(&phrase)
+    }
+
+    /// How many words the text has.
+    pub fn word_count(&self) -> usize {
+        self.0.split_whitespace().count()
+    }
+}
+
 /// Abbreviations after which a full stop never ends a sentence (titles and the like come
 /// before a name or a number).
 const ABBREVIATIONS: &[&str] = &[
