@@ -18,7 +18,9 @@
 //!
 //! Each stored run event becomes protocol events (`{"type": "event", "event_id", "seq",
 //! "method", "params": {"namespace", "timestamp", "data", "node"?}}`): `values`, `updates`
-//! (one node's update; `params.node`), `custom` (`{payload}`), `tasks`, and from a pause
+//! (one node's update; `params.node`), `messages` (a chat model's messages as
+//! `message-start`, text blocks and `message-finish`, see [`Normalizer::message`]),
+//! `custom` (`{payload}`), `tasks`, and from a pause
 //! one `input.requested` per interrupt (`{interrupt_id, payload}`) and a root `lifecycle`
 //! `interrupted`. Each run opens with a root `lifecycle` `running` and closes with
 //! `completed`, `failed` (with `error`) or `interrupted`. `seq` counts every protocol event of
@@ -59,7 +61,7 @@ const CHANNELS: &[&str] = &[
 
 /// The stream modes every run of the protocol is created with: what the channels are made
 /// from.
-const RUN_MODES: &[&str] = &["values", "updates", "custom", "tasks"];
+const RUN_MODES: &[&str] = &["values", "updates", "messages-tuple", "custom", "tasks"];
 
 /// How long `input.respond` waits for a thread whose run is still settling its pause (the
 /// `input.requested` event is stored before the thread row records the interrupt).
@@ -586,23 +588,25 @@ struct ProtocolEvent {
 }
 
 impl ProtocolEvent {
-    fn frame(&self) -> Bytes {
-        let mut params = json!({
-            "namespace": self.namespace,
-            "timestamp": crate::time::Timestamp::now().micros() / 1000,
-            "data": self.data,
-        });
-        if let (Some(node), Value::Object(params)) = (&self.node, &mut params) {
-            params.insert("node".into(), json!(node));
+    /// The SSE frame: the event's method as the SSE event, its `seq` as the SSE id.
+    fn frame(self) -> Bytes {
+        let mut params = Map::new();
+        let namespace = self.namespace.into_iter().map(Value::String).collect();
+        params.insert("namespace".into(), Value::Array(namespace));
+        let now = crate::time::Timestamp::now().micros() / 1000;
+        params.insert("timestamp".into(), json!(now));
+        params.insert("data".into(), self.data);
+        if let Some(node) = self.node {
+            params.insert("node".into(), Value::String(node));
         }
-        let event = json!({
-            "type": "event",
-            "event_id": self.event_id,
-            "seq": self.seq,
-            "method": self.method,
-            "params": params,
-        });
-        frame_with_id(self.method, &event.to_string(), Some(&self.seq.to_string()))
+        let mut event = Map::new();
+        event.insert("type".into(), json!("event"));
+        event.insert("event_id".into(), Value::String(self.event_id));
+        event.insert("seq".into(), json!(self.seq));
+        event.insert("method".into(), json!(self.method));
+        event.insert("params".into(), Value::Object(params));
+        let seq = self.seq.to_string();
+        frame_with_id(self.method, &Value::Object(event).to_string(), Some(&seq))
     }
 }
 
@@ -615,6 +619,10 @@ struct RunView {
     interrupts: HashSet<String>,
     /// The root's last lifecycle status sent.
     status: Option<&'static str>,
+    /// Messages being streamed: their namespace and text so far, by id.
+    open: HashMap<String, (Vec<String>, String)>,
+    /// Messages whose `message-finish` was sent.
+    finished: HashSet<String>,
 }
 
 /// Turns a thread's stored run events into protocol events, numbering them.
@@ -747,6 +755,16 @@ impl Normalizer {
                     .map_or_else(|| event.data.clone(), str::to_owned);
                 self.lifecycle(out, run, "failed", Some(message));
             }
+            "messages" => {
+                let Ok(Value::Array(tuple)) = serde_json::from_str::<Value>(&event.data) else {
+                    return;
+                };
+                let mut tuple = tuple.into_iter();
+                let (Some(message), metadata) = (tuple.next(), tuple.next()) else {
+                    return;
+                };
+                self.message(out, run, &namespace, &message, metadata.as_ref());
+            }
             "values" | "updates" | "custom" | "tasks" => {
                 let Ok(data) = serde_json::from_str::<Value>(&event.data) else {
                     return;
@@ -817,9 +835,120 @@ impl Normalizer {
         }
     }
 
+    /// The protocol's message events for one `messages-tuple` event (`[message, metadata]`,
+    /// the message in LangChain's shape): a message's first chunk opens it
+    /// (`message-start`, `content-block-start`), each chunk's text is a
+    /// `content-block-delta`, and the chunk with a `finish_reason` closes it
+    /// (`content-block-finish` with the whole text, `message-finish`). A whole message
+    /// (not a chunk) closes a message streamed under its id, or is sent whole; one already
+    /// closed is not sent again. Every event carries the message's `id`, which the SDK
+    /// routes by. Text only: tool-call chunks are not sent as blocks.
+    fn message(
+        &mut self,
+        out: &mut Vec<ProtocolEvent>,
+        run: Uuid,
+        namespace: &[String],
+        message: &Value,
+        metadata: Option<&Value>,
+    ) {
+        let Some(id) = message.get("id").and_then(Value::as_str).map(str::to_owned) else {
+            return;
+        };
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("ai");
+        let chunk = kind.ends_with("Chunk");
+        let text = text_of(message.get("content"));
+        let Some(view) = self.runs.get_mut(&run) else {
+            return;
+        };
+        if view.finished.contains(&id) {
+            return;
+        }
+        let mut made: Vec<Value> = Vec::new();
+        let opened = view.open.contains_key(&id);
+        if !opened {
+            let mut start = json!({"event": "message-start", "role": role_of(kind), "id": id});
+            let scalars: Map<String, Value> = metadata
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| !(v.is_object() || v.is_array()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if let (false, Value::Object(start)) = (scalars.is_empty(), &mut start) {
+                start.insert("metadata".into(), Value::Object(scalars));
+            }
+            made.push(start);
+            made.push(json!({"event": "content-block-start", "id": id, "index": 0,
+                             "content": {"type": "text", "text": ""}}));
+            view.open
+                .insert(id.clone(), (namespace.to_vec(), String::new()));
+        }
+        let finishes = !chunk
+            || message
+                .get("response_metadata")
+                .and_then(|m| m.get("finish_reason"))
+                .is_some_and(|r| !r.is_null());
+        if let Some((_, so_far)) = view.open.get_mut(&id) {
+            let delta = if chunk {
+                text
+            } else {
+                // A whole message repeats what its chunks said: send only the rest.
+                text.strip_prefix(so_far.as_str())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            if !delta.is_empty() {
+                so_far.push_str(&delta);
+                made.push(json!({"event": "content-block-delta", "id": id, "index": 0,
+                                 "delta": {"type": "text-delta", "text": delta}}));
+            }
+        }
+        if finishes {
+            let usage = message.get("usage_metadata").filter(|u| u.is_object());
+            made.extend(Self::finish(view, &id, usage));
+        }
+        for data in made {
+            self.push(out, String::new(), "messages", namespace, None, data);
+        }
+    }
+
+    /// The events that close message `id` of `view`.
+    fn finish(view: &mut RunView, id: &str, usage: Option<&Value>) -> Vec<Value> {
+        let Some((_, text)) = view.open.remove(id) else {
+            return Vec::new();
+        };
+        view.finished.insert(id.to_owned());
+        let mut finish = json!({"event": "message-finish", "id": id});
+        if let (Some(usage), Value::Object(finish)) = (usage, &mut finish) {
+            finish.insert("usage".into(), usage.clone());
+        }
+        vec![
+            json!({"event": "content-block-finish", "id": id, "index": 0,
+                   "content": {"type": "text", "text": text}}),
+            finish,
+        ]
+    }
+
     /// The end of `run`: its root lifecycle by its final status, unless a pause or a
     /// failure already said how it ended.
     fn end(&mut self, out: &mut Vec<ProtocolEvent>, run: Uuid, status: Option<RunStatus>) {
+        // Messages still open end with the run.
+        if let Some(view) = self.runs.get_mut(&run) {
+            let open: Vec<(String, Vec<String>)> = view
+                .open
+                .iter()
+                .map(|(id, (namespace, _))| (id.clone(), namespace.clone()))
+                .collect();
+            let mut closing = Vec::new();
+            for (id, namespace) in open {
+                for data in Self::finish(view, &id, None) {
+                    closing.push((namespace.clone(), data));
+                }
+            }
+            for (namespace, data) in closing {
+                self.push(out, String::new(), "messages", &namespace, None, data);
+            }
+        }
         let said = self
             .runs
             .get(&run)
@@ -844,6 +973,37 @@ impl Normalizer {
             }
         }
         self.runs.remove(&run);
+    }
+}
+
+/// The protocol role of a LangChain message type.
+fn role_of(kind: &str) -> &'static str {
+    match kind
+        .trim_end_matches("MessageChunk")
+        .trim_end_matches("Chunk")
+    {
+        "human" | "Human" | "user" => "human",
+        "system" | "System" => "system",
+        "tool" | "Tool" => "tool",
+        _ => "ai",
+    }
+}
+
+/// The text of a LangChain message's `content`: the string, or its text blocks joined.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Value::String(text) => Some(text.as_str()),
+                block => block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .filter(|_| block.get("type").and_then(Value::as_str) == Some("text")),
+            })
+            .collect(),
+        _ => String::new(),
     }
 }
 
@@ -1066,6 +1226,102 @@ mod tests {
         assert_eq!(
             out[1].data,
             json!({"event": "failed", "graph_name": "agent", "error": "boom"})
+        );
+    }
+
+    #[test]
+    fn streamed_chunks_open_grow_and_close_one_message() {
+        let run = Uuid::now_v7();
+        let mut n = Normalizer::default();
+        let mut out = Vec::new();
+        n.begin(&mut out, run, "chat".into());
+        let meta = json!({"langgraph_node": "chat", "run_id": "r", "tags": []});
+        let chunk = |text: &str, finish: Value| {
+            json!([{"type": "AIMessageChunk", "id": "m1", "content": text,
+                    "response_metadata": {"finish_reason": finish}}, meta])
+        };
+        n.event(
+            &mut out,
+            run,
+            &stored(2, "messages", chunk("hel", Value::Null)),
+        );
+        n.event(
+            &mut out,
+            run,
+            &stored(3, "messages", chunk("lo", json!("stop"))),
+        );
+        // The whole message after its chunks adds nothing.
+        let whole = json!([{"type": "ai", "id": "m1", "content": "hello"}, meta]);
+        n.event(&mut out, run, &stored(4, "messages", whole));
+        let events: Vec<&str> = out[1..]
+            .iter()
+            .map(|e| e.data["event"].as_str().expect("event"))
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "message-start",
+                "content-block-start",
+                "content-block-delta",
+                "content-block-delta",
+                "content-block-finish",
+                "message-finish"
+            ]
+        );
+        assert_eq!(
+            out[1].data,
+            json!({"event": "message-start", "role": "ai", "id": "m1",
+                   "metadata": {"langgraph_node": "chat", "run_id": "r"}})
+        );
+        assert_eq!(
+            out[5].data["content"],
+            json!({"type": "text", "text": "hello"})
+        );
+        assert!(
+            out[1..]
+                .iter()
+                .all(|e| e.data["id"] == "m1" && e.method == "messages")
+        );
+    }
+
+    #[test]
+    fn a_whole_message_is_sent_whole_and_an_open_one_closes_with_the_run() {
+        let run = Uuid::now_v7();
+        let mut n = Normalizer::default();
+        let mut out = Vec::new();
+        n.begin(&mut out, run, "chat".into());
+        let whole =
+            json!([{"type": "ai", "id": "m1", "content": [{"type": "text", "text": "hi"}]}, {}]);
+        n.event(&mut out, run, &stored(2, "messages", whole));
+        let open = json!([{"type": "AIMessageChunk", "id": "m2", "content": "x"}, {}]);
+        n.event(&mut out, run, &stored(3, "messages", open));
+        n.end(&mut out, run, Some(RunStatus::Success));
+        let events: Vec<String> = out
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}:{}",
+                    e.method,
+                    e.data["event"].as_str().unwrap_or_default()
+                )
+            })
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "lifecycle:running",
+                "messages:message-start",
+                "messages:content-block-start",
+                "messages:content-block-delta",
+                "messages:content-block-finish",
+                "messages:message-finish",
+                "messages:message-start",
+                "messages:content-block-start",
+                "messages:content-block-delta",
+                "messages:content-block-finish",
+                "messages:message-finish",
+                "lifecycle:completed",
+            ]
         );
     }
 
