@@ -13,6 +13,9 @@
 //! - `state_update` is refused (422): this server records no event when a thread's state is
 //!   updated through `POST /threads/{thread_id}/state`, so it could never send one.
 //!
+//! The follower, [`ThreadFollow`], is shared with the streaming protocol's event stream
+//! (`super::event_streaming`), which reads every run from its beginning.
+//!
 //! Every event carries an id, `{run_id}:{seq}` (`{run_id}:done` for `run_done`); a client
 //! that reconnects with `Last-Event-ID` gets everything after it, replayed from the
 //! database. Without it the stream starts now: the runs still going on, from their next
@@ -219,12 +222,12 @@ impl ThreadFollow {
         modes: Modes,
         start: Start,
     ) -> Result<Self> {
-        let runs = runs_of(&api, thread_id).await?;
         let mut done = HashSet::new();
         let mut after = HashMap::new();
         let from = match start {
             Start::Now => None,
             Start::After(position) => Some(position),
+            // Every run from its first event: nothing is behind the stream.
             Start::Beginning => {
                 return Ok(Self {
                     api,
@@ -238,6 +241,7 @@ impl ThreadFollow {
                 });
             }
         };
+        let runs = runs_of(&api, thread_id).await?;
         let resumed = from.and_then(|from| {
             let index = runs.iter().position(|r| r.run_id == from.run)?;
             Some((index, from.seq))
