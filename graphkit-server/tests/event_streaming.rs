@@ -365,14 +365,9 @@ async fn the_event_stream_checks_its_subscription(s: &TestServer) {
         StatusCode::UNPROCESSABLE_ENTITY,
     )
     .await;
-    // The WebSocket transport is refused by name.
+    // A GET of the path is the WebSocket transport's upgrade; without one it is a 400.
     let answer = s.get_json(&path, StatusCode::BAD_REQUEST).await;
-    assert!(
-        answer["detail"]
-            .as_str()
-            .is_some_and(|d| d.contains("WebSocket")),
-        "{answer}"
-    );
+    assert!(answer["detail"].is_string(), "{answer}");
 }
 
 async fn thread_storage_counts_the_stored_checkpoints(s: &TestServer) {

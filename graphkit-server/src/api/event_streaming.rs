@@ -13,8 +13,8 @@
 //!   (`channels`, `namespaces`, `depth`, `since`) and the connection is the subscription.
 //!   The stream replays the thread's runs from their first event, then follows new ones,
 //!   and never ends on its own.
-//! - The WebSocket form of the same path is refused with a 4xx naming it (see
-//!   [`refuse_websocket`]).
+//! - `GET` of the same path upgraded to a WebSocket: commands and events on one connection
+//!   (see [`super::event_socket`]).
 //!
 //! Each stored run event becomes protocol events (`{"type": "event", "event_id", "seq",
 //! "method", "params": {"namespace", "timestamp", "data", "node"?}}`): `values`, `updates`
@@ -84,7 +84,8 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
         description: "the thread's protocol events as server-sent events",
         content: Some("text/event-stream"),
     });
-    events.handler = events.handler.get(refuse_websocket);
+    // The WebSocket transport: the upgrade is a GET of the same path.
+    events.handler = events.handler.get(super::event_socket::socket);
     vec![
         Endpoint::post(
             "/threads/{tid}/commands",
@@ -100,30 +101,21 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// `GET /threads/{tid}/stream/events` (the WebSocket transport's upgrade): refused, naming
-/// the transport to use instead.
-async fn refuse_websocket() -> ServerError {
-    ServerError::BadRequest(
-        "the WebSocket transport of the thread streaming protocol is not served by graphkit-server; \
-         use the SSE transport (client.threads.stream(..., transport=\"sse\"), the default): \
-         POST /threads/{thread_id}/commands and POST /threads/{thread_id}/stream/events"
-            .into(),
-    )
-}
-
 // ---------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------
 
-/// A protocol error answer: `code` is one of the protocol's error codes.
-fn failure(id: &Value, code: &str, message: impl Into<String>) -> Value {
-    json!({"type": "error", "id": id, "error": code, "message": message.into()})
-}
-
-/// A protocol success answer. Commands over HTTP are bound to no connection, so no event
-/// has been applied through them: `applied_through_seq` is 0.
-fn success(id: &Value, result: Value) -> Value {
-    json!({"type": "success", "id": id, "result": result, "meta": {"applied_through_seq": 0}})
+/// The answer to command `id`: its result, or its protocol error. `applied_through_seq`
+/// is the last event the connection sent (0 over HTTP, where a command is bound to no
+/// connection).
+pub(super) fn answer(id: &Value, result: std::result::Result<Value, Refusal>, seq: u64) -> Value {
+    match result {
+        Ok(result) => json!({"type": "success", "id": id, "result": result,
+                             "meta": {"applied_through_seq": seq}}),
+        Err(refusal) => {
+            json!({"type": "error", "id": id, "error": refusal.code, "message": refusal.message})
+        }
+    }
 }
 
 /// `POST /threads/{tid}/commands`.
@@ -139,20 +131,27 @@ async fn command(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -
     });
     let Some(envelope) = envelope else {
         let id = command.get("id").cloned().unwrap_or(Value::Null);
-        let answer = failure(
-            &id,
-            "invalid_argument",
-            "Protocol commands must include an integer id and string method.",
-        );
-        return Ok(json_response(StatusCode::BAD_REQUEST, &answer));
+        return Ok(json_response(StatusCode::BAD_REQUEST, &not_a_command(id)));
     };
-    let answer = handle(&api, thread_id, envelope).await;
-    Ok(json_response(StatusCode::OK, &answer))
+    let id = envelope.get("id").cloned().unwrap_or(Value::Null);
+    let result = handle(&api, thread_id, envelope).await;
+    Ok(json_response(StatusCode::OK, &answer(&id, result, 0)))
 }
 
-/// The answer to one command.
-async fn handle(api: &Api, thread_id: Uuid, command: &Map<String, Value>) -> Value {
-    let id = command.get("id").cloned().unwrap_or(Value::Null);
+/// The answer to something that is not a command `{id: <int>, method: <string>}`.
+pub(super) fn not_a_command(id: Value) -> Value {
+    let refusal =
+        Refusal::invalid("Protocol commands must include an integer id and string method.");
+    answer(&id, Err(refusal), 0)
+}
+
+/// The result of one command (`command` has an integer `id` and a string `method`), as a
+/// connection-less (HTTP) command is answered.
+pub(super) async fn handle(
+    api: &Api,
+    thread_id: Uuid,
+    command: &Map<String, Value>,
+) -> std::result::Result<Value, Refusal> {
     let method = command
         .get("method")
         .and_then(Value::as_str)
@@ -162,7 +161,7 @@ async fn handle(api: &Api, thread_id: Uuid, command: &Map<String, Value>) -> Val
         .get("params")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let answer = match method {
+    match method {
         "run.start" => run_start(api, thread_id, params).await,
         "input.respond" => input_respond(api, thread_id, params).await,
         "subscription.subscribe" => subscribe(params),
@@ -175,28 +174,24 @@ async fn handle(api: &Api, thread_id: Uuid, command: &Map<String, Value>) -> Val
             "unknown_command",
             format!("Unknown protocol command: {other}"),
         )),
-    };
-    match answer {
-        Ok(result) => success(&id, result),
-        Err(refusal) => failure(&id, refusal.code, refusal.message),
     }
 }
 
 /// A command's protocol error: its code and message.
-struct Refusal {
+pub(super) struct Refusal {
     code: &'static str,
     message: String,
 }
 
 impl Refusal {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub(super) fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
         }
     }
 
-    fn invalid(message: impl Into<String>) -> Self {
+    pub(super) fn invalid(message: impl Into<String>) -> Self {
         Self::new("invalid_argument", message)
     }
 }
@@ -467,16 +462,25 @@ fn supported_channel(channel: &str) -> bool {
 // The event stream
 // ---------------------------------------------------------------------------------------
 
-/// What one event stream passes: its body.
+/// What is wrong with a subscription's channels.
+#[derive(Debug)]
+pub(super) enum WrongChannels {
+    /// None were named.
+    None,
+    /// These are not channels (at most five named).
+    Unsupported(Vec<String>),
+}
+
+/// What one subscription passes: an event stream's body, or a subscribe command's params.
 #[derive(Debug, Clone, PartialEq)]
-struct Filter {
+pub(super) struct Filter {
     channels: HashSet<String>,
     /// Namespace prefixes (`None`: every namespace).
     namespaces: Option<Vec<Vec<String>>>,
     /// How far below a prefix an event may be (`None`: any depth).
     depth: Option<usize>,
     /// Only events after this `seq`.
-    since: Option<u64>,
+    pub(super) since: Option<u64>,
 }
 
 impl Filter {
@@ -489,13 +493,26 @@ impl Filter {
                 "Invalid JSON body ({e}); send the subscription as JSON: {{\"channels\": [\"values\", \"lifecycle\"]}}"
             ))
         })?;
+        Self::of(&body).map_err(|wrong| {
+            ServerError::BadRequest(match wrong {
+                WrongChannels::None => "channels is required and must be a non-empty array".into(),
+                WrongChannels::Unsupported(bad) => format!(
+                    "channels contains unsupported entries: {}. Allowed: values, updates, messages, tools, \
+                     custom, lifecycle, input, tasks, checkpoints, or any `custom:<name>`.",
+                    bad.join(", ")
+                ),
+            })
+        })
+    }
+
+    /// The filter of a subscription (an event stream's body, a subscribe command's
+    /// params).
+    pub(super) fn of(body: &Value) -> std::result::Result<Self, WrongChannels> {
         let channels = body
             .get("channels")
             .and_then(Value::as_array)
             .filter(|c| !c.is_empty())
-            .ok_or_else(|| {
-                ServerError::BadRequest("channels is required and must be a non-empty array".into())
-            })?;
+            .ok_or(WrongChannels::None)?;
         let bad: Vec<String> = channels
             .iter()
             .filter(|c| !c.as_str().is_some_and(supported_channel))
@@ -503,11 +520,7 @@ impl Filter {
             .map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_owned))
             .collect();
         if !bad.is_empty() {
-            return Err(ServerError::BadRequest(format!(
-                "channels contains unsupported entries: {}. Allowed: values, updates, messages, tools, \
-                 custom, lifecycle, input, tasks, checkpoints, or any `custom:<name>`.",
-                bad.join(", ")
-            )));
+            return Err(WrongChannels::Unsupported(bad));
         }
         let namespaces: Option<Vec<Vec<String>>> = body
             .get("namespaces")
@@ -536,7 +549,7 @@ impl Filter {
     }
 
     /// Whether the stream sends `event`.
-    fn passes(&self, event: &ProtocolEvent) -> bool {
+    pub(super) fn passes(&self, event: &ProtocolEvent) -> bool {
         if self.since.is_some_and(|since| event.seq <= since) {
             return false;
         }
@@ -578,8 +591,8 @@ fn prefix_matches(namespace: &[String], prefix: &[String]) -> bool {
 
 /// One protocol event, before it is written out.
 #[derive(Debug, Clone, PartialEq)]
-struct ProtocolEvent {
-    seq: u64,
+pub(super) struct ProtocolEvent {
+    pub(super) seq: u64,
     event_id: String,
     method: &'static str,
     namespace: Vec<String>,
@@ -588,8 +601,8 @@ struct ProtocolEvent {
 }
 
 impl ProtocolEvent {
-    /// The SSE frame: the event's method as the SSE event, its `seq` as the SSE id.
-    fn frame(self) -> Bytes {
+    /// The event as the protocol sends it.
+    pub(super) fn into_json(self) -> Value {
         let mut params = Map::new();
         let namespace = self.namespace.into_iter().map(Value::String).collect();
         params.insert("namespace".into(), Value::Array(namespace));
@@ -605,8 +618,13 @@ impl ProtocolEvent {
         event.insert("seq".into(), json!(self.seq));
         event.insert("method".into(), json!(self.method));
         event.insert("params".into(), Value::Object(params));
-        let seq = self.seq.to_string();
-        frame_with_id(self.method, &Value::Object(event).to_string(), Some(&seq))
+        Value::Object(event)
+    }
+
+    /// The SSE frame: the event's method as the SSE event, its `seq` as the SSE id.
+    fn frame(self) -> Bytes {
+        let (method, seq) = (self.method, self.seq.to_string());
+        frame_with_id(method, &self.into_json().to_string(), Some(&seq))
     }
 }
 
@@ -627,9 +645,11 @@ struct RunView {
 
 /// Turns a thread's stored run events into protocol events, numbering them.
 #[derive(Debug, Default)]
-struct Normalizer {
+pub(super) struct Normalizer {
     seq: u64,
     runs: HashMap<Uuid, RunView>,
+    /// The graph and root lifecycle status of the last run seen (`agent.getTree`).
+    last: Option<(String, &'static str)>,
 }
 
 impl Normalizer {
@@ -668,6 +688,7 @@ impl Normalizer {
             return;
         }
         view.status = Some(status);
+        self.last = Some((view.graph.clone(), status));
         let mut data = json!({"event": status, "graph_name": view.graph});
         if let (Some(error), Value::Object(data)) = (error, &mut data) {
             data.insert("error".into(), json!(error));
@@ -692,6 +713,14 @@ impl Normalizer {
             },
         );
         self.lifecycle(out, run, "running", None);
+    }
+
+    /// The agent tree of the last run seen (its root: graphkit reports no subgraph
+    /// lifecycle), or `None` before any.
+    pub(super) fn tree(&self) -> Option<Value> {
+        self.last
+            .as_ref()
+            .map(|(graph, status)| json!({"namespace": [], "status": status, "graph_name": graph}))
     }
 
     fn knows(&self, run: Uuid) -> bool {
@@ -1033,11 +1062,9 @@ async fn events(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) ->
     };
     let follow = ThreadFollow::start(api.clone(), thread_id, modes, Start::Beginning).await?;
     let stream = EventStream {
-        api,
-        thread_id,
+        tape: Tape::new(api, thread_id),
         follow,
         filter,
-        normalizer: Normalizer::default(),
         pending: VecDeque::new(),
         made: Vec::new(),
     };
@@ -1046,11 +1073,9 @@ async fn events(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) ->
 
 /// One connection's event stream.
 struct EventStream {
-    api: Api,
-    thread_id: Uuid,
+    tape: Tape,
     follow: ThreadFollow,
     filter: Filter,
-    normalizer: Normalizer,
     pending: VecDeque<Bytes>,
     /// Scratch space for the protocol events of one item.
     made: Vec<ProtocolEvent>,
@@ -1063,32 +1088,68 @@ impl EventStream {
             if let Some(frame) = self.pending.pop_front() {
                 return Some(frame);
             }
-            let item = match self.follow.next().await? {
-                Ok(item) => item,
-                Err(error) => {
-                    // The stream ends after it says why.
-                    let data = json!({"error": "ServerError", "message": error.to_string()});
-                    return Some(frame_with_id("error", &data.to_string(), None));
-                }
+            let taken = match self.follow.next().await? {
+                Ok(item) => self.take(item).await,
+                Err(error) => Err(error),
             };
-            if let Err(error) = self.take(item).await {
-                let data = json!({"error": "ServerError", "message": error.to_string()});
-                return Some(frame_with_id("error", &data.to_string(), None));
+            if let Err(error) = taken {
+                // The stream ends after it says why, in the frame the SDK reads as a
+                // stream failure.
+                self.follow.close();
+                return Some(frame_with_id(
+                    "error",
+                    &stream_failure(&error).to_string(),
+                    None,
+                ));
             }
         }
     }
 
     /// Turns one item of the thread's runs into frames.
     async fn take(&mut self, item: Item) -> Result<()> {
+        if let Item::Heartbeat = item {
+            self.pending.push_back(Bytes::from_static(HEARTBEAT));
+            return Ok(());
+        }
         let mut made = std::mem::take(&mut self.made);
+        self.tape.take(item, &mut made).await?;
+        for event in made.drain(..) {
+            if self.filter.passes(&event) {
+                self.pending.push_back(event.frame());
+            }
+        }
+        self.made = made;
+        Ok(())
+    }
+}
+
+/// A thread's runs as protocol events: the [`Normalizer`] and what it reads of the runs.
+pub(super) struct Tape {
+    api: Api,
+    thread_id: Uuid,
+    pub(super) normalizer: Normalizer,
+}
+
+impl Tape {
+    pub(super) fn new(api: Api, thread_id: Uuid) -> Self {
+        Self {
+            api,
+            thread_id,
+            normalizer: Normalizer::default(),
+        }
+    }
+
+    /// Adds the protocol events of one item of the thread's runs to `made` (none for a
+    /// heartbeat).
+    pub(super) async fn take(&mut self, item: Item, made: &mut Vec<ProtocolEvent>) -> Result<()> {
         match item {
-            Item::Heartbeat => self.pending.push_back(Bytes::from_static(HEARTBEAT)),
+            Item::Heartbeat => {}
             Item::Event { run, event } => {
                 if !self.normalizer.knows(run) {
                     let graph = self.graph_of(run).await?;
-                    self.normalizer.begin(&mut made, run, graph);
+                    self.normalizer.begin(made, run, graph);
                 }
-                self.normalizer.event(&mut made, run, &event);
+                self.normalizer.event(made, run, &event);
             }
             Item::RunDone(run) => {
                 let record = self
@@ -1098,18 +1159,11 @@ impl EventStream {
                     .await?;
                 if !self.normalizer.knows(run) {
                     let graph = self.graph_of(run).await?;
-                    self.normalizer.begin(&mut made, run, graph);
+                    self.normalizer.begin(made, run, graph);
                 }
-                self.normalizer
-                    .end(&mut made, run, record.map(|r| r.status));
+                self.normalizer.end(made, run, record.map(|r| r.status));
             }
         }
-        for event in made.drain(..) {
-            if self.filter.passes(&event) {
-                self.pending.push_back(event.frame());
-            }
-        }
-        self.made = made;
         Ok(())
     }
 
@@ -1129,6 +1183,11 @@ impl EventStream {
             })
             .unwrap_or_else(|| "root".to_owned()))
     }
+}
+
+/// The unsolicited error a stream sends before it closes on a failure.
+pub(super) fn stream_failure(error: &ServerError) -> Value {
+    json!({"type": "error", "id": null, "error": "unknown_error", "message": error.to_string()})
 }
 
 fn body_of(stream: EventStream) -> Body {

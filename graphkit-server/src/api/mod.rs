@@ -3,6 +3,7 @@
 
 mod assistants;
 mod crons;
+mod event_socket;
 mod event_streaming;
 pub(crate) mod mcp;
 mod runs;

@@ -355,6 +355,12 @@ impl ThreadFollow {
         Ok(())
     }
 
+    /// Ends the stream: [`ThreadFollow::next`] gives nothing more.
+    pub(super) fn close(&mut self) {
+        self.closed = true;
+        self.pending.clear();
+    }
+
     /// The next item; `None` once the stream has ended (the server stops, or the thread
     /// was deleted).
     pub(super) async fn next(&mut self) -> Option<Result<Item>> {
