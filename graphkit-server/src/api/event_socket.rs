@@ -19,9 +19,9 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::event_normalizer::ProtocolEvent;
 use super::event_streaming::{
-    Filter, ProtocolEvent, Refusal, Tape, WrongChannels, answer, handle, not_a_command,
-    stream_failure,
+    Filter, Refusal, Tape, WrongChannels, answer, handle, not_a_command, stream_failure,
 };
 use super::thread_stream::{Item, Modes, Start, ThreadFollow};
 use super::{Api, uuid_param};

@@ -3,6 +3,7 @@
 
 mod assistants;
 mod crons;
+mod event_normalizer;
 mod event_socket;
 mod event_streaming;
 pub(crate) mod mcp;
@@ -111,7 +112,9 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
     all.extend(crons::endpoints());
     all.extend(store::endpoints());
     all.extend(thread_stream::endpoints());
-    all.extend(event_streaming::endpoints());
+    all.extend(event_streaming::endpoints(axum::routing::get(
+        event_socket::socket,
+    )));
     all
 }
 
