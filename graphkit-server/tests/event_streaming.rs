@@ -2,7 +2,8 @@
 //! `POST /threads/{thread_id}/stream/events`) on each backend: the command errors answer
 //! with the reference's codes and messages, a run started and resumed through commands
 //! reaches the event stream as the SDK's decoders read it; and the refusals of what the
-//! server does not serve name it.
+//! server does not serve name it. (`GET /threads/{id}/storage` is in the contract suite,
+//! `http_contract`.)
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -370,62 +371,10 @@ async fn the_event_stream_checks_its_subscription(s: &TestServer) {
     assert!(answer["detail"].is_string(), "{answer}");
 }
 
-async fn thread_storage_counts_the_stored_checkpoints(s: &TestServer) {
-    let thread = s.thread().await;
-    let path = format!("/threads/{thread}/storage");
-    let empty = s.get_json(&path, StatusCode::OK).await;
-    assert_eq!(
-        empty,
-        json!({
-            "thread_id": thread,
-            "total_bytes": 0,
-            "checkpoints": {"count": 0, "bytes": 0},
-            "channel_values": {"count": 0, "bytes": 0, "by_channel": {}},
-            "pending_writes": {"count": 0, "bytes": 0},
-        })
-    );
-    s.post_json(
-        &format!("/threads/{thread}/runs/wait"),
-        json!({"assistant_id": "agent", "input": user_input("hi", json!({"ask_human": true}))}),
-        StatusCode::OK,
-    )
-    .await;
-    let used = s.get_json(&path, StatusCode::OK).await;
-    let n = |v: &Value| v.as_u64().expect("a count");
-    assert!(n(&used["checkpoints"]["count"]) >= 2, "{used}");
-    assert!(
-        n(&used["pending_writes"]["count"]) >= 1,
-        "the interrupt is a pending write: {used}"
-    );
-    let messages = &used["channel_values"]["by_channel"]["messages"];
-    assert!(n(&messages["bytes"]) > "echo: hi".len() as u64, "{used}");
-    let by_channel: u64 = used["channel_values"]["by_channel"]
-        .as_object()
-        .expect("by_channel")
-        .values()
-        .map(|c| n(&c["bytes"]))
-        .sum();
-    assert_eq!(by_channel, n(&used["channel_values"]["bytes"]));
-    assert_eq!(
-        n(&used["total_bytes"]),
-        n(&used["checkpoints"]["bytes"])
-            + n(&used["channel_values"]["bytes"])
-            + n(&used["pending_writes"]["bytes"])
-    );
-    let missing = format!("/threads/{}/storage", Uuid::new_v4());
-    s.get_json(&missing, StatusCode::NOT_FOUND).await;
-    s.get_json(
-        "/threads/not-a-uuid/storage",
-        StatusCode::UNPROCESSABLE_ENTITY,
-    )
-    .await;
-}
-
 over_each_backend!(
     commands_answer_errors_as_the_reference,
     a_run_is_started_interrupted_and_resumed_through_commands,
     the_event_stream_checks_its_subscription,
-    thread_storage_counts_the_stored_checkpoints,
 );
 
 #[tokio::test]
