@@ -28,6 +28,12 @@ const PYTHON: Client = Client {
     script: "clients/python/check.py",
 };
 
+/// The thread-centric streaming protocol (`client.threads.stream(...)`) with the Python SDK.
+const PYTHON_THREAD_STREAM: Client = Client {
+    variable: "GRAPHKIT_SDK_PYTHON",
+    script: "clients/python/thread_stream.py",
+};
+
 const JS: Client = Client {
     variable: "GRAPHKIT_SDK_JS",
     script: "clients/js/check.mjs",
@@ -120,6 +126,19 @@ impl Client {
 #[test]
 fn python_sdk_client_checks_pass_on_sqlite() {
     PYTHON.check_on_sqlite("python_sdk_client_checks_pass_on_sqlite");
+}
+
+#[test]
+fn python_sdk_thread_stream_runs_pauses_and_resumes_on_sqlite() {
+    PYTHON_THREAD_STREAM
+        .check_on_sqlite("python_sdk_thread_stream_runs_pauses_and_resumes_on_sqlite");
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn python_sdk_thread_stream_runs_pauses_and_resumes_on_postgres() {
+    PYTHON_THREAD_STREAM
+        .check_on_postgres("python_sdk_thread_stream_runs_pauses_and_resumes_on_postgres");
 }
 
 #[test]

@@ -1677,6 +1677,57 @@ macro_rules! over_each_backend {
     };
 }
 
+async fn thread_storage_counts_the_stored_checkpoints(s: &TestServer) {
+    let thread = s.thread().await;
+    let path = format!("/threads/{thread}/storage");
+    let empty = s.get_json(&path, StatusCode::OK).await;
+    assert_eq!(
+        empty,
+        json!({
+            "thread_id": thread,
+            "total_bytes": 0,
+            "checkpoints": {"count": 0, "bytes": 0},
+            "channel_values": {"count": 0, "bytes": 0, "by_channel": {}},
+            "pending_writes": {"count": 0, "bytes": 0},
+        })
+    );
+    s.post_json(
+        &format!("/threads/{thread}/runs/wait"),
+        json!({"assistant_id": "agent", "input": user_input("hi", json!({"ask_human": true}))}),
+        StatusCode::OK,
+    )
+    .await;
+    let used = s.get_json(&path, StatusCode::OK).await;
+    let n = |v: &Value| v.as_u64().expect("a count");
+    assert!(n(&used["checkpoints"]["count"]) >= 2, "{used}");
+    assert!(
+        n(&used["pending_writes"]["count"]) >= 1,
+        "the interrupt is a pending write: {used}"
+    );
+    let messages = &used["channel_values"]["by_channel"]["messages"];
+    assert!(n(&messages["bytes"]) > "echo: hi".len() as u64, "{used}");
+    let by_channel: u64 = used["channel_values"]["by_channel"]
+        .as_object()
+        .expect("by_channel")
+        .values()
+        .map(|c| n(&c["bytes"]))
+        .sum();
+    assert_eq!(by_channel, n(&used["channel_values"]["bytes"]));
+    assert_eq!(
+        n(&used["total_bytes"]),
+        n(&used["checkpoints"]["bytes"])
+            + n(&used["channel_values"]["bytes"])
+            + n(&used["pending_writes"]["bytes"])
+    );
+    let missing = format!("/threads/{}/storage", uuid::Uuid::new_v4());
+    s.get_json(&missing, StatusCode::NOT_FOUND).await;
+    s.get_json(
+        "/threads/not-a-uuid/storage",
+        StatusCode::UNPROCESSABLE_ENTITY,
+    )
+    .await;
+}
+
 /// Runs `behaviour` against a server on the fixture's backend, then cleans up.
 pub(crate) async fn serve<F>(fixture: Fixture, behaviour: F)
 where
@@ -1713,4 +1764,5 @@ over_each_backend!(
     a_due_cron_creates_its_run_on_the_queue,
     threads_and_store_items_expire_after_their_ttl,
     a_webhook_on_a_private_address_is_refused_by_default,
+    thread_storage_counts_the_stored_checkpoints,
 );

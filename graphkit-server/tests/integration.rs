@@ -9,6 +9,8 @@ mod cors;
 mod followers;
 #[macro_use]
 mod http_contract;
+// After `http_contract`, whose `over_each_backend!` it uses.
+mod event_streaming;
 mod http_fuzz;
 mod http_layer;
 mod llm_messages;

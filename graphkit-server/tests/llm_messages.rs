@@ -116,3 +116,66 @@ async fn llm_messages_take_langchains_shape_in_and_out() {
     assert_eq!(state["values"]["messages"][1]["type"], "ai");
     s.stop().await;
 }
+
+/// The streaming protocol's `messages` channel: the model's reply as one message
+/// (`message-start` with its node, its text, `message-finish`), read on
+/// `POST /threads/{id}/stream/events` after `run.start`.
+#[tokio::test]
+async fn the_streaming_protocol_sends_a_models_reply_as_one_message() {
+    let s =
+        TestServer::start_with(|server| server.graph_without_schema("chat", chat_graph())).await;
+    let thread = uuid::Uuid::new_v4();
+    let started = s
+        .post_json(
+            &format!("/threads/{thread}/commands"),
+            json!({"id": 1, "method": "run.start", "params": {
+                "assistant_id": "chat",
+                "input": {"messages": [{"type": "human", "content": "hello"}]},
+            }}),
+            StatusCode::OK,
+        )
+        .await;
+    assert_eq!(started["type"], "success", "{started}");
+    let response = s
+        .post(
+            &format!("/threads/{thread}/stream/events"),
+            json!({"channels": ["messages", "lifecycle"]}),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut reader = SseReader::new(response);
+    let mut messages = Vec::new();
+    while let Some(event) = reader.next().await {
+        let data = &event.data["params"]["data"];
+        if event.event == "lifecycle" && data["event"] == "completed" {
+            break;
+        }
+        if event.event == "messages" {
+            assert_eq!(event.data["params"]["namespace"], json!([]));
+            messages.push(data.clone());
+        }
+    }
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["event"].as_str().expect("event"))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message-start",
+            "content-block-start",
+            "content-block-delta",
+            "content-block-finish",
+            "message-finish"
+        ]
+    );
+    assert_eq!(messages[0]["role"], "ai");
+    assert_eq!(messages[0]["metadata"]["langgraph_node"], "chat");
+    assert_eq!(
+        messages[2]["delta"],
+        json!({"type": "text-delta", "text": "you said hello"})
+    );
+    let id = &messages[0]["id"];
+    assert!(id.is_string() && messages.iter().all(|m| &m["id"] == id));
+    s.stop().await;
+}

@@ -3,6 +3,9 @@
 
 mod assistants;
 mod crons;
+mod event_normalizer;
+mod event_socket;
+mod event_streaming;
 pub(crate) mod mcp;
 mod runs;
 mod spec;
@@ -19,6 +22,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::any;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -108,6 +112,9 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
     all.extend(crons::endpoints());
     all.extend(store::endpoints());
     all.extend(thread_stream::endpoints());
+    all.extend(event_streaming::endpoints(axum::routing::get(
+        event_socket::socket,
+    )));
     all
 }
 
@@ -116,9 +123,14 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
 /// answered with a 4xx that names it.
 pub(crate) fn router(api: Api) -> Router {
     let limit = api.body_limit;
-    endpoints()
+    let served = endpoints()
         .into_iter()
-        .fold(Router::new(), |router, e| router.route(e.path, e.handler))
+        .fold(Router::new(), |router, e| router.route(e.path, e.handler));
+    NOT_SERVED
+        .iter()
+        .fold(served, |router, &(path, what)| {
+            router.route(path, any(move || async move { not_served(what) }))
+        })
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(api.clone(), guard))
         .layer(DefaultBodyLimit::max(limit))
@@ -158,6 +170,43 @@ async fn metrics(State(api): State<Api>) -> Result<Response> {
         text,
     )
         .into_response())
+}
+
+/// Paths of the reference API this server does not serve, each with what it is there.
+const NOT_SERVED: &[(&str, &str)] = &[
+    (
+        "/a2a/{assistant_id}",
+        "the A2A (agent-to-agent) protocol (/a2a/{assistant_id})",
+    ),
+    (
+        "/a2a/{assistant_id}/",
+        "the A2A (agent-to-agent) protocol (/a2a/{assistant_id})",
+    ),
+    (
+        "/a2a/{assistant_id}/.well-known/agent-card.json",
+        "the A2A agent card (/a2a/{assistant_id}/.well-known/agent-card.json)",
+    ),
+    (
+        "/a2a/{assistant_id}/.well-known/agent.json",
+        "the A2A agent card (/a2a/{assistant_id}/.well-known/agent.json)",
+    ),
+    (
+        "/.well-known/agent-card.json",
+        "the A2A agent card (/.well-known/agent-card.json)",
+    ),
+    ("/profile", "profiling of the server process (GET /profile)"),
+    (
+        "/ui/{graph_id}",
+        "generative UI components (POST /ui/{graph_id})",
+    ),
+];
+
+/// The 404 of a path in [`NOT_SERVED`]: it names the feature, so a client learns it is
+/// missing on purpose rather than mistyped.
+fn not_served(what: &str) -> ServerError {
+    ServerError::NotFound(format!(
+        "{what} is not served by graphkit-server; see docs/server.md for the API subset it serves"
+    ))
 }
 
 async fn not_found(request: Request) -> ServerError {

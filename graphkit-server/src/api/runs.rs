@@ -543,6 +543,16 @@ async fn prepare_run(
     })
 }
 
+/// Creates a background run on `thread` from a run-create body given as JSON (the
+/// streaming protocol's `run.start` and `input.respond` build theirs), checked as
+/// `POST /threads/{thread_id}/runs` checks its body.
+pub(super) async fn create_background(api: &Api, thread: Uuid, body: Value) -> Result<RunRecord> {
+    let body: RunCreate = serde_path_to_error::deserialize(body)
+        .map_err(|e| ServerError::MalformedBody(format!("`{}`: {}", e.path(), e.inner())))?;
+    let prepared = prepare_run(api, Some(thread), body, Follow::Background).await?;
+    Ok(store_run(api, prepared).await?.run)
+}
+
 /// Checks a cron's run payload (a run-create body) as a background run would be checked
 /// (on `thread`, or on a new thread each time), and prepares the run each firing creates.
 pub(super) async fn prepare_cron_run(

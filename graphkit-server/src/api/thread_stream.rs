@@ -13,12 +13,16 @@
 //! - `state_update` is refused (422): this server records no event when a thread's state is
 //!   updated through `POST /threads/{thread_id}/state`, so it could never send one.
 //!
+//! The follower, [`ThreadFollow`], is shared with the streaming protocol's event stream
+//! (`super::event_streaming`), which reads every run from its beginning.
+//!
 //! Every event carries an id, `{run_id}:{seq}` (`{run_id}:done` for `run_done`); a client
 //! that reconnects with `Last-Event-ID` gets everything after it, replayed from the
 //! database. Without it the stream starts now: the runs still going on, from their next
 //! event, and every run created later.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
@@ -52,11 +56,11 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
 
 /// What a thread stream shows.
 #[derive(Debug, Clone, Copy)]
-struct Modes {
+pub(super) struct Modes {
     /// `run_modes`: every event each run's own stream shows.
-    runs: bool,
+    pub runs: bool,
     /// `lifecycle`: each run's start and end.
-    lifecycle: bool,
+    pub lifecycle: bool,
 }
 
 /// The modes asked for in the query (`run_modes` when none).
@@ -109,7 +113,7 @@ fn modes_of(pairs: &[(String, String)]) -> Result<Modes> {
 /// Where a reconnecting client left off: after event `seq` of `run` (`None`: after its
 /// `run_done`).
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Position {
+pub(super) struct Position {
     run: Uuid,
     seq: Option<i64>,
 }
@@ -158,7 +162,8 @@ async fn join(
         })
         .transpose()?;
     super::threads::thread_or_404(&api, thread_id).await?;
-    let follow = ThreadFollow::start(api, thread_id, modes, from).await?;
+    let start = from.map_or(Start::Now, Start::After);
+    let follow = ThreadFollow::start(api, thread_id, modes, start).await?;
     Ok(sse_response(body(follow), None, None))
 }
 
@@ -172,8 +177,30 @@ async fn runs_of(api: &Api, thread_id: Uuid) -> Result<Vec<RunRecord>> {
     Ok(runs)
 }
 
-/// One client's thread stream.
-struct ThreadFollow {
+/// Where a [`ThreadFollow`] starts.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Start {
+    /// Now: the runs still going on from their next event, and every run created later.
+    Now,
+    /// After an event a client received (see [`Position`]).
+    After(Position),
+    /// At the thread's first stored event: every run from its beginning.
+    Beginning,
+}
+
+/// What a [`ThreadFollow`] gives, in order.
+#[derive(Debug)]
+pub(super) enum Item {
+    /// An event of `run` that the stream shows.
+    Event { run: Uuid, event: Arc<RunEvent> },
+    /// `run` has ended and every event of it was given.
+    RunDone(Uuid),
+    /// Nothing happened for a while (a keep-alive for the connection).
+    Heartbeat,
+}
+
+/// One client's thread stream: the events of the thread's runs, one run after another.
+pub(super) struct ThreadFollow {
     api: Api,
     thread_id: Uuid,
     modes: Modes,
@@ -183,21 +210,38 @@ struct ThreadFollow {
     after: HashMap<Uuid, i64>,
     /// The run followed now, and what its own stream shows.
     current: Option<(RunFollower, StreamFilter)>,
-    pending: VecDeque<Bytes>,
+    pending: VecDeque<Item>,
     closed: bool,
 }
 
 impl ThreadFollow {
-    /// Where the stream starts: after `from`, or now.
-    async fn start(
+    /// A stream of the thread's runs from `start`.
+    pub(super) async fn start(
         api: Api,
         thread_id: Uuid,
         modes: Modes,
-        from: Option<Position>,
+        start: Start,
     ) -> Result<Self> {
-        let runs = runs_of(&api, thread_id).await?;
         let mut done = HashSet::new();
         let mut after = HashMap::new();
+        let from = match start {
+            Start::Now => None,
+            Start::After(position) => Some(position),
+            // Every run from its first event: nothing is behind the stream.
+            Start::Beginning => {
+                return Ok(Self {
+                    api,
+                    thread_id,
+                    modes,
+                    done,
+                    after,
+                    current: None,
+                    pending: VecDeque::new(),
+                    closed: false,
+                });
+            }
+        };
+        let runs = runs_of(&api, thread_id).await?;
         let resumed = from.and_then(|from| {
             let index = runs.iter().position(|r| r.run_id == from.run)?;
             Some((index, from.seq))
@@ -262,29 +306,20 @@ impl ThreadFollow {
                 let filter = filter.clone();
                 for event in events {
                     if self.shows(&event, &filter) {
-                        self.pending.push_back(frame_with_id(
-                            &event.event,
-                            &event.data,
-                            Some(&Position::id(run, Some(event.seq))),
-                        ));
+                        self.pending.push_back(Item::Event { run, event });
                     }
                 }
             }
             Followed::Ended => {
                 self.current = None;
                 self.done.insert(run);
-                let data = json!({"status": "run_done", "run_id": run}).to_string();
-                self.pending.push_back(frame_with_id(
-                    "metadata",
-                    &data,
-                    Some(&Position::id(run, None)),
-                ));
+                self.pending.push_back(Item::RunDone(run));
             }
             Followed::Waiting => {
                 tokio::select! {
                     () = follower.changed() => {}
                     () = tokio::time::sleep(HEARTBEAT_EVERY) => {
-                        self.pending.push_back(Bytes::from_static(HEARTBEAT));
+                        self.pending.push_back(Item::Heartbeat);
                         follower.recheck();
                     }
                     () = self.api.stop.cancelled() => self.closed = true,
@@ -309,7 +344,7 @@ impl ThreadFollow {
         tokio::select! {
             () = queue.changed() => {}
             () = tokio::time::sleep(HEARTBEAT_EVERY) => {
-                self.pending.push_back(Bytes::from_static(HEARTBEAT));
+                self.pending.push_back(Item::Heartbeat);
                 // The thread is gone: nothing more will come.
                 if self.api.backend().get_thread(self.thread_id).await?.is_none() {
                     self.closed = true;
@@ -319,26 +354,61 @@ impl ThreadFollow {
         }
         Ok(())
     }
+
+    /// Ends the stream: [`ThreadFollow::next`] gives nothing more.
+    pub(super) fn close(&mut self) {
+        self.closed = true;
+        self.pending.clear();
+    }
+
+    /// The next item; `None` once the stream has ended (the server stops, or the thread
+    /// was deleted).
+    pub(super) async fn next(&mut self) -> Option<Result<Item>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.closed {
+                return None;
+            }
+            if let Err(error) = self.step().await {
+                self.closed = true;
+                return Some(Err(error));
+            }
+        }
+    }
+}
+
+/// The SSE frame of a thread stream's item.
+fn frame(item: Item) -> Bytes {
+    match item {
+        Item::Event { run, event } => frame_with_id(
+            &event.event,
+            &event.data,
+            Some(&Position::id(run, Some(event.seq))),
+        ),
+        Item::RunDone(run) => {
+            let data = json!({"status": "run_done", "run_id": run}).to_string();
+            frame_with_id("metadata", &data, Some(&Position::id(run, None)))
+        }
+        Item::Heartbeat => Bytes::from_static(HEARTBEAT),
+    }
 }
 
 /// The SSE body of a thread stream.
 fn body(follow: ThreadFollow) -> Body {
-    let frames = stream::unfold(follow, |mut follow| async move {
-        loop {
-            if let Some(frame) = follow.pending.pop_front() {
-                return Some((Ok::<Bytes, std::convert::Infallible>(frame), follow));
-            }
-            if follow.closed {
-                return None;
-            }
-            if let Err(error) = follow.step().await {
+    let frames = stream::unfold(Some(follow), |follow| async move {
+        let mut follow = follow?;
+        let bytes = match follow.next().await? {
+            Ok(item) => frame(item),
+            Err(error) => {
                 let data = json!({"error": "ServerError", "message": error.to_string()});
-                follow
-                    .pending
-                    .push_back(frame_with_id("error", &data.to_string(), None));
-                follow.closed = true;
+                // The error is the stream's last frame.
+                let frame = frame_with_id("error", &data.to_string(), None);
+                return Some((Ok::<Bytes, std::convert::Infallible>(frame), None));
             }
-        }
+        };
+        Some((Ok(bytes), Some(follow)))
     });
     Body::from_stream(frames)
 }

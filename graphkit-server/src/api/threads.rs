@@ -63,6 +63,11 @@ pub(super) fn endpoints() -> Vec<Endpoint> {
             .body(fields![opt("metadata", "object"), opt("ttl", "any")]),
         Endpoint::delete("/threads/{id}", "Delete a thread", delete).answers(NO_CONTENT),
         Endpoint::get("/threads/{id}/state", "The thread's current state", state),
+        Endpoint::get(
+            "/threads/{id}/storage",
+            "Bytes the thread's checkpoints occupy, per part and per channel",
+            storage,
+        ),
         Endpoint::post(
             "/threads/{id}/state",
             "Update the thread's state",
@@ -238,6 +243,20 @@ fn thread_ttl(value: Option<&Value>) -> Result<Option<f64>> {
 /// `GET /threads/{id}?include=ttl`: the thread, with `include=ttl` also its `ttl`
 /// (`{"strategy": "delete", "ttl": minutes, "expires_at"}`, or null without one); another
 /// `include` is a 422 that names it.
+/// `GET /threads/{id}/storage`: what the thread's stored checkpoints and pending writes
+/// occupy (see [`crate::backend::ThreadStorage`]).
+async fn storage(State(api): State<Api>, Path(id): Path<String>) -> Result<Response> {
+    let id = uuid_param("thread", &id)?;
+    thread_or_404(&api, id).await?;
+    let storage = api.backend().thread_storage(id).await?;
+    let mut answer = serde_json::to_value(&storage)
+        .map_err(|e| ServerError::backend("encode the response", e))?;
+    if let Value::Object(fields) = &mut answer {
+        fields.insert("thread_id".into(), json!(id));
+    }
+    Ok(json_response(StatusCode::OK, &answer))
+}
+
 async fn get_one(
     State(api): State<Api>,
     Path(id): Path<String>,

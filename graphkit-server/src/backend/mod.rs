@@ -38,6 +38,7 @@ mod notify;
 pub mod postgres;
 mod schedule;
 pub mod sqlite;
+mod storage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,7 @@ pub use postgres::{PostgresBackend, PostgresOptions};
 pub use schedule::{CRON_SORT_COLUMNS, CronQuery, CronRecord, CronRun, FiredCron};
 pub(crate) use schedule::{expiry, namespace_key, namespace_of};
 pub use sqlite::SqliteBackend;
+pub use storage::{ChannelTally, ChannelValues, StoredCheckpoint, Tally, ThreadStorage};
 
 /// An assistant: a graph with a configuration, at its current version. The server registers
 /// one system assistant per graph (id [`crate::ids::system_assistant_id`]); clients create
@@ -785,6 +787,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// Records the thread's state after a run or a state update (values, interrupts,
     /// status when idle, error).
     async fn set_thread_outcome(&self, thread_id: Uuid, outcome: &ThreadOutcome) -> Result<()>;
+    /// The bytes the thread's checkpoints and pending writes occupy (every namespace), as
+    /// measured by [`ThreadStorage::measure`] from the stored rows.
+    async fn thread_storage(&self, thread_id: Uuid) -> Result<ThreadStorage>;
 
     // --- runs ---
 

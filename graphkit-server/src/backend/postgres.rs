@@ -41,8 +41,9 @@ use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CreatedRun, CronQuery, CronRecord, EventFeeds, FiredCron, IfExists, Lease,
     MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus, VersionQuery, Wakeup,
-    attempts_exceeded, counts_by_status, expiry, namespace_key, namespace_of, no_such_version,
+    RunStatus, StoredCheckpoint, Tally, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus,
+    ThreadStorage, VersionQuery, Wakeup, attempts_exceeded, counts_by_status, expiry,
+    namespace_key, namespace_of, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
 use crate::time::Timestamp;
@@ -1275,6 +1276,43 @@ impl Backend for PostgresBackend {
             .into_iter()
             .map(|(seq, event, data)| RunEvent { seq, event, data })
             .collect())
+    }
+
+    async fn thread_storage(&self, thread_id: Uuid) -> Result<ThreadStorage> {
+        let thread = thread_id.to_string();
+        let rows = sqlx::query(
+            "SELECT payload, octet_length(metadata)::BIGINT AS metadata_bytes, is_snapshot \
+             FROM graphkit_checkpoints WHERE thread_id = $1",
+        )
+        .bind(&thread)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db("reading a thread's checkpoints"))?;
+        let checkpoints = rows
+            .iter()
+            .map(|row| {
+                Ok(StoredCheckpoint {
+                    payload: row.try_get("payload")?,
+                    metadata_bytes: u64::try_from(row.try_get::<i64, _>("metadata_bytes")?)
+                        .unwrap_or(0),
+                    is_snapshot: row.try_get("is_snapshot")?,
+                })
+            })
+            .collect::<std::result::Result<Vec<_>, sqlx::Error>>()
+            .map_err(db("reading a thread's checkpoints"))?;
+        let (count, bytes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*)::BIGINT, COALESCE(SUM(octet_length(payload)), 0)::BIGINT \
+             FROM graphkit_checkpoint_writes WHERE thread_id = $1",
+        )
+        .bind(&thread)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db("reading a thread's pending writes"))?;
+        let writes = Tally {
+            count: u64::try_from(count).unwrap_or(0),
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        };
+        Ok(ThreadStorage::measure(&checkpoints, writes))
     }
 
     async fn last_event_seq(&self, run_id: Uuid) -> Result<i64> {
