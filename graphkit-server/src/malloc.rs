@@ -1,6 +1,9 @@
 //! Giving freed memory back to the operating system: the `graphkit-server` binary runs with
 //! glibc's malloc told to serve every block of [`MMAP_THRESHOLD`] bytes or more with its own
-//! mapping (unmapped when freed) and to trim the heap's free top beyond [`TRIM_THRESHOLD`].
+//! mapping (unmapped when freed), to trim the heap's free top beyond [`TRIM_THRESHOLD`], and
+//! to ask for transparent huge pages on its mappings (`glibc.malloc.hugetlb=1`: a fresh
+//! 9 MB block then costs a few page faults instead of 2,300, which had made the 9 MB
+//! message take ~30 % more CPU; a no-op where the kernel's THP mode is `never`).
 //!
 //! Without it, glibc raises its mapping threshold to the size of the largest block freed
 //! so far (up to 32 MiB): after one 9 MB message, the next copies of 9 MB come from the
@@ -20,7 +23,7 @@ pub const TRIM_THRESHOLD: usize = 128 * 1024;
 /// The `GLIBC_TUNABLES` value the server runs with.
 pub fn malloc_tunables() -> String {
     format!(
-        "glibc.malloc.mmap_threshold={MMAP_THRESHOLD}:glibc.malloc.trim_threshold={TRIM_THRESHOLD}"
+        "glibc.malloc.mmap_threshold={MMAP_THRESHOLD}:glibc.malloc.trim_threshold={TRIM_THRESHOLD}:glibc.malloc.hugetlb=1"
     )
 }
 
