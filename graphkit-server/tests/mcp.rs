@@ -321,11 +321,7 @@ async fn created_assistants_are_listed_and_run_as_tools() {
     create(json!({"graph_id": "agent", "name": "stuck", "config": {"recursion_limit": 0}})).await;
 
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let listed: Value = rpc(s, list.clone(), true)
-        .await
-        .json()
-        .await
-        .expect("JSON");
+    let listed: Value = rpc(s, list.clone(), true).await.json().await.expect("JSON");
     assert_eq!(
         tool_names(&listed),
         ["French_helper", "agent", "plain", "second_agent", "stuck"],
