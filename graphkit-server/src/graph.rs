@@ -122,43 +122,18 @@ pub(crate) struct TypedGraph<S: State> {
 }
 
 impl<S: State> TypedGraph<S> {
-    fn parse_update(&self, values: Value, what: &str) -> Result<S::Update> {
-        let object = match values {
-            Value::Null => return Ok(S::Update::default()),
-            Value::Object(object) => object,
-            // `[[key, value], ...]`, the Python SDK's other form of a command update.
-            Value::Array(pairs) => pairs
-                .into_iter()
-                .map(|pair| match pair {
-                    Value::Array(mut kv) if kv.len() == 2 => {
-                        let value = kv.pop().unwrap_or_default();
-                        match kv.pop() {
-                            Some(Value::String(key)) => Ok((key, value)),
-                            _ => Err(()),
-                        }
-                    }
-                    _ => Err(()),
-                })
-                .collect::<std::result::Result<Map<String, Value>, ()>>()
-                .map_err(|()| {
-                    ServerError::Validation(format!(
-                        "{what} must be an object of state fields or a list of [key, value] pairs"
-                    ))
-                })?,
-            other => {
-                return Err(ServerError::Validation(format!(
-                    "{what} must be an object of state fields, not {}",
-                    json_kind(&other)
-                )));
-            }
+    /// `values` as a state update of `S` (`what` names it in a refusal). The values are
+    /// copied once, into the update: a big input is not copied again on the way.
+    fn parse_update(&self, values: &Value, what: &str) -> Result<S::Update> {
+        let Some(update) = Self::update_json(values, what)? else {
+            return Ok(S::Update::default());
         };
-        let update = input_to_update(S::FIELDS, object).map_err(|e| {
-            ServerError::Validation(format!("{what} does not fit the graph's state: {e}"))
-        })?;
         // Through serde_path_to_error, so the refusal names the field (`input.messages`).
-        match serde_path_to_error::deserialize::<_, S::Update>(update.clone()) {
+        match serde_path_to_error::deserialize::<_, S::Update>(update) {
             Ok(update) => Ok(update),
             Err(first) => {
+                // Only a refused update is built a second time, for the LangChain shape.
+                let update = Self::update_json(values, what)?.unwrap_or_default();
                 serde_json::from_value::<S::Update>(from_langchain(&update)).map_err(|_| {
                     let at = first.path().to_string();
                     let place = if at == "." {
@@ -173,6 +148,37 @@ impl<S: State> TypedGraph<S> {
                 })
             }
         }
+    }
+
+    /// `values` (an object of state fields, or `[[key, value], ...]`) as graphkit update
+    /// JSON; `None` for null.
+    fn update_json(values: &Value, what: &str) -> Result<Option<Value>> {
+        let object = match values {
+            Value::Null => return Ok(None),
+            Value::Object(object) => object.clone(),
+            // `[[key, value], ...]`, the Python SDK's other form of a command update.
+            Value::Array(pairs) => pairs
+                .iter()
+                .map(|pair| match pair.as_array().map(Vec::as_slice) {
+                    Some([Value::String(key), value]) => Ok((key.clone(), value.clone())),
+                    _ => Err(()),
+                })
+                .collect::<std::result::Result<Map<String, Value>, ()>>()
+                .map_err(|()| {
+                    ServerError::Validation(format!(
+                        "{what} must be an object of state fields or a list of [key, value] pairs"
+                    ))
+                })?,
+            other => {
+                return Err(ServerError::Validation(format!(
+                    "{what} must be an object of state fields, not {}",
+                    json_kind(other)
+                )));
+            }
+        };
+        input_to_update(S::FIELDS, object).map(Some).map_err(|e| {
+            ServerError::Validation(format!("{what} does not fit the graph's state: {e}"))
+        })
     }
 
     fn gotos(goto: &Value) -> Result<Vec<graphkit::nodes::Goto>> {
@@ -210,7 +216,7 @@ impl<S: State> TypedGraph<S> {
         let Some(command) = &request.command else {
             return match &request.input {
                 None | Some(Value::Null) => Ok(RunInput::Continue),
-                Some(input) => Ok(RunInput::Update(self.parse_update(input.clone(), "input")?)),
+                Some(input) => Ok(RunInput::Update(self.parse_update(input, "input")?)),
             };
         };
         let mut built: Command<S> = match &command.resume {
@@ -218,7 +224,7 @@ impl<S: State> TypedGraph<S> {
             Some(resume) => Command::from(self.resume_of(resume, thread_id).await?),
         };
         if let Some(update) = &command.update {
-            built = built.update(self.parse_update(update.clone(), "command.update")?);
+            built = built.update(self.parse_update(update, "command.update")?);
         }
         if let Some(goto) = &command.goto {
             built = built.goto_all(Self::gotos(goto)?);
@@ -410,11 +416,11 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         if let Some(input) = &request.input
             && !input.is_null()
         {
-            self.parse_update(input.clone(), "input")?;
+            self.parse_update(input, "input")?;
         }
         if let Some(command) = &request.command {
             if let Some(update) = &command.update {
-                self.parse_update(update.clone(), "command.update")?;
+                self.parse_update(update, "command.update")?;
             }
             if let Some(goto) = &command.goto {
                 let nodes: Vec<String> = self.node_names();
@@ -490,7 +496,7 @@ impl<S: State> ServedGraph for TypedGraph<S> {
         as_node: Option<&str>,
         checkpoint_id: Option<&str>,
     ) -> Result<String> {
-        let update = self.parse_update(values, "values")?;
+        let update = self.parse_update(&values, "values")?;
         let mut config = RunConfig::new().thread_id(thread_id);
         if let Some(id) = checkpoint_id {
             config = config.checkpoint_id(id);

@@ -31,6 +31,7 @@ pub mod demo;
 pub mod error;
 mod graph;
 pub mod ids;
+pub mod malloc;
 mod metrics;
 mod server;
 pub mod time;

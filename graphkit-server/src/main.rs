@@ -6,10 +6,22 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use graphkit_server::{Server, cli, demo};
+use graphkit_server::{Server, cli, demo, malloc};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Before any thread: freed memory goes back to the system (see `malloc`).
+    malloc::reexec_with_malloc_tunables();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("graphkit-server: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(serve())
+}
+
+async fn serve() -> ExitCode {
     cli::init_logging("info");
     let args = cli::Args::parse();
     let served = match demo::agent_graph() {

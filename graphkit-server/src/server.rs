@@ -265,15 +265,14 @@ impl Server {
                 .await
                 .map_err(|e| ServerError::Startup(format!("bind the listen address: {e}")))?;
             local_addr = listener.local_addr().ok();
-            let mut api = Api {
+            let api = Api {
                 shared,
                 api_key: self.api_key.map(Into::into),
                 body_limit: self.body_limit,
                 body_read_timeout: self.body_read_timeout,
                 stop: stop.clone(),
-                mcp: None,
+                mcp_any_host: !local_addr.is_some_and(|addr| addr.ip().is_loopback()),
             };
-            api.mcp = Some(crate::api::mcp::endpoint(&api, local_addr)?);
             let app = router(api);
             let app = match cors {
                 Some(cors) => app.layer(cors),

@@ -103,10 +103,11 @@ pub(crate) struct RunKwargs {
 }
 
 impl RunKwargs {
-    pub(crate) fn request(&self) -> RunRequest {
+    /// The run's input and command, moved out (a big input is not copied).
+    pub(crate) fn take_request(&mut self) -> RunRequest {
         RunRequest {
-            input: self.input.clone(),
-            command: self.command.clone(),
+            input: self.input.take(),
+            command: self.command.take(),
         }
     }
 }
@@ -704,7 +705,7 @@ async fn try_execute(
     let backend = &shared.backend;
     let run_id = run.run_id;
     let thread = run.thread_id.to_string();
-    let kwargs: RunKwargs = serde_json::from_value(run.kwargs.clone())
+    let mut kwargs = RunKwargs::deserialize(&run.kwargs)
         .map_err(|e| ServerError::backend("read the run's request", e))?;
     // The graph writes its checkpoints through the claim's fence.
     let fenced = backend.fenced_checkpointer(run_id, token);
@@ -722,13 +723,15 @@ async fn try_execute(
     let request = if run.attempt > 1 && has_checkpoints(shared, &thread, run_id).await? {
         RunRequest::default()
     } else {
-        kwargs.request()
+        kwargs.take_request()
     };
     let mut translator = Translator::new(run, &kwargs.stream_mode);
     let mut watch = backend.watch_run(run_id);
     let started = graph
         .start(&request, config, graph_modes(&kwargs.stream_mode))
         .await;
+    // The graph has its own copy of the input now.
+    drop(request);
     let (mut feed, graph_task) = match started {
         Ok(events) => pump(events),
         Err(error) if error.is_lease_lost() => return Err(error),

@@ -19,8 +19,8 @@ use graphkit_server::ServerError;
 use graphkit_server::backend::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CronQuery, CronRecord, CronRun, Followed, IfExists, Lease, MultitaskStrategy,
-    NewRun, NewThread, RunEnd, RunQuery, RunRecord, RunStatus, SqliteBackend, ThreadQuery,
-    ThreadStatus, VersionQuery, Wakeup,
+    NewRun, NewThread, RunEnd, RunEnding, RunQuery, RunRecord, RunStatus, SqliteBackend,
+    ThreadQuery, ThreadStatus, VersionQuery, Wakeup,
 };
 use graphkit_server::time::Timestamp;
 use serde_json::{Map, Value, json};
@@ -510,6 +510,47 @@ async fn events_count_from_one_per_run_and_wake_readers_in_another_process(f: &F
     assert_eq!(replay[1].data, r#"{"e":"updates"}"#);
     assert_eq!(f.b.last_event_seq(run.run_id).await.expect("last"), 3);
     assert_eq!(f.b.read_events(Uuid::now_v7(), 0).await.expect("read"), []);
+    // What a wait answers: the newest root `values` or `error`, not a subgraph's values.
+    let last =
+        f.b.last_result_event(run.run_id)
+            .await
+            .expect("last values");
+    assert_eq!(
+        last.map(|e| (e.seq, e.event, e.data)),
+        Some((2, "values".to_owned(), r#"{"e":"values"}"#.to_owned()))
+    );
+    let appended =
+        f.a.append_events(
+            run.run_id,
+            token(&held),
+            &events(&["error", "values|sub:1"]),
+        )
+        .await;
+    assert_eq!(appended.expect("append"), 5);
+    let last =
+        f.b.last_result_event(run.run_id)
+            .await
+            .expect("last values");
+    assert_eq!(
+        last.map(|e| (e.seq, e.event)),
+        Some((4, "error".to_owned()))
+    );
+    assert_eq!(
+        f.b.last_result_event(other.run_id)
+            .await
+            .expect("last values"),
+        None
+    );
+    // What a wait polls: the status, without the run's request.
+    let status = f.b.run_status(run.run_id).await.expect("status");
+    assert_eq!(
+        status,
+        Some(RunEnding {
+            status: RunStatus::Running,
+            cancel_reason: None
+        })
+    );
+    assert_eq!(f.b.run_status(Uuid::now_v7()).await.expect("status"), None);
     // A worker in the other process is woken for a new run.
     let mut queue = f.b.watch_queue();
     enqueue(&*f.a, thread(&*f.a).await).await;

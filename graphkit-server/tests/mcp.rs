@@ -93,8 +93,13 @@ async fn the_official_mcp_client_lists_and_runs_the_graphs() {
 
     assert_eq!(report["server"]["name"], "graphkit-server", "{report}");
     let tools = report["tools"].as_array().expect("tools");
-    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    let mut names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
     assert_eq!(names, ["agent", "second_agent"], "{report}");
+    let agent = tools
+        .iter()
+        .find(|t| t["name"] == "agent")
+        .expect("the agent tool");
     let schemas = s
         .client
         .get(s.url("/assistants/agent/schemas"))
@@ -110,16 +115,13 @@ async fn the_official_mcp_client_lists_and_runs_the_graphs() {
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default()
     };
+    assert_eq!(keys(&agent["inputSchema"]), keys(&schemas["input_schema"]));
     assert_eq!(
-        keys(&tools[0]["inputSchema"]),
-        keys(&schemas["input_schema"])
-    );
-    assert_eq!(
-        keys(&tools[0]["inputSchema"]),
+        keys(&agent["inputSchema"]),
         ["ask_human", "messages", "sleep"]
     );
     assert_eq!(
-        tools[0]["inputSchema"]["title"],
+        agent["inputSchema"]["title"],
         schemas["input_schema"]["title"]
     );
 
@@ -158,6 +160,16 @@ async fn the_official_mcp_client_lists_and_runs_the_graphs() {
         "{unknown}"
     );
     s.stop().await;
+}
+
+/// The tool names of a `tools/list` answer, sorted.
+fn tool_names(listed: &Value) -> Vec<&str> {
+    let mut names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    names.sort_unstable();
+    names
 }
 
 /// One JSON-RPC POST to `/mcp` with the key (or without it).
@@ -243,13 +255,7 @@ async fn the_endpoint_answers_json_rpc_statelessly_behind_the_key() {
         .json()
         .await
         .expect("JSON");
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert_eq!(names, ["agent", "second_agent"], "{listed}");
+    assert_eq!(tool_names(&listed), ["agent", "second_agent"], "{listed}");
 
     let called: Value = call(json!({
         "jsonrpc": "2.0", "id": 4, "method": "tools/call",
@@ -283,4 +289,114 @@ async fn the_endpoint_answers_json_rpc_statelessly_behind_the_key() {
         .expect("send");
     assert_eq!(get.status(), StatusCode::METHOD_NOT_ALLOWED);
     s.stop().await;
+}
+
+/// Assistants created through `POST /assistants` are tools too, as the reference serves
+/// them: named by the assistant's name made a tool name, described by its description (or
+/// `Tool based on the NAME assistant`), the newer of two with one tool name listed, run with
+/// the assistant's own config, and gone from the list once deleted.
+#[tokio::test]
+async fn created_assistants_are_listed_and_run_as_tools() {
+    let running = server().await;
+    let s = &running;
+    let create = |body: Value| async move {
+        let answer = s
+            .client
+            .post(s.url("/assistants"))
+            .header("x-api-key", KEY)
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        expect_json(answer, StatusCode::OK).await
+    };
+    create(
+        json!({"graph_id": "agent", "name": "French  helper", "description": "Answers in French."}),
+    )
+    .await;
+    // Newer, and the same tool name: this one is the tool.
+    create(json!({"graph_id": "second agent", "name": "French\thelper"})).await;
+    let plain = create(json!({"graph_id": "agent", "name": "plain"})).await;
+    // Its config reaches the run: no super-step allowed, so the run fails.
+    create(json!({"graph_id": "agent", "name": "stuck", "config": {"recursion_limit": 0}})).await;
+
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let listed: Value = rpc(s, list.clone(), true).await.json().await.expect("JSON");
+    assert_eq!(
+        tool_names(&listed),
+        ["French_helper", "agent", "plain", "second_agent", "stuck"],
+        "{listed}"
+    );
+    let tool = |name: &str| {
+        listed["result"]["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        tool("French_helper")["description"],
+        "Tool based on the French\thelper assistant"
+    );
+    assert_eq!(
+        tool("plain")["description"],
+        "Tool based on the plain assistant"
+    );
+    assert_eq!(
+        tool("agent")["description"],
+        "Tool based on the agent assistant"
+    );
+    assert_eq!(
+        tool("plain")["inputSchema"]["properties"],
+        tool("agent")["inputSchema"]["properties"]
+    );
+
+    let call = |id: u64, name: &str, text: &str| {
+        json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": user_input(text, json!({}))}
+        })
+    };
+    let called: Value = rpc(s, call(2, "plain", "bonjour"), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        called["result"]["structuredContent"]["messages"][1]["content"], "echo: bonjour",
+        "{called}"
+    );
+    let stuck: Value = rpc(s, call(3, "stuck", "go"), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(stuck["result"]["isError"], json!(true), "{stuck}");
+    let text = stuck["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("recursion_limit"), "{text}");
+
+    let id = plain["assistant_id"].as_str().expect("an id");
+    let deleted = s
+        .client
+        .delete(s.url(&format!("/assistants/{id}")))
+        .header("x-api-key", KEY)
+        .send()
+        .await
+        .expect("send");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let listed: Value = rpc(s, list, true).await.json().await.expect("JSON");
+    assert_eq!(
+        tool_names(&listed),
+        ["French_helper", "agent", "second_agent", "stuck"],
+        "{listed}"
+    );
+    let gone: Value = rpc(s, call(4, "plain", "again"), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(gone["error"]["code"], json!(-32602), "{gone}");
+    running.stop().await;
 }

@@ -43,9 +43,9 @@ pub(crate) struct Api {
     pub body_read_timeout: std::time::Duration,
     /// Cancelled when the server stops: open streams and waits end then.
     pub stop: tokio_util::sync::CancellationToken,
-    /// The MCP endpoint (`POST /mcp`, see [`mcp`]), set once the server has bound its
-    /// address; `None` only while it is being built.
-    pub mcp: Option<graphkit_tools::mcp::McpHttpEndpoint>,
+    /// Whether `POST /mcp` accepts every `Host` name (see [`mcp`]): the server listens on
+    /// an address other than loopback.
+    pub mcp_any_host: bool,
 }
 
 impl Api {

@@ -1,7 +1,7 @@
 //! Runs: stateful (`/threads/{id}/runs...`) and stateless (`/runs...`): create, stream,
 //! wait, join, join the stream, cancel, get, list, delete.
 
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -395,7 +395,7 @@ async fn store_run(api: &Api, prepared: Prepared) -> Result<Created> {
 async fn prepare_run(
     api: &Api,
     thread: Option<Uuid>,
-    body: RunCreate,
+    mut body: RunCreate,
     follow: Follow,
 ) -> Result<Prepared> {
     let assistant_id = body
@@ -434,9 +434,10 @@ async fn prepare_run(
     let nodes = graph.node_names();
     check_nodes(body.interrupt_before.as_ref(), &nodes, "interrupt_before")?;
     check_nodes(body.interrupt_after.as_ref(), &nodes, "interrupt_after")?;
+    // Moved, not copied: the input may be big.
     let request = RunRequest {
-        input: body.input.clone(),
-        command: body.command.clone(),
+        input: body.input.take(),
+        command: body.command.take(),
     };
     graph.check_request(&request)?;
     let strategy = match body.multitask_strategy.as_deref() {
@@ -492,8 +493,9 @@ async fn prepare_run(
     let thread_id = thread.unwrap_or_else(new_id);
     let kwargs = RunKwargs {
         graph_id: assistant.graph_id.clone(),
-        input: body.input,
-        command: body.command,
+        // Put into the stored JSON below, not serialized from here (a copy).
+        input: None,
+        command: request.command,
         stream_mode: modes,
         stream_subgraphs: body.stream_subgraphs.unwrap_or(false),
         stream_resumable: body.stream_resumable.unwrap_or(false),
@@ -522,8 +524,11 @@ async fn prepare_run(
             )));
         }
     };
-    let kwargs_json =
+    let mut kwargs_json =
         serde_json::to_value(&kwargs).map_err(|e| ServerError::backend("encode the run", e))?;
+    if let Value::Object(fields) = &mut kwargs_json {
+        fields.insert("input".into(), request.input.unwrap_or(Value::Null));
+    }
     Ok(Prepared {
         new_run: NewRun {
             run_id: new_id(),
@@ -924,8 +929,8 @@ async fn cancel(
         .ok_or_else(|| ServerError::NotFound(format!("Run {run} not found")))?;
     if wait {
         let ended = wait_terminal(&api, run).await?;
-        let body = run_result(&api, ended.as_ref(), thread).await?;
-        return Ok(json_response(StatusCode::OK, &body));
+        let body = run_result(&api, run, ended.as_ref(), thread).await?;
+        return Ok(wait_response(Body::from(body), None, None));
     }
     Ok(StatusCode::ACCEPTED.into_response())
 }

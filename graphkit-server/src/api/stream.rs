@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::Api;
-use crate::backend::{CancelAction, Followed, RunEvent, RunFollower, RunRecord, RunStatus};
+use crate::backend::{CancelAction, Followed, RunEnding, RunEvent, RunFollower, RunStatus};
 use crate::error::Result;
 
 /// The comment both SDKs skip, sent after 5 s without an event.
@@ -118,11 +118,13 @@ impl Drop for Departure {
     }
 }
 
-/// Waits until the run has ended (or is gone); returns its last row.
-pub(crate) async fn wait_terminal(api: &Api, run_id: Uuid) -> Result<Option<RunRecord>> {
+/// Waits until the run has ended (or is gone); returns how it ended. Only the status is
+/// read on each look, not the run's request (a big input would be read and parsed again
+/// at every wake-up).
+pub(crate) async fn wait_terminal(api: &Api, run_id: Uuid) -> Result<Option<RunEnding>> {
     loop {
         let mut wake = api.backend().watch_run(run_id);
-        match api.backend().get_run(None, run_id).await? {
+        match api.backend().run_status(run_id).await? {
             None => return Ok(None),
             Some(run) if run.status.is_terminal() => return Ok(Some(run)),
             Some(_) => {}
@@ -134,36 +136,34 @@ pub(crate) async fn wait_terminal(api: &Api, run_id: Uuid) -> Result<Option<RunR
     }
 }
 
-/// The wait/join body of an ended run: its last values (with `__interrupt__` when it
-/// paused), or `{"__error__": {...}}` when it failed.
+/// The wait/join body of an ended run, as JSON text: its last values (with
+/// `__interrupt__` when it paused), or `{"__error__": {...}}` when it failed. The last
+/// `values` event is sent as it was stored, not parsed and written again (for a big state
+/// that was two more copies of it).
 pub(crate) async fn run_result(
     api: &Api,
-    run: Option<&RunRecord>,
+    run_id: Uuid,
+    run: Option<&RunEnding>,
     thread_id: Uuid,
-) -> Result<Value> {
+) -> Result<Bytes> {
     if let Some(run) = run {
-        let events = api.backend().read_events(run.run_id, 0).await?;
-        let last = events
-            .iter()
-            .rev()
-            .find(|e| e.event == "values" || e.event == "error");
-        match last {
+        match api.backend().last_result_event(run_id).await? {
             Some(e) if e.event == "error" => {
                 let error: Value = serde_json::from_str(&e.data).unwrap_or(Value::Null);
-                return Ok(json!({ "__error__": error }));
+                return Ok(json_text(&json!({ "__error__": error })));
             }
-            Some(e) if run.status != RunStatus::Error => {
-                return Ok(serde_json::from_str(&e.data).unwrap_or(Value::Null));
-            }
+            Some(e) if run.status != RunStatus::Error => return Ok(Bytes::from(e.data)),
             _ => {}
         }
         if run.status == RunStatus::Error {
-            return Ok(json!({"__error__": {"error": "RunError", "message": run.cancel_reason}}));
+            return Ok(json_text(
+                &json!({"__error__": {"error": "RunError", "message": run.cancel_reason}}),
+            ));
         }
     }
     // The events are gone (pruned, or the run was rolled back): the thread's values.
     let Some(thread) = api.backend().get_thread(thread_id).await? else {
-        return Ok(Value::Null);
+        return Ok(json_text(&Value::Null));
     };
     let mut values = thread.values;
     if let (Value::Object(map), Value::Object(interrupts)) = (&mut values, &thread.interrupts)
@@ -177,7 +177,12 @@ pub(crate) async fn run_result(
             .collect();
         map.insert("__interrupt__".into(), Value::Array(all));
     }
-    Ok(values)
+    Ok(json_text(&values))
+}
+
+/// `value` as a JSON body.
+fn json_text(value: &Value) -> Bytes {
+    Bytes::from(value.to_string())
 }
 
 fn frame(event: &RunEvent, with_id: bool) -> Bytes {
@@ -346,13 +351,17 @@ pub(crate) fn wait_body(api: &Api, run_id: Uuid, thread_id: Uuid, departure: Dep
             Ok(outcome) => {
                 w.done = true;
                 w.departure.finish();
-                let body = match outcome {
-                    Ok(run) => run_result(&w.api, run.as_ref(), w.thread_id)
-                        .await
-                        .unwrap_or_else(|e| json!({"__error__": {"error": "ServerError", "message": e.to_string()}})),
-                    Err(e) => json!({"__error__": {"error": "ServerError", "message": e.to_string()}}),
+                let failed = |e: crate::error::ServerError| {
+                    json_text(
+                        &json!({"__error__": {"error": "ServerError", "message": e.to_string()}}),
+                    )
                 };
-                Bytes::from(body.to_string())
+                match outcome {
+                    Ok(run) => run_result(&w.api, w.run_id, run.as_ref(), w.thread_id)
+                        .await
+                        .unwrap_or_else(failed),
+                    Err(e) => failed(e),
+                }
             }
         };
         Some((Ok::<Bytes, std::convert::Infallible>(chunk), w))

@@ -236,6 +236,15 @@ pub struct AssistantQuery {
     pub offset: usize,
 }
 
+/// A run's status and why it was cancelled or failed ([`Backend::run_status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnding {
+    /// Its status.
+    pub status: RunStatus,
+    /// Why it was cancelled or failed, if it was.
+    pub cancel_reason: Option<String>,
+}
+
 /// A thread's status as the API shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
 #[serde(rename_all = "lowercase")]
@@ -799,6 +808,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     async fn create_run(&self, run: NewRun) -> Result<CreatedRun>;
     /// One run; with a thread id, only if it belongs to that thread.
     async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>>;
+    /// A run's status and cancel reason, without reading its request (which may be big):
+    /// what a wait polls. `None` if the run does not exist.
+    async fn run_status(&self, run_id: Uuid) -> Result<Option<RunEnding>>;
     /// The runs of a thread, newest first.
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>>;
     /// How many runs there are in each status (statuses without runs left out), over every
@@ -855,6 +867,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<i64>;
     /// The run's events with a sequence number above `after` (all with 0), in order.
     async fn read_events(&self, run_id: Uuid, after: i64) -> Result<Vec<RunEvent>>;
+    /// The run's newest event named exactly `values` or `error` (a subgraph's
+    /// `values|ns` is not one): what `runs/wait` and `join` answer. `None` when it has none.
+    async fn last_result_event(&self, run_id: Uuid) -> Result<Option<RunEvent>>;
     /// The highest sequence number of the run's events (0 when it has none).
     async fn last_event_seq(&self, run_id: Uuid) -> Result<i64>;
     /// Deletes the events of runs that ended more than `age` ago; returns how many.

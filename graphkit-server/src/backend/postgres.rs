@@ -40,9 +40,9 @@ use self::listen::{Channels, Fanout};
 use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CreatedRun, CronQuery, CronRecord, EventFeeds, FiredCron, IfExists, Lease,
-    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, StoredCheckpoint, Tally, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus,
-    ThreadStorage, VersionQuery, Wakeup, attempts_exceeded, counts_by_status, expiry,
+    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEnding, RunEvent, RunQuery,
+    RunRecord, RunStatus, StoredCheckpoint, Tally, ThreadOutcome, ThreadQuery, ThreadRecord,
+    ThreadStatus, ThreadStorage, VersionQuery, Wakeup, attempts_exceeded, counts_by_status, expiry,
     namespace_key, namespace_of, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
@@ -976,6 +976,23 @@ impl Backend for PostgresBackend {
             .await
     }
 
+    async fn run_status(&self, run_id: Uuid) -> Result<Option<RunEnding>> {
+        let row: Option<(String, Option<String>)> =
+            sqlx::query_as("SELECT status, cancel_reason FROM server_runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db("reading a run's status"))?;
+        row.map(|(status, cancel_reason)| {
+            Ok(RunEnding {
+                status: RunStatus::parse(&status)
+                    .ok_or_else(|| corrupt("a run", format!("unknown status {status:?}")))?,
+                cancel_reason,
+            })
+        })
+        .transpose()
+    }
+
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM server_runs WHERE thread_id = $1 \
@@ -1313,6 +1330,18 @@ impl Backend for PostgresBackend {
             bytes: u64::try_from(bytes).unwrap_or(0),
         };
         Ok(ThreadStorage::measure(&checkpoints, writes))
+    }
+
+    async fn last_result_event(&self, run_id: Uuid) -> Result<Option<RunEvent>> {
+        let row: Option<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, event, data FROM server_run_events \
+             WHERE run_id = $1 AND event IN ('values', 'error') ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("reading a run's last values"))?;
+        Ok(row.map(|(seq, event, data)| RunEvent { seq, event, data }))
     }
 
     async fn last_event_seq(&self, run_id: Uuid) -> Result<i64> {

@@ -19,9 +19,9 @@ use uuid::Uuid;
 use super::{
     AssistantPatch, AssistantQuery, AssistantRecord, AssistantVersion, Backend, CancelAction,
     CancelOutcome, CreatedRun, CronQuery, CronRecord, EventFeeds, FiredCron, IfExists, Lease,
-    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEvent, RunQuery, RunRecord,
-    RunStatus, StoredCheckpoint, Tally, ThreadOutcome, ThreadQuery, ThreadRecord, ThreadStatus,
-    ThreadStorage, VersionQuery, Wakeup, attempts_exceeded, counts_by_status, expiry,
+    MultitaskStrategy, NewRun, NewThread, Notifier, RunEnd, RunEnding, RunEvent, RunQuery,
+    RunRecord, RunStatus, StoredCheckpoint, Tally, ThreadOutcome, ThreadQuery, ThreadRecord,
+    ThreadStatus, ThreadStorage, VersionQuery, Wakeup, attempts_exceeded, counts_by_status, expiry,
     json_contains, namespace_key, namespace_of, no_such_version,
 };
 use crate::error::{Result, ServerError, database_error, without_source_position};
@@ -1081,6 +1081,25 @@ impl Backend for SqliteBackend {
         Ok(run.filter(|r| thread_id.is_none_or(|t| t == r.thread_id)))
     }
 
+    async fn run_status(&self, run_id: Uuid) -> Result<Option<RunEnding>> {
+        let row: Option<(String, Option<String>)> = sqlx::query_as(
+            "SELECT status, cancel_reason FROM graphkit_server_runs WHERE run_id = ?1",
+        )
+        .bind(run_id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("read a run's status"))?;
+        row.map(|(status, cancel_reason)| {
+            Ok(RunEnding {
+                status: RunStatus::parse(&status).ok_or_else(|| {
+                    ServerError::Backend(format!("unknown run status {status:?}"))
+                })?,
+                cancel_reason,
+            })
+        })
+        .transpose()
+    }
+
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM graphkit_server_runs WHERE thread_id = ?1 \
@@ -1421,6 +1440,18 @@ impl Backend for SqliteBackend {
             bytes: u64::try_from(bytes).unwrap_or(0),
         };
         Ok(ThreadStorage::measure(&checkpoints, writes))
+    }
+
+    async fn last_result_event(&self, run_id: Uuid) -> Result<Option<RunEvent>> {
+        let row: Option<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, event, data FROM graphkit_server_run_events \
+             WHERE run_id = ?1 AND event IN ('values', 'error') ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(run_id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db("read a run's last values"))?;
+        Ok(row.map(|(seq, event, data)| RunEvent { seq, event, data }))
     }
 
     async fn last_event_seq(&self, run_id: Uuid) -> Result<i64> {
