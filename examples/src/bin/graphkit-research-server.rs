@@ -9,7 +9,7 @@
 
 use clap::Parser;
 use graphkit_examples::served;
-use graphkit_server::{Server, cli, demo};
+use graphkit_server::{Server, cli, demo, malloc};
 
 /// The server's flags and where the workflows write their files.
 #[derive(Debug, Parser)]
@@ -27,8 +27,14 @@ struct Flags {
     workflows_dir: std::path::PathBuf,
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Before any thread: freed memory goes back to the system, as graphkit-server's own
+    // binary does (see `graphkit_server::malloc`).
+    malloc::reexec_with_malloc_tunables();
+    tokio::runtime::Runtime::new()?.block_on(serve())
+}
+
+async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     cli::init_logging("info");
     let flags = Flags::parse();
     let server = Server::new().graph("agent", demo::agent_graph()?);
