@@ -8,6 +8,7 @@
 #   benches/langgraph/run.sh [ROUNDS] [PASSES]          (default 2 rounds of 3 passes)
 #
 # GRAPHKIT_BENCH_ONLY    cases (default 'reducer_*', the cases the twin implements)
+# GRAPHKIT_BENCH_BIN     graphkit's runner (default: built here, target/release/workloads)
 # GRAPHKIT_BENCH_BEFORE  another build of `workloads` (say, of main) to run in each round too,
 #                        labelled `graphkit-before`
 # GRAPHKIT_BENCH_OUT     file for the JSON lines (default: a temporary file)
@@ -25,8 +26,11 @@ if ! "$venv/bin/python" -c 'import langgraph' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'langgraph==1.2.24'
 fi
-cargo build -q --release -p graphkit-benches --bin workloads
-after="target/release/workloads"
+after="${GRAPHKIT_BENCH_BIN:-}"
+if [ -z "$after" ]; then
+  cargo build -q --release -p graphkit-benches --bin workloads
+  after="target/release/workloads"
+fi
 twin=("$venv/bin/python" benches/langgraph/workloads.py)
 
 # Adds `"label": LABEL` to each JSON line (so two graphkit builds can be told apart).

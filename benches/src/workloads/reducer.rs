@@ -21,28 +21,51 @@ pub const BATCH: i64 = 100;
 pub const BATCHES: i64 = ITEMS / BATCH;
 
 /// One item: `{id: "item-{n mod U}", v: n}`.
+///
+/// The id is an `Arc<str>`: the merge variant keys its map by the item's own id, and a
+/// shared string makes that key a reference count rather than a second copy of the text
+/// (as the key and the item share one string object in Python).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Item {
     /// `item-{n mod U}`.
-    pub id: String,
+    pub id: Arc<str>,
     /// `n`.
     pub v: i64,
+}
+
+/// `item-{n}`, written on the stack and allocated once at its exact length (`format!`
+/// would go through `fmt::Arguments` and a growing `String`: most of an item's cost).
+fn item_id(n: i64) -> Arc<str> {
+    const PREFIX: &[u8] = b"item-";
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n).as_bytes();
+    // The prefix and at most 20 characters for an `i64`.
+    let mut text = [0u8; PREFIX.len() + 20];
+    let end = PREFIX.len() + digits.len();
+    text[..PREFIX.len()].copy_from_slice(PREFIX);
+    text[PREFIX.len()..end].copy_from_slice(digits);
+    // ASCII throughout, so the check cannot fail.
+    std::str::from_utf8(&text[..end]).map_or_else(|_| Arc::from(""), Arc::from)
 }
 
 /// The items of batch `batch` with `unique` distinct keys.
 fn batch_items(batch: i64, unique: i64) -> impl Iterator<Item = Item> {
     (batch * BATCH..(batch + 1) * BATCH).map(move |n| Item {
-        id: format!("item-{}", n % unique),
+        id: item_id(n % unique),
         v: n,
     })
 }
+
+/// The merge variant's map: ids to items, hashed with foldhash (short string keys hash
+/// several times faster than with std's SipHash; a map field takes any `BuildHasher`).
+pub type ById = HashMap<Arc<str>, Item, foldhash::fast::RandomState>;
 
 /// Which reducer a case exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reducer {
     /// `log: Vec<Item>` with `#[reducer(append)]`, U = 10,000.
     Append,
-    /// `by_id: HashMap<String, Item>` with `#[reducer(merge_by_key)]`, U = 5,000.
+    /// `by_id: HashMap<Arc<str>, Item, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
     Merge,
 }
 
@@ -165,7 +188,7 @@ pub struct MergeMap {
     pub batch: i64,
     /// Items by id; later batches overwrite earlier ones.
     #[reducer(merge_by_key)]
-    pub by_id: HashMap<String, Item>,
+    pub by_id: ById,
 }
 
 fn append_batch(batch: i64) -> AppendLogUpdate {
@@ -173,7 +196,8 @@ fn append_batch(batch: i64) -> AppendLogUpdate {
 }
 
 fn merge_batch(batch: i64) -> MergeMapUpdate {
-    let pairs = batch_items(batch, Reducer::Merge.unique()).map(|item| (item.id.clone(), item));
+    let pairs =
+        batch_items(batch, Reducer::Merge.unique()).map(|item| (Arc::clone(&item.id), item));
     MergeMapUpdate::new().by_id(KeyedUpdate::upsert(pairs))
 }
 
@@ -228,7 +252,7 @@ pub fn append_checksum(state: &AppendLog) -> Checksum {
 
 /// `{"len", "sum_v", "fnv"}` over the map in byte order of the keys.
 pub fn merge_checksum(state: &MergeMap) -> Checksum {
-    let mut keys: Vec<&String> = state.by_id.keys().collect();
+    let mut keys: Vec<&Arc<str>> = state.by_id.keys().collect();
     keys.sort_unstable();
     Checksum::new()
         .with("len", state.by_id.len())
@@ -261,7 +285,7 @@ pub fn case(reducer: Reducer, shape: Shape, mode: Mode) -> Case {
             "reducer",
             mode,
             move |mode| merge_graph(shape, mode),
-            || MergeMapUpdate::new().batch(0).by_id(HashMap::new()),
+            || MergeMapUpdate::new().batch(0).by_id(ById::default()),
             merge_checksum,
         ),
     };
