@@ -22,50 +22,70 @@ pub const BATCHES: i64 = ITEMS / BATCH;
 
 /// One item: `{id: "item-{n mod U}", v: n}`.
 ///
-/// The id is an `Arc<str>`: the merge variant keys its map by the item's own id, and a
-/// shared string makes that key a reference count rather than a second copy of the text
-/// (as the key and the item share one string object in Python).
+/// The append variant's ids are `String`s. The merge variant's are `Arc<str>`: it keys its
+/// map by the item's own id, and a shared string makes that key a reference count rather
+/// than a second copy of the text (as the key and the item share one string object in
+/// Python).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Item {
+pub struct Item<Id = String> {
     /// `item-{n mod U}`.
-    pub id: Arc<str>,
+    pub id: Id,
     /// `n`.
     pub v: i64,
 }
 
-/// `item-{n}`, written on the stack and allocated once at its exact length (`format!`
-/// would go through `fmt::Arguments` and a growing `String`: most of an item's cost).
-fn item_id(n: i64) -> Arc<str> {
-    const PREFIX: &[u8] = b"item-";
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(n).as_bytes();
-    // The prefix and at most 20 characters for an `i64`.
-    let mut text = [0u8; PREFIX.len() + 20];
-    let end = PREFIX.len() + digits.len();
-    text[..PREFIX.len()].copy_from_slice(PREFIX);
-    text[PREFIX.len()..end].copy_from_slice(digits);
-    // ASCII throughout, so the check cannot fail.
-    std::str::from_utf8(&text[..end]).map_or_else(|_| Arc::from(""), Arc::from)
+/// An id type: `item-{n}` built without `format!` (which goes through `fmt::Arguments` and
+/// a growing `String`: most of an item's cost), allocated once at its exact length.
+pub trait ItemId: Sized {
+    /// `item-{n}`.
+    fn item(n: i64) -> Self;
+}
+
+const ID_PREFIX: &str = "item-";
+
+impl ItemId for String {
+    fn item(n: i64) -> Self {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n);
+        let mut id = String::with_capacity(ID_PREFIX.len() + digits.len());
+        id.push_str(ID_PREFIX);
+        id.push_str(digits);
+        id
+    }
+}
+
+impl ItemId for Arc<str> {
+    fn item(n: i64) -> Self {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n).as_bytes();
+        // Written on the stack first: the prefix and at most 20 characters for an `i64`.
+        let mut text = [0u8; ID_PREFIX.len() + 20];
+        let end = ID_PREFIX.len() + digits.len();
+        text[..ID_PREFIX.len()].copy_from_slice(ID_PREFIX.as_bytes());
+        text[ID_PREFIX.len()..end].copy_from_slice(digits);
+        // ASCII throughout, so the check cannot fail.
+        std::str::from_utf8(&text[..end]).map_or_else(|_| Arc::from(""), Arc::from)
+    }
 }
 
 /// The items of batch `batch` with `unique` distinct keys.
-fn batch_items(batch: i64, unique: i64) -> impl Iterator<Item = Item> {
+fn batch_items<Id: ItemId>(batch: i64, unique: i64) -> impl Iterator<Item = Item<Id>> {
     (batch * BATCH..(batch + 1) * BATCH).map(move |n| Item {
-        id: item_id(n % unique),
+        id: Id::item(n % unique),
         v: n,
     })
 }
 
 /// The merge variant's map: ids to items, hashed with foldhash (short string keys hash
 /// several times faster than with std's SipHash; a map field takes any `BuildHasher`).
-pub type ById = HashMap<Arc<str>, Item, foldhash::fast::RandomState>;
+pub type ById = HashMap<Arc<str>, Item<Arc<str>>, foldhash::fast::RandomState>;
 
 /// Which reducer a case exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reducer {
     /// `log: Vec<Item>` with `#[reducer(append)]`, U = 10,000.
     Append,
-    /// `by_id: HashMap<Arc<str>, Item, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
+    /// `by_id: HashMap<Arc<str>, Item<Arc<str>>, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
     Merge,
 }
 
@@ -235,7 +255,7 @@ pub fn merge_graph(
     graph.compile()
 }
 
-fn lines<'a>(items: impl Iterator<Item = &'a Item>) -> String {
+fn lines<'a, Id: std::fmt::Display + 'a>(items: impl Iterator<Item = &'a Item<Id>>) -> String {
     items
         .map(|it| format!("{}:{}", it.id, it.v))
         .collect::<Vec<_>>()
