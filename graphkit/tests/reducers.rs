@@ -204,6 +204,48 @@ fn merge_by_key_on_a_map_is_a_right_biased_union() {
     assert_eq!(map.len(), 2);
 }
 
+/// A hasher other than std's `RandomState` (this one is fixed-seed SipHash; a fast
+/// hasher such as foldhash is used the same way).
+type OtherHasher = std::hash::BuildHasherDefault<std::hash::DefaultHasher>;
+
+#[derive(State, Clone, Debug, Default, Serialize, Deserialize)]
+struct Tally {
+    #[reducer(merge_by_key)]
+    by_name: HashMap<String, u32, OtherHasher>,
+}
+
+proptest! {
+    #[test]
+    fn a_map_field_with_any_hasher_is_the_right_biased_union_of_its_updates(
+        updates in prop::collection::vec(
+            prop::collection::vec(("[a-e]", any::<u32>()), 0..8),
+            0..6,
+        )
+    ) {
+        let mut tally = Tally::default();
+        let mut expected = std::collections::BTreeMap::new();
+        for (i, pairs) in updates.into_iter().enumerate() {
+            // Every other update comes as a map with another hasher than the field's.
+            let update = if i % 2 == 0 {
+                TallyUpdate::new().by_name(pairs.iter().cloned().collect::<HashMap<String, u32>>())
+            } else {
+                TallyUpdate::new().by_name(pairs.clone())
+            };
+            for (name, n) in if i % 2 == 0 {
+                // A map keeps the last value of a repeated key, as the merge does.
+                pairs.into_iter().collect::<HashMap<_, _>>().into_iter().collect::<Vec<_>>()
+            } else {
+                pairs
+            } {
+                expected.insert(name, n);
+            }
+            tally.apply_update(update).unwrap();
+        }
+        let got: std::collections::BTreeMap<String, u32> = tally.by_name.into_iter().collect();
+        prop_assert_eq!(got, expected);
+    }
+}
+
 fn keep_longest(current: &mut String, update: String) {
     if update.len() > current.len() {
         *current = update;

@@ -21,28 +21,71 @@ pub const BATCH: i64 = 100;
 pub const BATCHES: i64 = ITEMS / BATCH;
 
 /// One item: `{id: "item-{n mod U}", v: n}`.
+///
+/// The append variant's ids are `String`s. The merge variant's are `Arc<str>`: it keys its
+/// map by the item's own id, and a shared string makes that key a reference count rather
+/// than a second copy of the text (as the key and the item share one string object in
+/// Python).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Item {
+pub struct Item<Id = String> {
     /// `item-{n mod U}`.
-    pub id: String,
+    pub id: Id,
     /// `n`.
     pub v: i64,
 }
 
+/// An id type: `item-{n}` built without `format!` (which goes through `fmt::Arguments` and
+/// a growing `String`: most of an item's cost), allocated once at its exact length.
+pub trait ItemId: Sized {
+    /// `item-{n}`.
+    fn item(n: i64) -> Self;
+}
+
+const ID_PREFIX: &str = "item-";
+
+impl ItemId for String {
+    fn item(n: i64) -> Self {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n);
+        let mut id = String::with_capacity(ID_PREFIX.len() + digits.len());
+        id.push_str(ID_PREFIX);
+        id.push_str(digits);
+        id
+    }
+}
+
+impl ItemId for Arc<str> {
+    fn item(n: i64) -> Self {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n).as_bytes();
+        // Written on the stack first: the prefix and at most 20 characters for an `i64`.
+        let mut text = [0u8; ID_PREFIX.len() + 20];
+        let end = ID_PREFIX.len() + digits.len();
+        text[..ID_PREFIX.len()].copy_from_slice(ID_PREFIX.as_bytes());
+        text[ID_PREFIX.len()..end].copy_from_slice(digits);
+        // ASCII throughout, so the check cannot fail.
+        std::str::from_utf8(&text[..end]).map_or_else(|_| Arc::from(""), Arc::from)
+    }
+}
+
 /// The items of batch `batch` with `unique` distinct keys.
-fn batch_items(batch: i64, unique: i64) -> impl Iterator<Item = Item> {
+fn batch_items<Id: ItemId>(batch: i64, unique: i64) -> impl Iterator<Item = Item<Id>> {
     (batch * BATCH..(batch + 1) * BATCH).map(move |n| Item {
-        id: format!("item-{}", n % unique),
+        id: Id::item(n % unique),
         v: n,
     })
 }
+
+/// The merge variant's map: ids to items, hashed with foldhash (short string keys hash
+/// several times faster than with std's SipHash; a map field takes any `BuildHasher`).
+pub type ById = HashMap<Arc<str>, Item<Arc<str>>, foldhash::fast::RandomState>;
 
 /// Which reducer a case exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reducer {
     /// `log: Vec<Item>` with `#[reducer(append)]`, U = 10,000.
     Append,
-    /// `by_id: HashMap<String, Item>` with `#[reducer(merge_by_key)]`, U = 5,000.
+    /// `by_id: HashMap<Arc<str>, Item<Arc<str>>, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
     Merge,
 }
 
@@ -165,7 +208,7 @@ pub struct MergeMap {
     pub batch: i64,
     /// Items by id; later batches overwrite earlier ones.
     #[reducer(merge_by_key)]
-    pub by_id: HashMap<String, Item>,
+    pub by_id: ById,
 }
 
 fn append_batch(batch: i64) -> AppendLogUpdate {
@@ -173,7 +216,8 @@ fn append_batch(batch: i64) -> AppendLogUpdate {
 }
 
 fn merge_batch(batch: i64) -> MergeMapUpdate {
-    let pairs = batch_items(batch, Reducer::Merge.unique()).map(|item| (item.id.clone(), item));
+    let pairs =
+        batch_items(batch, Reducer::Merge.unique()).map(|item| (Arc::clone(&item.id), item));
     MergeMapUpdate::new().by_id(KeyedUpdate::upsert(pairs))
 }
 
@@ -211,7 +255,7 @@ pub fn merge_graph(
     graph.compile()
 }
 
-fn lines<'a>(items: impl Iterator<Item = &'a Item>) -> String {
+fn lines<'a, Id: std::fmt::Display + 'a>(items: impl Iterator<Item = &'a Item<Id>>) -> String {
     items
         .map(|it| format!("{}:{}", it.id, it.v))
         .collect::<Vec<_>>()
@@ -228,7 +272,7 @@ pub fn append_checksum(state: &AppendLog) -> Checksum {
 
 /// `{"len", "sum_v", "fnv"}` over the map in byte order of the keys.
 pub fn merge_checksum(state: &MergeMap) -> Checksum {
-    let mut keys: Vec<&String> = state.by_id.keys().collect();
+    let mut keys: Vec<&Arc<str>> = state.by_id.keys().collect();
     keys.sort_unstable();
     Checksum::new()
         .with("len", state.by_id.len())
@@ -261,7 +305,7 @@ pub fn case(reducer: Reducer, shape: Shape, mode: Mode) -> Case {
             "reducer",
             mode,
             move |mode| merge_graph(shape, mode),
-            || MergeMapUpdate::new().batch(0).by_id(HashMap::new()),
+            || MergeMapUpdate::new().batch(0).by_id(ById::default()),
             merge_checksum,
         ),
     };

@@ -438,11 +438,12 @@ where
     }
 }
 
-impl<K, V> From<HashMap<K, V>> for KeyedUpdate<(K, V)>
+/// Upserts every entry of a map, whatever its hasher.
+impl<K, V, H> From<HashMap<K, V, H>> for KeyedUpdate<(K, V)>
 where
     K: Eq + Hash + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
-    fn from(map: HashMap<K, V>) -> Self {
+    fn from(map: HashMap<K, V, H>) -> Self {
         Self::upsert(map)
     }
 }
