@@ -81,7 +81,7 @@ pub(crate) fn apply_writes<S: State>(
             NodeOutput::Command(command) if command.graph == CommandGraph::Parent => {
                 return Err(Error::ParentCommand {
                     node: node.to_string(),
-                    command: ParentCommand(Box::new(command)),
+                    command: ParentCommand(command),
                 });
             }
             NodeOutput::Command(command) => {
