@@ -186,13 +186,18 @@ impl PostgresSaver {
     /// Keeps `connection`, which holds no thread lock, for the next lock (up to
     /// [`MAX_SPARE_CONNECTIONS`]), or closes it.
     async fn keep_or_close(&self, connection: PgConnection) {
-        let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
-        if spare.len() < MAX_SPARE_CONNECTIONS {
-            spare.push(connection);
-            return;
+        let extra = {
+            let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare.len() < MAX_SPARE_CONNECTIONS {
+                spare.push(connection);
+                None
+            } else {
+                Some(connection)
+            }
+        };
+        if let Some(connection) = extra {
+            close(connection).await;
         }
-        drop(spare);
-        close(connection).await;
     }
 
     /// The connection pool, to share it with a store or to inspect the tables.
