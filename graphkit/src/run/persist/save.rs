@@ -45,7 +45,7 @@ pub(crate) struct Saved {
 
 impl Persist {
     /// Saves a checkpoint after `writes` were applied to `state`, planning `planned`;
-    /// returns it.
+    /// returns its id and step.
     /// The one checkpoint of `Durability::Exit`, when the run stops: it holds the state
     /// after the last super-step counted, so it carries that step's number.
     pub(crate) async fn save_at_exit<S: State>(
