@@ -208,7 +208,6 @@ mod postgres {
 
     use graphkit::checkpoint::{Checkpointer, PostgresSaver};
     use graphkit::{CompileOptions, CompiledGraph, Durability};
-    use sqlx::pool::PoolConnection;
 
     use super::{Row, THREAD, recorded_rows, stored_checksum};
     use crate::case::{BenchError, Case, Mode, Prepared, RuntimeInfo, Sample, run_config};
@@ -253,7 +252,9 @@ mod postgres {
                 let (rows, connection) = match kind {
                     Kind::Graph => (Vec::new(), None),
                     Kind::ByHand => {
-                        let connection = saver.pool().acquire().await.map_err(pg_error)?;
+                        // Detached: a pooled connection dropped after the runtime (at
+                        // exit) would need the runtime to go back to its pool.
+                        let connection = saver.pool().acquire().await.map_err(pg_error)?.detach();
                         (recorded_rows().await?, Some(connection))
                     }
                 };
@@ -285,7 +286,7 @@ mod postgres {
         saver: Arc<PostgresSaver>,
         graph: CompiledGraph<Counter>,
         rows: Vec<Row>,
-        connection: Option<PoolConnection<sqlx::Postgres>>,
+        connection: Option<sqlx::PgConnection>,
         runtime: tokio::runtime::Runtime,
         runs: usize,
     }
@@ -326,7 +327,7 @@ mod postgres {
                                 .bind(metadata)
                                 .bind(record.is_snapshot)
                                 .bind(&record.payload)
-                                .execute(&mut **connection)
+                                .execute(&mut *connection)
                                 .await
                                 .map_err(pg_error)?;
                         }
