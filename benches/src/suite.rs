@@ -3,8 +3,8 @@
 use crate::case::{Case, Mode};
 use crate::workloads::reducer::{Reducer, Shape};
 use crate::workloads::{
-    checkpoint, concurrent, fanout_send, fanout_static, parity, react, reducer, sequential,
-    wide_state,
+    checkpoint, checkpoint_floor, concurrent, fanout_send, fanout_static, parity, react, reducer,
+    sequential, wide_state,
 };
 
 const MODES: [Mode; 2] = [Mode::Sync, Mode::Async];
@@ -28,7 +28,8 @@ pub const CONCURRENT_1000: &str = r#"{"invocations": 1000, "sum_x": 1004000, "to
 
 /// Every case of §10 this build can run, in the spec's order, and graphkit's own
 /// `cached_sequential_100_*` after W1, `deferred_fanout_100_*` and
-/// `functional_tasks_100_async` after W2, `send_memory_100k_{async,by_hand}` after W3.
+/// `functional_tasks_100_async` after W2, `send_memory_100k_{async,by_hand}` after W3, and
+/// the by-hand floors of `ckpt_sequential_100_*_sync` after W7.
 ///
 /// Of W7 only the `memory` saver with `sync` durability runs (see [`checkpoint`] for why
 /// the SQLite savers and the `async`/`exit` durabilities are not listed).
@@ -80,6 +81,13 @@ pub fn cases() -> Vec<Case> {
             _ => WIDE_STATE_100X50,
         };
         cases.push(case.expect_spec(expected));
+    }
+    // graphkit only: the floors of the W1 checkpoint cases, the same rows inserted by hand.
+    for saver in [checkpoint::Saver::Sqlite, checkpoint::Saver::SqliteNormal] {
+        cases.push(checkpoint_floor::sqlite_case(saver).expect_spec(r#"{"counter": 100}"#));
+    }
+    for case in checkpoint_floor::postgres_cases() {
+        cases.push(case.expect_spec(r#"{"counter": 100}"#));
     }
     let concurrent = [
         (concurrent::Work::Cpu, false),

@@ -282,7 +282,7 @@ impl<S: MessagesState> Writes<S> {
     fn finish(mut self) -> NodeOutput<S> {
         self.flush_messages();
         if let Some(parent) = self.parent {
-            return NodeOutput::Command(parent);
+            return NodeOutput::Command(Box::new(parent));
         }
         match (self.gotos.is_empty(), self.updates.len()) {
             (true, 1) => NodeOutput::Update(self.updates.remove(0)),

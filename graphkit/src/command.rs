@@ -146,37 +146,63 @@ impl fmt::Debug for SendTo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SendTo")
             .field("node", &self.node)
-            .field("input", &self.input.type_name)
+            .field("input", &self.input.type_name())
             .finish()
     }
 }
 
 /// A type-erased Send input that can still be turned into JSON.
+///
+/// One reference-counted pointer (16 bytes): its type's name and JSON encoding come with
+/// the value's vtable, so a task or a [`SendTo`] carrying it stays small, which a fan-out
+/// of many sends holds once per task.
 #[doc(hidden)]
 #[derive(Clone)]
 pub struct Packet {
-    pub(crate) value: Arc<dyn Any + std::marker::Send + Sync>,
-    pub(crate) type_name: &'static str,
-    to_json: fn(&(dyn Any + std::marker::Send + Sync)) -> Option<Value>,
+    value: Arc<dyn PacketValue>,
+}
+
+/// What a [`Packet`] keeps of its value's type once erased: its name, its JSON form, and
+/// the value as `Any` to take it back by type.
+trait PacketValue: Any + std::marker::Send + Sync {
+    fn type_name(&self) -> &'static str;
+    fn to_json(&self) -> Option<Value>;
+    fn as_any(&self) -> &(dyn Any + std::marker::Send + Sync);
+}
+
+impl<T: Serialize + std::marker::Send + Sync + 'static> PacketValue for T {
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<T>()
+    }
+
+    fn to_json(&self) -> Option<Value> {
+        serde_json::to_value(self).ok()
+    }
+
+    fn as_any(&self) -> &(dyn Any + std::marker::Send + Sync) {
+        self
+    }
 }
 
 impl Packet {
     pub(crate) fn new<T: Serialize + std::marker::Send + Sync + 'static>(value: T) -> Self {
-        fn to_json<T: Serialize + 'static>(
-            v: &(dyn Any + std::marker::Send + Sync),
-        ) -> Option<Value> {
-            v.downcast_ref::<T>()
-                .and_then(|v| serde_json::to_value(v).ok())
-        }
         Self {
             value: Arc::new(value),
-            type_name: std::any::type_name::<T>(),
-            to_json: to_json::<T>,
         }
     }
 
     pub(crate) fn to_json(&self) -> Option<Value> {
-        (self.to_json)(&*self.value)
+        PacketValue::to_json(&*self.value)
+    }
+
+    /// The name of the value's type.
+    pub(crate) fn type_name(&self) -> &'static str {
+        PacketValue::type_name(&*self.value)
+    }
+
+    /// The value, to take it back by type.
+    pub(crate) fn value(&self) -> &(dyn Any + std::marker::Send + Sync) {
+        PacketValue::as_any(&*self.value)
     }
 }
 

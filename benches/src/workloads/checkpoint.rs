@@ -36,7 +36,8 @@ pub enum Saver {
 }
 
 impl Saver {
-    fn name(self) -> &'static str {
+    /// The saver's name in case names.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Memory => "memory",
             Self::Sqlite => "sqlite",

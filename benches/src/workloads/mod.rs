@@ -3,6 +3,7 @@
 //! computes the checksum of the final state.
 
 pub mod checkpoint;
+pub mod checkpoint_floor;
 pub mod concurrent;
 pub mod fanout_send;
 pub mod fanout_static;

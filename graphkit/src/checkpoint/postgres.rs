@@ -5,9 +5,12 @@
 //! advisory lock so that processes starting together do not race. Thread locks are
 //! session-level advisory locks, each held on a connection of its own for as long as the run
 //! holds the thread: when the holder dies, its connection closes and the server releases
-//! the lock.
+//! the lock. While a run holds its thread, the thread's checkpoints are written on that
+//! connection (one round trip each, with no pool checkout); once the lock is released the
+//! connection is kept for the next lock, rather than a new one being opened per run.
 
 use std::collections::HashMap;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -85,13 +88,27 @@ pub struct PostgresSaver {
     /// Thread id -> the run holding it from this saver, and the connection holding the
     /// advisory lock (outside the pool, so the lock lives exactly as long as the hold).
     locks: Mutex<HashMap<String, HeldLock>>,
+    /// Connections whose thread lock was released, kept to hold the next one.
+    spare: std::sync::Mutex<Vec<PgConnection>>,
     /// The condition every write checks first, for a saver made by [`fenced`](Self::fenced).
     fence: Option<WriteFence>,
 }
 
 struct HeldLock {
     run_id: String,
-    connection: PgConnection,
+    /// The connection holding the lock; the thread's checkpoints are written on it too.
+    connection: Arc<Mutex<PgConnection>>,
+}
+
+/// The most released lock connections a saver keeps for reuse.
+const MAX_SPARE_CONNECTIONS: usize = 4;
+
+/// Tries to take the advisory lock `key` on `connection`.
+async fn try_advisory_lock(connection: &mut PgConnection, key: i64) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(key)
+        .fetch_one(connection)
+        .await
 }
 
 impl std::fmt::Debug for PostgresSaver {
@@ -121,12 +138,14 @@ impl PostgresSaver {
 
     /// Uses an existing pool (for example one shared with a
     /// [`PostgresStore`](crate::store::PostgresStore)), migrating its schema first. Each
-    /// thread lock held takes one more connection, outside the pool's limit.
+    /// thread lock held takes one more connection, outside the pool's limit (kept open
+    /// for the next lock once released, up to four).
     pub async fn from_pool(pool: PgPool) -> Result<Self, StorageError> {
         migrate_postgres(&pool, BACKEND, &SCHEMA).await?;
         Ok(Self {
             pool,
             locks: Mutex::default(),
+            spare: std::sync::Mutex::default(),
             fence: None,
         })
     }
@@ -140,6 +159,7 @@ impl PostgresSaver {
         Self {
             pool: self.pool.clone(),
             locks: Mutex::default(),
+            spare: std::sync::Mutex::default(),
             fence: Some(fence),
         }
     }
@@ -163,6 +183,23 @@ impl PostgresSaver {
         Ok(tx)
     }
 
+    /// Keeps `connection`, which holds no thread lock, for the next lock (up to
+    /// [`MAX_SPARE_CONNECTIONS`]), or closes it.
+    async fn keep_or_close(&self, connection: PgConnection) {
+        let extra = {
+            let mut spare = self.spare.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare.len() < MAX_SPARE_CONNECTIONS {
+                spare.push(connection);
+                None
+            } else {
+                Some(connection)
+            }
+        };
+        if let Some(connection) = extra {
+            close(connection).await;
+        }
+    }
+
     /// The connection pool, to share it with a store or to inspect the tables.
     pub fn pool(&self) -> &PgPool {
         &self.pool
@@ -184,7 +221,19 @@ impl Checkpointer for PostgresSaver {
             metadata
         );
         if self.fence.is_none() {
-            insert.execute(&self.pool).await.map_err(err)?;
+            // On the connection of the thread's lock when this saver holds it: what the
+            // by-hand floor does (one connection, one round trip per checkpoint).
+            let held = (self.locks.lock().await)
+                .get(&record.thread_id)
+                .map(|held| Arc::clone(&held.connection));
+            let outcome = match held {
+                Some(connection) => {
+                    let mut connection = connection.lock().await;
+                    insert.execute(&mut *connection).await
+                }
+                None => insert.execute(&self.pool).await,
+            };
+            outcome.map_err(err)?;
             return Ok(());
         }
         let mut tx = self.begin_write("saving a checkpoint").await?;
@@ -272,22 +321,41 @@ impl Checkpointer for PostgresSaver {
         if let Some(held) = locks.get(thread_id) {
             return Ok(held.run_id == run_id);
         }
-        let mut connection = self.pool.acquire().await.map_err(err)?.detach();
-        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(thread_lock_key(thread_id))
-            .fetch_one(&mut connection)
-            .await
-            .map_err(err)?;
+        let key = thread_lock_key(thread_id);
+        let spare = self
+            .spare
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        // A kept connection the server has closed since is dropped for a fresh one.
+        let reused = match spare {
+            Some(mut connection) => match try_advisory_lock(&mut connection, key).await {
+                Ok(taken) => Some((connection, taken)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "a kept thread-lock connection failed; opening another");
+                    None
+                }
+            },
+            None => None,
+        };
+        let (connection, taken) = match reused {
+            Some(reused) => reused,
+            None => {
+                let mut connection = self.pool.acquire().await.map_err(err)?.detach();
+                let taken = try_advisory_lock(&mut connection, key).await.map_err(err)?;
+                (connection, taken)
+            }
+        };
         if taken {
             locks.insert(
                 thread_id.to_owned(),
                 HeldLock {
                     run_id: run_id.to_owned(),
-                    connection,
+                    connection: Arc::new(Mutex::new(connection)),
                 },
             );
         } else {
-            close(connection).await;
+            self.keep_or_close(connection).await;
         }
         Ok(taken)
     }
@@ -303,20 +371,28 @@ impl Checkpointer for PostgresSaver {
                 _ => None,
             }
         };
-        let Some(HeldLock { mut connection, .. }) = held else {
+        let Some(HeldLock { connection, .. }) = held else {
             return Ok(());
         };
         // Unlocking explicitly frees the thread at once; closing alone would free it only
         // when the server notices the connection is gone.
-        if let Err(e) = sqlx::query("SELECT pg_advisory_unlock($1)")
+        let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(thread_lock_key(thread_id))
-            .execute(&mut connection)
-            .await
-        {
-            // The connection is broken, so its session, and the lock with it, is ending anyway.
-            tracing::warn!(thread_id, error = %e, "could not unlock a thread explicitly; dropping its connection");
+            .execute(&mut *connection.lock().await)
+            .await;
+        // (A checkpoint write still in flight holds the connection too: it is then
+        // dropped, and so closed, with the write.)
+        let Ok(connection) = Arc::try_unwrap(connection).map(Mutex::into_inner) else {
+            return Ok(());
+        };
+        match unlocked {
+            Ok(_) => self.keep_or_close(connection).await,
+            Err(e) => {
+                // The connection is broken, so its session, and the lock with it, is ending anyway.
+                tracing::warn!(thread_id, error = %e, "could not unlock a thread explicitly; dropping its connection");
+                close(connection).await;
+            }
         }
-        close(connection).await;
         Ok(())
     }
 }

@@ -42,7 +42,7 @@ pub(crate) struct PacketDebug(pub(crate) Packet);
 
 impl std::fmt::Debug for PacketDebug {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Packet<{}>", self.0.type_name)
+        write!(f, "Packet<{}>", self.0.type_name())
     }
 }
 
@@ -152,7 +152,7 @@ impl NodeContext {
     pub fn input<T: 'static>(&self) -> Option<&T> {
         self.input
             .as_ref()
-            .and_then(|p| p.0.value.downcast_ref::<T>())
+            .and_then(|p| p.0.value().downcast_ref::<T>())
     }
 
     /// The `Send` input, or an error naming the node and the expected type.
@@ -162,7 +162,7 @@ impl NodeContext {
             expected: std::any::type_name::<T>(),
             found: self.input.as_ref().map_or_else(
                 || "no Send input (the node was triggered by an edge)".to_owned(),
-                |p| format!("`{}`", p.0.type_name),
+                |p| format!("`{}`", p.0.type_name()),
             ),
         })
     }

@@ -20,8 +20,9 @@ pub enum NodeOutput<S: State> {
     Update(S::Update),
     /// Several updates applied in order, as one task's writes.
     Updates(Vec<S::Update>),
-    /// An update with routing.
-    Command(Command<S>),
+    /// An update with routing. Boxed: a `Command` is several times larger than an update,
+    /// and every task's result slot is as large as the largest variant.
+    Command(Box<Command<S>>),
     /// Several updates and routes: what a node that merges several results returns (a
     /// tool node answering parallel tool calls, say), and what a task restored from a
     /// checkpoint replays. Static edges still fire, as with a `Command`.
@@ -59,7 +60,7 @@ impl<S: State> IntoNodeOutput<S> for NodeOutput<S> {
 
 impl<S: State> IntoNodeOutput<S> for Command<S> {
     fn into_node_output(self) -> Result<NodeOutput<S>, BoxError> {
-        Ok(NodeOutput::Command(self))
+        Ok(NodeOutput::Command(Box::new(self)))
     }
     const MAY_ROUTE: bool = true;
 }

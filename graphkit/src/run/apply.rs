@@ -17,8 +17,9 @@ pub(crate) struct RecordedWrite<S: State> {
 }
 
 /// Applies `outputs` (one per task, in task order) to `state`, with `writes` (cleared by
-/// the caller) as the step's bookkeeping. Pushes each task's `Command` targets to `gotos`
-/// (cleared first). `cached` lists the tasks whose output came from the node cache (their
+/// the caller) as the step's bookkeeping. Pushes the `Command` targets of each task that
+/// has some to `gotos` (cleared first), with the task's index: a step of many tasks that do
+/// not route keeps no list per task. `cached` lists the tasks whose output came from the node cache (their
 /// updates are streamed as cached). `collected` receives a copy of every applied update (used by
 /// same-state subgraphs to hand their writes to the parent); `recorded` receives them per
 /// task (for the checkpoint's delta).
@@ -33,7 +34,7 @@ pub(crate) fn apply_writes<S: State>(
     collected: &mut Option<Vec<S::Update>>,
     mut recorded: Option<&mut Vec<RecordedWrite<S>>>,
     writes: &mut StepWrites,
-    gotos: &mut Vec<Vec<Goto>>,
+    gotos: &mut Vec<(usize, Vec<Goto>)>,
 ) -> Result<(), Error> {
     gotos.clear();
     for (index, (task, output)) in tasks.iter().zip(outputs).enumerate() {
@@ -59,15 +60,11 @@ pub(crate) fn apply_writes<S: State>(
             state.apply(update, writes)
         };
         match output {
-            NodeOutput::Update(update) => {
-                apply(update)?;
-                gotos.push(Vec::new());
-            }
+            NodeOutput::Update(update) => apply(update)?,
             NodeOutput::Updates(updates) => {
                 for update in updates {
                     apply(update)?;
                 }
-                gotos.push(Vec::new());
             }
             NodeOutput::Writes {
                 updates,
@@ -76,12 +73,14 @@ pub(crate) fn apply_writes<S: State>(
                 for update in updates {
                     apply(update)?;
                 }
-                gotos.push(targets);
+                if !targets.is_empty() {
+                    gotos.push((index, targets));
+                }
             }
             NodeOutput::Command(command) if command.graph == CommandGraph::Parent => {
                 return Err(Error::ParentCommand {
                     node: node.to_string(),
-                    command: ParentCommand(Box::new(command)),
+                    command: ParentCommand(command),
                 });
             }
             NodeOutput::Command(command) => {
@@ -90,7 +89,9 @@ pub(crate) fn apply_writes<S: State>(
                 } else {
                     emitter.update(node, &S::Update::default(), hit);
                 }
-                gotos.push(command.goto);
+                if !command.goto.is_empty() {
+                    gotos.push((index, command.goto));
+                }
             }
         }
     }

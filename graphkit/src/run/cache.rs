@@ -120,7 +120,7 @@ fn task_key<S: State>(
         (None, Some(packet)) => input_key(&packet.to_json()).map_err(serde),
         (Some(custom), input) => {
             let (read, found): (&dyn std::any::Any, &str) = match input {
-                Some(packet) => (&*packet.value, packet.type_name),
+                Some(packet) => (packet.value(), packet.type_name()),
                 None => (state, std::any::type_name::<S>()),
             };
             match custom.key(read) {

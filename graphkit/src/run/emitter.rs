@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::checkpoint::CheckpointRecord;
 use crate::context::node_context::NodeContext;
 use crate::context::stream::{
     CheckpointEvent, Namespace, RawEvent, RawPayload, Scoped, StreamEvent, StreamMode, StreamModes,
     StreamPayload, StreamTarget,
 };
 use crate::graph::compiled::GraphCore;
+use crate::run::persist::Saved;
 use crate::run::plan::Task;
 use crate::state::State;
 
@@ -103,12 +103,18 @@ impl<S: State> Emitter<S> {
         }
     }
 
-    pub(crate) fn checkpoint(&self, record: &CheckpointRecord, core: &GraphCore<S>, next: &[Task]) {
+    pub(crate) fn checkpoint(
+        &self,
+        thread_id: &str,
+        saved: &Saved,
+        core: &GraphCore<S>,
+        next: &[Task],
+    ) {
         if self.wants(StreamMode::Checkpoints) {
             self.raw(RawPayload::Checkpoint(CheckpointEvent {
-                thread_id: record.thread_id.clone(),
-                checkpoint_id: record.checkpoint_id.clone(),
-                step: record.step,
+                thread_id: thread_id.to_owned(),
+                checkpoint_id: saved.checkpoint_id.clone(),
+                step: saved.step,
                 next: next
                     .iter()
                     .map(|t| Arc::clone(&core.nodes[t.node].name))

@@ -72,8 +72,8 @@ pub(crate) struct StepBuffers<S: State> {
     pub(crate) spare: Option<Arc<S>>,
     /// The step's last-value claims and overwrites.
     pub(crate) writes: StepWrites,
-    /// The `Command` targets of each task of the step.
-    pub(crate) gotos: Vec<Vec<Goto>>,
+    /// The `Command` targets of the step's tasks that routed, by task index.
+    pub(crate) gotos: Vec<(usize, Vec<Goto>)>,
     /// Where the planner writes the next step's tasks.
     pub(crate) next: Vec<Task>,
     /// The context lent to the run's lean tasks, kept from task to task (see

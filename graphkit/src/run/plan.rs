@@ -305,13 +305,14 @@ pub(crate) fn goto_tasks<S: State>(
 }
 
 /// The next step's tasks, after the tasks `done` ran (in apply order) and their writes were
-/// applied to `state`. `gotos[i]` are the `Command` targets of `done[i]`. Tasks of deferred
+/// applied to `state`. `gotos` holds the `Command` targets of the tasks that routed, as
+/// (index in `done`, targets), in task order. Tasks of deferred
 /// nodes are held in `joins` while anything else runs, and are the next step's tasks when
 /// nothing else does.
 pub(crate) fn next_tasks<S: State>(
     core: &GraphCore<S>,
     done: &[Task],
-    mut gotos: Vec<Vec<Goto>>,
+    mut gotos: Vec<(usize, Vec<Goto>)>,
     state: &S,
     joins: &mut JoinProgress,
     scratch: &mut PlanScratch,
@@ -326,14 +327,15 @@ pub(crate) fn next_tasks<S: State>(
 pub(crate) fn next_tasks_into<S: State>(
     core: &GraphCore<S>,
     done: &[Task],
-    gotos: &mut Vec<Vec<Goto>>,
+    gotos: &mut Vec<(usize, Vec<Goto>)>,
     state: &S,
     joins: &mut JoinProgress,
     scratch: &mut PlanScratch,
     tasks: &mut Vec<Task>,
 ) -> Result<(), Error> {
     let mut planner = Planner::new(core, scratch);
-    for (task, gotos) in done.iter().zip(gotos.drain(..)) {
+    let mut routed = gotos.drain(..).peekable();
+    for (index, task) in done.iter().enumerate() {
         let node = &core.nodes[task.node];
         for &dest in &node.edges {
             planner.trigger(dest);
@@ -346,7 +348,7 @@ pub(crate) fn next_tasks_into<S: State>(
                 planner.trigger(core.joins[join].target);
             }
         }
-        if !gotos.is_empty() {
+        while let Some((_, gotos)) = routed.next_if(|(i, _)| *i == index) {
             for goto in gotos {
                 planner.goto(&node.name, goto, node.destinations.as_deref())?;
             }

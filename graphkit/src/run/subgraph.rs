@@ -83,8 +83,7 @@ impl<S: State> ErasedAsyncNode<S> for SameStateSubgraph<S> {
                 Ok(done) => Ok(NodeOutput::Updates(done.updates)),
                 Err(Error::ParentCommand { node, command }) => {
                     match command.0.downcast::<Command<S>>() {
-                        Ok(command) => {
-                            let mut command = *command;
+                        Ok(mut command) => {
                             command.graph = CommandGraph::Current;
                             Ok(NodeOutput::Command(command))
                         }

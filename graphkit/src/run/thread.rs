@@ -593,21 +593,22 @@ impl<S: State> CompiledGraph<S> {
                 Writer::Node(id) => {
                     // The writer's edges, and those of the stopped step's finished tasks.
                     let mut ran = Vec::with_capacity(finished.len() + 1);
-                    let mut gotos = Vec::with_capacity(finished.len() + 1);
+                    let mut gotos = Vec::new();
                     for (index, _, task_gotos) in &finished {
                         if let Some(task) = planned.get(*index) {
+                            if !task_gotos.is_empty() {
+                                gotos.push((ran.len(), task_gotos.clone()));
+                            }
                             ran.push(Task {
                                 node: task.node,
                                 input: None,
                             });
-                            gotos.push(task_gotos.clone());
                         }
                     }
                     ran.push(Task {
                         node: id,
                         input: None,
                     });
-                    gotos.push(Vec::new());
                     let next = plan::next_tasks(
                         &self.core,
                         &ran,

@@ -34,6 +34,7 @@ pub(crate) use restore::{
 };
 
 use save::BackgroundWriter;
+pub(crate) use save::Saved;
 
 /// The run's persistence state.
 pub(crate) struct Persist {

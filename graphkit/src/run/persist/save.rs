@@ -36,16 +36,23 @@ struct BodyRef<'a, S: State> {
     deferred: &'a [TaskRecord],
 }
 
+/// A checkpoint [`Persist::save`] saved (or queued, with `Durability::Async`).
+pub(crate) struct Saved {
+    pub(crate) checkpoint_id: String,
+    /// Its step number.
+    pub(crate) step: i64,
+}
+
 impl Persist {
     /// Saves a checkpoint after `writes` were applied to `state`, planning `planned`;
-    /// returns it.
+    /// returns its id and step.
     /// The one checkpoint of `Durability::Exit`, when the run stops: it holds the state
     /// after the last super-step counted, so it carries that step's number.
     pub(crate) async fn save_at_exit<S: State>(
         &mut self,
         state: &S,
         planned: &Planned<'_>,
-    ) -> Result<CheckpointRecord, Error> {
+    ) -> Result<Saved, Error> {
         self.step -= 1;
         self.save(CheckpointSource::Loop, state, &[], planned, &[])
             .await
@@ -58,7 +65,7 @@ impl Persist {
         writes: &[TaskWriteRef<'_, S>],
         planned: &Planned<'_>,
         ran: &[&str],
-    ) -> Result<CheckpointRecord, Error> {
+    ) -> Result<Saved, Error> {
         // Without a checkpoint per step the parent holds an older state, so only a full
         // snapshot is correct; the first checkpoint and a long chain need one too. Only
         // otherwise is the delta encoded, and then it is kept unless it outweighs the last
@@ -128,32 +135,39 @@ impl Persist {
             is_snapshot,
             payload,
         };
-        let span = tracing::debug_span!(
-            "checkpoint_save",
-            thread_id = %self.thread_id,
-            step = self.step,
-            checkpoint_id = %record.checkpoint_id,
-            bytes = record.payload.len(),
-            snapshot = is_snapshot,
-        );
+        let saved = Saved {
+            checkpoint_id: record.checkpoint_id.clone(),
+            step: self.step,
+        };
+        // The record moves into the saver: only its id is kept.
         match self.durability {
             Durability::Async => {
                 let saver = &self.saver;
                 let writer = self
                     .writer
                     .get_or_insert_with(|| BackgroundWriter::start(Arc::clone(saver)));
-                if writer.queue.send(record.clone()).is_err() {
+                if writer.queue.send(record).is_err() {
                     // The writer stopped on an error: report it.
                     self.flush().await?;
                 }
             }
-            Durability::Sync | Durability::Exit => {
-                tracing::Instrument::instrument(self.saver.put(record.clone()), span).await?;
+            // No span without a subscriber: even a disabled one costs.
+            Durability::Sync | Durability::Exit if tracing::dispatcher::has_been_set() => {
+                let span = tracing::debug_span!(
+                    "checkpoint_save",
+                    thread_id = %self.thread_id,
+                    step = self.step,
+                    checkpoint_id = %record.checkpoint_id,
+                    bytes = record.payload.len(),
+                    snapshot = is_snapshot,
+                );
+                tracing::Instrument::instrument(self.saver.put(record), span).await?;
             }
+            Durability::Sync | Durability::Exit => self.saver.put(record).await?,
         }
-        self.current = Some(record.checkpoint_id.clone());
+        self.current = Some(saved.checkpoint_id.clone());
         self.tasks_of = tasks_of;
-        Ok(record)
+        Ok(saved)
     }
 
     /// The next checkpoint saved holds the current one's pending step (moved there with

@@ -554,7 +554,7 @@ impl<S: State> Runner<S> {
             let record = p
                 .save_at_exit(&self.state, &Planned::of(core, &[], &joins))
                 .await?;
-            self.emitter.checkpoint(&record, core, &[]);
+            self.emitter.checkpoint(&p.thread_id, &record, core, &[]);
         }
         Ok(())
     }
@@ -664,7 +664,8 @@ impl<S: State> Runner<S> {
                 &ran,
             )
             .await?;
-        self.emitter.checkpoint(&record, core, next);
+        self.emitter
+            .checkpoint(&persist.thread_id, &record, core, next);
         Ok(())
     }
 }

@@ -309,7 +309,8 @@ impl<S: State> Runner<S> {
                     &[],
                 )
                 .await?;
-            self.emitter.checkpoint(&record, core, &tasks);
+            self.emitter
+                .checkpoint(&persist.thread_id, &record, core, &tasks);
             if !writes.is_empty() {
                 persist.copy_pending(writes.clone()).await?;
             }
@@ -380,7 +381,8 @@ impl<S: State> Runner<S> {
                 &[],
             )
             .await?;
-        self.emitter.checkpoint(&record, core, tasks);
+        self.emitter
+            .checkpoint(&persist.thread_id, &record, core, tasks);
         Ok(())
     }
 }
