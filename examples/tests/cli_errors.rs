@@ -71,3 +71,27 @@ fn a_postgres_checkpoint_without_the_feature_says_how_to_rebuild() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--features postgres"), "{stderr}");
 }
+
+/// A reader that has gone (`… --print-input-schema | head`, the pipe closed before the
+/// CLI writes) ends the program quietly with exit 0, not with a panic.
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly() {
+    for args in [
+        &["entity-intel", "--print-input-schema"][..],
+        &["arxiv-research", "--print-graph"][..],
+        &["runs"][..],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        // Closed before the CLI starts, so its first write meets a broken pipe.
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_graphkit-research"))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run the CLI");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -42,7 +42,10 @@ fn main() -> ExitCode {
             None => events_server::serve_stdio().await,
             Some(addr) => {
                 let bound = events_server::server().bind_http(addr.as_str()).await?;
-                println!("serving MCP at {}", bound.url());
+                graphkit_examples::shared::stdout::print_line(&format!(
+                    "serving MCP at {}",
+                    bound.url()
+                ));
                 tracing::info!(url = %bound.url(), "events MCP server listening");
                 bound
                     .run_until(async {

@@ -169,7 +169,10 @@ fn main() -> ExitCode {
                     .await
             }
             Workflow::Runs(args) => {
-                print!("{}", render_runs(&list_runs(&args.root), &args.root));
+                graphkit_examples::shared::stdout::print_text(&render_runs(
+                    &list_runs(&args.root),
+                    &args.root,
+                ));
                 Ok(RunStatus::Finished)
             }
         }

@@ -417,8 +417,8 @@ async fn evaluate_personas(
         let outcome = run_due_diligence(&investigation, &options).await?;
         scores.push(evaluate::score(persona, &outcome.state));
     }
-    print!("{}", evaluate::render(&scores));
+    crate::shared::stdout::print_text(&evaluate::render(&scores));
     RunDir::create(&root)?.write_json("evaluation.json", &scores)?;
-    println!("runs and evaluation.json in {}", root.display());
+    crate::shared::stdout::print_line(&format!("runs and evaluation.json in {}", root.display()));
     Ok(RunStatus::Finished)
 }

@@ -328,7 +328,7 @@ impl Plan for McpResearchPlan {
             if common.stream {
                 emit_json_line(&json!({"type": "marker", "name": marker.name(), "text": line}));
             } else if !common.quiet {
-                println!("{line}");
+                crate::shared::stdout::print_line(&line);
             }
         }
         let outcome = started
@@ -452,7 +452,9 @@ async fn serve_main(args: ServeArgs) -> Result<RunStatus, ExampleError> {
     let address = listener
         .local_addr()
         .map_err(|e| ExampleError::Usage(format!("cannot read the listening address: {e}")))?;
-    println!("listening on http://{address} (sessions: {checkpoint})");
+    crate::shared::stdout::print_line(&format!(
+        "listening on http://{address} (sessions: {checkpoint})"
+    ));
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     super::service::serve(engine, listener).await?;

@@ -133,11 +133,11 @@ pub(crate) async fn run<W: Workflow>(
     }
     W::refuse(&common)?;
     if common.print_input_schema {
-        println!("{}", W::input_schema());
+        super::stdout::print_line(&W::input_schema());
         return Ok(RunStatus::Finished);
     }
     if common.print_graph {
-        println!("{}", W::graph_drawing(&args, &common)?);
+        super::stdout::print_line(&W::graph_drawing(&args, &common)?);
         return Ok(RunStatus::Finished);
     }
     let mut common = common;
@@ -177,7 +177,7 @@ pub(crate) async fn run<W: Workflow>(
         // The run was only the means to the prompts: its directory goes.
         let _ = std::fs::remove_dir_all(&dir);
         result?;
-        print!("{}", render_prompts(W::NAME));
+        super::stdout::print_text(&render_prompts(W::NAME));
         return Ok(RunStatus::Finished);
     }
     // The workflows carry on past a failed model call (a blocked todo, a fallback report):

@@ -20,6 +20,7 @@ pub(crate) mod run_target;
 pub mod runs;
 pub mod search;
 pub(crate) mod session;
+pub mod stdout;
 pub(crate) mod stream;
 pub mod time;
 

@@ -314,7 +314,7 @@ impl RunSession {
         if stream {
             eprint!("{summary}");
         } else {
-            print!("{summary}");
+            super::stdout::print_text(summary);
         }
         match status {
             RunStatus::Interrupted => eprintln!(
@@ -370,7 +370,7 @@ impl RunSession {
         if stream {
             eprint!("{summary}");
         } else {
-            print!("{summary}");
+            super::stdout::print_text(summary);
         }
         eprintln!("error: {why}\nthe run is recorded as failed: {advice}");
         Ok(RunStatus::Failed)
