@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::shared::ExampleError;
+use crate::shared::time::{MONTHS, month_number};
 
 /// A date whose parts may each be unknown (the seed: "date {year/month/day nullable}").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -19,21 +20,6 @@ pub struct EventDate {
     /// The day of the month (1-31), when known.
     pub day: Option<u8>,
 }
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
 
 impl EventDate {
     /// A date with all three parts.
@@ -121,12 +107,7 @@ impl EventDate {
         let month = self
             .month
             .and_then(|m| MONTHS.get(usize::from(m).wrapping_sub(1)))
-            .map(|m| {
-                let mut chars = m.chars();
-                chars
-                    .next()
-                    .map_or(String::new(), |c| c.to_uppercase().chain(chars).collect())
-            });
+            .map(|m| (*m).to_owned());
         let year = self.year.map(|y| y.to_string());
         match (self.day, month, year) {
             (Some(d), Some(m), Some(y)) => format!("{d} {m} {y}"),
@@ -152,16 +133,6 @@ impl EventDate {
         };
         key(self).cmp(&key(other))
     }
-}
-
-fn month_number(word: &str) -> Option<u8> {
-    if word.len() < 3 {
-        return None;
-    }
-    MONTHS
-        .iter()
-        .position(|m| m.starts_with(word))
-        .and_then(|i| u8::try_from(i + 1).ok())
 }
 
 fn days_in_month(year: Option<i32>, month: u8) -> u8 {

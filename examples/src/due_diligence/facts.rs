@@ -9,6 +9,7 @@
 //! `€2,500,000` agree, and `2019` agrees with `March 2019`.
 
 use crate::shared::prose::names_in_full;
+use crate::shared::time::is_month_name;
 
 /// One fact a sentence states about an entity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,21 +332,6 @@ fn subject_at(sentence: &str, at: usize, entity: &str, others: &[&str]) -> bool 
     }
 }
 
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// A date at the start of `text`: `1998`, `March 2022`, `4 March 2022`, `March 4, 2022`.
 fn date_at(text: &str) -> Option<String> {
     let words: Vec<&str> = text.split_whitespace().take(4).collect();
@@ -357,7 +343,7 @@ fn date_at(text: &str) -> Option<String> {
             return Some(taken.join(" "));
         }
         let is_day = bare.len() <= 2 && bare.chars().all(|c| c.is_ascii_digit());
-        if is_day || MONTHS.contains(&bare.to_lowercase().as_str()) {
+        if is_day || is_month_name(bare) {
             taken.push(bare);
         } else {
             return None;

@@ -38,6 +38,27 @@ pub(crate) const MONTHS: [&str; 12] = [
     "December",
 ];
 
+/// The month a word names, 1 to 12: its full name or a prefix of three letters or more
+/// (`mar`, `Sept`), in any case.
+pub(crate) fn month_number(word: &str) -> Option<u8> {
+    if word.len() < 3 {
+        return None;
+    }
+    MONTHS
+        .iter()
+        .position(|m| {
+            m.as_bytes()
+                .get(..word.len())
+                .is_some_and(|prefix| prefix.eq_ignore_ascii_case(word.as_bytes()))
+        })
+        .and_then(|i| u8::try_from(i + 1).ok())
+}
+
+/// Whether a word is a month's full name, in any case.
+pub(crate) fn is_month_name(word: &str) -> bool {
+    MONTHS.iter().any(|m| m.eq_ignore_ascii_case(word))
+}
+
 /// The current date as `Month D, YYYY` (for prompts).
 pub(crate) fn today_long() -> String {
     let (y, m, d) = civil_from_days(now_ms().div_euclid(86_400_000));
@@ -65,6 +86,19 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn months_are_read_from_names_and_prefixes_in_any_case() {
+        assert_eq!(month_number("march"), Some(3));
+        assert_eq!(month_number("Sept"), Some(9));
+        assert_eq!(month_number("DEC"), Some(12));
+        assert_eq!(month_number("ma"), None);
+        assert_eq!(month_number("marched"), None);
+        assert_eq!(month_number("é"), None);
+        assert!(is_month_name("May"));
+        assert!(is_month_name("november"));
+        assert!(!is_month_name("nov"));
+    }
 
     #[test]
     fn rfc3339_formats_known_instants() {
