@@ -21,7 +21,8 @@ use uuid::Uuid;
 
 use super::event_normalizer::ProtocolEvent;
 use super::event_streaming::{
-    Filter, Refusal, Tape, WrongChannels, answer, handle, not_a_command, stream_failure,
+    Filter, Refusal, Tape, WrongChannels, answer, envelope, handle, method_and_params,
+    stream_failure,
 };
 use super::thread_stream::{Item, Modes, Start, ThreadFollow};
 use super::{Api, uuid_param};
@@ -164,24 +165,12 @@ impl Session {
             let refusal = Refusal::invalid("Protocol commands must be valid JSON.");
             return vec![answer(&Value::Null, Err(refusal), 0)];
         };
-        let envelope = command.as_object().filter(|c| {
-            c.get("id").is_some_and(Value::is_i64) && c.get("method").is_some_and(Value::is_string)
-        });
-        let Some(envelope) = envelope else {
-            return vec![not_a_command(
-                command.get("id").cloned().unwrap_or(Value::Null),
-            )];
+        let envelope = match envelope(&command) {
+            Ok(envelope) => envelope,
+            Err(refused) => return vec![refused],
         };
         let id = envelope.get("id").cloned().unwrap_or(Value::Null);
-        let empty = Map::new();
-        let params = envelope
-            .get("params")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let method = envelope
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (method, params) = method_and_params(envelope);
         let (result, replay) = match method {
             "subscription.subscribe" | "subscription.reconnect" => {
                 match self.subscribe(method, params) {
