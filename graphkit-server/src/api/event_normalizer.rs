@@ -297,6 +297,8 @@ struct RunView {
     finished: HashSet<String>,
     /// Tool calls not answered yet, in the order made.
     calls: Vec<Call>,
+    /// Tool calls answered (a parent graph's update repeats its subgraph's messages).
+    answered: HashSet<String>,
     /// Checkpoints seen per namespace in the current attempt (the first is the input's).
     checkpoints: HashMap<String, usize>,
     /// Whether the current attempt is the first (a fork applies to it only).
@@ -744,6 +746,9 @@ impl Normalizer {
                         let Some(id) = call.get("id").and_then(Value::as_str) else {
                             continue;
                         };
+                        if view.answered.contains(id) || view.calls.iter().any(|c| c.id == id) {
+                            continue;
+                        }
                         view.calls.push(Call {
                             namespace: namespace.to_vec(),
                             node: node.to_owned(),
@@ -762,6 +767,9 @@ impl Normalizer {
                     let Some(id) = message.get("tool_call_id").and_then(Value::as_str) else {
                         continue;
                     };
+                    if !view.answered.insert(id.to_owned()) {
+                        continue;
+                    }
                     let call = match view.calls.iter().position(|c| c.id == id) {
                         Some(at) => view.calls.remove(at),
                         None => Call {
@@ -1439,7 +1447,7 @@ mod tests {
         let calls = json!({"agent": {"messages": [{"type": "ai", "id": "a1", "content": "",
             "tool_calls": [{"name": "search", "args": {"q": "x"}, "id": "c1", "type": "tool_call"},
                            {"name": "fail", "args": {}, "id": "c2", "type": "tool_call"}]}]}});
-        n.event(&mut out, run, &stored(2, "updates", calls));
+        n.event(&mut out, run, &stored(2, "updates", calls.clone()));
         n.event(
             &mut out,
             run,
@@ -1452,7 +1460,7 @@ mod tests {
         let answers = json!({"tools": {"messages": [
             {"type": "tool", "id": "m1", "content": "found it", "tool_call_id": "c1", "status": "success"},
             {"type": "tool", "id": "m2", "content": "boom", "tool_call_id": "c2", "status": "error"}]}});
-        n.event(&mut out, run, &stored(4, "updates", answers));
+        n.event(&mut out, run, &stored(4, "updates", answers.clone()));
         let tools: Vec<&Value> = out
             .iter()
             .filter(|e| e.method == "tools")
@@ -1482,6 +1490,26 @@ mod tests {
         assert_eq!(
             mirrored[3].data["content"],
             json!({"type": "text", "text": "found it"})
+        );
+
+        // A parent graph's update repeating the subgraph's messages says nothing new.
+        let before = out.len();
+        let mut repeated = calls["agent"]["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        repeated.extend(
+            answers["tools"]["messages"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let parent = json!({"research": {"messages": repeated}});
+        n.event(&mut out, run, &stored(5, "updates", parent));
+        assert!(
+            out[before..].iter().all(|e| e.method == "updates"),
+            "{:?}",
+            &out[before..]
         );
     }
 
