@@ -28,6 +28,8 @@ import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
+import { CheckFailed, DEADLINE_MS, expect, show } from "./client_checks.mjs";
+
 if (typeof WebSocket === "undefined") {
   const again = spawnSync(process.execPath, ["--experimental-websocket", ...process.argv.slice(1)], {
     stdio: "inherit",
@@ -42,17 +44,6 @@ if (!modulesDir) {
 }
 const require = createRequire(join(modulesDir, "graphkit-thread-stream.cjs"));
 const { Client } = require("@langchain/langgraph-sdk");
-
-// A hang guard for waiting on the server, not a timing claim.
-const DEADLINE_MS = 60_000;
-
-class CheckFailed extends Error {}
-
-function expect(condition, message) {
-  if (!condition) throw new CheckFailed(message);
-}
-
-const show = (value) => JSON.stringify(value);
 
 /** `promise`, or a failure naming `what` after the deadline. */
 async function within(promise, what) {
