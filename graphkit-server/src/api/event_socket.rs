@@ -6,10 +6,11 @@
 //! with one frame, as over HTTP (see [`super::event_streaming`]), except for what lives in
 //! the connection: `subscription.subscribe` installs a filter (and sends the events already
 //! made that it passes), `subscription.unsubscribe` removes one, `subscription.reconnect`
-//! installs one that starts after `since`, and `agent.getTree` answers the last run's root.
-//! The thread's runs are read from their beginning as the connection opens, and each event
-//! is sent once if any subscription passes it. When the thread's stream ends (the server
-//! stops, the thread is deleted) the socket is closed with 1011.
+//! installs one that starts after `since`, and `agent.getTree` answers the last run's tree
+//! (its root and subgraph runs). The thread's runs are read from their beginning as the
+//! connection opens (a thread not created yet is waited for), and each event is sent once
+//! if any subscription passes it. When the thread's stream ends (the server stops, a thread
+//! that was there is deleted) the socket is closed with 1011.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -264,7 +265,7 @@ impl Session {
         }
     }
 
-    /// `agent.getTree`: the last run's root, or `no_such_run` before any run was seen.
+    /// `agent.getTree`: the last run's tree, or `no_such_run` before any run was seen.
     fn tree(&self) -> std::result::Result<Value, Refusal> {
         self.tape
             .normalizer

@@ -17,16 +17,22 @@
 //!   (see [`super::event_socket`]).
 //!
 //! Each stored run event becomes protocol events (`{"type": "event", "event_id", "seq",
-//! "method", "params": {"namespace", "timestamp", "data", "node"?}}`): `values`, `updates`
-//! (one node's update; `params.node`), `messages` (a chat model's messages as
-//! `message-start`, text blocks and `message-finish`, see [`super::event_normalizer::Normalizer`]),
-//! `custom` (`{payload}`), `tasks`, and from a pause
-//! one `input.requested` per interrupt (`{interrupt_id, payload}`) and a root `lifecycle`
-//! `interrupted`. Each run opens with a root `lifecycle` `running` and closes with
-//! `completed`, `failed` (with `error`) or `interrupted`. `seq` counts every protocol event of
-//! the replay, so it is the same on every connection and a reconnecting client's `since`
-//! skips what it has; `event_id` is stable across connections (`{run_id}:{stored seq}`,
-//! with `.n` for the second and later events made from one stored event).
+//! "method", "params": {"namespace", "timestamp", "data", "node"?}}`, made by
+//! [`super::event_normalizer::Normalizer`]): `values` and `updates` (one node's update;
+//! `params.node`) with their messages in the protocol's shape, `messages` (a chat model's
+//! messages as `message-start`, text and tool-call blocks and `message-finish`), `tools`
+//! (`tool-started`, `tool-finished`, `tool-error`), `checkpoints` (`{id, parent_id, step,
+//! source}`), `custom` (`{payload}`), `tasks`, and from a pause one `input.requested` per
+//! interrupt (`{interrupt_id, payload}`) and a root `lifecycle` `interrupted`. Each run opens
+//! with a root `lifecycle` `running` and closes with `completed`, `failed` (with `error`) or
+//! `interrupted`; each subgraph run has its own `lifecycle` (`started`, then `completed`,
+//! `failed` or `interrupted`) at its namespace. `seq` counts every protocol event of the
+//! replay, so it is the same on every connection and a reconnecting client's `since` skips
+//! what it has; `event_id` is stable across connections (`{run_id}:{stored seq}`, with `.n`
+//! for the second and later events made from one stored event).
+//!
+//! A thread need not exist for its event stream (or WebSocket) to open: as at the
+//! reference, a client may subscribe before the `run.start` that creates it.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
