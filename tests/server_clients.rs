@@ -1,11 +1,15 @@
 //! The official LangGraph clients against graphkit-server: `langgraph-sdk` (Python 0.4.x) runs
-//! `clients/python/check.py` and `@langchain/langgraph-sdk` (JS 2.0.x) runs
-//! `clients/js/check.mjs`, each against a server process serving the demo graph `agent`, on
-//! SQLite and (with the feature `postgres` and `GRAPHKIT_TEST_POSTGRES_URL`) on PostgreSQL.
+//! `clients/python/check.py` and `clients/python/thread_stream.py`, `@langchain/langgraph-sdk`
+//! (JS 2.0.x) runs `clients/js/check.mjs`, and `@langchain/langgraph-sdk` 1.15.x (the JS
+//! release with the thread streaming protocol; 2.0.0 was published before it and has none)
+//! runs `clients/js/thread_stream.mjs`, each against a server process serving the demo graph
+//! `agent` (and `researcher`), on SQLite and (with the feature `postgres` and
+//! `GRAPHKIT_TEST_POSTGRES_URL`) on PostgreSQL.
 //!
 //! The clients come from the package registries, so `.ci/run` installs them into `target/`
-//! and exports `GRAPHKIT_SDK_PYTHON` (the venv's python) and `GRAPHKIT_SDK_JS` (the
-//! `node_modules` folder). Without those variables the tests print why they skip.
+//! and exports `GRAPHKIT_SDK_PYTHON` (the venv's python), `GRAPHKIT_SDK_JS` and
+//! `GRAPHKIT_SDK_JS_STREAM` (the `node_modules` folders). Without those variables the tests
+//! print why they skip.
 
 use std::path::Path;
 use std::process::Command;
@@ -39,6 +43,12 @@ const JS: Client = Client {
     script: "clients/js/check.mjs",
 };
 
+/// The thread-centric streaming protocol (`client.threads.stream(...)`) with the JS SDK.
+const JS_THREAD_STREAM: Client = Client {
+    variable: "GRAPHKIT_SDK_JS_STREAM",
+    script: "clients/js/thread_stream.mjs",
+};
+
 impl Client {
     /// The configured SDK location, or `None` after printing why the test is skipped.
     fn configured(&self, test: &str) -> Option<String> {
@@ -57,9 +67,9 @@ impl Client {
     /// Runs the script against `base` and fails the test with its output unless it exits 0.
     fn run_against(&self, sdk: &str, base: &str) {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(self.script);
-        let mut command = if self.variable == JS.variable {
+        let mut command = if self.variable.starts_with("GRAPHKIT_SDK_JS") {
             let mut node = Command::new("node");
-            node.env("GRAPHKIT_SDK_JS", sdk);
+            node.env(self.variable, sdk);
             node
         } else {
             Command::new(sdk)
@@ -144,6 +154,19 @@ fn python_sdk_thread_stream_runs_pauses_and_resumes_on_postgres() {
 #[test]
 fn js_sdk_client_checks_pass_on_sqlite() {
     JS.check_on_sqlite("js_sdk_client_checks_pass_on_sqlite");
+}
+
+#[test]
+fn js_sdk_thread_stream_sees_tools_subgraphs_and_pauses_on_sqlite() {
+    JS_THREAD_STREAM
+        .check_on_sqlite("js_sdk_thread_stream_sees_tools_subgraphs_and_pauses_on_sqlite");
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn js_sdk_thread_stream_sees_tools_subgraphs_and_pauses_on_postgres() {
+    JS_THREAD_STREAM
+        .check_on_postgres("js_sdk_thread_stream_sees_tools_subgraphs_and_pauses_on_postgres");
 }
 
 #[cfg(feature = "postgres")]

@@ -1,4 +1,5 @@
-//! The demo graph `agent` the binary serves (and the client tests use).
+//! The demo graph `agent` the binary serves (and the client tests use), and `researcher`,
+//! a graph that calls a tool inside a subgraph, for the streaming protocol's tests.
 //!
 //! State: `messages` (appended `{role, content}` items), `sleep` (seconds, last value,
 //! default 0), `ask_human` (default false). START → `respond`, which sleeps `sleep`
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use graphkit::{BuildError, CompiledGraph, END, Error, NodeContext, START, State, StateGraph};
+use graphkit_llm::{ChatModel, FunctionModel, Message, ToolCall};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -88,4 +90,82 @@ pub fn agent_graph() -> Result<CompiledGraph<AgentState>, BuildError> {
         )
         .add_edge("human", END);
     graph.compile()
+}
+
+/// The state of [`researcher_graph`]: a conversation of graphkit-llm messages.
+#[derive(State, Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResearchState {
+    /// The conversation (merged by message id).
+    #[reducer(merge_by_key)]
+    #[serde(default)]
+    pub messages: Vec<Message>,
+}
+
+/// A graph that calls a tool inside a subgraph, with a deterministic stand-in for a chat
+/// model: START → `research` → END, where `research` is a subgraph `model` → `tools` →
+/// `model` → END. `model` first asks the tool `lookup` about the last user message
+/// (`{"topic": <text>}`), then answers with the tool's text; `tools` answers each `lookup`
+/// call with `notes on <topic>`. What the streaming protocol's tests drive to see tool
+/// calls, tool events and a subgraph's lifecycle.
+///
+/// # Errors
+/// Never in practice: the graph is fixed and valid.
+pub fn researcher_graph() -> Result<CompiledGraph<ResearchState>, BuildError> {
+    // A stand-in for a chat model: a tool call first, then the tool's answer as the reply.
+    let model = Arc::new(FunctionModel::from_tool_calls(|messages| {
+        if messages.iter().any(|m| matches!(m, Message::Tool(_))) {
+            return Vec::new();
+        }
+        let topic = messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User(user) => Some(user.content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        vec![ToolCall::new("lookup", json!({"topic": topic}))]
+    }));
+    let mut research = StateGraph::<ResearchState>::new();
+    research
+        .add_node("model", move |state: Arc<ResearchState>| {
+            let model = Arc::clone(&model);
+            async move {
+                let reply = model
+                    .invoke(&state.messages)
+                    .await
+                    .map_err(|e| Error::InvalidRunInput(e.to_string()))?;
+                Ok::<_, Error>(ResearchStateUpdate::new().messages(vec![Message::Assistant(reply)]))
+            }
+        })
+        .add_node("tools", lookup)
+        .add_edge(START, "model")
+        .add_conditional_edges(
+            "model",
+            |s: &ResearchState| {
+                let calls = s.messages.last().map_or(&[][..], Message::tool_calls);
+                if calls.is_empty() { END } else { "tools" }
+            },
+            ["tools", END],
+        )
+        .add_edge("tools", "model");
+    let mut graph = StateGraph::<ResearchState>::new();
+    graph
+        .add_subgraph("research", research.compile()?)
+        .add_edge(START, "research")
+        .add_edge("research", END);
+    graph.compile()
+}
+
+/// The tool node of [`researcher_graph`]: answers each `lookup` call of the last message.
+async fn lookup(state: Arc<ResearchState>) -> ResearchStateUpdate {
+    let calls = state.messages.last().map_or(&[][..], Message::tool_calls);
+    let answers: Vec<Message> = calls
+        .iter()
+        .map(|call| {
+            let topic = call.arguments["topic"].as_str().unwrap_or_default();
+            Message::tool_result(call.id.clone(), format!("notes on {topic}"))
+        })
+        .collect();
+    ResearchStateUpdate::new().messages(answers)
 }

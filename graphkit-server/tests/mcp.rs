@@ -338,6 +338,9 @@ async fn created_assistants_are_listed_and_run_as_tools() {
         tool("French_helper")["description"],
         "Tool based on the French\thelper assistant"
     );
+    // Titled by the assistant's name as it is, as the reference titles them.
+    assert_eq!(tool("French_helper")["title"], "French\thelper");
+    assert_eq!(tool("agent")["title"], "agent");
     assert_eq!(
         tool("plain")["description"],
         "Tool based on the plain assistant"
@@ -398,5 +401,51 @@ async fn created_assistants_are_listed_and_run_as_tools() {
         .await
         .expect("JSON");
     assert_eq!(gone["error"]["code"], json!(-32602), "{gone}");
+    running.stop().await;
+}
+
+/// `tools/list` pages the tools 100 at a time, as the reference does: a `nextCursor` when
+/// a page is full, the next page for it, and an invalid-params error for a cursor the
+/// server never gave.
+#[tokio::test]
+async fn tools_are_listed_a_page_at_a_time() {
+    let running = server().await;
+    let s = &running;
+    for n in 0..100 {
+        let answer = s
+            .client
+            .post(s.url("/assistants"))
+            .header("x-api-key", KEY)
+            .json(&json!({"graph_id": "agent", "name": format!("helper {n:03}")}))
+            .send()
+            .await
+            .expect("send");
+        expect_json(answer, StatusCode::OK).await;
+    }
+    let list = |params: Value| json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params});
+    let first: Value = rpc(s, list(json!({})), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let first_names = tool_names(&first);
+    assert_eq!(first_names.len(), 100, "{first}");
+    assert_eq!(first["result"]["nextCursor"], "100", "{first}");
+    let second: Value = rpc(s, list(json!({"cursor": "100"})), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let second_names = tool_names(&second);
+    // 100 created and the system assistants of the two graphs.
+    assert_eq!(second_names.len(), 2, "{second}");
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+    assert!(second_names.iter().all(|n| !first_names.contains(n)));
+    let wrong: Value = rpc(s, list(json!({"cursor": "soon"})), true)
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
     running.stop().await;
 }

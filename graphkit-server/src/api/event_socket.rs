@@ -6,10 +6,11 @@
 //! with one frame, as over HTTP (see [`super::event_streaming`]), except for what lives in
 //! the connection: `subscription.subscribe` installs a filter (and sends the events already
 //! made that it passes), `subscription.unsubscribe` removes one, `subscription.reconnect`
-//! installs one that starts after `since`, and `agent.getTree` answers the last run's root.
-//! The thread's runs are read from their beginning as the connection opens, and each event
-//! is sent once if any subscription passes it. When the thread's stream ends (the server
-//! stops, the thread is deleted) the socket is closed with 1011.
+//! installs one that starts after `since`, and `agent.getTree` answers the last run's tree
+//! (its root and subgraph runs). The thread's runs are read from their beginning as the
+//! connection opens (a thread not created yet is waited for), and each event is sent once
+//! if any subscription passes it. When the thread's stream ends (the server stops, a thread
+//! that was there is deleted) the socket is closed with 1011.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -21,7 +22,8 @@ use uuid::Uuid;
 
 use super::event_normalizer::ProtocolEvent;
 use super::event_streaming::{
-    Filter, Refusal, Tape, WrongChannels, answer, handle, not_a_command, stream_failure,
+    Filter, Refusal, Tape, WrongChannels, answer, envelope, handle, method_and_params,
+    stream_failure,
 };
 use super::thread_stream::{Item, Modes, Start, ThreadFollow};
 use super::{Api, uuid_param};
@@ -164,24 +166,12 @@ impl Session {
             let refusal = Refusal::invalid("Protocol commands must be valid JSON.");
             return vec![answer(&Value::Null, Err(refusal), 0)];
         };
-        let envelope = command.as_object().filter(|c| {
-            c.get("id").is_some_and(Value::is_i64) && c.get("method").is_some_and(Value::is_string)
-        });
-        let Some(envelope) = envelope else {
-            return vec![not_a_command(
-                command.get("id").cloned().unwrap_or(Value::Null),
-            )];
+        let envelope = match envelope(&command) {
+            Ok(envelope) => envelope,
+            Err(refused) => return vec![refused],
         };
         let id = envelope.get("id").cloned().unwrap_or(Value::Null);
-        let empty = Map::new();
-        let params = envelope
-            .get("params")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let method = envelope
-            .get("method")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (method, params) = method_and_params(envelope);
         let (result, replay) = match method {
             "subscription.subscribe" | "subscription.reconnect" => {
                 match self.subscribe(method, params) {
@@ -275,7 +265,7 @@ impl Session {
         }
     }
 
-    /// `agent.getTree`: the last run's root, or `no_such_run` before any run was seen.
+    /// `agent.getTree`: the last run's tree, or `no_such_run` before any run was seen.
     fn tree(&self) -> std::result::Result<Value, Refusal> {
         self.tape
             .normalizer

@@ -17,16 +17,22 @@
 //!   (see [`super::event_socket`]).
 //!
 //! Each stored run event becomes protocol events (`{"type": "event", "event_id", "seq",
-//! "method", "params": {"namespace", "timestamp", "data", "node"?}}`): `values`, `updates`
-//! (one node's update; `params.node`), `messages` (a chat model's messages as
-//! `message-start`, text blocks and `message-finish`, see [`super::event_normalizer::Normalizer`]),
-//! `custom` (`{payload}`), `tasks`, and from a pause
-//! one `input.requested` per interrupt (`{interrupt_id, payload}`) and a root `lifecycle`
-//! `interrupted`. Each run opens with a root `lifecycle` `running` and closes with
-//! `completed`, `failed` (with `error`) or `interrupted`. `seq` counts every protocol event of
-//! the replay, so it is the same on every connection and a reconnecting client's `since`
-//! skips what it has; `event_id` is stable across connections (`{run_id}:{stored seq}`,
-//! with `.n` for the second and later events made from one stored event).
+//! "method", "params": {"namespace", "timestamp", "data", "node"?}}`, made by
+//! [`super::event_normalizer::Normalizer`]): `values` and `updates` (one node's update;
+//! `params.node`) with their messages in the protocol's shape, `messages` (a chat model's
+//! messages as `message-start`, text and tool-call blocks and `message-finish`), `tools`
+//! (`tool-started`, `tool-finished`, `tool-error`), `checkpoints` (`{id, parent_id, step,
+//! source}`), `custom` (`{payload}`), `tasks`, and from a pause one `input.requested` per
+//! interrupt (`{interrupt_id, payload}`) and a root `lifecycle` `interrupted`. Each run opens
+//! with a root `lifecycle` `running` and closes with `completed`, `failed` (with `error`) or
+//! `interrupted`; each subgraph run has its own `lifecycle` (`started`, then `completed`,
+//! `failed` or `interrupted`) at its namespace. `seq` counts every protocol event of the
+//! replay, so it is the same on every connection and a reconnecting client's `since` skips
+//! what it has; `event_id` is stable across connections (`{run_id}:{stored seq}`, with `.n`
+//! for the second and later events made from one stored event).
+//!
+//! A thread need not exist for its event stream (or WebSocket) to open: as at the
+//! reference, a client may subscribe before the `run.start` that creates it.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -45,7 +51,7 @@ use super::spec::{Answer, Endpoint, fields, opt, req};
 use super::stream::{HEARTBEAT, frame_with_id, sse_response};
 use super::thread_stream::{Item, Modes, Start, ThreadFollow};
 use super::{Api, json_response, uuid_param};
-use crate::backend::{RunQuery, ThreadRecord, ThreadStatus};
+use crate::backend::{RunQuery, RunRecord, ThreadRecord, ThreadStatus};
 use crate::error::{Result, ServerError};
 
 /// The channels a subscription may name (besides `custom:<name>`).
@@ -63,7 +69,14 @@ const CHANNELS: &[&str] = &[
 
 /// The stream modes every run of the protocol is created with: what the channels are made
 /// from.
-const RUN_MODES: &[&str] = &["values", "updates", "messages-tuple", "custom", "tasks"];
+const RUN_MODES: &[&str] = &[
+    "values",
+    "updates",
+    "messages-tuple",
+    "custom",
+    "tasks",
+    "checkpoints",
+];
 
 /// How long `input.respond` waits for a thread whose run is still settling its pause (the
 /// `input.requested` event is stored before the thread row records the interrupt).
@@ -131,23 +144,43 @@ async fn command(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -
             "Invalid JSON body ({e}); send one command as JSON: {{\"id\": 1, \"method\": \"run.start\", \"params\": {{...}}}}"
         ))
     })?;
-    let envelope = command.as_object().filter(|c| {
-        c.get("id").is_some_and(Value::is_i64) && c.get("method").is_some_and(Value::is_string)
-    });
-    let Some(envelope) = envelope else {
-        let id = command.get("id").cloned().unwrap_or(Value::Null);
-        return Ok(json_response(StatusCode::BAD_REQUEST, &not_a_command(id)));
+    let envelope = match envelope(&command) {
+        Ok(envelope) => envelope,
+        Err(refused) => return Ok(json_response(StatusCode::BAD_REQUEST, &refused)),
     };
     let id = envelope.get("id").cloned().unwrap_or(Value::Null);
     let result = handle(&api, thread_id, envelope).await;
     Ok(json_response(StatusCode::OK, &answer(&id, result, 0)))
 }
 
-/// The answer to something that is not a command `{id: <int>, method: <string>}`.
-pub(super) fn not_a_command(id: Value) -> Value {
-    let refusal =
-        Refusal::invalid("Protocol commands must include an integer id and string method.");
-    answer(&id, Err(refusal), 0)
+/// The command in `command`, which must be an object with an integer `id` and a string
+/// `method`; else the answer that refuses it.
+pub(super) fn envelope(command: &Value) -> std::result::Result<&Map<String, Value>, Value> {
+    command
+        .as_object()
+        .filter(|c| {
+            c.get("id").is_some_and(Value::is_i64) && c.get("method").is_some_and(Value::is_string)
+        })
+        .ok_or_else(|| {
+            let id = command.get("id").cloned().unwrap_or(Value::Null);
+            let refusal =
+                Refusal::invalid("Protocol commands must include an integer id and string method.");
+            answer(&id, Err(refusal), 0)
+        })
+}
+
+/// A command's `method` and `params` (empty when absent or not an object).
+pub(super) fn method_and_params(command: &Map<String, Value>) -> (&str, &Map<String, Value>) {
+    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+    let method = command
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = command
+        .get("params")
+        .and_then(Value::as_object)
+        .unwrap_or(&EMPTY);
+    (method, params)
 }
 
 /// The result of one command (`command` has an integer `id` and a string `method`), as a
@@ -157,15 +190,7 @@ pub(super) async fn handle(
     thread_id: Uuid,
     command: &Map<String, Value>,
 ) -> std::result::Result<Value, Refusal> {
-    let method = command
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let empty = Map::new();
-    let params = command
-        .get("params")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
+    let (method, params) = method_and_params(command);
     match method {
         "run.start" => run_start(api, thread_id, params).await,
         "input.respond" => input_respond(api, thread_id, params).await,
@@ -598,7 +623,6 @@ fn prefix_matches(namespace: &[String], prefix: &[String]) -> bool {
 async fn events(State(api): State<Api>, Path(tid): Path<String>, body: Bytes) -> Result<Response> {
     let thread_id = uuid_param("thread", &tid)?;
     let filter = Filter::parse(&body)?;
-    super::threads::thread_or_404(&api, thread_id).await?;
     let modes = Modes {
         runs: true,
         lifecycle: false,
@@ -689,20 +713,15 @@ impl Tape {
             Item::Heartbeat => {}
             Item::Event { run, event } => {
                 if !self.normalizer.knows(run) {
-                    let graph = self.graph_of(run).await?;
-                    self.normalizer.begin(made, run, graph);
+                    let record = self.record(run).await?;
+                    self.begin(run, record.as_ref(), made);
                 }
                 self.normalizer.event(made, run, &event);
             }
             Item::RunDone(run) => {
-                let record = self
-                    .api
-                    .backend()
-                    .get_run(Some(self.thread_id), run)
-                    .await?;
+                let record = self.record(run).await?;
                 if !self.normalizer.knows(run) {
-                    let graph = self.graph_of(run).await?;
-                    self.normalizer.begin(made, run, graph);
+                    self.begin(run, record.as_ref(), made);
                 }
                 self.normalizer.end(made, run, record.map(|r| r.status));
             }
@@ -710,21 +729,23 @@ impl Tape {
         Ok(())
     }
 
-    /// The graph id `run` runs (the root lifecycle's `graph_name`).
-    async fn graph_of(&self, run: Uuid) -> Result<String> {
-        let record = self
-            .api
-            .backend()
-            .get_run(Some(self.thread_id), run)
-            .await?;
-        Ok(record
-            .and_then(|r| {
-                r.kwargs
-                    .get("graph_id")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .unwrap_or_else(|| "root".to_owned()))
+    /// `run` as stored now (`None` once deleted).
+    async fn record(&self, run: Uuid) -> Result<Option<RunRecord>> {
+        self.api.backend().get_run(Some(self.thread_id), run).await
+    }
+
+    /// Starts following `run` with the graph it runs (the root lifecycle's
+    /// `graph_name`) and the checkpoint it forked from.
+    fn begin(&mut self, run: Uuid, record: Option<&RunRecord>, made: &mut Vec<ProtocolEvent>) {
+        let kwarg = |key: &str| {
+            record
+                .and_then(|r| r.kwargs.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let graph = kwarg("graph_id").unwrap_or_else(|| "root".to_owned());
+        self.normalizer
+            .begin(made, run, graph, kwarg("checkpoint_id"));
     }
 }
 

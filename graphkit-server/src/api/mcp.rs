@@ -4,10 +4,11 @@
 //! Each assistant is one tool: the system assistant of each graph (named by its graph id)
 //! and every assistant created through `POST /assistants`, newest first as
 //! `POST /assistants/search` lists them. A tool is named by its assistant's name made a
-//! valid MCP tool name; when two assistants come to the same tool name, the newer one is
-//! the tool (the reference lists it the same way). A tool's description is its assistant's
-//! description, or `Tool based on the {name} assistant`; its input schema is the graph's
-//! input schema. Calling the tool runs the assistant statelessly, exactly as
+//! valid MCP tool name, and titled by the assistant's name as it is; when two assistants
+//! come to the same tool name, the newer one is the tool (the reference lists it the same
+//! way). A tool's description is its assistant's description, or `Tool based on the {name}
+//! assistant`; its input schema is the graph's input schema. `tools/list` answers 100 tools
+//! at a time, with a `nextCursor` when a page is full, as the reference pages them. Calling the tool runs the assistant statelessly, exactly as
 //! `POST /runs/wait` would with `{"assistant_id": assistant_id, "input": arguments}` (the
 //! assistant's config and context apply), and answers the run's output (its final state)
 //! as `structuredContent` and as JSON text. A run that fails, or an input the graph
@@ -37,6 +38,9 @@ const MAX_TOOL_NAME: usize = 128;
 /// The most assistants served as tools (the reference reads at most as many).
 const MAX_ASSISTANTS: usize = 1000;
 
+/// The tools `tools/list` answers at a time (the reference's page).
+const PAGE_SIZE: usize = 100;
+
 /// The MCP endpoint of `api`'s assistants as they are now. When the server listens on a
 /// loopback address only loopback `Host` names are accepted (a browser page cannot reach
 /// the endpoint through DNS rebinding); on any other address every name is (the server is
@@ -45,6 +49,7 @@ async fn endpoint(api: &Api) -> Result<McpHttpEndpoint> {
     let mut server = McpServer::new("graphkit-server", env!("CARGO_PKG_VERSION")).instructions(
         "Each tool runs one assistant of this server statelessly and answers its final state.",
     );
+    server = server.page_size(PAGE_SIZE);
     if api.mcp_any_host {
         server = server.allowed_hosts(Vec::<String>::new());
     }
@@ -75,10 +80,17 @@ async fn endpoint(api: &Api) -> Result<McpHttpEndpoint> {
             _ => format!("Tool based on the {} assistant", assistant.name),
         };
         let (api, assistant_id) = (api.clone(), assistant.assistant_id);
-        server = server.json_tool(name, description, graph.state_schema(), move |arguments| {
-            let api = api.clone();
-            async move { run_assistant(&api, assistant_id, arguments).await }
-        });
+        server = server
+            .json_tool(
+                name.clone(),
+                description,
+                graph.state_schema(),
+                move |arguments| {
+                    let api = api.clone();
+                    async move { run_assistant(&api, assistant_id, arguments).await }
+                },
+            )
+            .tool_title(&name, assistant.name);
     }
     server
         .into_http_endpoint(api.stop.child_token())

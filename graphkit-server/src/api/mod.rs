@@ -9,6 +9,7 @@ mod event_streaming;
 pub(crate) mod mcp;
 mod runs;
 mod spec;
+mod state_shape;
 mod store;
 mod stream;
 mod thread_stream;

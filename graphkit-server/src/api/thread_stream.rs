@@ -212,50 +212,54 @@ pub(super) struct ThreadFollow {
     current: Option<(RunFollower, StreamFilter)>,
     pending: VecDeque<Item>,
     closed: bool,
+    /// Whether the thread was seen to exist (so that its absence means it was deleted).
+    thread_seen: bool,
 }
 
 impl ThreadFollow {
-    /// A stream of the thread's runs from `start`.
+    /// A stream of the thread's runs from `start`. The thread need not exist yet (a
+    /// protocol client may open its event stream before its first `run.start` creates
+    /// it): the stream waits for it, and ends if a thread it has seen is deleted.
     pub(super) async fn start(
         api: Api,
         thread_id: Uuid,
         modes: Modes,
         start: Start,
     ) -> Result<Self> {
-        let mut done = HashSet::new();
-        let mut after = HashMap::new();
+        let mut follow = Self {
+            api,
+            thread_id,
+            modes,
+            done: HashSet::new(),
+            after: HashMap::new(),
+            current: None,
+            pending: VecDeque::new(),
+            closed: false,
+            thread_seen: false,
+        };
         let from = match start {
             Start::Now => None,
             Start::After(position) => Some(position),
             // Every run from its first event: nothing is behind the stream.
-            Start::Beginning => {
-                return Ok(Self {
-                    api,
-                    thread_id,
-                    modes,
-                    done,
-                    after,
-                    current: None,
-                    pending: VecDeque::new(),
-                    closed: false,
-                });
-            }
+            Start::Beginning => return Ok(follow),
         };
-        let runs = runs_of(&api, thread_id).await?;
+        // `GET /threads/{thread_id}/stream`, the one to start elsewhere, found the thread.
+        follow.thread_seen = true;
+        let runs = runs_of(&follow.api, thread_id).await?;
         let resumed = from.and_then(|from| {
             let index = runs.iter().position(|r| r.run_id == from.run)?;
             Some((index, from.seq))
         });
         match resumed {
             Some((index, seq)) => {
-                done.extend(runs[..index].iter().map(|r| r.run_id));
+                follow.done.extend(runs[..index].iter().map(|r| r.run_id));
                 let run = runs[index].run_id;
                 match seq {
                     Some(seq) => {
-                        after.insert(run, seq);
+                        follow.after.insert(run, seq);
                     }
                     None => {
-                        done.insert(run);
+                        follow.done.insert(run);
                     }
                 }
             }
@@ -264,24 +268,15 @@ impl ThreadFollow {
             None => {
                 for run in &runs {
                     if run.status.is_terminal() {
-                        done.insert(run.run_id);
+                        follow.done.insert(run.run_id);
                     } else {
-                        let seq = api.backend().last_event_seq(run.run_id).await?;
-                        after.insert(run.run_id, seq);
+                        let seq = follow.api.backend().last_event_seq(run.run_id).await?;
+                        follow.after.insert(run.run_id, seq);
                     }
                 }
             }
         }
-        Ok(Self {
-            api,
-            thread_id,
-            modes,
-            done,
-            after,
-            current: None,
-            pending: VecDeque::new(),
-            closed: false,
-        })
+        Ok(follow)
     }
 
     /// Whether this stream shows `event` of a run whose own stream shows what `filter` passes.
@@ -334,6 +329,7 @@ impl ThreadFollow {
         // Watched before the runs are read, so a run created after the read wakes us.
         let mut queue = self.api.backend().watch_queue();
         let runs = runs_of(&self.api, self.thread_id).await?;
+        self.thread_seen |= !runs.is_empty();
         if let Some(run) = runs.iter().find(|r| !self.done.contains(&r.run_id)) {
             let after = self.after.remove(&run.run_id).unwrap_or(0);
             let kwargs: RunKwargs = serde_json::from_value(run.kwargs.clone()).unwrap_or_default();
@@ -345,10 +341,11 @@ impl ThreadFollow {
             () = queue.changed() => {}
             () = tokio::time::sleep(HEARTBEAT_EVERY) => {
                 self.pending.push_back(Item::Heartbeat);
-                // The thread is gone: nothing more will come.
-                if self.api.backend().get_thread(self.thread_id).await?.is_none() {
-                    self.closed = true;
-                }
+                // A thread that was there is gone: nothing more will come. One not created
+                // yet is waited for.
+                let exists = self.api.backend().get_thread(self.thread_id).await?.is_some();
+                self.closed = self.thread_seen && !exists;
+                self.thread_seen |= exists;
             }
             () = self.api.stop.cancelled() => self.closed = true,
         }

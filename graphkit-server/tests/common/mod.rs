@@ -176,6 +176,22 @@ impl SseReader {
         }
     }
 
+    /// Reads until the server's next heartbeat comment, which it sends after a quiet
+    /// while; panics if the stream ends first.
+    pub async fn heartbeat(&mut self) {
+        loop {
+            if let Some(at) = self.buffer.find(": heartbeat\r\n\r\n") {
+                self.buffer.drain(..at + ": heartbeat\r\n\r\n".len());
+                return;
+            }
+            let bytes = self.response.chunk().await.expect("chunk");
+            let bytes = bytes.expect("the stream ended before a heartbeat");
+            let text = String::from_utf8(bytes.to_vec()).expect("utf-8");
+            self.raw.push_str(&text);
+            self.buffer.push_str(&text);
+        }
+    }
+
     /// Every remaining event.
     pub async fn collect(mut self) -> Vec<Event> {
         let mut events = Vec::new();

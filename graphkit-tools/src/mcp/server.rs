@@ -93,6 +93,7 @@ pub struct McpServer {
     version: String,
     instructions: Option<String>,
     tools: Vec<ServedTool>,
+    page_size: Option<usize>,
     allowed_hosts: Option<Vec<String>>,
     max_sessions: usize,
     session_idle_timeout: Duration,
@@ -115,6 +116,8 @@ impl std::fmt::Debug for McpServer {
 /// One tool as served: its description and its type-erased handler.
 struct ServedTool {
     name: String,
+    /// A name for people (`title` in `tools/list`).
+    title: Option<String>,
     description: String,
     input_schema: Map<String, Value>,
     output_schema: Option<Map<String, Value>>,
@@ -140,6 +143,7 @@ impl McpServer {
             version: version.into(),
             instructions: None,
             tools: Vec::new(),
+            page_size: None,
             allowed_hosts: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
@@ -195,6 +199,7 @@ impl McpServer {
         });
         self.tools.push(ServedTool {
             name,
+            title: None,
             description: description.into(),
             input_schema: object_schema::<A>().unwrap_or_else(empty_object_schema),
             output_schema: object_schema::<O>(),
@@ -241,6 +246,7 @@ impl McpServer {
         });
         self.tools.push(ServedTool {
             name,
+            title: None,
             description,
             input_schema,
             output_schema: None,
@@ -298,11 +304,46 @@ impl McpServer {
         });
         self.tools.push(ServedTool {
             name: name.into(),
+            title: None,
             description: description.into(),
             input_schema,
             output_schema: None,
             handler,
         });
+        self
+    }
+
+    /// Gives the tool named `name` (registered before) a title: a name for people, which
+    /// clients show instead of the tool's name (`title` in `tools/list`). A name no tool
+    /// has is ignored.
+    ///
+    /// ```
+    /// use graphkit_tools::mcp::McpServer;
+    /// use serde_json::json;
+    ///
+    /// let server = McpServer::new("assistants", "1.0.0")
+    ///     .json_tool("deep_research", "Researches a topic.", json!({"type": "object"}), |a| async move {
+    ///         Ok(serde_json::Value::Object(a))
+    ///     })
+    ///     .tool_title("deep_research", "Deep research");
+    /// assert_eq!(server.tool_names().collect::<Vec<_>>(), ["deep_research"]);
+    /// ```
+    #[must_use]
+    pub fn tool_title(mut self, name: &str, title: impl Into<String>) -> Self {
+        if let Some(tool) = self.tools.iter_mut().find(|t| t.name == name) {
+            tool.title = Some(title.into());
+        }
+        self
+    }
+
+    /// Lists the tools `size` at a time (at least 1): `tools/list` answers the first page
+    /// and a `nextCursor` whenever a page is full; the client passes it back as `cursor`
+    /// for the next page (the cursor is the index of the page's first tool, in decimal).
+    /// A cursor that is not one is refused as invalid params. Without it, every tool comes
+    /// in one answer.
+    #[must_use]
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.page_size = Some(size.max(1));
         self
     }
 
@@ -495,6 +536,7 @@ impl McpServer {
                 version: self.version,
                 instructions: self.instructions,
                 tools: self.tools,
+                page_size: self.page_size,
                 by_name,
             }),
         })
@@ -660,6 +702,7 @@ struct Registry {
     version: String,
     instructions: Option<String>,
     tools: Vec<ServedTool>,
+    page_size: Option<usize>,
     by_name: HashMap<String, usize>,
 }
 
@@ -671,11 +714,14 @@ struct RegistryHandler {
 
 impl RegistryHandler {
     fn describe(tool: &ServedTool) -> rmcp::model::Tool {
-        let described = rmcp::model::Tool::new(
+        let mut described = rmcp::model::Tool::new(
             tool.name.clone(),
             tool.description.clone(),
             Arc::new(tool.input_schema.clone()),
         );
+        if let Some(title) = &tool.title {
+            described = described.with_title(title.clone());
+        }
         match &tool.output_schema {
             Some(schema) => described.with_raw_output_schema(Arc::new(schema.clone())),
             None => described,
@@ -747,12 +793,38 @@ impl ServerHandler for RegistryHandler {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.registry.tools.iter().map(Self::describe).collect(),
-        ))
+        let tools = &self.registry.tools;
+        let Some(size) = self.registry.page_size else {
+            return Ok(ListToolsResult::with_all_items(
+                tools.iter().map(Self::describe).collect(),
+            ));
+        };
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| {
+                ErrorData::invalid_params(
+                    format!(
+                        "the cursor {cursor:?} is not one this server gave; list from the start without a cursor"
+                    ),
+                    None,
+                )
+            })?,
+        };
+        let page: Vec<_> = tools
+            .iter()
+            .skip(start)
+            .take(size)
+            .map(Self::describe)
+            .collect();
+        let full = page.len() == size;
+        let mut result = ListToolsResult::with_all_items(page);
+        if full {
+            result.next_cursor = Some((start + size).to_string());
+        }
+        Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {

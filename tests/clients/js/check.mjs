@@ -16,6 +16,8 @@ import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 
+import { CheckFailed, DEADLINE_MS, expect, show } from "./client_checks.mjs";
+
 const modulesDir = process.env.GRAPHKIT_SDK_JS;
 if (!modulesDir) {
   console.error("set GRAPHKIT_SDK_JS to the node_modules folder that holds @langchain/langgraph-sdk");
@@ -28,16 +30,6 @@ const { Client } = require("@langchain/langgraph-sdk");
 const AGENT_ID = "fe096781-5601-53d2-b2f6-0d3403f7e9ca";
 // One marker per script run: other clients may share the server's database.
 const MARKER = randomUUID().replaceAll("-", "");
-// A hang guard for the checks that wait for a run to reach a state, not a timing claim.
-const DEADLINE_MS = 60_000;
-
-class CheckFailed extends Error {}
-
-function expect(condition, message) {
-  if (!condition) throw new CheckFailed(message);
-}
-
-const show = (value) => JSON.stringify(value);
 
 function user(text, extra = {}) {
   return { messages: [{ role: "user", content: text }], ...extra };

@@ -28,26 +28,13 @@ from langgraph_sdk.errors import (
     UnprocessableEntityError,
 )
 
+from client_checks import DEADLINE_SECONDS, CheckFailed, expect, user
+
 # The system assistant id the reference server gives a graph: uuid5 in this namespace.
 ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 AGENT_ID = str(uuid.uuid5(ASSISTANT_NAMESPACE, "agent"))
 # One marker per script run: other clients may share the server's database.
 MARKER = uuid.uuid4().hex
-# A hang guard for the checks that wait for a run to reach a state, not a timing claim.
-DEADLINE_SECONDS = 60.0
-
-
-class CheckFailed(Exception):
-    """A check saw something other than what the API promises."""
-
-
-def expect(condition, message):
-    if not condition:
-        raise CheckFailed(message)
-
-
-def user(text, **extra):
-    return {"messages": [{"role": "user", "content": text}], **extra}
 
 
 def contents(values):

@@ -25,21 +25,7 @@ import httpx
 import websockets
 from langgraph_sdk import get_client
 
-# A hang guard for waiting on the server, not a timing claim.
-DEADLINE_SECONDS = 60.0
-
-
-class CheckFailed(Exception):
-    """A check saw something other than what the protocol promises."""
-
-
-def expect(condition, message):
-    if not condition:
-        raise CheckFailed(message)
-
-
-def user(text, **extra):
-    return {"messages": [{"role": "user", "content": text}], **extra}
+from client_checks import DEADLINE_SECONDS, CheckFailed, expect, user
 
 
 def method(event):

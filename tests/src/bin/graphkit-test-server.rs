@@ -1,6 +1,9 @@
 //! `graphkit-test-server`: the `graphkit-server` binary (same flags, same demo graph
-//! `agent`) plus two graphs the cross-process tests drive. Built for those tests only.
+//! `agent`) plus the graphs the cross-process and client tests drive. Built for those tests
+//! only.
 //!
+//! - `researcher`: `graphkit_server::demo::researcher_graph`, a tool call inside a subgraph
+//!   (the JS SDK's streaming protocol check, `clients/js/thread_stream.mjs`).
 //! - `steps`: START → `step_1` → `step_2` → `step_3` → `step_4` → END; each step appends its
 //!   name to `done`. Every execution records a start and an end marker in the store under
 //!   `["exec", <thread_id>]`, so a test can count how often each step ran. With `gated`
@@ -114,6 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     cli::init_logging("warn");
     let server = Server::new()
         .graph("agent", demo::agent_graph()?)
+        .graph_without_schema("researcher", demo::researcher_graph()?)
         .graph("steps", steps_graph()?)
         .graph("tally", tally_graph()?);
     cli::run(cli::Args::parse(), server).await?;
