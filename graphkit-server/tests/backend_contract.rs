@@ -1668,7 +1668,8 @@ async fn a_cron_survives_a_restart() {
 /// A file whose server schema was recorded before it joined `graphkit_migrations` (in a
 /// table of its own, `graphkit_server_schema`, at version 1) opens with its rows, is not
 /// migrated to version 1 again, and gets version 2: its runs' due time, which was their
-/// `created_at`; and the later versions, among them 4: its assistants' versions, one each.
+/// `created_at`; and the later versions, among them 4: its assistants' versions, one each,
+/// and 6: its runs' requests moved to a table of their own (the old run is claimed with it).
 #[tokio::test]
 async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1693,7 +1694,11 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
          DROP TABLE graphkit_server_store_ttl;
          DROP INDEX graphkit_server_threads_expiry;
          ALTER TABLE graphkit_server_threads DROP COLUMN ttl_minutes;
-         ALTER TABLE graphkit_server_threads DROP COLUMN expires_at;",
+         ALTER TABLE graphkit_server_threads DROP COLUMN expires_at;
+         ALTER TABLE graphkit_server_runs ADD COLUMN kwargs TEXT NOT NULL DEFAULT '{}';
+         UPDATE graphkit_server_runs SET kwargs = (SELECT k.kwargs FROM graphkit_server_run_kwargs k
+             WHERE k.run_id = graphkit_server_runs.run_id);
+         DROP TABLE graphkit_server_run_kwargs;",
     )
     .execute(backend.pool())
     .await
@@ -1709,7 +1714,7 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
             .expect("read");
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5],
+        [1, 2, 3, 4, 5, 6],
         "version 1 is not applied again, the later ones are"
     );
     let recorded = reopened
@@ -1724,4 +1729,5 @@ async fn an_sqlite_file_from_before_the_shared_migrations_opens() {
     // The old run is due (its due time is its old created_at) and is claimed.
     let claimed = claim(&reopened, "w1", LEASE).await;
     assert_eq!(claimed.run_id, run.run_id);
+    assert_eq!(claimed.kwargs, run.kwargs, "the old run keeps its request");
 }

@@ -168,6 +168,21 @@ const SCHEMA: Schema = Schema {
     CREATE INDEX graphkit_server_store_ttl_expiry ON graphkit_server_store_ttl (expires_at);
     ",
         },
+        Migration {
+            version: 6,
+            description: "a run's request (kwargs) in a table of its own",
+            // SQLite rewrites a whole row when an update changes its size: with the request
+            // in the run's row, claiming and ending a run with a big input rewrote the input.
+            sql: "
+    CREATE TABLE graphkit_server_run_kwargs (
+        run_id TEXT PRIMARY KEY,
+        kwargs TEXT NOT NULL
+    );
+    INSERT INTO graphkit_server_run_kwargs (run_id, kwargs)
+        SELECT run_id, kwargs FROM graphkit_server_runs;
+    ALTER TABLE graphkit_server_runs DROP COLUMN kwargs;
+    ",
+        },
     ],
 };
 
@@ -176,8 +191,16 @@ const SCHEMA: Schema = Schema {
 /// takeover commits either before the check (and the write is refused) or after the write.
 const FENCE: &str = "SELECT 1 FROM graphkit_server_runs WHERE run_id = ?1 AND lease_token = ?2 AND status = 'running'";
 
-const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, kwargs, \
+/// A run's columns except its request (`kwargs`, in `graphkit_server_run_kwargs`): what
+/// an insert or update returns.
+const RUN_COLUMNS: &str = "run_id, thread_id, assistant_id, created_at, updated_at, status, metadata, \
      multitask_strategy, attempt, worker_id, lease_until, lease_token, cancel_requested, cancel_reason";
+
+/// Runs with their requests (`r` the run, `k` its request).
+const RUN_SELECT: &str = "SELECT r.run_id, r.thread_id, r.assistant_id, r.created_at, r.updated_at, r.status, \
+     r.metadata, r.multitask_strategy, r.attempt, r.worker_id, r.lease_until, r.lease_token, \
+     r.cancel_requested, r.cancel_reason, k.kwargs \
+     FROM graphkit_server_runs r JOIN graphkit_server_run_kwargs k ON k.run_id = r.run_id";
 
 const THREAD_SELECT: &str = "SELECT t.thread_id, t.created_at, t.updated_at, t.state_updated_at, t.metadata, \
      t.status, t.config, t.state_values, t.interrupts, t.error, \
@@ -525,7 +548,14 @@ fn cron_from_row(row: &SqliteRow) -> Result<CronRecord> {
     })
 }
 
+/// A run read with [`RUN_SELECT`], its request with it.
 fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
+    let kwargs = parse_json(&get::<String>(row, "kwargs")?, "run kwargs")?;
+    run_from_columns(row, kwargs)
+}
+
+/// A run from its [`RUN_COLUMNS`] and its request.
+fn run_from_columns(row: &SqliteRow, kwargs: Value) -> Result<RunRecord> {
     let status: String = get(row, "status")?;
     let strategy: String = get(row, "multitask_strategy")?;
     let cancel: Option<String> = get(row, "cancel_requested")?;
@@ -540,7 +570,7 @@ fn run_from_row(row: &SqliteRow) -> Result<RunRecord> {
         status: RunStatus::parse(&status)
             .ok_or_else(|| ServerError::Backend(format!("unknown run status {status:?}")))?,
         metadata: parse_object(&get::<String>(row, "metadata")?, "run metadata")?,
-        kwargs: parse_json(&get::<String>(row, "kwargs")?, "run kwargs")?,
+        kwargs,
         multitask_strategy: MultitaskStrategy::parse(&strategy).unwrap_or_default(),
         attempt: u32::try_from(attempt).unwrap_or(0),
         worker_id: get(row, "worker_id")?,
@@ -590,6 +620,11 @@ async fn delete_run_rows(tx: &mut Transaction<'static, Sqlite>, run_id: &str) ->
         .execute(&mut **tx)
         .await
         .map_err(db("delete run events"))?;
+    sqlx::query("DELETE FROM graphkit_server_run_kwargs WHERE run_id = ?1")
+        .bind(run_id)
+        .execute(&mut **tx)
+        .await
+        .map_err(db("delete a run's request"))?;
     sqlx::query("DELETE FROM graphkit_server_runs WHERE run_id = ?1")
         .bind(run_id)
         .execute(&mut **tx)
@@ -733,8 +768,8 @@ async fn create_run_in(
     let due_at = run.not_before.unwrap_or(now).max(now);
     let sql = format!(
         "INSERT INTO graphkit_server_runs (run_id, thread_id, assistant_id, created_at, updated_at, status, \
-             metadata, kwargs, multitask_strategy, attempt, due_at) \
-             VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, ?7, 0, ?8) RETURNING {RUN_COLUMNS}"
+             metadata, multitask_strategy, attempt, due_at) \
+             VALUES (?1, ?2, ?3, ?4, ?4, 'pending', ?5, ?6, 0, ?7) RETURNING {RUN_COLUMNS}"
     );
     let row = sqlx::query(AssertSqlSafe(sql))
         .bind(run.run_id.to_string())
@@ -742,12 +777,17 @@ async fn create_run_in(
         .bind(run.assistant_id.to_string())
         .bind(now.micros())
         .bind(json_text(&run.metadata))
-        .bind(json_text(&run.kwargs))
         .bind(run.multitask_strategy.as_str())
         .bind(due_at.micros())
         .fetch_one(&mut **tx)
         .await
         .map_err(db("insert a run"))?;
+    sqlx::query("INSERT INTO graphkit_server_run_kwargs (run_id, kwargs) VALUES (?1, ?2)")
+        .bind(run.run_id.to_string())
+        .bind(json_text(&run.kwargs))
+        .execute(&mut **tx)
+        .await
+        .map_err(db("store a run's request"))?;
     sqlx::query(
             "UPDATE graphkit_server_threads SET expires_at = ?2 + CAST(ttl_minutes * 60000000 AS INTEGER) \
              WHERE thread_id = ?1 AND ttl_minutes IS NOT NULL",
@@ -757,7 +797,7 @@ async fn create_run_in(
         .execute(&mut **tx)
         .await
         .map_err(db("refresh a thread's expiry"))?;
-    Ok((run_from_row(&row)?, cancelled))
+    Ok((run_from_columns(&row, run.kwargs)?, cancelled))
 }
 
 async fn set_outcome_in(
@@ -1071,7 +1111,7 @@ impl Backend for SqliteBackend {
     }
 
     async fn get_run(&self, thread_id: Option<Uuid>, run_id: Uuid) -> Result<Option<RunRecord>> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM graphkit_server_runs WHERE run_id = ?1");
+        let sql = format!("{RUN_SELECT} WHERE r.run_id = ?1");
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(run_id.to_string())
             .fetch_optional(&self.pool)
@@ -1102,8 +1142,8 @@ impl Backend for SqliteBackend {
 
     async fn list_runs(&self, thread_id: Uuid, query: &RunQuery) -> Result<Vec<RunRecord>> {
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM graphkit_server_runs WHERE thread_id = ?1 \
-             AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC, run_id DESC LIMIT ?3 OFFSET ?4"
+            "{RUN_SELECT} WHERE r.thread_id = ?1 \
+             AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.run_id DESC LIMIT ?3 OFFSET ?4"
         );
         let rows = sqlx::query(AssertSqlSafe(sql))
             .bind(thread_id.to_string())
@@ -1181,7 +1221,13 @@ impl Backend for SqliteBackend {
             .fetch_one(&mut *tx)
             .await
             .map_err(db("claim a run"))?;
-        let run = run_from_row(&row)?;
+        let kwargs: String =
+            sqlx::query_scalar("SELECT kwargs FROM graphkit_server_run_kwargs WHERE run_id = ?1")
+                .bind(&run_id)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db("read a run's request"))?;
+        let run = run_from_columns(&row, parse_json(&kwargs, "run kwargs")?)?;
         tx.commit().await.map_err(db("commit a claim"))?;
         self.notifier.notify_run(run.run_id);
         Ok(Some(run))
