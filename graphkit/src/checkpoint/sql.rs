@@ -245,51 +245,90 @@ where
                 checkpoint_id: "<unreadable id>".to_owned(),
                 message: format!("column checkpoint_id: {e}"),
             })?;
-    let corrupt = |message: String| StorageError::CorruptCheckpoint {
+    let column = |name: &str, e: sqlx::Error| StorageError::CorruptCheckpoint {
         thread_id: thread_id.to_owned(),
         checkpoint_id: checkpoint_id.clone(),
-        message,
+        message: format!("column {name}: {e}"),
     };
-    let column = |name: &str, e: sqlx::Error| corrupt(format!("column {name}: {e}"));
-
-    let format_version: i64 = row
-        .try_get("format_version")
-        .map_err(|e| column("format_version", e))?;
-    let format_version = u32::try_from(format_version)
-        .map_err(|_| corrupt(format!("format_version {format_version} is not a version")))?;
-    if format_version > FORMAT_VERSION {
-        return Err(StorageError::CheckpointVersion {
-            thread_id: thread_id.to_owned(),
-            checkpoint_id,
-            found: format_version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let source: String = row.try_get("source").map_err(|e| column("source", e))?;
-    let source = CheckpointSource::parse(&source)
-        .ok_or_else(|| corrupt(format!("unknown source {source:?}")))?;
-    let metadata: String = row.try_get("metadata").map_err(|e| column("metadata", e))?;
-    let metadata = serde_json::from_str(&metadata)
-        .map_err(|e| corrupt(format!("metadata is not JSON: {e}")))?;
-    Ok(CheckpointRecord {
-        thread_id: thread_id.to_owned(),
-        checkpoint_ns: checkpoint_ns.to_owned(),
+    let stored = StoredCheckpoint {
         parent_id: row
             .try_get("parent_id")
             .map_err(|e| column("parent_id", e))?,
-        format_version,
+        format_version: row
+            .try_get("format_version")
+            .map_err(|e| column("format_version", e))?,
         step: row.try_get("step").map_err(|e| column("step", e))?,
-        source,
+        source: row.try_get("source").map_err(|e| column("source", e))?,
         created_at_ms: row
             .try_get("created_at_ms")
             .map_err(|e| column("created_at_ms", e))?,
-        metadata,
+        metadata: row.try_get("metadata").map_err(|e| column("metadata", e))?,
         is_snapshot: row
             .try_get("is_snapshot")
             .map_err(|e| column("is_snapshot", e))?,
         payload: row.try_get("payload").map_err(|e| column("payload", e))?,
         checkpoint_id,
-    })
+    };
+    stored.into_record(thread_id, checkpoint_ns)
+}
+
+/// The columns of one checkpoint row (those [`Statements::select_checkpoint`] reads), each
+/// of its column's type, before the checks that make it a [`CheckpointRecord`].
+pub(crate) struct StoredCheckpoint {
+    pub(crate) checkpoint_id: String,
+    pub(crate) parent_id: Option<String>,
+    pub(crate) format_version: i64,
+    pub(crate) step: i64,
+    pub(crate) source: String,
+    pub(crate) created_at_ms: i64,
+    pub(crate) metadata: String,
+    pub(crate) is_snapshot: bool,
+    pub(crate) payload: Vec<u8>,
+}
+
+impl StoredCheckpoint {
+    /// The record of thread `thread_id`, namespace `checkpoint_ns`: a version newer than
+    /// this build's is [`StorageError::CheckpointVersion`], an unknown source or metadata
+    /// that is not JSON a [`StorageError::CorruptCheckpoint`].
+    pub(crate) fn into_record(
+        self,
+        thread_id: &str,
+        checkpoint_ns: &str,
+    ) -> Result<CheckpointRecord, StorageError> {
+        let corrupt = |message: String| StorageError::CorruptCheckpoint {
+            thread_id: thread_id.to_owned(),
+            checkpoint_id: self.checkpoint_id.clone(),
+            message,
+        };
+        let format_version = self.format_version;
+        let format_version = u32::try_from(format_version)
+            .map_err(|_| corrupt(format!("format_version {format_version} is not a version")))?;
+        if format_version > FORMAT_VERSION {
+            return Err(StorageError::CheckpointVersion {
+                thread_id: thread_id.to_owned(),
+                checkpoint_id: self.checkpoint_id,
+                found: format_version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let source = CheckpointSource::parse(&self.source)
+            .ok_or_else(|| corrupt(format!("unknown source {:?}", self.source)))?;
+        let metadata = serde_json::from_str(&self.metadata)
+            .map_err(|e| corrupt(format!("metadata is not JSON: {e}")))?;
+        Ok(CheckpointRecord {
+            thread_id: thread_id.to_owned(),
+            checkpoint_ns: checkpoint_ns.to_owned(),
+            parent_id: self.parent_id,
+            format_version,
+            step: self.step,
+            source,
+            created_at_ms: self.created_at_ms,
+            metadata,
+            is_snapshot: self.is_snapshot,
+            payload: self.payload,
+            checkpoint_id: self.checkpoint_id,
+        })
+    }
 }
 
 /// Reads one pending-write row of a checkpoint.

@@ -283,6 +283,19 @@ impl Checkpointer for SqliteSaver {
         checkpoint_ns: &str,
         checkpoint_id: Option<&str>,
     ) -> Result<Option<CheckpointTuple>, StorageError> {
+        // A saver from `open` reads on its own connection: no hand-off to the pool's thread.
+        if let Some(writer) = &self.writer {
+            let (thread, ns) = (thread_id.to_owned(), checkpoint_ns.to_owned());
+            let id = checkpoint_id.map(str::to_owned);
+            let raw = writer
+                .read("reading a checkpoint", move |conn| {
+                    sqlite_writer::read_checkpoint(conn, &thread, &ns, id.as_deref())
+                })
+                .await?;
+            return raw
+                .map(|raw| sqlite_writer::decode_checkpoint(raw, thread_id, checkpoint_ns))
+                .transpose();
+        }
         get_checkpoint!(
             &self.pool,
             SQLITE,

@@ -18,13 +18,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 
 use super::sql::SQLITE;
+use super::sql::StoredCheckpoint;
 use super::sqlite_lock::{
     BACKEND, Holder, LOCK_HOLDER, LOCK_INSERT, LOCK_TAKE_OVER, LockHolder, took_over,
 };
-use super::{CheckpointRecord, PendingWrite, WriteFence, now_ms};
+use super::{CheckpointRecord, CheckpointTuple, PendingWrite, WriteFence, now_ms};
 use crate::error::StorageError;
 use crate::sql::sqlite::{BUSY_TIMEOUT, SqliteSync, retry_while_locked};
 
@@ -91,6 +93,34 @@ impl Writer {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => runtime.spawn_blocking(waiting).await.map_err(|e| {
                 StorageError::backend(BACKEND, format!("{doing}: the write's thread failed: {e}"))
+            })?,
+            Err(_) => waiting(),
+        }
+    }
+
+    /// Runs the read `work` on the connection: on the caller's thread when the connection is
+    /// free (a read in WAL mode does not wait for writers), else as [`run`](Self::run) does.
+    pub(super) async fn read<T, F>(
+        self: &Arc<Self>,
+        doing: &'static str,
+        work: F,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        if let Ok(mut guard) = self.connection.try_lock() {
+            let connection = guard.as_mut().ok_or_else(|| closed(doing))?;
+            match work(connection) {
+                Err(e) if is_busy(&e) => {}
+                outcome => return outcome.map_err(|e| failed(doing, e)),
+            }
+        }
+        let writer = Arc::clone(self);
+        let waiting = move || writer.run_waiting(doing, &work);
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.spawn_blocking(waiting).await.map_err(|e| {
+                StorageError::backend(BACKEND, format!("{doing}: the read's thread failed: {e}"))
             })?,
             Err(_) => waiting(),
         }
@@ -283,4 +313,165 @@ fn closed(doing: &str) -> StorageError {
         BACKEND,
         format!("{doing}: the saver was closed; open it again to write"),
     )
+}
+
+/// The columns of one checkpoint row and of its pending writes, as stored (typed by
+/// [`decode_checkpoint`], so that a value of the wrong type is reported as corrupt).
+pub(super) struct RawCheckpoint {
+    row: Vec<Value>,
+    writes: Vec<[Value; 3]>,
+}
+
+/// Reads checkpoint `checkpoint_id` (the newest when `None`) of a thread and namespace,
+/// with its pending writes, in one read transaction.
+pub(super) fn read_checkpoint(
+    connection: &mut Connection,
+    thread_id: &str,
+    checkpoint_ns: &str,
+    checkpoint_id: Option<&str>,
+) -> rusqlite::Result<Option<RawCheckpoint>> {
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let row = {
+        let mut statement = match checkpoint_id {
+            Some(_) => tx.prepare_cached(&SQLITE.select_checkpoint)?,
+            None => tx.prepare_cached(&SQLITE.select_latest)?,
+        };
+        let columns = statement.column_count();
+        let mut rows = match checkpoint_id {
+            Some(id) => statement.query(params![thread_id, checkpoint_ns, id])?,
+            None => statement.query(params![thread_id, checkpoint_ns])?,
+        };
+        match rows.next()? {
+            Some(row) => Some(
+                (0..columns)
+                    .map(|i| row.get(i))
+                    .collect::<Result<Vec<Value>, _>>()?,
+            ),
+            None => None,
+        }
+    };
+    let Some(row) = row else {
+        tx.commit()?;
+        return Ok(None);
+    };
+    let writes = {
+        let id = match row.first() {
+            Some(Value::Text(id)) => id.as_str(),
+            _ => "",
+        };
+        let mut statement = tx.prepare_cached(&SQLITE.select_writes)?;
+        let rows = statement.query_map(params![thread_id, checkpoint_ns, id], |row| {
+            Ok([row.get(0)?, row.get(1)?, row.get(2)?])
+        })?;
+        rows.collect::<Result<Vec<_>, _>>()?
+    };
+    tx.commit()?;
+    Ok(Some(RawCheckpoint { row, writes }))
+}
+
+/// The checkpoint and pending writes [`read_checkpoint`] read, checked as the pool's
+/// decoding checks them.
+pub(super) fn decode_checkpoint(
+    raw: RawCheckpoint,
+    thread_id: &str,
+    checkpoint_ns: &str,
+) -> Result<CheckpointTuple, StorageError> {
+    let corrupt = |checkpoint_id: &str, message: String| StorageError::CorruptCheckpoint {
+        thread_id: thread_id.to_owned(),
+        checkpoint_id: checkpoint_id.to_owned(),
+        message,
+    };
+    let mut columns = raw.row.into_iter();
+    let mut next = || columns.next().unwrap_or(Value::Null);
+    let checkpoint_id = match next() {
+        Value::Text(id) => id,
+        other => {
+            return Err(corrupt(
+                "<unreadable id>",
+                format!("column checkpoint_id: {}", type_name(&other)),
+            ));
+        }
+    };
+    let wrong = |name: &str, value: &Value| {
+        corrupt(
+            &checkpoint_id,
+            format!("column {name}: a {} value", type_name(value)),
+        )
+    };
+    let text = |name: &str, value: Value| match value {
+        Value::Text(text) => Ok(text),
+        other => Err(wrong(name, &other)),
+    };
+    let integer = |name: &str, value: Value| match value {
+        Value::Integer(n) => Ok(n),
+        other => Err(wrong(name, &other)),
+    };
+    let parent_id = match next() {
+        Value::Null => None,
+        value => Some(text("parent_id", value)?),
+    };
+    let format_version = integer("format_version", next())?;
+    let step = integer("step", next())?;
+    let source = text("source", next())?;
+    let created_at_ms = integer("created_at_ms", next())?;
+    let metadata = text("metadata", next())?;
+    let is_snapshot = integer("is_snapshot", next())? != 0;
+    let payload = match next() {
+        Value::Blob(bytes) => bytes,
+        Value::Text(text) => text.into_bytes(),
+        other => return Err(wrong("payload", &other)),
+    };
+    let pending_writes = raw
+        .writes
+        .into_iter()
+        .map(|[task_id, node, payload]| {
+            let column = |name: &str, value: &Value| {
+                corrupt(
+                    &checkpoint_id,
+                    format!("pending write column {name}: a {} value", type_name(value)),
+                )
+            };
+            Ok(PendingWrite {
+                task_id: match task_id {
+                    Value::Text(id) => id,
+                    other => return Err(column("task_id", &other)),
+                },
+                node: match node {
+                    Value::Text(node) => node,
+                    other => return Err(column("node", &other)),
+                },
+                payload: match payload {
+                    Value::Blob(bytes) => bytes,
+                    Value::Text(text) => text.into_bytes(),
+                    other => return Err(column("payload", &other)),
+                },
+            })
+        })
+        .collect::<Result<_, StorageError>>()?;
+    let stored = StoredCheckpoint {
+        checkpoint_id,
+        parent_id,
+        format_version,
+        step,
+        source,
+        created_at_ms,
+        metadata,
+        is_snapshot,
+        payload,
+    };
+    Ok(CheckpointTuple {
+        record: stored.into_record(thread_id, checkpoint_ns)?,
+        pending_writes,
+    })
+}
+
+/// What a stored value is, for an error message.
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "NULL",
+        Value::Integer(_) => "INTEGER",
+        Value::Real(_) => "REAL",
+        Value::Text(_) => "TEXT",
+        Value::Blob(_) => "BLOB",
+    }
 }

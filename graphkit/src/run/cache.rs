@@ -47,7 +47,7 @@ pub(crate) async fn look_up<S: State>(
     tasks: &[Task],
     state: &S,
     graph_path: Option<&Arc<str>>,
-    pending: &mut Option<PendingStep<S>>,
+    pending: &mut Option<Box<PendingStep<S>>>,
     step: usize,
 ) -> Result<StepCache, Error> {
     let mut step_cache = StepCache::default();
@@ -96,7 +96,7 @@ pub(crate) async fn look_up<S: State>(
                 );
         }
         pending
-            .get_or_insert_with(PendingStep::default)
+            .get_or_insert_with(Box::default)
             .outputs
             .insert(index, writes);
         step_cache.hits.push(index);

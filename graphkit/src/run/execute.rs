@@ -166,7 +166,8 @@ pub(crate) async fn run_step<S: State>(
         None => {
             let mut run = prepare(core, task, 0, scope, extra.saver, extra.scratchpad);
             match run.run_inline(snapshot) {
-                Some(result) if run.wants_save(&result) => run.save(result).await,
+                // (Boxed: rare, and large.)
+                Some(result) if run.wants_save(&result) => Box::pin(run.save(result)).await,
                 Some(result) => result,
                 // (A lean task was caught above: this one needs the full task.)
                 None => Box::pin(run.execute(Arc::clone(snapshot))).await,

@@ -197,6 +197,16 @@ impl<'a, S: State> Planner<'a, S> {
         if self.core.has_deferred {
             self.hold_deferred(held, others || !tasks.is_empty());
         }
+        // The common step of a chain: one node triggered, nothing sent.
+        if let ([id], true) = (&self.triggered[..], self.sends.is_empty()) {
+            self.flags[*id] = false;
+            tasks.push(Task {
+                node: *id,
+                input: None,
+            });
+            self.triggered.clear();
+            return;
+        }
         for &id in self.triggered.iter() {
             self.flags[id] = false;
         }
@@ -334,7 +344,8 @@ pub(crate) fn next_tasks_into<S: State>(
     tasks: &mut Vec<Task>,
 ) -> Result<(), Error> {
     let mut planner = Planner::new(core, scratch);
-    let mut routed = gotos.drain(..).peekable();
+    // (Most steps route nothing: no drain to make and drop then.)
+    let mut routed = (!gotos.is_empty()).then(|| gotos.drain(..).peekable());
     for (index, task) in done.iter().enumerate() {
         let node = &core.nodes[task.node];
         for &dest in &node.edges {
@@ -348,7 +359,10 @@ pub(crate) fn next_tasks_into<S: State>(
                 planner.trigger(core.joins[join].target);
             }
         }
-        while let Some((_, gotos)) = routed.next_if(|(i, _)| *i == index) {
+        while let Some((_, gotos)) = routed
+            .as_mut()
+            .and_then(|r| r.next_if(|(i, _)| *i == index))
+        {
             for goto in gotos {
                 planner.goto(&node.name, goto, node.destinations.as_deref())?;
             }

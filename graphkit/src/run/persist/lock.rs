@@ -153,8 +153,9 @@ impl ThreadRelease {
 
     /// Releases the thread if a dropped run left it locked.
     pub(crate) async fn finish(&self) {
+        // (Boxed: a run that needs no unlock keeps no room for one in its future.)
         if let Some(unlock) = self.0.take() {
-            unlock.run().await;
+            Box::pin(unlock.run()).await;
         }
     }
 }

@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::checkpoint::format::{GotoRecord, TaskRecord};
+use crate::checkpoint::format::GotoRecord;
 use crate::command::Goto;
-use crate::graph::compiled::GraphCore;
+use crate::graph::compiled::{GraphCore, NodeId};
 use crate::graph::node::NodeOutput;
 use crate::run::plan::{JoinProgress, Task};
 use crate::state::State;
@@ -35,35 +35,74 @@ pub(crate) fn goto_records(gotos: &[Goto]) -> Vec<GotoRecord> {
         .collect()
 }
 
-fn task_records<S: State>(core: &GraphCore<S>, tasks: &[Task]) -> Vec<TaskRecord> {
-    tasks
-        .iter()
-        .map(|t| TaskRecord {
-            node: core.nodes[t.node].name.to_string(),
+/// The node names of a graph, for encoding its tasks without knowing its state type.
+pub(crate) trait NodeNames: Sync {
+    /// The name of node `id`.
+    fn node_name(&self, id: NodeId) -> &str;
+}
+
+impl<S: State> NodeNames for GraphCore<S> {
+    fn node_name(&self, id: NodeId) -> &str {
+        &self.nodes[id].name
+    }
+}
+
+/// Tasks borrowed for encoding, as a list of `format::TaskRecord` (the same JSON), with no
+/// record or name copied per task.
+pub(crate) struct TaskList<'a> {
+    names: &'a dyn NodeNames,
+    tasks: &'a [Task],
+}
+
+/// One task of a [`TaskList`], encoded as a `format::TaskRecord`.
+#[derive(Serialize)]
+struct TaskRecordRef<'a> {
+    node: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<Value>,
+}
+
+impl Serialize for TaskList<'_> {
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        serializer.collect_seq(self.tasks.iter().map(|t| TaskRecordRef {
+            node: self.names.node_name(t.node),
             input: t.input.as_ref().map(|p| p.to_json().unwrap_or(Value::Null)),
-        })
-        .collect()
+        }))
+    }
+}
+
+impl TaskList<'_> {
+    /// `true` when there is no task.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
 }
 
 /// What a checkpoint plans after it, ready to encode: the next step's tasks, join
-/// progress, and the held tasks of deferred nodes.
+/// progress, and the held tasks of deferred nodes (all borrowed).
 pub(crate) struct Planned<'a> {
-    pub(crate) next: Vec<TaskRecord>,
+    pub(crate) next: TaskList<'a>,
     pub(crate) joins: &'a [Vec<bool>],
-    pub(crate) deferred: Vec<TaskRecord>,
+    pub(crate) deferred: TaskList<'a>,
 }
 
 impl<'a> Planned<'a> {
     /// The tasks `next` after a checkpoint, with the run's `joins`.
     pub(crate) fn of<S: State>(
-        core: &GraphCore<S>,
-        next: &[Task],
+        core: &'a GraphCore<S>,
+        next: &'a [Task],
         joins: &'a JoinProgress,
     ) -> Self {
         Self {
-            next: task_records(core, next),
+            next: TaskList {
+                names: core,
+                tasks: next,
+            },
             joins: &joins.seen,
-            deferred: task_records(core, &joins.deferred),
+            deferred: TaskList {
+                names: core,
+                tasks: &joins.deferred,
+            },
         }
     }
 }

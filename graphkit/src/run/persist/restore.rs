@@ -35,6 +35,17 @@ pub(crate) struct PendingStep<S: State> {
 }
 
 impl<S: State> PendingStep<S> {
+    /// `true` when nothing was restored: a step to run as if there were no checkpoint.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+            && self.interrupts.is_empty()
+            && self.asked.is_empty()
+            && self.resume.is_empty()
+            && self.static_interrupts.is_empty()
+            && self.errors.is_empty()
+            && self.calls.is_empty()
+    }
+
     /// All unanswered interrupts, dynamic ones in task order.
     pub(crate) fn all_interrupts(&self) -> Vec<Interrupt> {
         let mut dynamic: Vec<(&usize, &Interrupt)> = self.interrupts.iter().collect();

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::Persist;
-use super::records::{Planned, TaskWriteRef};
-use crate::checkpoint::format::{self, TaskRecord};
+use super::records::{Planned, TaskList, TaskWriteRef};
+use crate::checkpoint::format;
 use crate::checkpoint::{
     CheckpointRecord, CheckpointSource, Checkpointer, FORMAT_VERSION, new_checkpoint_id, now_ms,
 };
@@ -30,10 +30,10 @@ struct BodyRef<'a, S: State> {
     state: Option<&'a S>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     writes: &'a [TaskWriteRef<'a, S>],
-    next: &'a [TaskRecord],
+    next: &'a TaskList<'a>,
     joins: &'a [Vec<bool>],
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    deferred: &'a [TaskRecord],
+    #[serde(skip_serializing_if = "TaskList::is_empty")]
+    deferred: &'a TaskList<'a>,
 }
 
 /// A checkpoint [`Persist::save`] saved (or queued, with `Durability::Async`).
@@ -147,8 +147,9 @@ impl Persist {
                     .writer
                     .get_or_insert_with(|| BackgroundWriter::start(Arc::clone(saver)));
                 if writer.queue.send(record).is_err() {
-                    // The writer stopped on an error: report it.
-                    self.flush().await?;
+                    // The writer stopped on an error: report it. (Boxed: rare; a run's
+                    // futures keep no room for it.)
+                    Box::pin(self.flush()).await?;
                 }
             }
             // No span without a subscriber: even a disabled one costs.
@@ -161,7 +162,11 @@ impl Persist {
                     bytes = record.payload.len(),
                     snapshot = is_snapshot,
                 );
-                tracing::Instrument::instrument(self.saver.put(record), span).await?;
+                Box::pin(tracing::Instrument::instrument(
+                    self.saver.put(record),
+                    span,
+                ))
+                .await?;
             }
             Durability::Sync | Durability::Exit => self.saver.put(record).await?,
         }

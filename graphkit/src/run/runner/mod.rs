@@ -61,10 +61,19 @@ pub(crate) struct Runner<S: State> {
 fn task_extras<S: State>(
     i: usize,
     parallel: bool,
-    pending: &mut Option<PendingStep<S>>,
+    pending: &mut Option<Box<PendingStep<S>>>,
     persist: Option<&Persist>,
     inherited: &Option<Arc<Scratchpad>>,
 ) -> TaskExtras<S> {
+    // Nothing restored and nothing saved (a run without a checkpointer, past its first
+    // step): only the inherited bookkeeping.
+    if pending.is_none() && persist.is_none() {
+        return TaskExtras {
+            prefilled: None,
+            saver: None,
+            scratchpad: inherited.clone(),
+        };
+    }
     // (An empty map is not asked: hashing the index would cost more than the rest.)
     TaskExtras {
         prefilled: pending
@@ -301,8 +310,8 @@ impl<S: State> Runner<S> {
                     .thread_id
                     .as_deref()
                     .ok_or(Error::MissingThreadId)?;
-                let mut persist =
-                    Persist::open(Arc::clone(saver), thread, self.config.durability).await?;
+                let open = Persist::open(Arc::clone(saver), thread, self.config.durability);
+                let mut persist = Box::pin(open).await?;
                 persist.release_into(release);
                 if !self.config.checkpoint_metadata.is_empty() {
                     persist.extra_metadata(&self.config.checkpoint_metadata);
@@ -324,7 +333,7 @@ impl<S: State> Runner<S> {
             });
         }
         if let Some(persist) = persist {
-            let released = persist.release().await;
+            let released = Box::pin(persist.release()).await;
             // A checkpoint that failed to save fails the run, unless it failed already.
             if outcome.is_ok() {
                 outcome = released;
@@ -360,12 +369,11 @@ impl<S: State> Runner<S> {
             pending,
             mut joins,
             mut skip_static_before,
-        } = self
-            .start(core, input, persist.as_deref_mut(), &mut scratch)
-            .await?;
+        } = Box::pin(self.start(core, input, persist.as_deref_mut(), &mut scratch)).await?;
         self.emitter.values(&self.state);
-        // What the start restored for its first step only.
-        let mut pending = Some(pending);
+        // What the start restored for its first step only (boxed: it is large, and most
+        // runs have none; the step loop's future would keep room for it every step).
+        let mut pending = (!pending.is_empty()).then(|| Box::new(pending));
 
         while !tasks.is_empty() {
             if !skip_static_before && self.may_pause(core, InterruptKind::Before, &tasks) {
@@ -374,7 +382,7 @@ impl<S: State> Runner<S> {
                     hits: &tasks,
                     next: &tasks,
                 };
-                self.static_interrupt(core, before, &joins, persist.as_deref_mut())
+                Box::pin(self.static_interrupt(core, before, &joins, persist.as_deref_mut()))
                     .await?;
             }
             skip_static_before = false;
@@ -427,7 +435,8 @@ impl<S: State> Runner<S> {
             let outcome = match inline {
                 Some(Ok(())) => step_outcome(core, &tasks, &mut buffers.results),
                 Some(Err(save)) => {
-                    let result = in_span(step_span.as_ref(), save.finish()).await;
+                    // (Boxed: rare, and the task it holds is large.)
+                    let result = in_span(step_span.as_ref(), Box::pin(save.finish())).await;
                     buffers.results.push(Some(result));
                     step_outcome(core, &tasks, &mut buffers.results)
                 }
@@ -491,7 +500,7 @@ impl<S: State> Runner<S> {
                     };
                     let conflict = self.show_stopped_step(core, &stopped);
                     if let Some(p) = persist.as_deref_mut() {
-                        self.save_stopped_step(core, p, &joins, &stopped).await?;
+                        Box::pin(self.save_stopped_step(core, p, &joins, &stopped)).await?;
                     }
                     if let Some((_, error)) = failures.into_iter().next() {
                         return Err(error);
@@ -543,7 +552,7 @@ impl<S: State> Runner<S> {
                     hits: &tasks,
                     next: &next,
                 };
-                self.static_interrupt(core, after, &joins, persist.as_deref_mut())
+                Box::pin(self.static_interrupt(core, after, &joins, persist.as_deref_mut()))
                     .await?;
             }
             // The finished step's task list becomes the buffer of the step after next.
@@ -551,9 +560,8 @@ impl<S: State> Runner<S> {
             buffers.next.clear();
         }
         if let Some(p) = persist.filter(|p| !p.per_step()) {
-            let record = p
-                .save_at_exit(&self.state, &Planned::of(core, &[], &joins))
-                .await?;
+            let planned = Planned::of(core, &[], &joins);
+            let record = Box::pin(p.save_at_exit(&self.state, &planned)).await?;
             self.emitter.checkpoint(&p.thread_id, &record, core, &[]);
         }
         Ok(())
@@ -583,7 +591,7 @@ impl<S: State> Runner<S> {
         &mut self,
         core: &Arc<GraphCore<S>>,
         tasks: &[Task],
-        mut pending: Option<PendingStep<S>>,
+        mut pending: Option<Box<PendingStep<S>>>,
         persist: Option<&Persist>,
         buffers: &mut StepBuffers<S>,
     ) -> StepOutcome<S> {
@@ -606,7 +614,7 @@ impl<S: State> Runner<S> {
         &self,
         core: &GraphCore<S>,
         tasks: &[Task],
-        pending: &mut Option<PendingStep<S>>,
+        pending: &mut Option<Box<PendingStep<S>>>,
         persist: Option<&Persist>,
         buffers: &mut StepBuffers<S>,
     ) -> Result<(), Box<execute::InlineSave<S>>> {
