@@ -246,6 +246,45 @@ proptest! {
     }
 }
 
+fn map_ops() -> impl Strategy<Value = Vec<KeyedOp<(u8, u16)>>> {
+    prop::collection::vec(
+        prop_oneof![
+            8 => (0u8..30, any::<u16>()).prop_map(KeyedOp::Upsert),
+            2 => (0u8..30).prop_map(KeyedOp::Remove),
+            1 => Just(KeyedOp::RemoveAll),
+        ],
+        0..120,
+    )
+}
+
+proptest! {
+    #[test]
+    fn merging_into_a_hash_map_matches_a_sorted_map_op_by_op(
+        start in prop::collection::btree_map(0u8..30, any::<u16>(), 0..30),
+        updates in prop::collection::vec(map_ops(), 0..6),
+    ) {
+        let mut map: HashMap<u8, u16> = start.clone().into_iter().collect();
+        let mut model = start;
+        for ops in updates {
+            for op in ops.clone() {
+                match op {
+                    KeyedOp::Upsert((k, v)) => {
+                        model.insert(k, v);
+                    }
+                    KeyedOp::Remove(k) => {
+                        model.remove(&k);
+                    }
+                    KeyedOp::RemoveAll => model.clear(),
+                }
+            }
+            MergeByKey::reduce(&mut map, KeyedUpdate { ops });
+            let got: std::collections::BTreeMap<u8, u16> =
+                map.iter().map(|(k, v)| (*k, *v)).collect();
+            prop_assert_eq!(&got, &model);
+        }
+    }
+}
+
 fn keep_longest(current: &mut String, update: String) {
     if update.len() > current.len() {
         *current = update;

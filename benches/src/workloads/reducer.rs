@@ -21,71 +21,138 @@ pub const BATCH: i64 = 100;
 pub const BATCHES: i64 = ITEMS / BATCH;
 
 /// One item: `{id: "item-{n mod U}", v: n}`.
-///
-/// The append variant's ids are `String`s. The merge variant's are `Arc<str>`: it keys its
-/// map by the item's own id, and a shared string makes that key a reference count rather
-/// than a second copy of the text (as the key and the item share one string object in
-/// Python).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Item<Id = String> {
+pub struct Item {
     /// `item-{n mod U}`.
-    pub id: Id,
+    pub id: ShortId,
     /// `n`.
     pub v: i64,
 }
 
-/// An id type: `item-{n}` built without `format!` (which goes through `fmt::Arguments` and
-/// a growing `String`: most of an item's cost), allocated once at its exact length.
-pub trait ItemId: Sized {
-    /// `item-{n}`.
-    fn item(n: i64) -> Self;
+/// A short id kept inline, as small-string crates (`compact_str`, `smol_str`) keep short
+/// text: building `item-{n}` allocates nothing, and the merge map's key is a 32-byte copy
+/// of the item's id. (An id on the heap cost a `malloc` of ~190 instructions an item, most
+/// of what the append cases did.) As text in JSON, in `Display` and in `Debug`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ShortId {
+    bytes: [u8; SHORT_ID_MAX],
+    len: u8,
 }
+
+/// The longest [`ShortId`]: `item-` and any `i64`.
+const SHORT_ID_MAX: usize = 31;
 
 const ID_PREFIX: &str = "item-";
 
-impl ItemId for String {
-    fn item(n: i64) -> Self {
+impl ShortId {
+    /// `text` inline, or `None` when it is longer than 31 bytes.
+    pub fn new(text: &str) -> Option<Self> {
+        let mut bytes = [0u8; SHORT_ID_MAX];
+        bytes
+            .get_mut(..text.len())?
+            .copy_from_slice(text.as_bytes());
+        Some(Self {
+            bytes,
+            len: text.len() as u8,
+        })
+    }
+
+    /// `item-{n}`, written with `itoa` (not `format!`, which goes through
+    /// `fmt::Arguments`).
+    pub fn item(n: i64) -> Self {
         let mut digits = itoa::Buffer::new();
-        let digits = digits.format(n);
-        let mut id = String::with_capacity(ID_PREFIX.len() + digits.len());
-        id.push_str(ID_PREFIX);
-        id.push_str(digits);
-        id
+        let digits = digits.format(n).as_bytes();
+        let mut bytes = [0u8; SHORT_ID_MAX];
+        let end = ID_PREFIX.len() + digits.len();
+        bytes[..ID_PREFIX.len()].copy_from_slice(ID_PREFIX.as_bytes());
+        bytes[ID_PREFIX.len()..end].copy_from_slice(digits);
+        Self {
+            bytes,
+            len: end as u8,
+        }
+    }
+
+    /// The id's bytes (UTF-8: an id is only made from a `str`).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
     }
 }
 
-impl ItemId for Arc<str> {
-    fn item(n: i64) -> Self {
-        let mut digits = itoa::Buffer::new();
-        let digits = digits.format(n).as_bytes();
-        // Written on the stack first: the prefix and at most 20 characters for an `i64`.
-        let mut text = [0u8; ID_PREFIX.len() + 20];
-        let end = ID_PREFIX.len() + digits.len();
-        text[..ID_PREFIX.len()].copy_from_slice(ID_PREFIX.as_bytes());
-        text[ID_PREFIX.len()..end].copy_from_slice(digits);
-        // ASCII throughout, so the check cannot fail.
-        std::str::from_utf8(&text[..end]).map_or_else(|_| Arc::from(""), Arc::from)
+/// The id's bytes only, as `str` hashes (not the unused rest of the buffer: hashing all 32
+/// bytes cost more than the rest of an insert).
+impl std::hash::Hash for ShortId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(self.as_bytes());
+        state.write_u8(0xff);
+    }
+}
+
+/// Byte by byte, as the checksum sorts keys.
+impl Ord for ShortId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_bytes().cmp(other.as_bytes())
+    }
+}
+
+impl PartialOrd for ShortId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl std::fmt::Display for ShortId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for ShortId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl Serialize for ShortId {
+    fn serialize<Z: serde::Serializer>(&self, serializer: Z) -> Result<Z::Ok, Z::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ShortId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Self::new(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "an item id holds at most {SHORT_ID_MAX} bytes, not {}",
+                text.len()
+            ))
+        })
     }
 }
 
 /// The items of batch `batch` with `unique` distinct keys.
-fn batch_items<Id: ItemId>(batch: i64, unique: i64) -> impl Iterator<Item = Item<Id>> {
+fn batch_items(batch: i64, unique: i64) -> impl Iterator<Item = Item> {
     (batch * BATCH..(batch + 1) * BATCH).map(move |n| Item {
-        id: Id::item(n % unique),
+        id: ShortId::item(n % unique),
         v: n,
     })
 }
 
-/// The merge variant's map: ids to items, hashed with foldhash (short string keys hash
-/// several times faster than with std's SipHash; a map field takes any `BuildHasher`).
-pub type ById = HashMap<Arc<str>, Item<Arc<str>>, foldhash::fast::RandomState>;
+/// The merge variant's map: ids to items, hashed with foldhash (short keys hash several
+/// times faster than with std's SipHash; a map field takes any `BuildHasher`).
+pub type ById = HashMap<ShortId, Item, foldhash::fast::RandomState>;
 
 /// Which reducer a case exercises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reducer {
     /// `log: Vec<Item>` with `#[reducer(append)]`, U = 10,000.
     Append,
-    /// `by_id: HashMap<Arc<str>, Item<Arc<str>>, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
+    /// `by_id: HashMap<ShortId, Item, _>` with `#[reducer(merge_by_key)]`, U = 5,000.
     Merge,
 }
 
@@ -216,8 +283,7 @@ fn append_batch(batch: i64) -> AppendLogUpdate {
 }
 
 fn merge_batch(batch: i64) -> MergeMapUpdate {
-    let pairs =
-        batch_items(batch, Reducer::Merge.unique()).map(|item| (Arc::clone(&item.id), item));
+    let pairs = batch_items(batch, Reducer::Merge.unique()).map(|item| (item.id, item));
     MergeMapUpdate::new().by_id(KeyedUpdate::upsert(pairs))
 }
 
@@ -255,7 +321,7 @@ pub fn merge_graph(
     graph.compile()
 }
 
-fn lines<'a, Id: std::fmt::Display + 'a>(items: impl Iterator<Item = &'a Item<Id>>) -> String {
+fn lines<'a>(items: impl Iterator<Item = &'a Item>) -> String {
     items
         .map(|it| format!("{}:{}", it.id, it.v))
         .collect::<Vec<_>>()
@@ -272,7 +338,7 @@ pub fn append_checksum(state: &AppendLog) -> Checksum {
 
 /// `{"len", "sum_v", "fnv"}` over the map in byte order of the keys.
 pub fn merge_checksum(state: &MergeMap) -> Checksum {
-    let mut keys: Vec<&Arc<str>> = state.by_id.keys().collect();
+    let mut keys: Vec<&ShortId> = state.by_id.keys().collect();
     keys.sort_unstable();
     Checksum::new()
         .with("len", state.by_id.len())

@@ -381,6 +381,15 @@ where
     type Update = KeyedUpdate<(K, V)>;
 
     fn reduce(map: &mut HashMap<K, V, H>, update: KeyedUpdate<(K, V)>) {
+        // Room for the new keys up front, as `HashMap::extend` makes it (all of the
+        // update's into an empty map, half otherwise: some replace keys already there), so
+        // a map that grows by whole updates rehashes once per update at most.
+        let upserts = update.ops.len();
+        map.reserve(if map.is_empty() {
+            upserts
+        } else {
+            upserts.div_ceil(2)
+        });
         for op in update.ops {
             match op {
                 KeyedOp::Upsert((k, v)) => {
