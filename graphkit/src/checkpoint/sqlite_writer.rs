@@ -79,23 +79,8 @@ impl Writer {
         T: Send + 'static,
         F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        if !self.waits_for_disk
-            && let Ok(mut guard) = self.connection.try_lock()
-        {
-            let connection = guard.as_mut().ok_or_else(|| closed(doing))?;
-            match work(connection) {
-                Err(e) if is_busy(&e) => {} // another connection is writing: wait off this thread
-                outcome => return outcome.map_err(|e| failed(doing, e)),
-            }
-        }
-        let writer = Arc::clone(self);
-        let waiting = move || writer.run_waiting(doing, &work);
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => runtime.spawn_blocking(waiting).await.map_err(|e| {
-                StorageError::backend(BACKEND, format!("{doing}: the write's thread failed: {e}"))
-            })?,
-            Err(_) => waiting(),
-        }
+        self.on_connection(doing, !self.waits_for_disk, "write", work)
+            .await
     }
 
     /// Runs the read `work` on the connection: on the caller's thread when the connection is
@@ -109,10 +94,27 @@ impl Writer {
         T: Send + 'static,
         F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     {
-        if let Ok(mut guard) = self.connection.try_lock() {
+        self.on_connection(doing, true, "read", work).await
+    }
+
+    /// Runs `work` on the caller's thread when `inline` and the connection is free, else
+    /// (or when that attempt found the database busy) on tokio's blocking pool, waiting up
+    /// to the busy timeout; `kind` ("read", "write") names it in an error.
+    async fn on_connection<T, F>(
+        self: &Arc<Self>,
+        doing: &'static str,
+        inline: bool,
+        kind: &'static str,
+        work: F,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        if inline && let Ok(mut guard) = self.connection.try_lock() {
             let connection = guard.as_mut().ok_or_else(|| closed(doing))?;
             match work(connection) {
-                Err(e) if is_busy(&e) => {}
+                Err(e) if is_busy(&e) => {} // another connection is writing: wait off this thread
                 outcome => return outcome.map_err(|e| failed(doing, e)),
             }
         }
@@ -120,7 +122,7 @@ impl Writer {
         let waiting = move || writer.run_waiting(doing, &work);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => runtime.spawn_blocking(waiting).await.map_err(|e| {
-                StorageError::backend(BACKEND, format!("{doing}: the read's thread failed: {e}"))
+                StorageError::backend(BACKEND, format!("{doing}: the {kind}'s thread failed: {e}"))
             })?,
             Err(_) => waiting(),
         }
